@@ -1,0 +1,182 @@
+//===- Runtime.h - Accrue's runtime (no MLIR/LLVM) --------------*- C++ -*-===//
+//
+// Loads a compiled training step (step.so + step.json), owns its flat arenas
+// and drives it over a dataset. Depends on libc, libdl and zlib only, so a
+// compiled step deploys to machines without a compiler. Errors are thrown as
+// accrue::rt::Error with a one-line message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_RUNTIME_RUNTIME_H
+#define ACCRUE_RUNTIME_RUNTIME_H
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace accrue::rt {
+
+/// A user-facing error: bad files, bad data, bad flags.
+class Error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Element types the runtime moves around.
+enum class DType { F32, F64, F16, I64, I32, Bool };
+
+/// Parses "f32", "i64", ... (manifest spelling).
+DType parseDType(const std::string &name);
+const char *dtypeName(DType type);
+size_t dtypeSize(DType type);
+
+/// A dense, row-major host array.
+struct Array {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+
+  int64_t numElements() const;
+  /// Converts to `type` (numeric conversion; throws if impossible).
+  Array convertTo(DType type, const std::string &what) const;
+  template <typename T> T *as() { return reinterpret_cast<T *>(data.data()); }
+  template <typename T> const T *as() const {
+    return reinterpret_cast<const T *>(data.data());
+  }
+};
+
+/// Reads every array of a .npz file (stored or deflated members).
+std::map<std::string, Array> readNpz(const std::string &path);
+/// Writes arrays as an uncompressed .npz, atomically.
+void writeNpz(const std::string &path, const std::map<std::string, Array> &arrays);
+
+/// Reads a safetensors file.
+std::map<std::string, Array> readSafetensors(const std::string &path);
+/// Writes a safetensors file atomically (temp file, fsync, rename).
+void writeSafetensors(const std::string &path,
+                      const std::vector<std::pair<std::string, const Array *>> &tensors,
+                      const std::map<std::string, std::string> &metadata = {});
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same
+/// directory, fsync, rename.
+void writeFileAtomically(const std::string &path, const std::string &bytes);
+std::string readFile(const std::string &path);
+
+/// Overwrites the raw_data of the named float initializers of a serialized
+/// ONNX model (as accrue-compile stores it) with new values.
+std::string patchOnnxInitializers(
+    const std::string &model,
+    const std::map<std::string, std::pair<const float *, int64_t>> &values);
+
+/// One buffer the step takes, from step.json.
+struct ArgSpec {
+  std::string role; // params, accumulator, state, batch, lr, step, metrics
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape; // batch: -1 for the effective-batch dimension
+};
+
+/// Where a parameter lives in the arenas.
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t offset;
+  int64_t numel;
+};
+
+/// A loaded artifact: manifest and entry point.
+class Artifact {
+public:
+  /// Loads `dir`/step.json and dlopens the library it names.
+  explicit Artifact(const std::string &dir);
+  ~Artifact();
+  Artifact(const Artifact &) = delete;
+  Artifact &operator=(const Artifact &) = delete;
+
+  std::string dir;
+  std::vector<ArgSpec> args;
+  std::vector<ParamSpec> params;
+  int64_t arenaSize = 0;
+  int64_t microBatch = 0;
+  int64_t accumulationSteps = 1;
+  double lr = 0.0;
+  std::string optimizer;
+  std::string loss;
+  int64_t activationBytes = -1;
+  std::string path(const std::string &file) const { return dir + "/" + file; }
+  /// Calls the packed entry point.
+  void call(void **packedArgs) const;
+
+  /// The batch inputs, in argument order.
+  std::vector<const ArgSpec *> batchInputs() const;
+
+private:
+  void *library = nullptr;
+  void (*entry)(void **) = nullptr;
+};
+
+/// A 64-byte aligned, zero-initialized float buffer.
+class Arena {
+public:
+  explicit Arena(int64_t size);
+  ~Arena();
+  Arena(const Arena &) = delete;
+  Arena &operator=(const Arena &) = delete;
+  float *data() { return values; }
+  const float *data() const { return values; }
+  int64_t size() const { return count; }
+  void zero();
+
+private:
+  float *values = nullptr;
+  int64_t count = 0;
+};
+
+/// What one optimizer step reports.
+struct StepMetrics {
+  int64_t step;
+  double loss;
+  double gradNorm;
+  double lr;
+  int64_t samples;
+};
+
+/// Owns the arenas of a step and runs it.
+class Trainer {
+public:
+  /// Loads the artifact and its initial parameters.
+  explicit Trainer(const std::string &artifactDir);
+
+  const Artifact &artifact() const { return *art; }
+
+  /// Runs one optimizer step over `samples` rows of each batch input
+  /// (samples = micro-batch x number of micro-batches). `inputs[i]` points to
+  /// the first row of batch input i, in its manifest dtype.
+  StepMetrics step(const std::vector<const void *> &inputs, int64_t samples,
+                   double lr);
+
+  /// Completed optimizer steps.
+  int64_t completedSteps() const { return completed; }
+
+  Arena &params() { return *paramArena; }
+  Arena &grads() { return *gradArena; }
+
+  /// The current value of every parameter, by name.
+  std::map<std::string, Array> parameterArrays() const;
+
+  /// Writes the artifact's model with the current parameters to `path`.
+  void exportOnnx(const std::string &path) const;
+
+private:
+  std::unique_ptr<Artifact> art;
+  std::unique_ptr<Arena> paramArena, gradArena;
+  std::vector<std::unique_ptr<Arena>> stateArenas;
+  int64_t completed = 0;
+};
+
+} // namespace accrue::rt
+
+#endif // ACCRUE_RUNTIME_RUNTIME_H

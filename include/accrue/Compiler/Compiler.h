@@ -1,0 +1,76 @@
+//===- Compiler.h - compile an ONNX model into a training step --*- C++ -*-===//
+//
+// The library entry point behind accrue-compile (and, later, the C API and
+// Python): import, build the whole-batch step, run the pipelines, and write
+// the artifact.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_COMPILER_COMPILER_H
+#define ACCRUE_COMPILER_COMPILER_H
+
+#include "accrue/Import/ONNX/Importer.h"
+#include "accrue/Pipelines/Options.h"
+#include "accrue/Target/CPU/CPUTarget.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+
+namespace accrue {
+
+/// Optimizer hyperparameters, with PyTorch's names and defaults.
+struct OptimizerOptions {
+  /// "sgd", "adam", "adamw" or "none" (gradients only).
+  std::string name = "adamw";
+  double lr = 1e-3;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  bool nesterov = false;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  /// Unset: the optimizer's default (0 for SGD and Adam, 0.01 for AdamW).
+  std::optional<double> weightDecay;
+  /// Global-norm clipping threshold; unset means no clipping.
+  std::optional<double> clipNorm;
+};
+
+/// What to produce.
+enum class EmitKind {
+  /// The imported model with its whole-batch step (input of the pipeline).
+  Import,
+  /// The module after the whole pipeline (LLVM dialect).
+  MLIR,
+  /// LLVM IR.
+  LLVM,
+  /// The artifact directory.
+  Artifact,
+};
+
+struct CompilerOptions {
+  /// Path of the ONNX model; micro-batch, loss and freeze settings.
+  onnx_import::ImportOptions import;
+  /// Default number of micro-batches per optimizer step (recorded in the
+  /// manifest; the compiled step takes any number at run time).
+  int64_t accumulationSteps = 1;
+  OptimizerOptions optimizer;
+  CompileOptions pipeline;
+  cpu::CPUTargetOptions target;
+  EmitKind emit = EmitKind::Artifact;
+  /// Artifact directory, or the file for textual output ("-" for stdout).
+  std::string output;
+  /// The linker (ld.lld); empty means the one found at configure time.
+  std::string lldPath;
+};
+
+/// Runs the whole compilation. Errors (bad options naming the flag, bad
+/// models naming the node) go to the context's diagnostic handler; on
+/// failure nothing is left at `options.output`.
+llvm::LogicalResult compileModel(mlir::MLIRContext &context,
+                                 const CompilerOptions &options);
+
+} // namespace accrue
+
+#endif // ACCRUE_COMPILER_COMPILER_H

@@ -1,0 +1,382 @@
+//===- NNOps.td - nn dialect ops ---------------------------*- tablegen -*-===//
+//
+// One op per ONNX operator the importer supports, plus the few internal ops
+// that VJP rules and the training passes emit. Families share an ODS class:
+// elementwise unary, broadcasting binary, comparisons, reductions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_DIALECT_NN_IR_NNOPS_TD
+#define ACCRUE_DIALECT_NN_IR_NNOPS_TD
+
+include "accrue/Dialect/NN/IR/NNBase.td"
+include "accrue/Dialect/NN/IR/NNInterfaces.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def NN_LossReduction : I32EnumAttr<"LossReduction",
+    "reduction of a per-item loss (ONNX `reduction` attribute)", [
+      I32EnumAttrCase<"None", 0, "none">,
+      I32EnumAttrCase<"Sum", 1, "sum">,
+      I32EnumAttrCase<"Mean", 2, "mean">
+    ]> {
+  let cppNamespace = "::accrue::nn";
+  let genSpecializedAttr = 0;
+}
+def NN_LossReductionAttr : EnumAttr<NN_Dialect, NN_LossReduction, "reduction">;
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary ops
+//===----------------------------------------------------------------------===//
+
+class NN_UnaryOp<string mnemonic, string onnxName, list<Trait> traits = []>
+    : NN_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+        DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>])> {
+  let summary = "elementwise " # onnxName;
+  let description = [{
+    ONNX [}] # onnxName # [{](https://onnx.ai/onnx/operators/onnx__}]
+    # onnxName # [{.html), opsets 6 and later: applied to each element.
+  }];
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def NN_NegOp : NN_UnaryOp<"neg", "Neg">;
+def NN_ExpOp : NN_UnaryOp<"exp", "Exp">;
+def NN_LogOp : NN_UnaryOp<"log", "Log">;
+def NN_SqrtOp : NN_UnaryOp<"sqrt", "Sqrt">;
+def NN_ReluOp : NN_UnaryOp<"relu", "Relu">;
+def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "Sigmoid">;
+def NN_TanhOp : NN_UnaryOp<"tanh", "Tanh">;
+
+def NN_IdentityOp : NN_Op<"identity", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "ONNX Identity";
+  let description = [{
+    [Identity](https://onnx.ai/onnx/operators/onnx__Identity.html), opsets 1
+    and later, for tensors. Folds to its operand.
+  }];
+  let arguments = (ins NN_Tensor:$input);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcasting binary ops
+//===----------------------------------------------------------------------===//
+
+class NN_BroadcastOp<string mnemonic, list<Trait> traits = []>
+    : NN_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+  // Result shape: numpy broadcasting of the operand shapes.
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return inferElementwiseResultType(location, adaptor.getOperands(),
+                                        resultElementType(context, adaptor),
+                                        types);
+    }
+  }];
+}
+
+class NN_BinaryOp<string mnemonic, string onnxName, list<Trait> traits = []>
+    : NN_BroadcastOp<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>])> {
+  let summary = "elementwise " # onnxName # " with broadcasting";
+  let description = [{
+    ONNX [}] # onnxName # [{](https://onnx.ai/onnx/operators/onnx__}]
+    # onnxName # [{.html), opsets 7 and later (multidirectional numpy
+    broadcasting). Both operands have the same element type.
+  }];
+  let arguments = (ins NN_Tensor:$lhs, NN_Tensor:$rhs);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    static ::mlir::Type resultElementType(::mlir::MLIRContext *,
+                                          Adaptor adaptor) {
+      return ::mlir::getElementTypeOrSelf(adaptor.getLhs().getType());
+    }
+  }];
+}
+
+def NN_AddOp : NN_BinaryOp<"add", "Add", [Commutative]>;
+def NN_SubOp : NN_BinaryOp<"sub", "Sub">;
+def NN_MulOp : NN_BinaryOp<"mul", "Mul", [Commutative]>;
+def NN_DivOp : NN_BinaryOp<"div", "Div">;
+def NN_PowOp : NN_BinaryOp<"pow", "Pow"> {
+  let description = [{
+    ONNX [Pow](https://onnx.ai/onnx/operators/onnx__Pow.html), opsets 7 and
+    later, for floating-point base and exponent of the same type. The
+    importer accepts only a constant exponent, so the VJP never needs the
+    gradient with respect to the exponent.
+  }];
+}
+
+class NN_CompareOp<string mnemonic, string onnxName>
+    : NN_BroadcastOp<mnemonic> {
+  let summary = "elementwise " # onnxName # " comparison with broadcasting";
+  let description = [{
+    ONNX [}] # onnxName # [{](https://onnx.ai/onnx/operators/onnx__}]
+    # onnxName # [{.html), opsets 7 and later. Result is i1; no gradient.
+  }];
+  let arguments = (ins NN_Tensor:$lhs, NN_Tensor:$rhs);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    static ::mlir::Type resultElementType(::mlir::MLIRContext *context,
+                                          Adaptor) {
+      return ::mlir::IntegerType::get(context, 1);
+    }
+  }];
+}
+
+def NN_GreaterOp : NN_CompareOp<"greater", "Greater">;
+
+def NN_WhereOp : NN_BroadcastOp<"where", [
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "elementwise select with broadcasting";
+  let description = [{
+    ONNX [Where](https://onnx.ai/onnx/operators/onnx__Where.html), opsets 9
+    and later: `condition ? x : y`, all three broadcast together.
+  }];
+  let arguments = (ins NN_BoolTensor:$condition, NN_Tensor:$x, NN_Tensor:$y);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $x `,` $y attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    static ::mlir::Type resultElementType(::mlir::MLIRContext *,
+                                          Adaptor adaptor) {
+      return ::mlir::getElementTypeOrSelf(adaptor.getX().getType());
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def NN_GemmOp : NN_Op<"gemm", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "general matrix multiply";
+  let description = [{
+    ONNX [Gemm](https://onnx.ai/onnx/operators/onnx__Gemm.html), opsets 7
+    and later: `Y = alpha * A' * B' + beta * C`, where `A'` is `A` or its
+    transpose (`transA`), likewise `B'`; `C` is optional and broadcasts to
+    `[M, N]`.
+  }];
+  let arguments = (ins NN_FloatTensor:$a, NN_FloatTensor:$b,
+                   Optional<NN_FloatTensor>:$c,
+                   DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                   DefaultValuedAttr<F32Attr, "1.0">:$beta,
+                   DefaultValuedAttr<BoolAttr, "false">:$transA,
+                   DefaultValuedAttr<BoolAttr, "false">:$transB);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_MatMulOp : NN_Op<"matmul", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "matrix product with numpy batch broadcasting";
+  let description = [{
+    ONNX [MatMul](https://onnx.ai/onnx/operators/onnx__MatMul.html), opsets
+    9 and later, for operands of rank 2 or more: the last two dimensions
+    multiply, the leading ones broadcast. The importer turns rank-1 operands
+    into rank-2 ones with reshapes, as numpy.matmul does.
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class NN_ReductionOp<string mnemonic, string onnxName>
+    : NN_Op<mnemonic, [Pure, InferTypeOpAdaptor,
+        DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = onnxName # " over the given axes";
+  let description = [{
+    ONNX [}] # onnxName # [{](https://onnx.ai/onnx/operators/onnx__}]
+    # onnxName # [{.html), opsets 1 and later. `axes` is sorted,
+    non-negative and explicit: the importer resolves ONNX's axes input
+    (opsets 13/18), negative axes and "empty means all".
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                   DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return inferReductionResultType(location, adaptor.getInput().getType(),
+          adaptor.getAxes(), adaptor.getKeepdims(), types);
+    }
+  }];
+}
+
+def NN_ReduceSumOp : NN_ReductionOp<"reduce_sum", "ReduceSum">;
+def NN_ReduceMeanOp : NN_ReductionOp<"reduce_mean", "ReduceMean">;
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+def NN_ConstantOp : NN_Op<"constant", [Pure, ConstantLike,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "constant tensor";
+  let description = [{
+    ONNX [Constant](https://onnx.ai/onnx/operators/onnx__Constant.html),
+    opsets 1 and later, and frozen or integer initializers.
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def NN_ReshapeOp : NN_Op<"reshape", [Pure,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "reshape to a static shape";
+  let description = [{
+    ONNX [Reshape](https://onnx.ai/onnx/operators/onnx__Reshape.html),
+    opsets 5 and later. The target shape (with ONNX's 0 and -1 resolved) is
+    the result type.
+  }];
+  let arguments = (ins NN_Tensor:$input);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def NN_FlattenOp : NN_Op<"flatten", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "flatten to a matrix";
+  let description = [{
+    ONNX [Flatten](https://onnx.ai/onnx/operators/onnx__Flatten.html),
+    opsets 1 and later: dimensions before `axis` become the rows, the rest
+    the columns. `axis` is non-negative here (the importer resolves it).
+  }];
+  let arguments = (ins NN_Tensor:$input,
+                   DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_TransposeOp : NN_Op<"transpose", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "permute dimensions";
+  let description = [{
+    ONNX [Transpose](https://onnx.ai/onnx/operators/onnx__Transpose.html),
+    opsets 1 and later: result dimension `i` is input dimension `perm[i]`.
+  }];
+  let arguments = (ins NN_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_ExpandOp : NN_Op<"expand", [Pure,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "broadcast to a static shape";
+  let description = [{
+    ONNX [Expand](https://onnx.ai/onnx/operators/onnx__Expand.html), opsets
+    8 and later. The result type is the broadcast of the input shape with
+    the requested shape; the importer resolves the shape input.
+  }];
+  let arguments = (ins NN_Tensor:$input);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def NN_SoftmaxCrossEntropyLossOp : NN_Op<"softmax_cross_entropy_loss", [
+    Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "softmax cross-entropy loss";
+  let description = [{
+    ONNX [SoftmaxCrossEntropyLoss](https://onnx.ai/onnx/operators/onnx__SoftmaxCrossEntropyLoss.html),
+    opsets 12 and later. `scores` is `[N, C]` or `[N, C, d1, ...]`, `labels`
+    `[N]` or `[N, d1, ...]`, optional class `weights` `[C]`. Per item
+    `l_i = -w[y_i] * log_softmax(scores_i)[y_i]`, 0 where `y_i` equals
+    `ignore_index`. `reduction = none` gives `[N, d1, ...]`; `sum` the sum;
+    `mean` the sum divided by the sum of `w[y_i]` over non-ignored items.
+    Only the loss output is modelled (not `log_prob`).
+  }];
+  let arguments = (ins NN_FloatTensor:$scores, NN_IndexTensor:$labels,
+                   Optional<NN_FloatTensor>:$weights,
+                   NN_LossReductionAttr:$reduction,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs NN_FloatTensor:$loss);
+  let assemblyFormat = [{
+    $scores `,` $labels (`,` $weights^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  }
+
+def NN_SoftmaxCrossEntropyGradOp : NN_Op<"softmax_cross_entropy_grad", [
+    Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "adjoint of softmax_cross_entropy_loss w.r.t. its scores";
+  let description = [{
+    Internal (no ONNX counterpart); emitted by the VJP rule of
+    `nn.softmax_cross_entropy_loss`. Given the adjoint `dloss` of the loss
+    (shaped like the loss), computes
+    `dscores_i = dloss_i * w[y_i] * (softmax(scores_i) - onehot(y_i))`
+    (divided by the weight sum for `mean`), 0 on ignored items.
+  }];
+  let arguments = (ins NN_FloatTensor:$dloss, NN_FloatTensor:$scores,
+                   NN_IndexTensor:$labels, Optional<NN_FloatTensor>:$weights,
+                   NN_LossReductionAttr:$reduction,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $dloss `,` $scores `,` $labels (`,` $weights^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def NN_ClassWeightSumOp : NN_Op<"class_weight_sum", [Pure]> {
+  let summary = "denominator of a mean-reduced classification loss";
+  let description = [{
+    Internal (no ONNX counterpart); emitted by `train-microbatch` when it
+    splits a mean-reduced SoftmaxCrossEntropyLoss or NegativeLogLikelihoodLoss
+    into sum and count. Returns `sum_i w[y_i]` over the items whose label is
+    not `ignore_index` (`w` = 1 without weights), as a 0-d tensor of the
+    result element type.
+  }];
+  let arguments = (ins NN_IndexTensor:$labels,
+                   Optional<NN_FloatTensor>:$weights,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs 0DTensorOf<[F32, F16, BF16, F64]>:$result);
+  let assemblyFormat = [{
+    $labels (`,` $weights^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+#endif // ACCRUE_DIALECT_NN_IR_NNOPS_TD

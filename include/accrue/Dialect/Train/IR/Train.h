@@ -1,0 +1,56 @@
+//===- Train.h - train dialect ----------------------------------*- C++ -*-===//
+//
+// The `train` dialect: value_and_grad, flat arenas, clipping, optimizers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_DIALECT_TRAIN_IR_TRAIN_H
+#define ACCRUE_DIALECT_TRAIN_IR_TRAIN_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "accrue/Dialect/Train/IR/TrainOpsDialect.h.inc"
+
+#include "accrue/Dialect/Train/IR/TrainInterfaces.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "accrue/Dialect/Train/IR/TrainAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "accrue/Dialect/Train/IR/TrainOps.h.inc"
+
+namespace accrue::train {
+
+/// Attribute names that tie a training step's signature to its roles. The
+/// step builder sets them, `train-finalize-step-abi` and the artifact
+/// manifest read them.
+struct StepAttrs {
+  /// Unit attribute on a func.func: this function is a training step.
+  static constexpr llvm::StringLiteral kStep = "train.step";
+  /// String argument attribute: params, accumulator, state, batch, lr, step.
+  static constexpr llvm::StringLiteral kRole = "train.role";
+  /// String argument attribute: the user-facing name of a buffer.
+  static constexpr llvm::StringLiteral kName = "train.name";
+  /// Integer result attribute: index of the argument this result updates.
+  static constexpr llvm::StringLiteral kTied = "train.tied";
+  /// String result attribute: name of a scalar metric (loss, grad_norm).
+  static constexpr llvm::StringLiteral kMetric = "train.metric";
+};
+
+/// Number of elements of a statically shaped tensor type.
+int64_t getNumElements(mlir::Type type);
+
+} // namespace accrue::train
+
+#endif // ACCRUE_DIALECT_TRAIN_IR_TRAIN_H

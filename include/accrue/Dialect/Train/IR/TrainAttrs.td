@@ -1,0 +1,84 @@
+//===- TrainAttrs.td - train attributes --------------------*- tablegen -*-===//
+//
+// Optimizers as attributes, with PyTorch's definitions and defaults (see
+// SEMANTICS.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_DIALECT_TRAIN_IR_TRAINATTRS_TD
+#define ACCRUE_DIALECT_TRAIN_IR_TRAINATTRS_TD
+
+include "accrue/Dialect/Train/IR/TrainBase.td"
+include "accrue/Dialect/Train/IR/TrainInterfaces.td"
+
+// A hyperparameter, kept in double precision like the Python float PyTorch
+// keeps.
+class Train_HyperParameter<string default>
+    : DefaultValuedParameter<"::llvm::APFloat", "::llvm::APFloat(" # default # ")"> {
+  let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
+    double value;
+    if ($_parser.parseFloat(value))
+      return ::mlir::failure();
+    return ::llvm::APFloat(value);
+  }() }];
+  let printer = "$_printer.printFloat($_self)";
+}
+
+class Train_FlagParameter : DefaultValuedParameter<"bool", "false"> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<bool> {
+    if (::mlir::succeeded($_parser.parseOptionalKeyword("true")))
+      return true;
+    if ($_parser.parseKeyword("false"))
+      return ::mlir::failure();
+    return false;
+  }() }];
+  let printer = [{ $_printer << ($_self ? "true" : "false") }];
+}
+
+def Train_SGDAttr : Train_Attr<"SGD", "sgd", [
+    DeclareAttrInterfaceMethods<Train_OptimizerAttrInterface>]> {
+  let summary = "torch.optim.SGD";
+  let description = [{
+    `g += weight_decay * p`; with momentum `buf = g` at step 1, else
+    `buf = momentum * buf + (1 - dampening) * g`; `g = g + momentum * buf`
+    if nesterov else `buf`; `p -= lr * g`. Keeps one state buffer
+    (`momentum_buffer`) when momentum is non-zero, none otherwise.
+  }];
+  let parameters = (ins
+    Train_HyperParameter<"0.0">:$momentum,
+    Train_HyperParameter<"0.0">:$dampening,
+    Train_FlagParameter<>:$nesterov,
+    Train_HyperParameter<"0.0">:$weight_decay);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+class Train_AdamAttrBase<string name, string mnemonic, string defaultWd>
+    : Train_Attr<name, mnemonic, [
+        DeclareAttrInterfaceMethods<Train_OptimizerAttrInterface>]> {
+  let parameters = (ins
+    Train_HyperParameter<"0.9">:$beta1,
+    Train_HyperParameter<"0.999">:$beta2,
+    Train_HyperParameter<"1e-8">:$eps,
+    Train_HyperParameter<defaultWd>:$weight_decay);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Train_AdamAttr : Train_AdamAttrBase<"Adam", "adam", "0.0"> {
+  let summary = "torch.optim.Adam";
+  let description = [{
+    `g += weight_decay * p`; `m = b1*m + (1-b1)*g`; `v = b2*v + (1-b2)*g^2`;
+    `p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)`. States:
+    `exp_avg`, `exp_avg_sq`.
+  }];
+}
+
+def Train_AdamWAttr : Train_AdamAttrBase<"AdamW", "adamw", "0.01"> {
+  let summary = "torch.optim.AdamW";
+  let description = [{
+    `p *= 1 - lr * weight_decay` first, then Adam's update without the
+    `weight_decay * p` term. States: `exp_avg`, `exp_avg_sq`.
+  }];
+}
+
+#endif // ACCRUE_DIALECT_TRAIN_IR_TRAINATTRS_TD

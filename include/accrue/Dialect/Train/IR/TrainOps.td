@@ -1,0 +1,178 @@
+//===- TrainOps.td - train dialect ops ---------------------*- tablegen -*-===//
+
+#ifndef ACCRUE_DIALECT_TRAIN_IR_TRAINOPS_TD
+#define ACCRUE_DIALECT_TRAIN_IR_TRAINOPS_TD
+
+include "accrue/Dialect/Train/IR/TrainBase.td"
+include "accrue/Dialect/Train/IR/TrainAttrs.td"
+include "mlir/Interfaces/CallInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Loss and gradients
+//===----------------------------------------------------------------------===//
+
+def Train_ValueAndGradOp : Train_Op<"value_and_grad", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "results of a function and the gradient of its first result";
+  let description = [{
+    Calls `callee` and returns all its results, followed by the gradient of
+    its first result (an f32 scalar) with respect to each operand listed in
+    `wrt`, in that order. The remaining results are carried along without a
+    gradient (say, the count of a mean-reduced loss).
+
+    Without `micro_batch`, operand types equal the callee's argument types.
+    With `micro_batch = b`, the callee is written for a batch of `b`
+    samples, and operands that differ from the callee's argument types only
+    in dimension 0 (dynamic, or a multiple of `b`) hold a whole effective
+    batch: the op then means the loss and gradients of the callee applied to
+    that whole batch at once. `train-microbatch` rewrites this form into a
+    loop over micro-batches; `train-autodiff` rewrites the plain form into a
+    call of a generated gradient function.
+
+    `seed`, when given, multiplies the adjoint of the first result (loss
+    scaling); the first result itself is not scaled.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee,
+                   Variadic<AnyType>:$args,
+                   DenseI64ArrayAttr:$wrt,
+                   OptionalAttr<I64Attr>:$micro_batch);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    $callee `(` $args `)` attr-dict `:` functional-type($args, $results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The number of results the callee returns (the rest are gradients).
+    unsigned getNumCalleeResults() {
+      return getNumResults() - getWrt().size();
+    }
+    /// The gradient results, one per `wrt` entry.
+    ::mlir::ResultRange getGradients() {
+      return getResults().drop_front(getNumCalleeResults());
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Flat arenas
+//===----------------------------------------------------------------------===//
+
+def Train_UnpackOp : Train_Op<"unpack", [Pure]> {
+  let summary = "per-tensor views of a flat arena";
+  let description = [{
+    Result `i` is the slice `[offsets[i], offsets[i] + numel_i)` of `arena`
+    reshaped to result `i`'s type. Slices do not overlap.
+  }];
+  let arguments = (ins Train_Arena:$arena, DenseI64ArrayAttr:$offsets);
+  let results = (outs Variadic<RankedTensorOf<[F32]>>:$views);
+  let assemblyFormat = [{
+    $arena attr-dict `:` type($arena) `->` type($views)
+  }];
+  let hasVerifier = 1;
+}
+
+def Train_AccumulateOp : Train_Op<"accumulate", [Pure,
+    AllTypesMatch<["accumulator", "result"]>]> {
+  let summary = "add per-tensor gradients into a flat accumulator";
+  let description = [{
+    Adds `gradients[i]`, flattened, to the slice of `accumulator` that starts
+    at `offsets[i]` (the layout of the matching `train.unpack`). After
+    bufferization the accumulator is updated in place.
+  }];
+  let arguments = (ins Train_Arena:$accumulator,
+                   Variadic<RankedTensorOf<[F32]>>:$gradients,
+                   DenseI64ArrayAttr:$offsets);
+  let results = (outs Train_Arena:$result);
+  let assemblyFormat = [{
+    $accumulator `,` $gradients attr-dict `:` type($accumulator) `,`
+    type($gradients)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Clipping and optimizers
+//===----------------------------------------------------------------------===//
+
+def Train_GlobalNormOp : Train_Op<"global_norm", [Pure]> {
+  let summary = "L2 norm of a whole arena";
+  let description = [{
+    `sqrt(sum(x^2))` over every element of `input` (all trainable
+    parameters' gradients at once), as torch.nn.utils.clip_grad_norm_ with
+    norm_type 2 computes it.
+  }];
+  let arguments = (ins Train_Arena:$input);
+  let results = (outs F32:$norm);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Train_ClipCoefficientOp : Train_Op<"clip_coefficient", [Pure]> {
+  let summary = "global-norm clipping factor";
+  let description = [{
+    `min(1, max_norm / (norm + 1e-6))`, as torch.nn.utils.clip_grad_norm_.
+  }];
+  let arguments = (ins F32:$norm, F32Attr:$max_norm);
+  let results = (outs F32:$coefficient);
+  let assemblyFormat = "$norm attr-dict";
+}
+
+def Train_ScaleOp : Train_Op<"scale", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "multiply an arena by a scalar";
+  let arguments = (ins Train_Arena:$input, F32:$factor);
+  let results = (outs Train_Arena:$result);
+  let assemblyFormat = "$input `,` $factor attr-dict `:` type($input)";
+}
+
+def Train_UpdateOp : Train_Op<"update", [Pure, InferTypeOpAdaptor,
+    AllTypesMatch<["params", "grads"]>]> {
+  let summary = "one optimizer step over a parameter arena";
+  let description = [{
+    Applies `optimizer` to every element of `params` with the final
+    gradient `grads` and the optimizer's state arenas; `lr` is this step's
+    learning rate and `step` the 1-based optimizer step. Returns the new
+    parameters followed by the new states.
+  }];
+  let arguments = (ins Train_Arena:$params, Train_Arena:$grads,
+                   Variadic<Train_Arena>:$states, F32:$lr, I64:$step,
+                   Train_OptimizerAttrInterface:$optimizer);
+  let results = (outs Train_Arena:$new_params,
+                 Variadic<Train_Arena>:$new_states);
+  let assemblyFormat = [{
+    $params `,` $grads (`states` `(` $states^ `)`)? `lr` $lr `step` $step
+    attr-dict `:` type($params) (`,` type($states)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Train_FusedUpdateOp : Train_Op<"fused_update", [Pure,
+    InferTypeOpAdaptor,
+    AllTypesMatch<["params", "accumulator"]>]> {
+  let summary = "norm, clip, unscale, optimizer and accumulator reset in one";
+  let description = [{
+    The end of an optimizer step over flat arenas, as two passes over the
+    gradient memory. With `g = accumulator * grad_scale`: computes
+    `norm = ||g||_2`; if `max_norm` is set, `c = min(1, max_norm /
+    (norm + 1e-6))`, else `c = 1`; applies `optimizer` with gradient `c * g`;
+    and returns the new parameters, a zeroed accumulator, the new states and
+    `norm` (before clipping). `grad_scale` folds the exact loss
+    normalization (`1 / count`) and loss-scale unscaling into one factor.
+  }];
+  let arguments = (ins Train_Arena:$params, Train_Arena:$accumulator,
+                   Variadic<Train_Arena>:$states, F32:$grad_scale, F32:$lr,
+                   I64:$step, Train_OptimizerAttrInterface:$optimizer,
+                   OptionalAttr<F32Attr>:$max_norm);
+  let results = (outs Train_Arena:$new_params, Train_Arena:$new_accumulator,
+                 Variadic<Train_Arena>:$new_states, F32:$norm);
+  let assemblyFormat = [{
+    $params `,` $accumulator (`states` `(` $states^ `)`)? `grad_scale`
+    $grad_scale `lr` $lr `step` $step attr-dict `:` type($params)
+    (`,` type($states)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ACCRUE_DIALECT_TRAIN_IR_TRAINOPS_TD

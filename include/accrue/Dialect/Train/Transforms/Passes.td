@@ -1,0 +1,95 @@
+//===- Passes.td - train passes ----------------------------*- tablegen -*-===//
+
+#ifndef ACCRUE_DIALECT_TRAIN_TRANSFORMS_PASSES_TD
+#define ACCRUE_DIALECT_TRAIN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TrainMicrobatch : Pass<"train-microbatch", "::mlir::ModuleOp"> {
+  let summary = "Split whole-batch gradients into an accumulation loop";
+  let description = [{
+    Rewrites each `train.value_and_grad` that carries `micro_batch = b` and
+    whose gradients feed one `train.accumulate` into an `scf.for` over the
+    `K` micro-batches of its batch operands, with the flat accumulator and
+    the loss sums carried as iter_args (updated in place after
+    bufferization).
+
+    Loss normalization is exact: a mean-reduced loss `L = N / D` (ReduceMean
+    over all elements, SoftmaxCrossEntropyLoss with reduction=mean, with
+    class weights and ignore_index) is split into its sum `N` and count `D`
+    by cloning the forward function; `N` is differentiated, `N` and `D` are
+    summed over micro-batches, and the accumulated gradient is divided once
+    by the total `D` (a `train.scale` after the loop). A sum-reduced loss is
+    accumulated as it is. Any other loss form is averaged over micro-batches
+    ("mean of means") with a warning naming the node, as is every loss with
+    `normalization=per-micro-batch`.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::accrue::nn::NNDialect"];
+  let options = [
+    Option<"steps", "steps", "int64_t", "0",
+           "Number of micro-batches; 0 derives it at run time from the batch "
+           "operands' leading dimension">,
+    Option<"normalization", "normalization", "std::string", "\"exact\"",
+           "Loss normalization: 'exact' (sum and count) or 'per-micro-batch' "
+           "(mean of the micro-batch means, as frameworks do)">,
+  ];
+  let statistics = [
+    Statistic<"numExact", "exact-normalizations",
+              "Losses split into sum and count">,
+    Statistic<"numMeanOfMeans", "mean-of-means",
+              "Losses averaged over micro-batches">,
+  ];
+}
+
+def TrainAutodiff : Pass<"train-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation of value_and_grad callees";
+  let description = [{
+    For each `train.value_and_grad` without `micro_batch`, generates (once
+    per callee and `wrt` set) a function `@<callee>_grad_<wrt>` that computes the
+    callee's results and the gradients of its first result: ops are visited
+    in reverse order, adjoints of values with several uses are summed, and
+    each op's `DifferentiableOpInterface::buildVJP` emits the adjoints of its
+    operands. Only ops on a path from a `wrt` argument to the first result
+    are differentiated. The `value_and_grad` becomes a `func.call`.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::accrue::nn::NNDialect"];
+}
+
+def TrainFuseClipOptimizer
+    : Pass<"train-fuse-clip-optimizer", "::mlir::func::FuncOp"> {
+  let summary = "Fuse normalization, clipping, optimizer and reset";
+  let description = [{
+    Matches a `train.update` whose gradient is an accumulator scaled by
+    constant or computed factors (exact normalization, unscaling) and
+    optionally by `train.clip_coefficient` of the `train.global_norm` of
+    that gradient, together with the `linalg.fill` that zeroes the
+    accumulator, and replaces them with one `train.fused_update`: a norm
+    pass and an update pass over the arenas instead of one pass per op.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numFused", "fused-updates", "Optimizer updates fused">,
+  ];
+}
+
+def TrainFinalizeStepABI
+    : Pass<"train-finalize-step-abi", "::mlir::ModuleOp"> {
+  let summary = "Give training steps their in-place buffer calling convention";
+  let description = [{
+    Rewrites each function marked `train.step` from tensors in and out to
+    the artifact's calling convention: every tensor argument becomes a
+    memref that the step reads, and results tied to an argument (`train.tied`)
+    are written back into it in place; scalar results (loss, grad_norm) are
+    stored into a trailing `memref<Nxf32>` metrics argument. The function
+    gets `llvm.emit_c_interface`.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+#endif // ACCRUE_DIALECT_TRAIN_TRANSFORMS_PASSES_TD

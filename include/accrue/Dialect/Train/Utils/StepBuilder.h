@@ -1,0 +1,63 @@
+//===- StepBuilder.h - build a whole-batch training step --------*- C++ -*-===//
+//
+// Builds `func.func @train_step` around an imported forward function: the
+// one-big-batch semantics of a training step, written with train ops over
+// flat arenas. The train passes then turn it into an accumulation loop with a
+// fused update.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_DIALECT_TRAIN_UTILS_STEPBUILDER_H
+#define ACCRUE_DIALECT_TRAIN_UTILS_STEPBUILDER_H
+
+#include "accrue/Dialect/Train/IR/Train.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace accrue::train {
+
+/// What the step does.
+struct StepOptions {
+  /// Samples per micro-batch (dimension 0 of the forward's batch inputs).
+  int64_t microBatch = 1;
+  /// The optimizer; null builds a gradient-only step that leaves the
+  /// normalized gradient of the effective batch in the accumulator.
+  OptimizerAttrInterface optimizer;
+  /// Global-norm clipping threshold, if any.
+  std::optional<double> maxNorm;
+};
+
+/// Where one parameter lives in the flat arenas.
+struct ArenaSlot {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t offset = 0;
+  int64_t numElements = 0;
+};
+
+/// The layout of the arenas the step takes.
+struct StepLayout {
+  std::vector<ArenaSlot> params;
+  /// Elements per arena (parameters, accumulator and each state arena).
+  int64_t arenaSize = 0;
+  /// Names of the optimizer's state arenas, in argument order.
+  std::vector<std::string> stateNames;
+};
+
+/// Parameter offsets are aligned to this many elements (64 bytes).
+constexpr int64_t kArenaAlignment = 16;
+
+/// Adds `@train_step` to `module`. The forward's arguments with role
+/// "param" become views of the parameter arena, those with role "batch"
+/// take a whole effective batch (dimension 0 dynamic).
+llvm::FailureOr<StepLayout> buildTrainStep(mlir::ModuleOp module,
+                                           mlir::func::FuncOp forward,
+                                           const StepOptions &options);
+
+} // namespace accrue::train
+
+#endif // ACCRUE_DIALECT_TRAIN_UTILS_STEPBUILDER_H

@@ -1,0 +1,41 @@
+//===- Options.h - pipeline options -----------------------------*- C++ -*-===//
+//
+// Plain option structs. Libraries never read command-line flags; tools bind
+// these fields to flags (accrue-compile) or to pass-pipeline options
+// (accrue-opt --accrue-train-pipeline="...").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_PIPELINES_OPTIONS_H
+#define ACCRUE_PIPELINES_OPTIONS_H
+
+#include <cstdint>
+#include <string>
+
+namespace accrue {
+
+/// How the train passes rewrite a whole-batch training step.
+struct TrainPipelineOptions {
+  /// "exact" (sum and count, divided once) or "per-micro-batch" (mean of the
+  /// micro-batch means, as frameworks do).
+  std::string lossNormalization = "exact";
+  /// Fuse normalization, clipping, the optimizer and the accumulator reset
+  /// into one train.fused_update (train-fuse-clip-optimizer).
+  bool fuseOptimizer = true;
+};
+
+/// How a tensor-level step is lowered for the CPU.
+struct CPULoweringOptions {
+  /// Fuse chains of elementwise linalg ops before bufferization.
+  bool fuseElementwise = true;
+};
+
+/// Everything accrue-compile runs between the imported module and LLVM IR.
+struct CompileOptions {
+  TrainPipelineOptions train;
+  CPULoweringOptions cpu;
+};
+
+} // namespace accrue
+
+#endif // ACCRUE_PIPELINES_OPTIONS_H

@@ -1,0 +1,51 @@
+//===- CPUTarget.h - the CPU backend ----------------------------*- C++ -*-===//
+//
+// From a module in the LLVM dialect to LLVM IR, an object file and a shared
+// library that the runtime loads. Every function with llvm.emit_c_interface
+// also gets a packed entry point `_mlir_<name>(void **args)` (the calling
+// convention of mlir::ExecutionEngine::invokePacked): args[i] points to the
+// i-th argument of the lowered function, with each memref expanded into
+// (allocated, aligned, offset, sizes..., strides...).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_TARGET_CPU_CPUTARGET_H
+#define ACCRUE_TARGET_CPU_CPUTARGET_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+
+#include <memory>
+#include <string>
+
+namespace accrue::cpu {
+
+struct CPUTargetOptions {
+  /// "host" (the compiling machine's CPU and features) or an LLVM CPU name
+  /// such as "x86-64-v3".
+  std::string cpu = "host";
+  /// LLVM optimization level, 0 to 3.
+  unsigned optLevel = 3;
+};
+
+/// Translates an LLVM-dialect module to optimized LLVM IR for the target,
+/// with packed entry points added.
+llvm::FailureOr<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
+                  const CPUTargetOptions &options);
+
+/// Writes `module` as a position-independent object file.
+llvm::LogicalResult writeObjectFile(llvm::Module &module,
+                                    const CPUTargetOptions &options,
+                                    llvm::StringRef path, std::string &error);
+
+/// Links an object file into a shared library with ld.lld at `lldPath`.
+llvm::LogicalResult linkSharedLibrary(llvm::StringRef objectPath,
+                                      llvm::StringRef outputPath,
+                                      llvm::StringRef lldPath,
+                                      std::string &error);
+
+} // namespace accrue::cpu
+
+#endif // ACCRUE_TARGET_CPU_CPUTARGET_H

@@ -1,0 +1,240 @@
+//===- Compiler.cpp - compile an ONNX model into a training step -*- C++ -*-===//
+
+#include "accrue/Compiler/Compiler.h"
+
+#include "Artifact.h"
+
+#include "accrue/Dialect/Train/IR/Train.h"
+#include "accrue/Dialect/Train/Utils/MemoryEstimate.h"
+#include "accrue/Dialect/Train/Utils/StepBuilder.h"
+#include "accrue/InitAllDialects.h"
+#include "accrue/Pipelines/Pipelines.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <cmath>
+
+#ifndef ACCRUE_DEFAULT_LLD
+#define ACCRUE_DEFAULT_LLD "ld.lld"
+#endif
+
+using namespace mlir;
+using namespace accrue;
+
+namespace {
+
+/// Checks option values; errors name the flag.
+LogicalResult validate(MLIRContext &ctx, const CompilerOptions &options) {
+  Location loc = UnknownLoc::get(&ctx);
+  const OptimizerOptions &opt = options.optimizer;
+  if (options.import.microBatch < 1)
+    return emitError(loc) << "--micro-batch must be >= 1, got "
+                          << options.import.microBatch;
+  if (options.accumulationSteps < 1)
+    return emitError(loc) << "--accumulation-steps must be >= 1, got "
+                          << options.accumulationSteps;
+  if (!llvm::is_contained({"sgd", "adam", "adamw", "none"}, opt.name))
+    return emitError(loc) << "--optimizer must be sgd, adam, adamw or none, "
+                             "not '"
+                          << opt.name << "'";
+  auto finite = [](double v) { return std::isfinite(v); };
+  if (!finite(opt.lr) || opt.lr < 0)
+    return emitError(loc) << "--lr must be a finite, non-negative number";
+  if (!finite(opt.momentum) || opt.momentum < 0)
+    return emitError(loc) << "--momentum must be >= 0";
+  if (opt.nesterov && (opt.momentum <= 0 || opt.dampening != 0))
+    return emitError(loc)
+           << "--nesterov needs --momentum > 0 and zero --dampening";
+  if (!(opt.beta1 >= 0 && opt.beta1 < 1))
+    return emitError(loc) << "--beta1 must be in [0, 1)";
+  if (!(opt.beta2 >= 0 && opt.beta2 < 1))
+    return emitError(loc) << "--beta2 must be in [0, 1)";
+  if (!(opt.eps > 0) || !finite(opt.eps))
+    return emitError(loc) << "--eps must be positive";
+  if (opt.weightDecay && (!finite(*opt.weightDecay) || *opt.weightDecay < 0))
+    return emitError(loc) << "--weight-decay must be >= 0";
+  if (opt.clipNorm && !(*opt.clipNorm > 0 && finite(*opt.clipNorm)))
+    return emitError(loc) << "--clip-norm must be positive";
+  const std::string &norm = options.pipeline.train.lossNormalization;
+  if (norm != "exact" && norm != "per-micro-batch")
+    return emitError(loc) << "--loss-normalization must be exact or "
+                             "per-micro-batch, not '"
+                          << norm << "'";
+  if (options.output.empty())
+    return emitError(loc) << "-o: an output is required";
+  return success();
+}
+
+train::OptimizerAttrInterface buildOptimizer(MLIRContext &ctx,
+                                             const OptimizerOptions &opt) {
+  auto f = [](double v) { return llvm::APFloat(v); };
+  if (opt.name == "sgd")
+    return train::SGDAttr::get(&ctx, f(opt.momentum), f(opt.dampening),
+                               opt.nesterov, f(opt.weightDecay.value_or(0.0)));
+  if (opt.name == "adam")
+    return train::AdamAttr::get(&ctx, f(opt.beta1), f(opt.beta2), f(opt.eps),
+                                f(opt.weightDecay.value_or(0.0)));
+  if (opt.name == "adamw")
+    return train::AdamWAttr::get(&ctx, f(opt.beta1), f(opt.beta2), f(opt.eps),
+                                 f(opt.weightDecay.value_or(0.01)));
+  return {};
+}
+
+/// Writes `text` to `path` ("-" is stdout).
+LogicalResult writeText(MLIRContext &ctx, StringRef path,
+                        llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return emitError(UnknownLoc::get(&ctx))
+           << "cannot write '" << path << "': " << ec.message();
+  write(out.os());
+  out.keep();
+  return success();
+}
+
+/// Moves the finished temporary directory into place, replacing an earlier
+/// artifact. Refuses to replace a directory that is not an artifact.
+LogicalResult installDirectory(MLIRContext &ctx, StringRef tmp,
+                               StringRef target) {
+  Location loc = UnknownLoc::get(&ctx);
+  if (llvm::sys::fs::exists(target)) {
+    SmallString<256> manifest(target);
+    llvm::sys::path::append(manifest, "step.json");
+    bool empty = true;
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(target, ec), end;
+         !ec && it != end; it.increment(ec))
+      empty = false;
+    if (!llvm::sys::fs::is_directory(target) ||
+        (!empty && !llvm::sys::fs::exists(manifest)))
+      return emitError(loc) << "-o '" << target
+                            << "' exists and is not an Accrue artifact; "
+                               "refusing to replace it";
+    std::string old = (target + ".old-" +
+                       std::to_string(llvm::sys::Process::getProcessId()))
+                          .str();
+    if (llvm::sys::fs::rename(target, old))
+      return emitError(loc) << "cannot replace '" << target << "'";
+    llvm::sys::fs::remove_directories(old);
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, target))
+    return emitError(loc) << "cannot create '" << target
+                          << "': " << ec.message();
+  return success();
+}
+
+} // namespace
+
+LogicalResult accrue::compileModel(MLIRContext &ctx,
+                                   const CompilerOptions &options) {
+  if (failed(validate(ctx, options)))
+    return failure();
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  ctx.appendDialectRegistry(registry);
+  ctx.loadAllAvailableDialects();
+
+  auto buffer = llvm::MemoryBuffer::getFile(options.import.modelPath,
+                                            /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return emitError(UnknownLoc::get(&ctx))
+           << "cannot read '" << options.import.modelPath
+           << "': " << buffer.getError().message();
+  StringRef bytes = (*buffer)->getBuffer();
+  FailureOr<onnx_import::ImportedModel> model =
+      onnx_import::importModel(&ctx, bytes, options.import);
+  if (failed(model))
+    return failure();
+  ModuleOp module = *model->module;
+
+  train::StepOptions stepOptions;
+  stepOptions.microBatch = options.import.microBatch;
+  stepOptions.optimizer = buildOptimizer(ctx, options.optimizer);
+  stepOptions.maxNorm = options.optimizer.clipNorm;
+  FailureOr<train::StepLayout> layout =
+      train::buildTrainStep(module, model->forward, stepOptions);
+  if (failed(layout))
+    return failure();
+  if (options.emit == EmitKind::Import)
+    return writeText(ctx, options.output,
+                     [&](llvm::raw_ostream &os) { module.print(os); });
+
+  PassManager trainPM(&ctx);
+  buildTrainPipeline(trainPM, options.pipeline.train);
+  if (failed(trainPM.run(module)))
+    return failure();
+  std::optional<int64_t> activationBytes;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn->hasAttr(train::StepAttrs::kStep))
+      activationBytes = train::estimateMicroStepPeakBytes(fn);
+
+  PassManager lowerPM(&ctx);
+  buildCPULoweringPipeline(lowerPM, options.pipeline.cpu);
+  if (failed(lowerPM.run(module)))
+    return failure();
+  if (options.emit == EmitKind::MLIR)
+    return writeText(ctx, options.output,
+                     [&](llvm::raw_ostream &os) { module.print(os); });
+
+  llvm::LLVMContext llvmContext;
+  FailureOr<std::unique_ptr<llvm::Module>> llvmModule =
+      cpu::translateToLLVMIR(module, llvmContext, options.target);
+  if (failed(llvmModule))
+    return failure();
+  if (options.emit == EmitKind::LLVM)
+    return writeText(ctx, options.output, [&](llvm::raw_ostream &os) {
+      (*llvmModule)->print(os, nullptr);
+    });
+
+  // The artifact, built in a temporary directory next to the target.
+  Location loc = UnknownLoc::get(&ctx);
+  std::string tmp = options.output + ".tmp-" +
+                    std::to_string(llvm::sys::Process::getProcessId());
+  llvm::sys::fs::remove_directories(tmp);
+  if (std::error_code ec = llvm::sys::fs::create_directories(tmp))
+    return emitError(loc) << "cannot create '" << tmp << "': " << ec.message();
+  auto fail = [&](const std::string &message) {
+    llvm::sys::fs::remove_directories(tmp);
+    return emitError(loc) << message;
+  };
+  auto file = [&](StringRef name) {
+    SmallString<256> path(tmp);
+    llvm::sys::path::append(path, name);
+    return std::string(path);
+  };
+
+  ArtifactInfo info{&options, &*model, *layout, activationBytes};
+  std::string error;
+  std::string object = file("step.o");
+  std::string lld = options.lldPath.empty() ? ACCRUE_DEFAULT_LLD : options.lldPath;
+  if (failed(cpu::writeObjectFile(**llvmModule, options.target, object, error)) ||
+      failed(cpu::linkSharedLibrary(object, file("step.so"), lld, error)) ||
+      failed(writeInitialParameters(info, file("init.safetensors"), error)) ||
+      failed(writeExportableModel(bytes, info, file("model.onnx"), error)))
+    return fail(error);
+  llvm::sys::fs::remove(object);
+  std::error_code ec;
+  {
+    llvm::raw_fd_ostream json(file("step.json"), ec);
+    if (ec)
+      return fail("cannot write step.json: " + ec.message());
+    json << llvm::formatv("{0:2}", buildManifest(info)) << "\n";
+    llvm::raw_fd_ostream header(file("step.h"), ec);
+    if (ec)
+      return fail("cannot write step.h: " + ec.message());
+    header << buildHeader(info);
+  }
+  if (failed(installDirectory(ctx, tmp, options.output))) {
+    llvm::sys::fs::remove_directories(tmp);
+    return failure();
+  }
+  return success();
+}

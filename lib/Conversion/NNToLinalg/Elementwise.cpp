@@ -1,0 +1,116 @@
+//===- Elementwise.cpp - lower elementwise nn ops ---------------*- C++ -*-===//
+//
+// Every elementwise op becomes one broadcasting linalg.generic whose body is
+// the scalar form of the op; linalg's elementwise fusion merges chains later.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+
+using namespace mlir;
+using namespace accrue::nn;
+using namespace accrue::nn::lowering;
+
+namespace {
+
+bool isFloat(Value v) { return isa<FloatType>(v.getType()); }
+
+// Scalar bodies, one per op. `args` are the operand elements.
+Value scalarBody(NegOp, OpBuilder &b, Location l, ValueRange args) {
+  return arith::NegFOp::create(b, l, args[0]);
+}
+Value scalarBody(ExpOp, OpBuilder &b, Location l, ValueRange args) {
+  return math::ExpOp::create(b, l, args[0]);
+}
+Value scalarBody(LogOp, OpBuilder &b, Location l, ValueRange args) {
+  return math::LogOp::create(b, l, args[0]);
+}
+Value scalarBody(SqrtOp, OpBuilder &b, Location l, ValueRange args) {
+  return math::SqrtOp::create(b, l, args[0]);
+}
+Value scalarBody(ReluOp, OpBuilder &b, Location l, ValueRange args) {
+  // maximumf propagates NaN, like torch.relu.
+  Value zero = scalarConstant(b, l, args[0].getType(), 0.0);
+  return arith::MaximumFOp::create(b, l, args[0], zero);
+}
+Value scalarBody(SigmoidOp, OpBuilder &b, Location l, ValueRange args) {
+  Value one = scalarConstant(b, l, args[0].getType(), 1.0);
+  Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, args[0]));
+  return arith::DivFOp::create(b, l, one, arith::AddFOp::create(b, l, one, e));
+}
+Value scalarBody(TanhOp, OpBuilder &b, Location l, ValueRange args) {
+  return math::TanhOp::create(b, l, args[0]);
+}
+Value scalarBody(AddOp, OpBuilder &b, Location l, ValueRange args) {
+  if (isFloat(args[0]))
+    return arith::AddFOp::create(b, l, args[0], args[1]);
+  return arith::AddIOp::create(b, l, args[0], args[1]);
+}
+Value scalarBody(SubOp, OpBuilder &b, Location l, ValueRange args) {
+  if (isFloat(args[0]))
+    return arith::SubFOp::create(b, l, args[0], args[1]);
+  return arith::SubIOp::create(b, l, args[0], args[1]);
+}
+Value scalarBody(MulOp, OpBuilder &b, Location l, ValueRange args) {
+  if (isFloat(args[0]))
+    return arith::MulFOp::create(b, l, args[0], args[1]);
+  return arith::MulIOp::create(b, l, args[0], args[1]);
+}
+Value scalarBody(DivOp, OpBuilder &b, Location l, ValueRange args) {
+  if (isFloat(args[0]))
+    return arith::DivFOp::create(b, l, args[0], args[1]);
+  return arith::DivSIOp::create(b, l, args[0], args[1]);
+}
+Value scalarBody(PowOp, OpBuilder &b, Location l, ValueRange args) {
+  return math::PowFOp::create(b, l, args[0], args[1]);
+}
+Value scalarBody(GreaterOp, OpBuilder &b, Location l, ValueRange args) {
+  if (isFloat(args[0]))
+    return arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, args[0],
+                                 args[1]);
+  return arith::CmpIOp::create(b, l, arith::CmpIPredicate::sgt, args[0],
+                               args[1]);
+}
+Value scalarBody(WhereOp, OpBuilder &b, Location l, ValueRange args) {
+  return arith::SelectOp::create(b, l, args[0], args[1], args[2]);
+}
+
+template <typename OpTy>
+struct ElementwiseLowering : public OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), resultType, adaptor.getOperands(),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          return scalarBody(op, b, l, args.drop_back());
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct IdentityLowering : public OpConversionPattern<IdentityOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(IdentityOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getInput());
+    return success();
+  }
+};
+
+} // namespace
+
+void lowering::populateElementwiseLowering(RewritePatternSet &patterns) {
+  patterns.add<ElementwiseLowering<NegOp>, ElementwiseLowering<ExpOp>,
+               ElementwiseLowering<LogOp>, ElementwiseLowering<SqrtOp>,
+               ElementwiseLowering<ReluOp>, ElementwiseLowering<SigmoidOp>,
+               ElementwiseLowering<TanhOp>, ElementwiseLowering<AddOp>,
+               ElementwiseLowering<SubOp>, ElementwiseLowering<MulOp>,
+               ElementwiseLowering<DivOp>, ElementwiseLowering<PowOp>,
+               ElementwiseLowering<GreaterOp>, ElementwiseLowering<WhereOp>,
+               IdentityLowering>(patterns.getContext());
+}

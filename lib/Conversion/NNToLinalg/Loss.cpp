@@ -1,0 +1,309 @@
+//===- Loss.cpp - lower softmax cross-entropy ops ---------------*- C++ -*-===//
+//
+// SoftmaxCrossEntropyLoss on scores [N, C, d...]: a max and a sum-of-exp
+// reduction over the class dimension, then a per-item generic that gathers
+// the label's score. Labels equal to ignore_index contribute 0; labels
+// outside [0, C) make the loss NaN (reads stay in bounds), so bad data shows
+// up as a non-finite loss instead of a crash.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+
+using namespace mlir;
+using namespace accrue::nn;
+using namespace accrue::nn::lowering;
+
+namespace {
+
+using utils::IteratorType;
+
+/// Shapes and operands shared by the loss ops.
+struct LossShapes {
+  RankedTensorType scores;   // [N, C, d...]
+  RankedTensorType items;    // [N, d...], scores' element type
+  int64_t rank;              // rank of scores
+  int64_t numClasses;
+
+  explicit LossShapes(Value scoresValue) {
+    scores = cast<RankedTensorType>(scoresValue.getType());
+    rank = scores.getRank();
+    numClasses = scores.getDimSize(1);
+    SmallVector<int64_t> shape{scores.getDimSize(0)};
+    llvm::append_range(shape, scores.getShape().drop_front(2));
+    items = RankedTensorType::get(shape, scores.getElementType());
+  }
+
+  /// Map from the scores iteration space (n, c, d...) to items (n, d...).
+  AffineMap itemsMap(MLIRContext *ctx) const {
+    SmallVector<AffineExpr> exprs{getAffineDimExpr(0, ctx)};
+    for (int64_t d = 2; d < rank; ++d)
+      exprs.push_back(getAffineDimExpr(d, ctx));
+    return AffineMap::get(rank, 0, exprs, ctx);
+  }
+};
+
+/// What a label means for one item.
+struct LabelInfo {
+  Value counted; // i1: not ignored and in range
+  Value ignored; // i1: equals ignore_index
+  Value index;   // index: the label when counted, else 0 (safe to read)
+};
+
+LabelInfo decodeLabel(OpBuilder &b, Location loc, Value label,
+                      std::optional<int64_t> ignoreIndex, int64_t numClasses) {
+  Type i64 = b.getI64Type();
+  if (label.getType() != i64)
+    label = arith::ExtSIOp::create(b, loc, i64, label);
+  auto cst = [&](int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
+  };
+  Value ignored = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+  if (ignoreIndex)
+    ignored = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, label,
+                                    cst(*ignoreIndex));
+  Value nonNegative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, label, cst(0));
+  Value below = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, label,
+                                      cst(numClasses));
+  Value inRange = arith::AndIOp::create(b, loc, nonNegative, below);
+  Value notIgnored = arith::XOrIOp::create(
+      b, loc, ignored, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+  Value counted = arith::AndIOp::create(b, loc, inRange, notIgnored);
+  Value safe = arith::SelectOp::create(b, loc, counted, label, cst(0));
+  Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), safe);
+  return {counted, ignored, index};
+}
+
+/// The class weight of `info`'s label, or 1 without weights.
+Value classWeight(OpBuilder &b, Location loc, Value weights, LabelInfo &info,
+                  Type element) {
+  if (!weights)
+    return scalarConstant(b, loc, element, 1.0);
+  return tensor::ExtractOp::create(b, loc, weights, info.index);
+}
+
+/// Per-item max and sum of exp(score - max) over the class dimension.
+std::pair<Value, Value> softmaxStats(OpBuilder &b, Location loc, Value scores,
+                                     const LossShapes &shapes) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<IteratorType> iterators(shapes.rank, IteratorType::parallel);
+  iterators[1] = IteratorType::reduction;
+  AffineMap identity = b.getMultiDimIdentityMap(shapes.rank);
+  AffineMap items = shapes.itemsMap(ctx);
+  Value maxInit = filledTensor(b, loc, shapes.items,
+                               -std::numeric_limits<double>::infinity());
+  Value max =
+      linalg::GenericOp::create(
+          b, loc, shapes.items, scores, maxInit,
+          ArrayRef<AffineMap>{identity, items}, iterators,
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::MaximumFOp::create(nb, nl, args[0], args[1]).getResult());
+          })
+          .getResult(0);
+  Value sumInit = filledTensor(b, loc, shapes.items, 0.0);
+  Value sumExp =
+      linalg::GenericOp::create(
+          b, loc, shapes.items, ValueRange{scores, max}, sumInit,
+          ArrayRef<AffineMap>{identity, items, items}, iterators,
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value shifted = arith::SubFOp::create(nb, nl, args[0], args[1]);
+            Value e = math::ExpOp::create(nb, nl, shifted);
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::AddFOp::create(nb, nl, args[2], e, reassocFlags(nb))
+                    .getResult());
+          })
+          .getResult(0);
+  return {max, sumExp};
+}
+
+/// Sums a tensor over all its dimensions into a 0-d tensor.
+Value sumAll(OpBuilder &b, Location loc, Value input) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(input.getType());
+  auto scalarType = RankedTensorType::get({}, type.getElementType());
+  SmallVector<IteratorType> iterators(type.getRank(), IteratorType::reduction);
+  AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
+  AffineMap toScalar = AffineMap::get(type.getRank(), 0, {}, ctx);
+  return linalg::GenericOp::create(
+             b, loc, scalarType, input, filledTensor(b, loc, scalarType, 0.0),
+             ArrayRef<AffineMap>{identity, toScalar}, iterators,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(
+                   nb, nl,
+                   arith::AddFOp::create(nb, nl, args[1], args[0],
+                                         reassocFlags(nb))
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+/// sum_i w[y_i] over counted items, as a 0-d tensor of `element` type.
+Value weightSum(OpBuilder &b, Location loc, Value labels, Value weights,
+                std::optional<int64_t> ignoreIndex, int64_t numClasses,
+                Type element) {
+  auto labelType = cast<RankedTensorType>(labels.getType());
+  auto perItem = RankedTensorType::get(labelType.getShape(), element);
+  Value w = buildElementwise(
+      b, loc, perItem, labels, [&](OpBuilder &nb, Location nl, ValueRange args) {
+        LabelInfo info = decodeLabel(nb, nl, args[0], ignoreIndex, numClasses);
+        Value weight = classWeight(nb, nl, weights, info, element);
+        Value zero = scalarConstant(nb, nl, element, 0.0);
+        return Value(arith::SelectOp::create(nb, nl, info.counted, weight, zero));
+      });
+  return sumAll(b, loc, w);
+}
+
+/// Reads scores[n, index, d...] inside a generic over the items space.
+Value gatherScore(OpBuilder &b, Location loc, Value scores, Value classIndex,
+                  int64_t itemsRank) {
+  SmallVector<Value> indices{linalg::IndexOp::create(b, loc, 0)};
+  indices.push_back(classIndex);
+  for (int64_t d = 1; d < itemsRank; ++d)
+    indices.push_back(linalg::IndexOp::create(b, loc, d));
+  return tensor::ExtractOp::create(b, loc, scores, indices);
+}
+
+struct SoftmaxCrossEntropyLossLowering
+    : public OpConversionPattern<SoftmaxCrossEntropyLossOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SoftmaxCrossEntropyLossOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    LossShapes shapes(adaptor.getScores());
+    Type element = shapes.items.getElementType();
+    std::optional<int64_t> ignore = op.getIgnoreIndex();
+    Value scores = adaptor.getScores(), weights = adaptor.getWeights();
+    auto [max, sumExp] = softmaxStats(rewriter, loc, scores, shapes);
+    int64_t itemsRank = shapes.items.getRank();
+    Value perItem = buildElementwise(
+        rewriter, loc, shapes.items, ValueRange{adaptor.getLabels(), max, sumExp},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          LabelInfo info =
+              decodeLabel(b, l, args[0], ignore, shapes.numClasses);
+          Value score = gatherScore(b, l, scores, info.index, itemsRank);
+          // -log_softmax(x)_y = -((x_y - max) - log(sum exp(x - max))).
+          Value logSoftmax = arith::SubFOp::create(
+              b, l, arith::SubFOp::create(b, l, score, args[1]),
+              math::LogOp::create(b, l, args[2]));
+          Value loss = arith::MulFOp::create(
+              b, l, arith::NegFOp::create(b, l, logSoftmax),
+              classWeight(b, l, weights, info, element));
+          Value zero = scalarConstant(b, l, element, 0.0);
+          Value nan = scalarConstant(b, l, element,
+                                     std::numeric_limits<double>::quiet_NaN());
+          Value bad = arith::SelectOp::create(b, l, info.ignored, zero, nan);
+          return arith::SelectOp::create(b, l, info.counted, loss, bad);
+        });
+    Value result = perItem;
+    if (op.getReduction() != LossReduction::None) {
+      result = sumAll(rewriter, loc, perItem);
+      if (op.getReduction() == LossReduction::Mean) {
+        Value count = weightSum(rewriter, loc, adaptor.getLabels(), weights,
+                                ignore, shapes.numClasses, element);
+        result = buildElementwise(
+            rewriter, loc, cast<RankedTensorType>(result.getType()),
+            ValueRange{result, count},
+            [](OpBuilder &b, Location l, ValueRange args) -> Value {
+              return arith::DivFOp::create(b, l, args[0], args[1]);
+            });
+      }
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SoftmaxCrossEntropyGradLowering
+    : public OpConversionPattern<SoftmaxCrossEntropyGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SoftmaxCrossEntropyGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    LossShapes shapes(adaptor.getScores());
+    Type element = shapes.items.getElementType();
+    std::optional<int64_t> ignore = op.getIgnoreIndex();
+    Value scores = adaptor.getScores(), weights = adaptor.getWeights();
+    auto [max, sumExp] = softmaxStats(rewriter, loc, scores, shapes);
+
+    AffineMap identity = rewriter.getMultiDimIdentityMap(shapes.rank);
+    AffineMap items = shapes.itemsMap(ctx);
+    AffineMap scalar = AffineMap::get(shapes.rank, 0, {}, ctx);
+    SmallVector<Value> inputs{scores, adaptor.getLabels(), max, sumExp,
+                              adaptor.getDloss()};
+    SmallVector<AffineMap> maps{identity, items, items, items,
+                                op.getReduction() == LossReduction::None
+                                    ? items
+                                    : scalar};
+    if (op.getReduction() == LossReduction::Mean) {
+      inputs.push_back(weightSum(rewriter, loc, adaptor.getLabels(), weights,
+                                 ignore, shapes.numClasses, element));
+      maps.push_back(scalar);
+    }
+    maps.push_back(identity);
+    SmallVector<IteratorType> iterators(shapes.rank, IteratorType::parallel);
+    bool mean = op.getReduction() == LossReduction::Mean;
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, shapes.scores, inputs,
+        emptyTensor(rewriter, loc, shapes.scores), maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          LabelInfo info =
+              decodeLabel(b, l, args[1], ignore, shapes.numClasses);
+          Value prob = arith::DivFOp::create(
+              b, l,
+              math::ExpOp::create(b, l, arith::SubFOp::create(b, l, args[0],
+                                                              args[2])),
+              args[3]);
+          Value c = linalg::IndexOp::create(b, l, 1);
+          Value isLabel = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::eq, c, info.index);
+          Value one = scalarConstant(b, l, element, 1.0);
+          Value zero = scalarConstant(b, l, element, 0.0);
+          Value onehot = arith::SelectOp::create(b, l, isLabel, one, zero);
+          Value coef = args[4];
+          if (mean)
+            coef = arith::DivFOp::create(b, l, coef, args[5]);
+          coef = arith::MulFOp::create(
+              b, l, coef, classWeight(b, l, weights, info, element));
+          Value grad = arith::MulFOp::create(
+              b, l, arith::SubFOp::create(b, l, prob, onehot), coef);
+          linalg::YieldOp::create(
+              b, l,
+              arith::SelectOp::create(b, l, info.counted, grad, zero)
+                  .getResult());
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+struct ClassWeightSumLowering : public OpConversionPattern<ClassWeightSumOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ClassWeightSumOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type element = cast<RankedTensorType>(op.getType()).getElementType();
+    // Without weights there is no class count to bound labels by; any
+    // non-ignored label counts (the loss itself flags bad labels).
+    int64_t numClasses = std::numeric_limits<int64_t>::max();
+    if (Value w = adaptor.getWeights())
+      numClasses = cast<RankedTensorType>(w.getType()).getDimSize(0);
+    rewriter.replaceOp(op, weightSum(rewriter, op.getLoc(), adaptor.getLabels(),
+                                     adaptor.getWeights(), op.getIgnoreIndex(),
+                                     numClasses, element));
+    return success();
+  }
+};
+
+} // namespace
+
+void lowering::populateLossLowering(RewritePatternSet &patterns) {
+  patterns.add<SoftmaxCrossEntropyLossLowering, SoftmaxCrossEntropyGradLowering,
+               ClassWeightSumLowering>(patterns.getContext());
+}

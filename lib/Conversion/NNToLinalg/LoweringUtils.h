@@ -1,0 +1,61 @@
+//===- LoweringUtils.h - helpers for lowering nn to linalg ------*- C++ -*-===//
+
+#ifndef ACCRUE_LIB_CONVERSION_NNTOLINALG_LOWERINGUTILS_H
+#define ACCRUE_LIB_CONVERSION_NNTOLINALG_LOWERINGUTILS_H
+
+#include "accrue/Dialect/NN/IR/NN.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace accrue::nn::lowering {
+
+/// Computes the scalar result of an elementwise body from its block
+/// arguments (operand elements, then the output element).
+using BodyBuilder = llvm::function_ref<mlir::Value(
+    mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+
+/// An uninitialized tensor of `type`.
+mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::RankedTensorType type);
+
+/// A tensor of `type` filled with `value`.
+mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::RankedTensorType type, double value);
+
+/// The indexing map that reads `operandType` broadcast (numpy rules) into an
+/// iteration space of `resultType`'s rank.
+mlir::AffineMap broadcastMap(mlir::RankedTensorType operandType,
+                             mlir::RankedTensorType resultType);
+
+/// A `linalg.generic` over `resultType` reading each operand with
+/// broadcasting; `body` gets the operand elements and the output element.
+mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::RankedTensorType resultType,
+                             mlir::ValueRange operands, BodyBuilder body);
+
+/// Reshapes `value` to `target` (same element count) with
+/// tensor.collapse_shape / tensor.expand_shape, which bufferize to views.
+mlir::Value reshapeTensor(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value value, mlir::RankedTensorType target);
+
+/// A float or integer constant of `type`.
+mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Type type, double value);
+
+/// Fast-math flags for sums whose order does not matter (contractions and
+/// reductions): lets LLVM vectorize them.
+mlir::arith::FastMathFlagsAttr reassocFlags(mlir::OpBuilder &b);
+
+void populateElementwiseLowering(mlir::RewritePatternSet &patterns);
+void populateContractionLowering(mlir::RewritePatternSet &patterns);
+void populateReductionLowering(mlir::RewritePatternSet &patterns);
+void populateShapeLowering(mlir::RewritePatternSet &patterns);
+void populateLossLowering(mlir::RewritePatternSet &patterns);
+
+} // namespace accrue::nn::lowering
+
+#endif // ACCRUE_LIB_CONVERSION_NNTOLINALG_LOWERINGUTILS_H

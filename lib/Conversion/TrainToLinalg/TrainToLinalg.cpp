@@ -1,0 +1,270 @@
+//===- TrainToLinalg.cpp - lower train ops to linalg ------------*- C++ -*-===//
+//
+// Arena ops become slices and reshapes (views after bufferization) and
+// elementwise generics that write into their destination arena, so
+// accumulators, parameters and optimizer state are updated in place. Norms
+// accumulate squares in f64.
+//
+//===----------------------------------------------------------------------===//
+
+#include "accrue/Conversion/Passes.h"
+#include "accrue/Dialect/Train/IR/Train.h"
+
+#include "../NNToLinalg/LoweringUtils.h"
+
+namespace accrue {
+#define GEN_PASS_DEF_CONVERTTRAINTOLINALG
+#include "accrue/Conversion/Passes.h.inc"
+} // namespace accrue
+
+using namespace mlir;
+using namespace accrue;
+using namespace accrue::train;
+using nn::lowering::emptyTensor;
+using nn::lowering::filledTensor;
+using nn::lowering::reassocFlags;
+using nn::lowering::reshapeTensor;
+
+namespace {
+
+using utils::IteratorType;
+
+RankedTensorType flatType(Type type) {
+  auto shaped = cast<RankedTensorType>(type);
+  return RankedTensorType::get({shaped.getNumElements()},
+                               shaped.getElementType());
+}
+
+Value slice(OpBuilder &b, Location loc, Value arena, int64_t offset,
+            int64_t size) {
+  return tensor::ExtractSliceOp::create(
+      b, loc, arena, ArrayRef<OpFoldResult>{b.getIndexAttr(offset)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(size)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+}
+
+/// A 1-D elementwise generic that reads `inputs` and updates `outputs` in
+/// place; `body` maps (input elements, output elements) to new outputs.
+ValueRange updateInPlace(
+    OpBuilder &b, Location loc, ValueRange inputs, ValueRange outputs,
+    llvm::function_ref<void(OpBuilder &, Location, ValueRange, ValueRange,
+                            SmallVectorImpl<Value> &)>
+        body) {
+  SmallVector<AffineMap> maps(inputs.size() + outputs.size(),
+                              b.getMultiDimIdentityMap(1));
+  auto generic = linalg::GenericOp::create(
+      b, loc, outputs.getTypes(), inputs, outputs, maps,
+      ArrayRef<IteratorType>{IteratorType::parallel},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        SmallVector<Value> results;
+        body(nb, nl, args.take_front(inputs.size()),
+             args.drop_front(inputs.size()), results);
+        linalg::YieldOp::create(nb, nl, results);
+      });
+  return generic.getResults();
+}
+
+/// sqrt(sum((x * scale)^2)) accumulated in f64, returned as f32.
+Value sumOfSquaresNorm(OpBuilder &b, Location loc, Value arena, Value scale) {
+  MLIRContext *ctx = b.getContext();
+  auto scalarType = RankedTensorType::get({}, b.getF64Type());
+  Value init = filledTensor(b, loc, scalarType, 0.0);
+  auto generic = linalg::GenericOp::create(
+      b, loc, scalarType, arena, init,
+      ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1),
+                          AffineMap::get(1, 0, {}, ctx)},
+      ArrayRef<IteratorType>{IteratorType::reduction},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value x = args[0];
+        if (scale)
+          x = arith::MulFOp::create(nb, nl, x, scale);
+        Value wide = arith::ExtFOp::create(nb, nl, nb.getF64Type(), x);
+        Value sq = arith::MulFOp::create(nb, nl, wide, wide);
+        linalg::YieldOp::create(
+            nb, nl,
+            arith::AddFOp::create(nb, nl, args[1], sq, reassocFlags(nb))
+                .getResult());
+      });
+  Value sum = tensor::ExtractOp::create(b, loc, generic.getResult(0));
+  Value norm = math::SqrtOp::create(b, loc, sum);
+  return arith::TruncFOp::create(b, loc, b.getF32Type(), norm);
+}
+
+/// min(1, maxNorm / (norm + 1e-6)) in f32, NaN-propagating.
+Value clipCoefficient(OpBuilder &b, Location loc, Value norm, double maxNorm) {
+  auto f32 = [&](double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  };
+  Value denom = arith::AddFOp::create(b, loc, norm, f32(1e-6));
+  Value coef = arith::DivFOp::create(b, loc, f32(maxNorm), denom);
+  return arith::MinimumFOp::create(b, loc, coef, f32(1.0));
+}
+
+struct UnpackLowering : public OpConversionPattern<UnpackOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(UnpackOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> views;
+    for (auto [offset, type] :
+         llvm::zip(op.getOffsets(), op.getViews().getTypes())) {
+      auto viewType = cast<RankedTensorType>(type);
+      Value flat = slice(rewriter, op.getLoc(), adaptor.getArena(), offset,
+                         viewType.getNumElements());
+      views.push_back(reshapeTensor(rewriter, op.getLoc(), flat, viewType));
+    }
+    rewriter.replaceOp(op, views);
+    return success();
+  }
+};
+
+struct AccumulateLowering : public OpConversionPattern<AccumulateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AccumulateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value acc = adaptor.getAccumulator();
+    for (auto [offset, grad] :
+         llvm::zip(op.getOffsets(), adaptor.getGradients())) {
+      RankedTensorType flat = flatType(grad.getType());
+      Value g = reshapeTensor(rewriter, loc, grad, flat);
+      Value dest = slice(rewriter, loc, acc, offset, flat.getNumElements());
+      Value sum = updateInPlace(
+          rewriter, loc, g, dest,
+          [](OpBuilder &b, Location l, ValueRange ins, ValueRange outs,
+             SmallVectorImpl<Value> &results) {
+            results.push_back(arith::AddFOp::create(b, l, outs[0], ins[0]));
+          })[0];
+      acc = tensor::InsertSliceOp::create(
+          rewriter, loc, sum, acc,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(offset)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(flat.getNumElements())},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
+    }
+    rewriter.replaceOp(op, acc);
+    return success();
+  }
+};
+
+struct GlobalNormLowering : public OpConversionPattern<GlobalNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GlobalNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, sumOfSquaresNorm(rewriter, op.getLoc(),
+                                            adaptor.getInput(), Value()));
+    return success();
+  }
+};
+
+struct ClipCoefficientLowering
+    : public OpConversionPattern<ClipCoefficientOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ClipCoefficientOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, clipCoefficient(rewriter, op.getLoc(),
+                                           adaptor.getNorm(),
+                                           op.getMaxNorm().convertToDouble()));
+    return success();
+  }
+};
+
+struct ScaleLowering : public OpConversionPattern<ScaleOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ScaleOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value factor = adaptor.getFactor();
+    Value result = updateInPlace(
+        rewriter, op.getLoc(), ValueRange{}, adaptor.getInput(),
+        [&](OpBuilder &b, Location l, ValueRange, ValueRange outs,
+            SmallVectorImpl<Value> &results) {
+          results.push_back(arith::MulFOp::create(b, l, outs[0], factor));
+        })[0];
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct UpdateLowering : public OpConversionPattern<UpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(UpdateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> outputs{adaptor.getParams()};
+    llvm::append_range(outputs, adaptor.getStates());
+    OptimizerAttrInterface optimizer = op.getOptimizer();
+    Value lr = adaptor.getLr(), step = adaptor.getStep();
+    ValueRange results = updateInPlace(
+        rewriter, op.getLoc(), adaptor.getGrads(), outputs,
+        [&](OpBuilder &b, Location l, ValueRange ins, ValueRange outs,
+            SmallVectorImpl<Value> &newValues) {
+          optimizer.buildElementUpdate(b, l, outs[0], ins[0],
+                                       outs.drop_front(), lr, step, newValues);
+        });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct FusedUpdateLowering : public OpConversionPattern<FusedUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(FusedUpdateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value scale = adaptor.getGradScale();
+    // Pass 1: the norm of the final gradient.
+    Value norm =
+        sumOfSquaresNorm(rewriter, loc, adaptor.getAccumulator(), scale);
+    Value coef;
+    if (std::optional<APFloat> maxNorm = op.getMaxNorm())
+      coef = clipCoefficient(rewriter, loc, norm, maxNorm->convertToDouble());
+    // Pass 2: gradient, optimizer and accumulator reset per element.
+    SmallVector<Value> outputs{adaptor.getParams(), adaptor.getAccumulator()};
+    llvm::append_range(outputs, adaptor.getStates());
+    OptimizerAttrInterface optimizer = op.getOptimizer();
+    Value lr = adaptor.getLr(), step = adaptor.getStep();
+    ValueRange results = updateInPlace(
+        rewriter, loc, ValueRange{}, outputs,
+        [&](OpBuilder &b, Location l, ValueRange, ValueRange outs,
+            SmallVectorImpl<Value> &newValues) {
+          Value g = arith::MulFOp::create(b, l, outs[1], scale);
+          if (coef)
+            g = arith::MulFOp::create(b, l, g, coef);
+          SmallVector<Value> updated;
+          optimizer.buildElementUpdate(b, l, outs[0], g, outs.drop_front(2),
+                                       lr, step, updated);
+          newValues.push_back(updated[0]);
+          newValues.push_back(
+              arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f)));
+          llvm::append_range(newValues, ArrayRef<Value>(updated).drop_front());
+        });
+    SmallVector<Value> replacements(results);
+    replacements.push_back(norm);
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+};
+
+struct ConvertTrainToLinalgPass
+    : public accrue::impl::ConvertTrainToLinalgBase<ConvertTrainToLinalgPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<TrainDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(ctx);
+    patterns.add<UnpackLowering, AccumulateLowering, GlobalNormLowering,
+                 ClipCoefficientLowering, ScaleLowering, UpdateLowering,
+                 FusedUpdateLowering>(ctx);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

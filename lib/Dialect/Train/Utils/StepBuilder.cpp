@@ -1,0 +1,177 @@
+//===- StepBuilder.cpp - build a whole-batch training step ------*- C++ -*-===//
+
+#include "accrue/Dialect/Train/Utils/StepBuilder.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace accrue;
+using namespace accrue::train;
+
+FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
+                                            func::FuncOp forward,
+                                            const StepOptions &options) {
+  MLIRContext *ctx = module.getContext();
+  ctx->loadDialect<TrainDialect, linalg::LinalgDialect, arith::ArithDialect>();
+  OpBuilder b(ctx);
+  Location loc = forward.getLoc();
+  FunctionType fwdType = forward.getFunctionType();
+
+  // Parameters and batch inputs of the forward function, by role.
+  StepLayout layout;
+  SmallVector<unsigned> paramArgs, batchArgs;
+  for (unsigned i = 0; i < fwdType.getNumInputs(); ++i) {
+    auto role = forward.getArgAttrOfType<StringAttr>(i, StepAttrs::kRole);
+    auto name = forward.getArgAttrOfType<StringAttr>(i, StepAttrs::kName);
+    if (!role || !name)
+      return forward.emitError("argument #")
+             << i << " has no train.role/train.name";
+    if (role.getValue() == "param") {
+      auto type = dyn_cast<RankedTensorType>(fwdType.getInput(i));
+      if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
+        return forward.emitError("parameter '")
+               << name.getValue() << "' must be a static f32 tensor";
+      ArenaSlot slot;
+      slot.name = name.getValue().str();
+      slot.shape.assign(type.getShape().begin(), type.getShape().end());
+      slot.numElements = type.getNumElements();
+      slot.offset = layout.arenaSize;
+      layout.arenaSize += llvm::alignTo(slot.numElements, kArenaAlignment);
+      layout.params.push_back(slot);
+      paramArgs.push_back(i);
+    } else if (role.getValue() == "batch") {
+      batchArgs.push_back(i);
+    } else {
+      return forward.emitError("argument #")
+             << i << " has unknown role '" << role.getValue() << "'";
+    }
+  }
+  if (paramArgs.empty())
+    return forward.emitError("the model has no trainable parameters");
+  if (batchArgs.empty())
+    return forward.emitError("the model has no batch inputs");
+  layout.arenaSize = std::max<int64_t>(layout.arenaSize, kArenaAlignment);
+
+  // Signature.
+  auto arena = RankedTensorType::get({layout.arenaSize}, b.getF32Type());
+  SmallVector<Type> inputs;
+  SmallVector<DictionaryAttr> inputAttrs;
+  auto argAttrs = [&](StringRef role, StringRef name) {
+    return b.getDictionaryAttr(
+        {b.getNamedAttr(StepAttrs::kRole, b.getStringAttr(role)),
+         b.getNamedAttr(StepAttrs::kName, b.getStringAttr(name))});
+  };
+  inputs.push_back(arena);
+  inputAttrs.push_back(argAttrs("params", "params"));
+  inputs.push_back(arena);
+  inputAttrs.push_back(argAttrs("accumulator", "grads"));
+  unsigned numStates = options.optimizer ? options.optimizer.getNumStates() : 0;
+  for (unsigned s = 0; s < numStates; ++s) {
+    std::string stateName = options.optimizer.getStateName(s).str();
+    layout.stateNames.push_back(stateName);
+    inputs.push_back(arena);
+    inputAttrs.push_back(argAttrs("state", stateName));
+  }
+  unsigned firstBatch = inputs.size();
+  for (unsigned i : batchArgs) {
+    auto type = cast<RankedTensorType>(fwdType.getInput(i));
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] = ShapedType::kDynamic;
+    inputs.push_back(RankedTensorType::get(shape, type.getElementType()));
+    inputAttrs.push_back(forward.getArgAttrDict(i));
+  }
+  unsigned lrIndex = inputs.size();
+  inputs.push_back(b.getF32Type());
+  inputAttrs.push_back(argAttrs("lr", "lr"));
+  inputs.push_back(b.getI64Type());
+  inputAttrs.push_back(argAttrs("step", "step"));
+
+  SmallVector<Type> results;
+  SmallVector<DictionaryAttr> resultAttrs;
+  auto tied = [&](unsigned index) {
+    return b.getDictionaryAttr(
+        b.getNamedAttr(StepAttrs::kTied, b.getI64IntegerAttr(index)));
+  };
+  auto metric = [&](StringRef name) {
+    return b.getDictionaryAttr(
+        b.getNamedAttr(StepAttrs::kMetric, b.getStringAttr(name)));
+  };
+  if (options.optimizer) {
+    results.push_back(arena);
+    resultAttrs.push_back(tied(0));
+  }
+  results.push_back(arena);
+  resultAttrs.push_back(tied(1));
+  for (unsigned s = 0; s < numStates; ++s) {
+    results.push_back(arena);
+    resultAttrs.push_back(tied(2 + s));
+  }
+  results.push_back(b.getF32Type());
+  resultAttrs.push_back(metric("loss"));
+  results.push_back(b.getF32Type());
+  resultAttrs.push_back(metric("grad_norm"));
+
+  b.setInsertionPointToEnd(module.getBody());
+  auto step = func::FuncOp::create(b, loc, "train_step",
+                                   b.getFunctionType(inputs, results));
+  step.setAllArgAttrs(inputAttrs);
+  step.setAllResultAttrs(resultAttrs);
+  step->setAttr(StepAttrs::kStep, b.getUnitAttr());
+  Block *entry = step.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+
+  // The whole-batch semantics.
+  SmallVector<int64_t> offsets;
+  SmallVector<Type> viewTypes;
+  for (const ArenaSlot &slot : layout.params) {
+    offsets.push_back(slot.offset);
+    viewTypes.push_back(RankedTensorType::get(slot.shape, b.getF32Type()));
+  }
+  Value params = entry->getArgument(0), accumulator = entry->getArgument(1);
+  auto unpack = UnpackOp::create(b, loc, viewTypes, params, offsets);
+  SmallVector<Value> callArgs(fwdType.getNumInputs());
+  for (auto [view, index] : llvm::zip(unpack.getViews(), paramArgs))
+    callArgs[index] = view;
+  for (auto [n, index] : llvm::enumerate(batchArgs))
+    callArgs[index] = entry->getArgument(firstBatch + n);
+  SmallVector<Type> vgTypes(fwdType.getResults());
+  llvm::append_range(vgTypes, viewTypes);
+  SmallVector<int64_t> wrt;
+  for (unsigned i = 0; i < paramArgs.size(); ++i)
+    wrt.push_back(paramArgs[i]);
+  auto vg = ValueAndGradOp::create(b, loc, vgTypes, forward.getSymName(),
+                                   callArgs, wrt,
+                                   b.getI64IntegerAttr(options.microBatch));
+  Value grads = AccumulateOp::create(b, loc, accumulator, vg.getGradients(),
+                                     offsets);
+  Value norm = GlobalNormOp::create(b, loc, grads);
+  Value loss = tensor::ExtractOp::create(b, loc, vg.getResult(0));
+
+  SmallVector<Value> returned;
+  if (options.optimizer) {
+    Value g = grads;
+    if (options.maxNorm) {
+      Value coef = ClipCoefficientOp::create(
+          b, loc, norm, b.getF32FloatAttr(*options.maxNorm));
+      g = ScaleOp::create(b, loc, g, coef);
+    }
+    SmallVector<Value> states;
+    for (unsigned s = 0; s < numStates; ++s)
+      states.push_back(entry->getArgument(2 + s));
+    auto update = UpdateOp::create(
+        b, loc, params, g, states, entry->getArgument(lrIndex),
+        entry->getArgument(lrIndex + 1), options.optimizer);
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    Value reset = linalg::FillOp::create(b, loc, zero, grads).getResult(0);
+    returned.push_back(update.getNewParams());
+    returned.push_back(reset);
+    llvm::append_range(returned, update.getNewStates());
+  } else {
+    returned.push_back(grads);
+  }
+  returned.push_back(loss);
+  returned.push_back(norm);
+  func::ReturnOp::create(b, loc, returned);
+  return layout;
+}

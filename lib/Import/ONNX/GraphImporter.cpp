@@ -1,0 +1,304 @@
+//===- GraphImporter.cpp - per-node import state ----------------*- C++ -*-===//
+
+#include "GraphImporter.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace accrue;
+using namespace accrue::onnx_import;
+
+//===----------------------------------------------------------------------===//
+// Handler registry
+//===----------------------------------------------------------------------===//
+
+static const std::vector<OpRegistration> &allHandlers() {
+  static const std::vector<OpRegistration> handlers = [] {
+    std::vector<OpRegistration> list;
+    addElementwiseHandlers(list);
+    addContractionHandlers(list);
+    addReductionHandlers(list);
+    addShapeHandlers(list);
+    addLossHandlers(list);
+    return list;
+  }();
+  return handlers;
+}
+
+const OpRegistration *onnx_import::lookupHandler(StringRef opType,
+                                                 int64_t opset) {
+  const OpRegistration *best = nullptr;
+  for (const OpRegistration &reg : allHandlers())
+    if (reg.opType == opType && reg.sinceVersion <= opset &&
+        (!best || reg.sinceVersion > best->sinceVersion))
+      best = &reg;
+  return best;
+}
+
+//===----------------------------------------------------------------------===//
+// Tensors
+//===----------------------------------------------------------------------===//
+
+Type onnx_import::convertElementType(MLIRContext *context, int32_t onnxType) {
+  Builder b(context);
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT:
+    return b.getF32Type();
+  case onnx::TensorProto::FLOAT16:
+    return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16:
+    return b.getBF16Type();
+  case onnx::TensorProto::DOUBLE:
+    return b.getF64Type();
+  case onnx::TensorProto::INT64:
+    return b.getI64Type();
+  case onnx::TensorProto::INT32:
+    return b.getI32Type();
+  case onnx::TensorProto::BOOL:
+    return b.getI1Type();
+  default:
+    return {};
+  }
+}
+
+/// Reads the bytes of a tensor stored outside the model file.
+static FailureOr<std::string> readExternalData(const onnx::TensorProto &tensor,
+                                               StringRef modelPath,
+                                               Location loc) {
+  std::string location;
+  uint64_t offset = 0;
+  int64_t length = -1;
+  for (const auto &entry : tensor.external_data()) {
+    if (entry.key() == "location")
+      location = entry.value();
+    else if (entry.key() == "offset")
+      offset = std::stoull(entry.value());
+    else if (entry.key() == "length")
+      length = std::stoll(entry.value());
+  }
+  SmallString<256> path(llvm::sys::path::parent_path(modelPath));
+  llvm::sys::path::append(path, location);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (location.empty() || !buffer)
+    return emitError(loc) << "initializer '" << tensor.name()
+                          << "': cannot read external data '" << path << "'";
+  StringRef data = (*buffer)->getBuffer();
+  if (offset > data.size())
+    return emitError(loc) << "initializer '" << tensor.name()
+                          << "': external data offset is past the end of '"
+                          << path << "'";
+  data = data.drop_front(offset);
+  if (length >= 0)
+    data = data.take_front(length);
+  return data.str();
+}
+
+FailureOr<DenseElementsAttr>
+onnx_import::decodeTensor(const onnx::TensorProto &tensor, MLIRContext *context,
+                          StringRef modelPath, Location loc) {
+  Type element = convertElementType(context, tensor.data_type());
+  if (!element)
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "' has unsupported element type "
+                          << tensor.data_type();
+  SmallVector<int64_t> shape;
+  int64_t count = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0)
+      return emitError(loc) << "tensor '" << tensor.name()
+                            << "' has a negative dimension";
+    shape.push_back(d);
+    count *= d;
+  }
+  auto type = RankedTensorType::get(shape, element);
+  auto mismatch = [&](size_t got) {
+    return emitError(loc) << "tensor '" << tensor.name() << "' holds " << got
+                          << " values, but its shape needs " << count
+                          << " (truncated or corrupt data)";
+  };
+
+  std::string raw;
+  bool hasRaw = tensor.has_raw_data();
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    FailureOr<std::string> data = readExternalData(tensor, modelPath, loc);
+    if (failed(data))
+      return failure();
+    raw = std::move(*data);
+    hasRaw = true;
+  } else if (hasRaw) {
+    raw = tensor.raw_data();
+  }
+
+  if (element.isInteger(1)) {
+    SmallVector<bool> values;
+    if (hasRaw) {
+      for (char c : raw)
+        values.push_back(c != 0);
+    } else {
+      for (int32_t v : tensor.int32_data())
+        values.push_back(v != 0);
+    }
+    if (static_cast<int64_t>(values.size()) != count)
+      return mismatch(values.size());
+    return DenseElementsAttr::get(type, ArrayRef<bool>(values));
+  }
+
+  size_t width = element.getIntOrFloatBitWidth() / 8;
+  if (hasRaw) {
+    if (raw.size() != count * width)
+      return mismatch(raw.size() / width);
+    return DenseElementsAttr::getFromRawBuffer(
+        type, ArrayRef<char>(raw.data(), raw.size()));
+  }
+  auto fromTyped = [&](auto values) -> FailureOr<DenseElementsAttr> {
+    if (static_cast<int64_t>(values.size()) != count)
+      return mismatch(values.size());
+    return DenseElementsAttr::get(type, ArrayRef(values));
+  };
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    return fromTyped(SmallVector<float>(tensor.float_data().begin(),
+                                        tensor.float_data().end()));
+  case onnx::TensorProto::DOUBLE:
+    return fromTyped(SmallVector<double>(tensor.double_data().begin(),
+                                         tensor.double_data().end()));
+  case onnx::TensorProto::INT64:
+    return fromTyped(SmallVector<int64_t>(tensor.int64_data().begin(),
+                                          tensor.int64_data().end()));
+  case onnx::TensorProto::INT32:
+    return fromTyped(SmallVector<int32_t>(tensor.int32_data().begin(),
+                                          tensor.int32_data().end()));
+  default: {
+    // f16/bf16 store their bit patterns in int32_data.
+    SmallVector<uint16_t> bits;
+    for (int32_t v : tensor.int32_data())
+      bits.push_back(static_cast<uint16_t>(v));
+    if (static_cast<int64_t>(bits.size()) != count)
+      return mismatch(bits.size());
+    return DenseElementsAttr::getFromRawBuffer(
+        type, ArrayRef<char>(reinterpret_cast<const char *>(bits.data()),
+                             bits.size() * 2));
+  }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// GraphImporter
+//===----------------------------------------------------------------------===//
+
+Location GraphImporter::loc(const onnx::NodeProto &node) {
+  auto it = locations.find(&node);
+  if (it != locations.end())
+    return it->second;
+  std::string name = node.name();
+  if (name.empty())
+    name = node.op_type() + "_" + std::to_string(locations.size());
+  Location fileLoc = FileLineColLoc::get(
+      builder.getContext(), modelPath.empty() ? "<model>" : modelPath, 0, 0);
+  Location loc = NameLoc::get(builder.getStringAttr(name), fileLoc);
+  locations.try_emplace(&node, loc);
+  return loc;
+}
+
+InFlightDiagnostic GraphImporter::error(const onnx::NodeProto &node) {
+  return emitError(loc(node)) << node.op_type() << ": ";
+}
+
+FailureOr<Value> GraphImporter::optionalInput(const onnx::NodeProto &node,
+                                              int index) {
+  if (index >= node.input_size() || node.input(index).empty())
+    return Value();
+  Value value = values.lookup(node.input(index));
+  if (!value)
+    return error(node) << "input '" << node.input(index)
+                       << "' is not defined by any earlier node, "
+                          "initializer or graph input";
+  return value;
+}
+
+FailureOr<Value> GraphImporter::input(const onnx::NodeProto &node, int index) {
+  FailureOr<Value> value = optionalInput(node, index);
+  if (succeeded(value) && !*value)
+    return error(node) << "missing input #" << index;
+  return value;
+}
+
+FailureOr<DenseElementsAttr>
+GraphImporter::constantInput(const onnx::NodeProto &node, int index,
+                             StringRef what) {
+  FailureOr<Value> value = input(node, index);
+  if (failed(value))
+    return failure();
+  DenseElementsAttr attr;
+  if (auto constant = value->getDefiningOp<nn::ConstantOp>())
+    attr = dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!attr)
+    return error(node) << what << " (input '" << node.input(index)
+                       << "') must be a compile-time constant";
+  return attr;
+}
+
+FailureOr<SmallVector<int64_t>>
+GraphImporter::constantInts(const onnx::NodeProto &node, int index,
+                            StringRef what) {
+  FailureOr<DenseElementsAttr> attr = constantInput(node, index, what);
+  if (failed(attr))
+    return failure();
+  if (!attr->getElementType().isInteger())
+    return error(node) << what << " must be an integer tensor";
+  SmallVector<int64_t> ints;
+  for (const APInt &v : attr->getValues<APInt>())
+    ints.push_back(v.getSExtValue());
+  return ints;
+}
+
+void GraphImporter::setOutput(const onnx::NodeProto &node, int index,
+                              Value value) {
+  if (index < node.output_size() && !node.output(index).empty())
+    values[node.output(index)] = value;
+}
+
+const onnx::AttributeProto *
+GraphImporter::attribute(const onnx::NodeProto &node, StringRef name) {
+  for (const auto &attr : node.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+int64_t GraphImporter::intAttr(const onnx::NodeProto &node, StringRef name,
+                               int64_t defaultValue) {
+  const onnx::AttributeProto *attr = attribute(node, name);
+  return attr ? attr->i() : defaultValue;
+}
+
+float GraphImporter::floatAttr(const onnx::NodeProto &node, StringRef name,
+                               float defaultValue) {
+  const onnx::AttributeProto *attr = attribute(node, name);
+  return attr ? attr->f() : defaultValue;
+}
+
+std::string GraphImporter::stringAttr(const onnx::NodeProto &node,
+                                      StringRef name, StringRef defaultValue) {
+  const onnx::AttributeProto *attr = attribute(node, name);
+  return attr ? attr->s() : defaultValue.str();
+}
+
+std::optional<SmallVector<int64_t>>
+GraphImporter::intsAttr(const onnx::NodeProto &node, StringRef name) {
+  const onnx::AttributeProto *attr = attribute(node, name);
+  if (!attr)
+    return std::nullopt;
+  return SmallVector<int64_t>(attr->ints().begin(), attr->ints().end());
+}
+
+FailureOr<int64_t> GraphImporter::normalizeAxis(const onnx::NodeProto &node,
+                                                int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return error(node) << "axis " << axis << " is out of range for rank "
+                       << rank;
+  return axis < 0 ? axis + rank : axis;
+}

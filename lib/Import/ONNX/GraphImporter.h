@@ -1,0 +1,153 @@
+//===- GraphImporter.h - per-node import state ------------------*- C++ -*-===//
+//
+// The state an op handler sees while importing one node: the SSA value of
+// every ONNX name, the node's attributes, constant folding of inputs that
+// must be known at compile time, and diagnostics that name the node.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_LIB_IMPORT_ONNX_GRAPHIMPORTER_H
+#define ACCRUE_LIB_IMPORT_ONNX_GRAPHIMPORTER_H
+
+#include "accrue/Dialect/NN/IR/NN.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <onnx/onnx_pb.h>
+
+namespace accrue::onnx_import {
+
+class GraphImporter;
+
+/// Imports one node; emits an error through `importer.error(node)` and
+/// fails when the node cannot be imported.
+using OpHandler = llvm::LogicalResult (*)(GraphImporter &importer,
+                                          const onnx::NodeProto &node);
+
+/// A handler for `opType` from opset `sinceVersion` on. `constantInputs`
+/// lists the inputs that must be compile-time constants (shapes, axes,
+/// exponents): initializers used there never become parameters.
+struct OpRegistration {
+  llvm::StringRef opType;
+  int64_t sinceVersion;
+  OpHandler handler;
+  std::vector<int> constantInputs = {};
+};
+
+/// The handler of `opType` for `opset`: the registration with the largest
+/// sinceVersion <= opset, or null.
+const OpRegistration *lookupHandler(llvm::StringRef opType, int64_t opset);
+
+/// Handler families, one function per file (registrations appended).
+void addElementwiseHandlers(std::vector<OpRegistration> &handlers);
+void addContractionHandlers(std::vector<OpRegistration> &handlers);
+void addReductionHandlers(std::vector<OpRegistration> &handlers);
+void addShapeHandlers(std::vector<OpRegistration> &handlers);
+void addLossHandlers(std::vector<OpRegistration> &handlers);
+
+/// Converts an ONNX element type to MLIR; null for unsupported types.
+mlir::Type convertElementType(mlir::MLIRContext *context, int32_t onnxType);
+
+/// Decodes a TensorProto into an attribute (raw_data, typed fields or
+/// external data next to `modelPath`). Emits an error at `loc` on failure.
+llvm::FailureOr<mlir::DenseElementsAttr>
+decodeTensor(const onnx::TensorProto &tensor, mlir::MLIRContext *context,
+             llvm::StringRef modelPath, mlir::Location loc);
+
+class GraphImporter {
+public:
+  GraphImporter(mlir::OpBuilder &builder, int64_t opset,
+                llvm::StringRef modelPath)
+      : builder(builder), opset(opset), modelPath(modelPath) {}
+
+  mlir::OpBuilder &builder;
+  int64_t opset;
+  llvm::StringRef modelPath;
+
+  /// The location of `node`: its name (or OpType_index when unnamed).
+  mlir::Location loc(const onnx::NodeProto &node);
+
+  /// An error at `node`'s location, prefixed with its name and type.
+  mlir::InFlightDiagnostic error(const onnx::NodeProto &node);
+
+  /// Input `index`; fails with an error when absent or undefined.
+  llvm::FailureOr<mlir::Value> input(const onnx::NodeProto &node, int index);
+  /// Input `index`, or a null value when the node omits it.
+  llvm::FailureOr<mlir::Value> optionalInput(const onnx::NodeProto &node,
+                                             int index);
+  /// The compile-time value of input `index` (from an initializer, a
+  /// Constant node or folded shape arithmetic); fails with an error naming
+  /// `what` when it is not constant.
+  llvm::FailureOr<mlir::DenseElementsAttr>
+  constantInput(const onnx::NodeProto &node, int index, llvm::StringRef what);
+  /// Integer values of a constant input (axes, shapes).
+  llvm::FailureOr<llvm::SmallVector<int64_t>>
+  constantInts(const onnx::NodeProto &node, int index, llvm::StringRef what);
+
+  /// Binds output `index` of `node` to `value`.
+  void setOutput(const onnx::NodeProto &node, int index, mlir::Value value);
+  /// Binds an ONNX name (graph input, initializer) to `value`.
+  void define(llvm::StringRef name, mlir::Value value) {
+    values[name] = value;
+  }
+  mlir::Value lookup(llvm::StringRef name) const {
+    return values.lookup(name);
+  }
+
+  // Attributes.
+  const onnx::AttributeProto *attribute(const onnx::NodeProto &node,
+                                        llvm::StringRef name);
+  int64_t intAttr(const onnx::NodeProto &node, llvm::StringRef name,
+                  int64_t defaultValue);
+  float floatAttr(const onnx::NodeProto &node, llvm::StringRef name,
+                  float defaultValue);
+  std::string stringAttr(const onnx::NodeProto &node, llvm::StringRef name,
+                         llvm::StringRef defaultValue);
+  std::optional<llvm::SmallVector<int64_t>>
+  intsAttr(const onnx::NodeProto &node, llvm::StringRef name);
+
+  /// Normalizes `axis` for `rank` (negative counts from the end); fails
+  /// with an error when out of range.
+  llvm::FailureOr<int64_t> normalizeAxis(const onnx::NodeProto &node,
+                                         int64_t axis, int64_t rank);
+
+  /// Emits an op and checks it, so a shape error is reported at the node
+  /// instead of surfacing later (or aborting in a builder). Ops with
+  /// inferred result types get them inferred here first; pass the result
+  /// type explicitly for the others.
+  template <typename OpTy, typename... Args>
+  llvm::FailureOr<OpTy> create(const onnx::NodeProto &node, Args &&...args) {
+    mlir::OperationState state(loc(node), OpTy::getOperationName());
+    if constexpr (OpTy::template hasTrait<
+                      mlir::InferTypeOpInterface::Trait>()) {
+      OpTy::build(builder, state, mlir::Type(), std::forward<Args>(args)...);
+      llvm::SmallVector<mlir::Type> types;
+      mlir::MLIRContext *ctx = builder.getContext();
+      if (failed(OpTy::inferReturnTypes(
+              ctx, state.location, state.operands,
+              state.attributes.getDictionary(ctx), state.getRawProperties(),
+              state.regions, types)))
+        return mlir::failure();
+      state.types.assign(types.begin(), types.end());
+    } else {
+      OpTy::build(builder, state, std::forward<Args>(args)...);
+    }
+    auto op = llvm::cast<OpTy>(builder.create(state));
+    if (failed(mlir::verify(op))) {
+      op->erase();
+      return mlir::failure();
+    }
+    return op;
+  }
+
+private:
+  llvm::StringMap<mlir::Value> values;
+  llvm::DenseMap<const onnx::NodeProto *, mlir::Location> locations;
+};
+
+} // namespace accrue::onnx_import
+
+#endif // ACCRUE_LIB_IMPORT_ONNX_GRAPHIMPORTER_H

@@ -1,0 +1,117 @@
+//===- Pipelines.cpp - Accrue's pass pipelines ------------------*- C++ -*-===//
+
+#include "accrue/Pipelines/Pipelines.h"
+
+#include "accrue/Conversion/Passes.h"
+#include "accrue/Dialect/Train/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace accrue {
+
+void buildTrainPipeline(OpPassManager &pm,
+                        const TrainPipelineOptions &options) {
+  train::TrainMicrobatchOptions microbatch;
+  microbatch.normalization = options.lossNormalization;
+  pm.addPass(train::createTrainMicrobatch(microbatch));
+  pm.addPass(train::createTrainAutodiff());
+  pm.addPass(createInlinerPass());
+  pm.addPass(createSymbolDCEPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (options.fuseOptimizer)
+    pm.addNestedPass<func::FuncOp>(train::createTrainFuseClipOptimizer());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(train::createTrainFinalizeStepABI());
+}
+
+void buildCPULoweringPipeline(OpPassManager &pm,
+                              const CPULoweringOptions &options) {
+  pm.addNestedPass<func::FuncOp>(createConvertNNToLinalg());
+  pm.addNestedPass<func::FuncOp>(createConvertTrainToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  if (options.fuseElementwise)
+    pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // Accumulators carried by scf.for stay in place; temporaries of a
+  // micro-step are allocated and freed inside the loop, so peak memory
+  // depends on the micro-batch size, not on the number of steps.
+  pm.addPass(bufferization::createOneShotBufferizePass());
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options) {
+  buildTrainPipeline(pm, options.train);
+  buildCPULoweringPipeline(pm, options.cpu);
+}
+
+namespace {
+/// accrue-opt's spelling of CompileOptions.
+struct CompilePipelineCLOptions
+    : public PassPipelineOptions<CompilePipelineCLOptions> {
+  PassOptions::Option<std::string> lossNormalization{
+      *this, "loss-normalization",
+      llvm::cl::desc("exact or per-micro-batch"), llvm::cl::init("exact")};
+  PassOptions::Option<bool> fuseOptimizer{
+      *this, "fuse-optimizer",
+      llvm::cl::desc("Fuse clipping and the optimizer into one update"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> fuseElementwise{
+      *this, "fuse-elementwise",
+      llvm::cl::desc("Fuse elementwise linalg ops before bufferization"),
+      llvm::cl::init(true)};
+
+  CompileOptions toOptions() const {
+    CompileOptions options;
+    options.train.lossNormalization = lossNormalization;
+    options.train.fuseOptimizer = fuseOptimizer;
+    options.cpu.fuseElementwise = fuseElementwise;
+    return options;
+  }
+};
+} // namespace
+
+void registerPipelines() {
+  PassPipelineRegistration<CompilePipelineCLOptions>(
+      "accrue-train-pipeline",
+      "What accrue-compile runs: train passes, then CPU lowering to LLVM",
+      [](OpPassManager &pm, const CompilePipelineCLOptions &cl) {
+        buildCompilePipeline(pm, cl.toOptions());
+      });
+  PassPipelineRegistration<CompilePipelineCLOptions>(
+      "accrue-train-transforms",
+      "The train passes only (micro-batching through the step ABI)",
+      [](OpPassManager &pm, const CompilePipelineCLOptions &cl) {
+        buildTrainPipeline(pm, cl.toOptions().train);
+      });
+  PassPipelineRegistration<CompilePipelineCLOptions>(
+      "accrue-lower-cpu", "Lower an explicit training step to LLVM for the CPU",
+      [](OpPassManager &pm, const CompilePipelineCLOptions &cl) {
+        buildCPULoweringPipeline(pm, cl.toOptions().cpu);
+      });
+}
+
+} // namespace accrue

@@ -1,0 +1,558 @@
+//===- Arrays.cpp - host arrays, files, npz and safetensors -----*- C++ -*-===//
+
+#include "accrue-runtime/Runtime.h"
+
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+using namespace accrue::rt;
+
+//===----------------------------------------------------------------------===//
+// DType and Array
+//===----------------------------------------------------------------------===//
+
+DType accrue::rt::parseDType(const std::string &name) {
+  if (name == "f32")
+    return DType::F32;
+  if (name == "f64")
+    return DType::F64;
+  if (name == "f16")
+    return DType::F16;
+  if (name == "i64")
+    return DType::I64;
+  if (name == "i32")
+    return DType::I32;
+  if (name == "bool")
+    return DType::Bool;
+  throw Error("unknown dtype '" + name + "'");
+}
+
+const char *accrue::rt::dtypeName(DType type) {
+  switch (type) {
+  case DType::F32:
+    return "f32";
+  case DType::F64:
+    return "f64";
+  case DType::F16:
+    return "f16";
+  case DType::I64:
+    return "i64";
+  case DType::I32:
+    return "i32";
+  case DType::Bool:
+    return "bool";
+  }
+  return "?";
+}
+
+size_t accrue::rt::dtypeSize(DType type) {
+  switch (type) {
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F16:
+    return 2;
+  case DType::Bool:
+    return 1;
+  }
+  return 1;
+}
+
+int64_t Array::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+static float halfToFloat(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else { // subnormal: renormalize
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+/// Element `i` of `a` as a double.
+static double elementAsDouble(const Array &a, int64_t i) {
+  switch (a.dtype) {
+  case DType::F32:
+    return a.as<float>()[i];
+  case DType::F64:
+    return a.as<double>()[i];
+  case DType::F16:
+    return halfToFloat(a.as<uint16_t>()[i]);
+  case DType::I64:
+    return static_cast<double>(a.as<int64_t>()[i]);
+  case DType::I32:
+    return a.as<int32_t>()[i];
+  case DType::Bool:
+    return a.as<uint8_t>()[i] ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+static bool isFloat(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::F16;
+}
+
+Array Array::convertTo(DType type, const std::string &what) const {
+  if (type == dtype)
+    return *this;
+  if (!isFloat(type) && isFloat(dtype))
+    throw Error(what + " has dtype " + dtypeName(dtype) + ", expected " +
+                dtypeName(type) + " (integer labels cannot come from floats)");
+  Array out;
+  out.dtype = type;
+  out.shape = shape;
+  int64_t n = numElements();
+  out.data.resize(n * dtypeSize(type));
+  for (int64_t i = 0; i < n; ++i) {
+    double v = elementAsDouble(*this, i);
+    switch (type) {
+    case DType::F32:
+      out.as<float>()[i] = static_cast<float>(v);
+      break;
+    case DType::F64:
+      out.as<double>()[i] = v;
+      break;
+    case DType::I64:
+      out.as<int64_t>()[i] = static_cast<int64_t>(v);
+      break;
+    case DType::I32:
+      out.as<int32_t>()[i] = static_cast<int32_t>(v);
+      break;
+    case DType::Bool:
+      out.as<uint8_t>()[i] = v != 0;
+      break;
+    case DType::F16:
+      throw Error(what + ": conversion to f16 is not supported");
+    }
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Files
+//===----------------------------------------------------------------------===//
+
+std::string accrue::rt::readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void accrue::rt::writeFileAtomically(const std::string &path,
+                                     const std::string &bytes) {
+  std::string tmp = path + ".tmp-XXXXXX";
+  int fd = mkstemp(tmp.data());
+  if (fd < 0)
+    throw Error("cannot write '" + path + "': " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error("cannot write '" + path + "': " + std::strerror(err));
+    }
+    done += n;
+  }
+  if (::fsync(fd) != 0 || ::fchmod(fd, 0644) != 0) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw Error("cannot write '" + path + "': " + std::strerror(err));
+  }
+  ::close(fd);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error("cannot write '" + path + "': " + std::strerror(err));
+  }
+  // Make the rename durable.
+  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos
+                                       ? 0
+                                       : path.find_last_of('/'));
+  int dirfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY);
+  if (dirfd >= 0) {
+    ::fsync(dirfd);
+    ::close(dirfd);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// npy / npz
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+uint16_t le16(const uint8_t *p) { return p[0] | (p[1] << 8); }
+uint32_t le32(const uint8_t *p) {
+  return p[0] | (p[1] << 8) | (p[2] << 16) | (uint32_t(p[3]) << 24);
+}
+uint64_t le64(const uint8_t *p) {
+  return le32(p) | (uint64_t(le32(p + 4)) << 32);
+}
+
+Array parseNpy(const std::string &bytes, const std::string &what) {
+  const auto *p = reinterpret_cast<const uint8_t *>(bytes.data());
+  if (bytes.size() < 10 || std::memcmp(p, "\x93NUMPY", 6) != 0)
+    throw Error(what + " is not a .npy array");
+  size_t headerLen, start;
+  if (p[6] == 1) {
+    headerLen = le16(p + 8);
+    start = 10;
+  } else {
+    if (bytes.size() < 12)
+      throw Error(what + " is truncated");
+    headerLen = le32(p + 8);
+    start = 12;
+  }
+  if (start + headerLen > bytes.size())
+    throw Error(what + " is truncated");
+  std::string header = bytes.substr(start, headerLen);
+  auto field = [&](const std::string &key) {
+    size_t at = header.find("'" + key + "'");
+    if (at == std::string::npos)
+      throw Error(what + ": malformed .npy header");
+    return header.substr(header.find(':', at) + 1);
+  };
+  std::string descr = field("descr");
+  descr = descr.substr(descr.find('\'') + 1);
+  descr = descr.substr(0, descr.find('\''));
+  if (header.find("'fortran_order': True") != std::string::npos)
+    throw Error(what + " is in Fortran order; save it C-contiguous");
+  std::string shapeText = field("shape");
+  shapeText = shapeText.substr(shapeText.find('(') + 1);
+  shapeText = shapeText.substr(0, shapeText.find(')'));
+
+  Array a;
+  std::stringstream ss(shapeText);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (item.find_first_not_of(" ") != std::string::npos)
+      a.shape.push_back(std::stoll(item));
+  static const std::map<std::string, DType> types = {
+      {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16},
+      {"<i8", DType::I64}, {"<i4", DType::I32}, {"|b1", DType::Bool},
+      {"|u1", DType::Bool}};
+  auto it = types.find(descr);
+  if (it == types.end())
+    throw Error(what + " has unsupported dtype '" + descr +
+                "' (use float32, float64, int64, int32 or bool)");
+  a.dtype = it->second;
+  size_t size = a.numElements() * dtypeSize(a.dtype);
+  if (start + headerLen + size > bytes.size())
+    throw Error(what + " is truncated: its data is shorter than its shape");
+  a.data.assign(p + start + headerLen, p + start + headerLen + size);
+  return a;
+}
+
+std::string inflateRaw(const uint8_t *data, size_t size, size_t expected,
+                       const std::string &what) {
+  std::string out(expected, '\0');
+  z_stream zs{};
+  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)
+    throw Error("zlib initialization failed");
+  zs.next_in = const_cast<uint8_t *>(data);
+  zs.avail_in = size;
+  zs.next_out = reinterpret_cast<uint8_t *>(out.data());
+  zs.avail_out = expected;
+  int rc = inflate(&zs, Z_FINISH);
+  inflateEnd(&zs);
+  if (rc != Z_STREAM_END || zs.total_out != expected)
+    throw Error(what + " is corrupt (deflate stream)");
+  return out;
+}
+
+std::string npyBytes(const Array &a) {
+  static const std::map<DType, std::string> descr = {
+      {DType::F32, "<f4"}, {DType::F64, "<f8"}, {DType::F16, "<f2"},
+      {DType::I64, "<i8"}, {DType::I32, "<i4"}, {DType::Bool, "|b1"}};
+  std::string shape;
+  for (int64_t d : a.shape)
+    shape += std::to_string(d) + ", ";
+  if (a.shape.size() > 1)
+    shape.resize(shape.size() - 1);
+  std::string header = "{'descr': '" + descr.at(a.dtype) +
+                       "', 'fortran_order': False, 'shape': (" + shape + "), }";
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out += char(header.size() & 0xff);
+  out += char(header.size() >> 8);
+  out += header;
+  out.append(reinterpret_cast<const char *>(a.data.data()), a.data.size());
+  return out;
+}
+
+} // namespace
+
+std::map<std::string, Array> accrue::rt::readNpz(const std::string &path) {
+  std::string bytes = readFile(path);
+  const auto *p = reinterpret_cast<const uint8_t *>(bytes.data());
+  size_t size = bytes.size();
+  // End of central directory, within the last 64 KiB + 22 bytes.
+  size_t eocd = std::string::npos;
+  if (size >= 22) {
+    size_t lowest = size > 65557 ? size - 65557 : 0;
+    for (size_t i = size - 22 + 1; i-- > lowest;)
+      if (le32(p + i) == 0x06054b50) {
+        eocd = i;
+        break;
+      }
+  }
+  if (eocd == std::string::npos)
+    throw Error("'" + path + "' is not a .npz (zip) file or is truncated");
+  uint64_t count = le16(p + eocd + 10);
+  uint64_t dirOffset = le32(p + eocd + 16);
+  if (dirOffset == 0xffffffffu && eocd >= 20 &&
+      le32(p + eocd - 20) == 0x07064b50) {
+    uint64_t z64 = le64(p + eocd - 20 + 8);
+    if (z64 + 56 > size || le32(p + z64) != 0x06064b50)
+      throw Error("'" + path + "': corrupt zip64 directory");
+    count = le64(p + z64 + 32);
+    dirOffset = le64(p + z64 + 48);
+  }
+  std::map<std::string, Array> arrays;
+  size_t at = dirOffset;
+  for (uint64_t e = 0; e < count; ++e) {
+    if (at + 46 > size || le32(p + at) != 0x02014b50)
+      throw Error("'" + path + "': corrupt zip directory");
+    uint16_t method = le16(p + at + 10);
+    uint64_t csize = le32(p + at + 20), usize = le32(p + at + 24);
+    uint16_t nameLen = le16(p + at + 28), extraLen = le16(p + at + 30),
+             commentLen = le16(p + at + 32);
+    uint64_t local = le32(p + at + 42);
+    if (at + 46 + nameLen + extraLen > size)
+      throw Error("'" + path + "': corrupt zip directory");
+    std::string name(reinterpret_cast<const char *>(p + at + 46), nameLen);
+    // zip64 extra field: 64-bit sizes/offset replace the saturated ones.
+    for (size_t x = at + 46 + nameLen; x + 4 <= at + 46 + nameLen + extraLen;) {
+      uint16_t id = le16(p + x), len = le16(p + x + 2);
+      if (id == 0x0001) {
+        size_t f = x + 4;
+        if (usize == 0xffffffffu) {
+          usize = le64(p + f);
+          f += 8;
+        }
+        if (csize == 0xffffffffu) {
+          csize = le64(p + f);
+          f += 8;
+        }
+        if (local == 0xffffffffu)
+          local = le64(p + f);
+      }
+      x += 4 + len;
+    }
+    at += 46 + nameLen + extraLen + commentLen;
+    if (local + 30 > size || le32(p + local) != 0x04034b50)
+      throw Error("'" + path + "': corrupt zip entry '" + name + "'");
+    size_t dataStart = local + 30 + le16(p + local + 26) + le16(p + local + 28);
+    if (dataStart + csize > size)
+      throw Error("'" + path + "' is truncated (entry '" + name + "')");
+    std::string what = "'" + path + "' entry '" + name + "'";
+    std::string member;
+    if (method == 0)
+      member.assign(reinterpret_cast<const char *>(p + dataStart), csize);
+    else if (method == 8)
+      member = inflateRaw(p + dataStart, csize, usize, what);
+    else
+      throw Error(what + " uses an unsupported compression method");
+    std::string key = name;
+    if (key.size() > 4 && key.compare(key.size() - 4, 4, ".npy") == 0)
+      key.resize(key.size() - 4);
+    arrays[key] = parseNpy(member, what);
+  }
+  return arrays;
+}
+
+void accrue::rt::writeNpz(const std::string &path,
+                          const std::map<std::string, Array> &arrays) {
+  std::string out, directory;
+  auto put16 = [](std::string &s, uint16_t v) {
+    s += char(v & 0xff);
+    s += char(v >> 8);
+  };
+  auto put32 = [&](std::string &s, uint32_t v) {
+    put16(s, v & 0xffff);
+    put16(s, v >> 16);
+  };
+  uint16_t count = 0;
+  for (const auto &[name, array] : arrays) {
+    std::string data = npyBytes(array);
+    std::string file = name + ".npy";
+    if (data.size() >= 0xffffffffu || out.size() >= 0xffffffffu)
+      throw Error("writeNpz: arrays over 4 GiB are not supported");
+    uint32_t crc = crc32(0, reinterpret_cast<const Bytef *>(data.data()),
+                         data.size());
+    uint32_t offset = out.size();
+    put32(out, 0x04034b50);
+    put16(out, 20);
+    put16(out, 0);
+    put16(out, 0); // stored
+    put32(out, 0); // time, date
+    put32(out, crc);
+    put32(out, data.size());
+    put32(out, data.size());
+    put16(out, file.size());
+    put16(out, 0);
+    out += file;
+    out += data;
+    put32(directory, 0x02014b50);
+    put16(directory, 20);
+    put16(directory, 20);
+    put16(directory, 0);
+    put16(directory, 0);
+    put32(directory, 0);
+    put32(directory, crc);
+    put32(directory, data.size());
+    put32(directory, data.size());
+    put16(directory, file.size());
+    put16(directory, 0);
+    put16(directory, 0);
+    put16(directory, 0);
+    put16(directory, 0);
+    put32(directory, 0);
+    put32(directory, offset);
+    directory += file;
+    ++count;
+  }
+  uint32_t dirOffset = out.size();
+  out += directory;
+  put32(out, 0x06054b50);
+  put16(out, 0);
+  put16(out, 0);
+  put16(out, count);
+  put16(out, count);
+  put32(out, directory.size());
+  put32(out, dirOffset);
+  put16(out, 0);
+  writeFileAtomically(path, out);
+}
+
+//===----------------------------------------------------------------------===//
+// safetensors
+//===----------------------------------------------------------------------===//
+
+static const char *safetensorsDType(DType t) {
+  switch (t) {
+  case DType::F32:
+    return "F32";
+  case DType::F64:
+    return "F64";
+  case DType::F16:
+    return "F16";
+  case DType::I64:
+    return "I64";
+  case DType::I32:
+    return "I32";
+  case DType::Bool:
+    return "BOOL";
+  }
+  return "?";
+}
+
+std::map<std::string, Array>
+accrue::rt::readSafetensors(const std::string &path) {
+  std::string bytes = readFile(path);
+  if (bytes.size() < 8)
+    throw Error("'" + path + "' is not a safetensors file (too short)");
+  uint64_t headerLen = le64(reinterpret_cast<const uint8_t *>(bytes.data()));
+  if (headerLen > bytes.size() - 8)
+    throw Error("'" + path + "' is truncated or corrupt (header length)");
+  nlohmann::json header = nlohmann::json::parse(
+      bytes.begin() + 8, bytes.begin() + 8 + headerLen, nullptr, false);
+  if (header.is_discarded() || !header.is_object())
+    throw Error("'" + path + "' has a corrupt safetensors header");
+  static const std::map<std::string, DType> types = {
+      {"F32", DType::F32}, {"F64", DType::F64}, {"F16", DType::F16},
+      {"I64", DType::I64}, {"I32", DType::I32}, {"BOOL", DType::Bool}};
+  std::map<std::string, Array> arrays;
+  size_t base = 8 + headerLen;
+  for (auto &[name, info] : header.items()) {
+    if (name == "__metadata__")
+      continue;
+    try {
+      Array a;
+      auto it = types.find(info.at("dtype").get<std::string>());
+      if (it == types.end())
+        throw Error("'" + path + "': tensor '" + name +
+                    "' has an unsupported dtype");
+      a.dtype = it->second;
+      a.shape = info.at("shape").get<std::vector<int64_t>>();
+      auto offsets = info.at("data_offsets").get<std::vector<uint64_t>>();
+      if (offsets.size() != 2 || offsets[1] < offsets[0] ||
+          base + offsets[1] > bytes.size() ||
+          offsets[1] - offsets[0] != a.numElements() * dtypeSize(a.dtype))
+        throw Error("'" + path + "': tensor '" + name +
+                    "' has inconsistent data offsets (truncated file?)");
+      a.data.assign(bytes.begin() + base + offsets[0],
+                    bytes.begin() + base + offsets[1]);
+      arrays[name] = std::move(a);
+    } catch (const nlohmann::json::exception &e) {
+      throw Error("'" + path + "': malformed entry for '" + name + "'");
+    }
+  }
+  return arrays;
+}
+
+void accrue::rt::writeSafetensors(
+    const std::string &path,
+    const std::vector<std::pair<std::string, const Array *>> &tensors,
+    const std::map<std::string, std::string> &metadata) {
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty())
+    header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto &[name, array] : tensors) {
+    header[name] = {{"dtype", safetensorsDType(array->dtype)},
+                    {"shape", array->shape},
+                    {"data_offsets", {offset, offset + array->data.size()}}};
+    offset += array->data.size();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  uint64_t len = text.size();
+  std::memcpy(out.data(), &len, 8);
+  out += text;
+  for (const auto &entry : tensors)
+    out.append(reinterpret_cast<const char *>(entry.second->data.data()),
+               entry.second->data.size());
+  writeFileAtomically(path, out);
+}

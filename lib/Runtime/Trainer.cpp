@@ -1,0 +1,214 @@
+//===- Trainer.cpp - load and run a compiled step ---------------*- C++ -*-===//
+
+#include "accrue-runtime/Runtime.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+
+using namespace accrue::rt;
+
+//===----------------------------------------------------------------------===//
+// Artifact
+//===----------------------------------------------------------------------===//
+
+Artifact::Artifact(const std::string &directory) : dir(directory) {
+  std::string manifestPath = path("step.json");
+  nlohmann::json manifest =
+      nlohmann::json::parse(readFile(manifestPath), nullptr, false);
+  if (manifest.is_discarded() || !manifest.is_object() ||
+      manifest.value("format", "") != "accrue-step")
+    throw Error("'" + manifestPath + "' is not an Accrue step manifest");
+  if (manifest.value("version", 0) != 1)
+    throw Error("'" + manifestPath + "' has an unsupported version");
+  try {
+    for (const auto &arg : manifest.at("args")) {
+      ArgSpec spec;
+      spec.role = arg.at("role").get<std::string>();
+      spec.name = arg.at("name").get<std::string>();
+      spec.dtype = parseDType(arg.at("dtype").get<std::string>());
+      spec.shape = arg.at("shape").get<std::vector<int64_t>>();
+      args.push_back(std::move(spec));
+    }
+    for (const auto &param : manifest.at("params"))
+      params.push_back({param.at("name").get<std::string>(),
+                        param.at("shape").get<std::vector<int64_t>>(),
+                        param.at("offset").get<int64_t>(),
+                        param.at("numel").get<int64_t>()});
+    arenaSize = manifest.at("arena_size").get<int64_t>();
+    microBatch = manifest.at("micro_batch").get<int64_t>();
+    accumulationSteps = manifest.at("accumulation_steps").get<int64_t>();
+    optimizer = manifest.at("optimizer").at("name").get<std::string>();
+    lr = manifest.at("optimizer").at("lr").get<double>();
+    loss = manifest.value("loss", "");
+    activationBytes = manifest.value("activation_bytes", int64_t(-1));
+    std::string library = path(manifest.at("library").get<std::string>());
+    std::string entryName = manifest.at("entry").get<std::string>();
+    this->library = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!this->library)
+      throw Error("cannot load '" + library + "': " + dlerror());
+    entry = reinterpret_cast<void (*)(void **)>(
+        dlsym(this->library, entryName.c_str()));
+    if (!entry)
+      throw Error("'" + library + "' has no entry point '" + entryName + "'");
+  } catch (const nlohmann::json::exception &e) {
+    throw Error("'" + manifestPath + "' is malformed: " + e.what());
+  }
+}
+
+Artifact::~Artifact() {
+  if (library)
+    dlclose(library);
+}
+
+void Artifact::call(void **packedArgs) const { entry(packedArgs); }
+
+std::vector<const ArgSpec *> Artifact::batchInputs() const {
+  std::vector<const ArgSpec *> inputs;
+  for (const ArgSpec &arg : args)
+    if (arg.role == "batch")
+      inputs.push_back(&arg);
+  return inputs;
+}
+
+//===----------------------------------------------------------------------===//
+// Arena
+//===----------------------------------------------------------------------===//
+
+Arena::Arena(int64_t size) : count(size) {
+  size_t bytes = ((std::max<int64_t>(size, 1) * sizeof(float) + 63) / 64) * 64;
+  values = static_cast<float *>(std::aligned_alloc(64, bytes));
+  if (!values)
+    throw Error("out of memory allocating an arena of " +
+                std::to_string(size) + " floats");
+  std::memset(values, 0, bytes);
+}
+
+Arena::~Arena() { std::free(values); }
+
+void Arena::zero() { std::memset(values, 0, count * sizeof(float)); }
+
+//===----------------------------------------------------------------------===//
+// Trainer
+//===----------------------------------------------------------------------===//
+
+Trainer::Trainer(const std::string &artifactDir)
+    : art(std::make_unique<Artifact>(artifactDir)) {
+  paramArena = std::make_unique<Arena>(art->arenaSize);
+  gradArena = std::make_unique<Arena>(art->arenaSize);
+  for (const ArgSpec &arg : art->args)
+    if (arg.role == "state")
+      stateArenas.push_back(std::make_unique<Arena>(art->arenaSize));
+
+  std::map<std::string, Array> init = readSafetensors(art->path("init.safetensors"));
+  for (const ParamSpec &param : art->params) {
+    auto it = init.find(param.name);
+    if (it == init.end())
+      throw Error("init.safetensors has no tensor '" + param.name + "'");
+    const Array &a = it->second;
+    if (a.dtype != DType::F32 || a.shape != param.shape)
+      throw Error("init.safetensors: tensor '" + param.name +
+                  "' does not match the manifest's shape");
+    std::memcpy(paramArena->data() + param.offset, a.data.data(),
+                param.numel * sizeof(float));
+  }
+}
+
+StepMetrics Trainer::step(const std::vector<const void *> &inputs,
+                          int64_t samples, double lr) {
+  std::vector<const ArgSpec *> batch = art->batchInputs();
+  if (inputs.size() != batch.size())
+    throw Error("step: expected " + std::to_string(batch.size()) +
+                " batch inputs, got " + std::to_string(inputs.size()));
+  if (samples <= 0 || samples % art->microBatch != 0)
+    throw Error("step: " + std::to_string(samples) +
+                " samples is not a positive multiple of the micro-batch (" +
+                std::to_string(art->microBatch) + ")");
+  if (art->optimizer == "none")
+    gradArena->zero();
+
+  // The packed calling convention: one pointer per lowered argument, each
+  // memref expanded into (allocated, aligned, offset, sizes..., strides...).
+  std::vector<void *> pointers;
+  std::vector<int64_t> ints;
+  // Addresses into these vectors are handed out: reserve exactly.
+  size_t numInts = 0;
+  for (const ArgSpec &arg : art->args)
+    numInts += 1 + 2 * arg.shape.size();
+  pointers.reserve(art->args.size());
+  ints.reserve(numInts);
+  float lrValue = static_cast<float>(lr);
+  int64_t stepValue = completed + 1;
+  float metrics[2] = {0, 0};
+  std::vector<void *> packed;
+  size_t nextState = 0, nextInput = 0;
+  auto addMemref = [&](void *base, const std::vector<int64_t> &shape) {
+    pointers.push_back(base);
+    packed.push_back(&pointers.back());
+    packed.push_back(&pointers.back());
+    ints.push_back(0);
+    packed.push_back(&ints.back());
+    for (int64_t d : shape) {
+      ints.push_back(d);
+      packed.push_back(&ints.back());
+    }
+    int64_t stride = 1;
+    std::vector<int64_t> strides(shape.size());
+    for (size_t i = shape.size(); i-- > 0;) {
+      strides[i] = stride;
+      stride *= shape[i];
+    }
+    for (int64_t s : strides) {
+      ints.push_back(s);
+      packed.push_back(&ints.back());
+    }
+  };
+  for (const ArgSpec &arg : art->args) {
+    if (arg.role == "params") {
+      addMemref(paramArena->data(), arg.shape);
+    } else if (arg.role == "accumulator") {
+      addMemref(gradArena->data(), arg.shape);
+    } else if (arg.role == "state") {
+      addMemref(stateArenas[nextState++]->data(), arg.shape);
+    } else if (arg.role == "batch") {
+      std::vector<int64_t> shape = arg.shape;
+      shape[0] = samples;
+      addMemref(const_cast<void *>(inputs[nextInput++]), shape);
+    } else if (arg.role == "lr") {
+      packed.push_back(&lrValue);
+    } else if (arg.role == "step") {
+      packed.push_back(&stepValue);
+    } else if (arg.role == "metrics") {
+      addMemref(metrics, arg.shape);
+    } else {
+      throw Error("step.json: unknown argument role '" + arg.role + "'");
+    }
+  }
+  art->call(packed.data());
+  ++completed;
+  return {completed, metrics[0], metrics[1], lr, samples};
+}
+
+std::map<std::string, Array> Trainer::parameterArrays() const {
+  std::map<std::string, Array> arrays;
+  for (const ParamSpec &param : art->params) {
+    Array a;
+    a.dtype = DType::F32;
+    a.shape = param.shape;
+    const auto *begin =
+        reinterpret_cast<const uint8_t *>(paramArena->data() + param.offset);
+    a.data.assign(begin, begin + param.numel * sizeof(float));
+    arrays[param.name] = std::move(a);
+  }
+  return arrays;
+}
+
+void Trainer::exportOnnx(const std::string &path) const {
+  std::map<std::string, std::pair<const float *, int64_t>> values;
+  for (const ParamSpec &param : art->params)
+    values[param.name] = {paramArena->data() + param.offset, param.numel};
+  std::string model = readFile(art->path("model.onnx"));
+  writeFileAtomically(path, patchOnnxInitializers(model, values));
+}

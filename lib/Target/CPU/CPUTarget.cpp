@@ -1,0 +1,153 @@
+//===- CPUTarget.cpp - the CPU backend --------------------------*- C++ -*-===//
+
+#include "accrue/Target/CPU/CPUTarget.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+using namespace accrue;
+
+namespace {
+
+std::unique_ptr<llvm::TargetMachine>
+createTargetMachine(const cpu::CPUTargetOptions &options, std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  std::string cpuName = options.cpu;
+  std::string features;
+  if (cpuName == "host") {
+    cpuName = llvm::sys::getHostCPUName().str();
+    for (auto &feature : llvm::sys::getHostCPUFeatures())
+      features += (feature.second ? "+" : "-") + feature.first().str() + ",";
+  }
+  llvm::CodeGenOptLevel level = options.optLevel >= 3
+                                    ? llvm::CodeGenOptLevel::Aggressive
+                                    : llvm::CodeGenOptLevel::Default;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpuName, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+      std::nullopt, level));
+  if (!machine)
+    error = "cannot create a target machine for " + triple.str();
+  return machine;
+}
+
+/// Adds `_mlir_<name>(ptr args)` that loads each argument from args[i] and
+/// calls `function`.
+void addPackedWrapper(llvm::Function *function) {
+  llvm::Module *module = function->getParent();
+  llvm::LLVMContext &ctx = module->getContext();
+  auto *ptrType = llvm::PointerType::get(ctx, 0);
+  auto *wrapperType =
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptrType}, false);
+  auto *wrapper = llvm::Function::Create(
+      wrapperType, llvm::GlobalValue::ExternalLinkage,
+      "_mlir_" + function->getName(), module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", wrapper));
+  llvm::Value *args = wrapper->getArg(0);
+  SmallVector<llvm::Value *> values;
+  for (auto [i, param] : llvm::enumerate(function->args())) {
+    llvm::Value *slot = b.CreateConstGEP1_64(ptrType, args, i);
+    llvm::Value *pointer = b.CreateLoad(ptrType, slot);
+    values.push_back(b.CreateLoad(param.getType(), pointer));
+  }
+  b.CreateCall(function, values);
+  b.CreateRetVoid();
+}
+
+} // namespace
+
+FailureOr<std::unique_ptr<llvm::Module>>
+cpu::translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
+                       const CPUTargetOptions &options) {
+  // Functions that asked for a C interface get a packed entry point.
+  SmallVector<std::string> entries;
+  for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+    if (fn->hasAttr("llvm.emit_c_interface") && !fn.isExternal() &&
+        !fn.getName().starts_with("_mlir_ciface_"))
+      entries.push_back(fn.getName().str());
+
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context);
+  if (!llvmModule)
+    return module.emitError("translation to LLVM IR failed");
+  for (const std::string &name : entries)
+    if (llvm::Function *fn = llvmModule->getFunction(name))
+      addPackedWrapper(fn);
+
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createTargetMachine(options, error);
+  if (!machine)
+    return module.emitError(error);
+  llvmModule->setTargetTriple(machine->getTargetTriple());
+  llvmModule->setDataLayout(machine->createDataLayout());
+  if (llvm::verifyModule(*llvmModule, &llvm::errs()))
+    return module.emitError("generated LLVM IR does not verify");
+  auto optimize =
+      makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0, machine.get());
+  if (llvm::Error err = optimize(llvmModule.get()))
+    return module.emitError("LLVM optimization failed: ")
+           << llvm::toString(std::move(err));
+  return llvmModule;
+}
+
+LogicalResult cpu::writeObjectFile(llvm::Module &module,
+                                   const CPUTargetOptions &options,
+                                   StringRef path, std::string &error) {
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createTargetMachine(options, error);
+  if (!machine)
+    return failure();
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write '" + path.str() + "': " + ec.message();
+    return failure();
+  }
+  llvm::legacy::PassManager pm;
+  if (machine->addPassesToEmitFile(pm, out.os(), nullptr,
+                                   llvm::CodeGenFileType::ObjectFile)) {
+    error = "the target cannot emit object files";
+    return failure();
+  }
+  pm.run(module);
+  out.keep();
+  return success();
+}
+
+LogicalResult cpu::linkSharedLibrary(StringRef objectPath, StringRef outputPath,
+                                     StringRef lldPath, std::string &error) {
+  SmallVector<StringRef> args{lldPath, "-shared", "--as-needed", "-o",
+                              outputPath, objectPath};
+  // The generated code calls libm (expf, tanhf, ...) and libc (malloc).
+  for (StringRef lib : {"/lib/x86_64-linux-gnu/libm.so.6",
+                        "/lib/x86_64-linux-gnu/libc.so.6"})
+    if (llvm::sys::fs::exists(lib))
+      args.push_back(lib);
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(lldPath, args, std::nullopt, {}, 0, 0,
+                                     &message);
+  if (rc != 0) {
+    error = "linking with '" + lldPath.str() + "' failed" +
+            (message.empty() ? "" : ": " + message);
+    return failure();
+  }
+  return success();
+}

@@ -1,0 +1,125 @@
+//===- accrue-compile.cpp - compile an ONNX model to a step -----*- C++ -*-===//
+//
+// Binds command-line flags to accrue::CompilerOptions and calls
+// accrue::compileModel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "accrue/Compiler/Compiler.h"
+#include "accrue/Compiler/Diagnostics.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+
+using namespace llvm;
+
+namespace {
+cl::OptionCategory category("accrue-compile options");
+
+cl::opt<std::string> model(cl::Positional, cl::desc("<model.onnx>"),
+                           cl::Required, cl::cat(category));
+cl::opt<std::string> output("o", cl::desc("Output artifact directory (or file "
+                                          "for --emit import|mlir|llvm; - is "
+                                          "stdout)"),
+                            cl::Required, cl::cat(category));
+cl::opt<int64_t> microBatch("micro-batch", cl::desc("Samples per micro-batch"),
+                            cl::Required, cl::cat(category));
+cl::opt<int64_t> accumulationSteps(
+    "accumulation-steps",
+    cl::desc("Micro-batches per optimizer step (default for accrue-train)"),
+    cl::init(1), cl::cat(category));
+cl::opt<std::string> optimizer("optimizer",
+                               cl::desc("sgd, adam, adamw or none"),
+                               cl::init("adamw"), cl::cat(category));
+cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(1e-3),
+                   cl::cat(category));
+cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
+                         cl::cat(category));
+cl::opt<double> dampening("dampening", cl::desc("SGD dampening"),
+                          cl::init(0.0), cl::cat(category));
+cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
+                       cl::cat(category));
+cl::opt<double> beta1("beta1", cl::desc("Adam beta1"), cl::init(0.9),
+                      cl::cat(category));
+cl::opt<double> beta2("beta2", cl::desc("Adam beta2"), cl::init(0.999),
+                      cl::cat(category));
+cl::opt<double> eps("eps", cl::desc("Adam epsilon"), cl::init(1e-8),
+                    cl::cat(category));
+cl::opt<double> weightDecay("weight-decay",
+                            cl::desc("Weight decay (default: 0.01 for adamw, "
+                                     "0 otherwise)"),
+                            cl::cat(category));
+cl::opt<double> clipNorm("clip-norm",
+                         cl::desc("Clip the global gradient L2 norm to this"),
+                         cl::cat(category));
+cl::opt<std::string> loss("loss", cl::desc("Name of the loss output"),
+                          cl::cat(category));
+cl::opt<std::string> freeze("freeze",
+                            cl::desc("Regex of initializers not to train"),
+                            cl::cat(category));
+cl::opt<std::string> lossNormalization(
+    "loss-normalization",
+    cl::desc("exact (default) or per-micro-batch (mean of means)"),
+    cl::init("exact"), cl::cat(category));
+cl::opt<bool> noFuseOptimizer(
+    "no-fuse-optimizer",
+    cl::desc("Keep clipping and the optimizer as separate passes"),
+    cl::cat(category));
+cl::opt<std::string> emit("emit",
+                          cl::desc("import, mlir, llvm or artifact (default)"),
+                          cl::init("artifact"), cl::cat(category));
+cl::opt<std::string> targetCpu("target-cpu",
+                               cl::desc("host (default) or an LLVM CPU name"),
+                               cl::init("host"), cl::cat(category));
+cl::opt<std::string> lld("lld", cl::desc("Path of ld.lld"), cl::cat(category));
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "Compile an ONNX model with a loss into an "
+                              "accumulated training step\n");
+  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+  accrue::OneLineDiagnosticHandler diagnostics(&context, "accrue-compile");
+
+  accrue::CompilerOptions options;
+  options.import.modelPath = model;
+  options.import.microBatch = microBatch;
+  options.import.lossName = loss;
+  options.import.freezeRegex = freeze;
+  options.accumulationSteps = accumulationSteps;
+  options.optimizer.name = optimizer;
+  options.optimizer.lr = lr;
+  options.optimizer.momentum = momentum;
+  options.optimizer.dampening = dampening;
+  options.optimizer.nesterov = nesterov;
+  options.optimizer.beta1 = beta1;
+  options.optimizer.beta2 = beta2;
+  options.optimizer.eps = eps;
+  if (weightDecay.getNumOccurrences())
+    options.optimizer.weightDecay = weightDecay;
+  if (clipNorm.getNumOccurrences())
+    options.optimizer.clipNorm = clipNorm;
+  options.pipeline.train.lossNormalization = lossNormalization;
+  options.pipeline.train.fuseOptimizer = !noFuseOptimizer;
+  options.target.cpu = targetCpu;
+  options.output = output;
+  options.lldPath = lld;
+  if (emit == "import") {
+    options.emit = accrue::EmitKind::Import;
+  } else if (emit == "mlir") {
+    options.emit = accrue::EmitKind::MLIR;
+  } else if (emit == "llvm") {
+    options.emit = accrue::EmitKind::LLVM;
+  } else if (emit == "artifact") {
+    options.emit = accrue::EmitKind::Artifact;
+  } else {
+    errs() << "accrue-compile: error: --emit must be import, mlir, llvm or "
+              "artifact, not '"
+           << emit << "'\n";
+    return 1;
+  }
+  return mlir::failed(accrue::compileModel(context, options)) ? 1 : 0;
+}

@@ -1,0 +1,313 @@
+//===- accrue-train.cpp - run a compiled training step ----------*- C++ -*-===//
+//
+// Trains with an artifact from accrue-compile over a .npz dataset. Links only
+// the runtime (no MLIR or LLVM).
+//
+//===----------------------------------------------------------------------===//
+
+#include "accrue-runtime/Runtime.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <getopt.h>
+#include <iostream>
+#include <unistd.h>
+
+using namespace accrue::rt;
+
+namespace {
+
+struct Options {
+  std::string artifact;
+  std::string data;
+  int64_t steps = -1;
+  int64_t accumulationSteps = -1;
+  double lr = -1;
+  std::string log;
+  std::string exportPath;
+  std::string saveGradients;
+  int progress = -1; // -1: when stderr is a terminal
+};
+
+[[noreturn]] void usage(const char *message = nullptr) {
+  if (message)
+    std::cerr << "accrue-train: error: " << message << "\n";
+  std::cerr
+      << "usage: accrue-train ARTIFACT_DIR --data DATA.npz [--steps N]\n"
+         "         [--accumulation-steps K] [--lr X] [--log METRICS.jsonl]\n"
+         "         [--export TRAINED.onnx] [--save-gradients GRADS.npz]\n"
+         "         [--progress | --no-progress]\n";
+  std::exit(message ? 1 : 0);
+}
+
+int64_t parseInt(const char *flag, const char *text) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text, &end, 10);
+  if (errno || !end || *end || end == text)
+    throw Error(std::string(flag) + " expects an integer, got '" + text + "'");
+  return v;
+}
+
+double parseDouble(const char *flag, const char *text) {
+  char *end = nullptr;
+  errno = 0;
+  double v = std::strtod(text, &end);
+  if (errno || !end || *end || end == text || !std::isfinite(v))
+    throw Error(std::string(flag) + " expects a number, got '" + text + "'");
+  return v;
+}
+
+Options parseOptions(int argc, char **argv) {
+  enum { Steps = 1000, Accum, Lr, Log, Export, SaveGrads, Progress, NoProgress };
+  static const option longOptions[] = {
+      {"data", required_argument, nullptr, 'd'},
+      {"steps", required_argument, nullptr, Steps},
+      {"accumulation-steps", required_argument, nullptr, Accum},
+      {"lr", required_argument, nullptr, Lr},
+      {"log", required_argument, nullptr, Log},
+      {"export", required_argument, nullptr, Export},
+      {"save-gradients", required_argument, nullptr, SaveGrads},
+      {"progress", no_argument, nullptr, Progress},
+      {"no-progress", no_argument, nullptr, NoProgress},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0}};
+  Options o;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "hd:", longOptions, nullptr)) != -1) {
+    switch (c) {
+    case 'd':
+      o.data = optarg;
+      break;
+    case Steps:
+      o.steps = parseInt("--steps", optarg);
+      if (o.steps < 1)
+        throw Error("--steps must be >= 1");
+      break;
+    case Accum:
+      o.accumulationSteps = parseInt("--accumulation-steps", optarg);
+      if (o.accumulationSteps < 1)
+        throw Error("--accumulation-steps must be >= 1, got " +
+                    std::string(optarg));
+      break;
+    case Lr:
+      o.lr = parseDouble("--lr", optarg);
+      if (o.lr < 0)
+        throw Error("--lr must be >= 0");
+      break;
+    case Log:
+      o.log = optarg;
+      break;
+    case Export:
+      o.exportPath = optarg;
+      break;
+    case SaveGrads:
+      o.saveGradients = optarg;
+      break;
+    case Progress:
+      o.progress = 1;
+      break;
+    case NoProgress:
+      o.progress = 0;
+      break;
+    case 'h':
+      usage();
+    default:
+      throw Error(std::string("unknown or incomplete option '") +
+                  argv[optind - 1] + "'");
+    }
+  }
+  if (optind + 1 != argc)
+    throw Error("expected exactly one artifact directory");
+  o.artifact = argv[optind];
+  if (o.data.empty())
+    throw Error("--data is required");
+  return o;
+}
+
+/// The dataset, one array per batch input in the input's dtype.
+struct Dataset {
+  std::vector<Array> arrays;
+  int64_t numSamples = 0;
+};
+
+Dataset loadDataset(const std::string &path, const Artifact &artifact) {
+  std::map<std::string, Array> npz = readNpz(path);
+  Dataset data;
+  std::string names;
+  for (const ArgSpec *input : artifact.batchInputs())
+    names += (names.empty() ? "" : ", ") + input->name;
+  for (const ArgSpec *input : artifact.batchInputs()) {
+    auto it = npz.find(input->name);
+    if (it == npz.end())
+      throw Error("'" + path + "' has no array '" + input->name +
+                  "' (the model's inputs: " + names + ")");
+    std::string what = "'" + path + "' array '" + input->name + "'";
+    const Array &raw = it->second;
+    auto shapeText = [](const std::vector<int64_t> &shape, bool batch) {
+      std::string s = "(";
+      for (size_t i = 0; i < shape.size(); ++i)
+        s += (i ? ", " : "") +
+             (batch && i == 0 ? std::string("N") : std::to_string(shape[i]));
+      return s + ")";
+    };
+    bool shapeOk = raw.shape.size() == input->shape.size();
+    for (size_t d = 1; shapeOk && d < raw.shape.size(); ++d)
+      shapeOk = raw.shape[d] == input->shape[d];
+    if (!shapeOk)
+      throw Error(what + " has shape " + shapeText(raw.shape, false) +
+                  ", expected " + shapeText(input->shape, true));
+    Array converted = raw.convertTo(input->dtype, what);
+    if (input->dtype == DType::F32) {
+      const float *v = converted.as<float>();
+      int64_t rowSize = converted.numElements() / std::max<int64_t>(raw.shape[0], 1);
+      for (int64_t i = 0; i < converted.numElements(); ++i)
+        if (!std::isfinite(v[i]))
+          throw Error(what + " contains " +
+                      (std::isnan(v[i]) ? "NaN" : "Inf") + " at sample " +
+                      std::to_string(i / std::max<int64_t>(rowSize, 1)));
+    }
+    if (!data.arrays.empty() && raw.shape[0] != data.numSamples)
+      throw Error(what + " has " + std::to_string(raw.shape[0]) +
+                  " samples but the other arrays have " +
+                  std::to_string(data.numSamples));
+    data.numSamples = raw.shape[0];
+    data.arrays.push_back(std::move(converted));
+  }
+  return data;
+}
+
+std::string humanBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 3) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+void drawProgress(int64_t step, int64_t total, const StepMetrics &m) {
+  const int width = 30;
+  int filled = static_cast<int>(width * step / std::max<int64_t>(total, 1));
+  std::string bar(filled, '=');
+  if (filled < width)
+    bar += '>' + std::string(width - filled - 1, ' ');
+  std::fprintf(stderr, "\r[%s] %lld/%lld  loss %.5f  grad_norm %.4f  lr %.2e",
+               bar.c_str(), static_cast<long long>(step),
+               static_cast<long long>(total), m.loss, m.gradNorm, m.lr);
+  if (step == total)
+    std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+int run(int argc, char **argv) {
+  Options opts = parseOptions(argc, argv);
+  Trainer trainer(opts.artifact);
+  const Artifact &art = trainer.artifact();
+  Dataset data = loadDataset(opts.data, art);
+
+  int64_t k = opts.accumulationSteps > 0 ? opts.accumulationSteps
+                                         : art.accumulationSteps;
+  int64_t effective = art.microBatch * k;
+  if (data.numSamples < effective)
+    throw Error("'" + opts.data + "' has " + std::to_string(data.numSamples) +
+                " samples, fewer than one effective batch of " +
+                std::to_string(effective) + " (micro-batch " +
+                std::to_string(art.microBatch) + " x " + std::to_string(k) +
+                " accumulation steps)");
+  int64_t windows = data.numSamples / effective;
+  int64_t steps = opts.steps > 0 ? opts.steps : windows;
+  double lr = opts.lr >= 0 ? opts.lr : art.lr;
+
+  std::cout << "accrue-train: " << art.params.size() << " parameter tensors, "
+            << art.arenaSize << " floats; micro-batch " << art.microBatch
+            << " x " << k << " accumulation steps = effective batch "
+            << effective << "\n";
+  if (art.activationBytes >= 0)
+    std::cout << "accrue-train: estimated activation memory of one "
+                 "micro-batch: "
+              << humanBytes(art.activationBytes) << "\n";
+  std::cout.flush();
+
+  std::ofstream log;
+  if (!opts.log.empty()) {
+    log.open(opts.log, std::ios::trunc);
+    if (!log)
+      throw Error("cannot write '" + opts.log + "'");
+  }
+  bool progress = opts.progress < 0 ? isatty(STDERR_FILENO) : opts.progress;
+
+  auto start = std::chrono::steady_clock::now();
+  std::vector<const void *> inputs(data.arrays.size());
+  StepMetrics last{};
+  for (int64_t s = 0; s < steps; ++s) {
+    int64_t first = (s % windows) * effective;
+    for (size_t i = 0; i < data.arrays.size(); ++i) {
+      const Array &a = data.arrays[i];
+      size_t rowBytes = a.data.size() / std::max<int64_t>(a.shape[0], 1);
+      inputs[i] = a.data.data() + first * rowBytes;
+    }
+    last = trainer.step(inputs, effective, lr);
+    if (!std::isfinite(last.loss))
+      throw Error("step " + std::to_string(last.step) + ": the loss is " +
+                  (std::isnan(last.loss) ? "NaN" : "infinite") +
+                  "; stopping (check labels, data and learning rate)");
+    if (log.is_open()) {
+      nlohmann::json record = {{"step", last.step},
+                               {"loss", last.loss},
+                               {"lr", last.lr},
+                               {"grad_norm", last.gradNorm},
+                               {"samples", last.samples}};
+      log << record.dump() << "\n";
+      log.flush();
+    }
+    if (progress)
+      drawProgress(s + 1, steps, last);
+  }
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  std::cout << "accrue-train: " << steps << " steps in " << seconds
+            << " s; final loss " << last.loss << "\n";
+
+  if (!opts.saveGradients.empty()) {
+    std::map<std::string, Array> grads;
+    for (const ParamSpec &param : art.params) {
+      Array a;
+      a.shape = param.shape;
+      const auto *begin = reinterpret_cast<const uint8_t *>(
+          trainer.grads().data() + param.offset);
+      a.data.assign(begin, begin + param.numel * sizeof(float));
+      grads[param.name] = std::move(a);
+    }
+    writeNpz(opts.saveGradients, grads);
+  }
+  if (!opts.exportPath.empty()) {
+    trainer.exportOnnx(opts.exportPath);
+    std::cout << "accrue-train: wrote " << opts.exportPath << "\n";
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    return run(argc, argv);
+  } catch (const Error &e) {
+    std::cerr << "accrue-train: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception &e) {
+    std::cerr << "accrue-train: error: " << e.what() << "\n";
+    return 1;
+  }
+}
