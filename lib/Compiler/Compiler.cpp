@@ -165,7 +165,10 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
     return failure();
   if (options.emit == EmitKind::Import)
     return writeText(ctx, options.output,
-                     [&](llvm::raw_ostream &os) { module.print(os); });
+                     [&](llvm::raw_ostream &os) {
+                       module.print(os);
+                       os << "\n";
+                     });
 
   PassManager trainPM(&ctx);
   buildTrainPipeline(trainPM, options.pipeline.train);
@@ -182,7 +185,10 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
     return failure();
   if (options.emit == EmitKind::MLIR)
     return writeText(ctx, options.output,
-                     [&](llvm::raw_ostream &os) { module.print(os); });
+                     [&](llvm::raw_ostream &os) {
+                       module.print(os);
+                       os << "\n";
+                     });
 
   llvm::LLVMContext llvmContext;
   FailureOr<std::unique_ptr<llvm::Module>> llvmModule =

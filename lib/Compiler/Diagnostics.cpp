@@ -43,8 +43,18 @@ OneLineDiagnosticHandler::OneLineDiagnosticHandler(MLIRContext *context,
       break;
     }
     os << toolName << ": " << severity << ": ";
-    if (auto name = nodeName(diag.getLocation()))
-      os << "node '" << *name << "': ";
+    // The importer names nodes plainly and graph inputs and initializers
+    // with a "kind:" prefix.
+    if (auto name = nodeName(diag.getLocation())) {
+      StringRef text = *name;
+      StringRef kind = "node";
+      for (StringRef prefix : {"input", "initializer"})
+        if (text.consume_front((prefix + ":").str())) {
+          kind = prefix;
+          break;
+        }
+      os << kind << " '" << text << "': ";
+    }
     os << diag.str() << "\n";
     os.flush();
     return success();

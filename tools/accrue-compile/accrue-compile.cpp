@@ -8,6 +8,7 @@
 #include "accrue/Compiler/Compiler.h"
 #include "accrue/Compiler/Diagnostics.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -77,6 +78,8 @@ cl::opt<std::string> lld("lld", cl::desc("Path of ld.lld"), cl::cat(category));
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  // --mlir-print-debuginfo and friends, for --emit import|mlir.
+  mlir::registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "Compile an ONNX model with a loss into an "

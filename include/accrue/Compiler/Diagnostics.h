@@ -9,7 +9,8 @@
 namespace accrue {
 
 /// Prints each diagnostic as one line, `<tool>: error: node 'X': message`,
-/// where X is the ONNX node (or initializer, or input) the location names.
+/// where X is the ONNX node the location names (or `input 'X'`,
+/// `initializer 'X'` for graph inputs and initializers).
 /// Counts errors in `numErrors`.
 class OneLineDiagnosticHandler : public mlir::ScopedDiagnosticHandler {
 public:

@@ -42,25 +42,27 @@ LogicalResult importPow(GraphImporter &im, const onnx::NodeProto &node) {
   if (failed(base) || failed(exponent))
     return failure();
   auto baseType = cast<RankedTensorType>(base->getType());
-  if (!isa<FloatType>(baseType.getElementType()))
+  auto floatType = dyn_cast<FloatType>(baseType.getElementType());
+  if (!floatType)
     return im.error(node) << "expects a floating-point base";
-  // Opset 12+ allows another exponent type: convert to the base's.
-  SmallVector<APFloat> values;
-  auto floatType = cast<FloatType>(baseType.getElementType());
-  for (Attribute v : exponent->getValues<Attribute>()) {
-    double d = isa<FloatAttr>(v) ? cast<FloatAttr>(v).getValueAsDouble()
-                                 : static_cast<double>(
-                                       cast<IntegerAttr>(v).getInt());
-    APFloat f(d);
-    bool lost;
-    f.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
-              &lost);
-    values.push_back(f);
+  Value exp = *im.input(node, 1);
+  if (exponent->getElementType() != floatType) {
+    // Opset 12+ allows another exponent type: convert to the base's.
+    SmallVector<APFloat> values;
+    for (Attribute v : exponent->getValues<Attribute>()) {
+      APFloat f(isa<FloatAttr>(v)
+                    ? cast<FloatAttr>(v).getValueAsDouble()
+                    : static_cast<double>(cast<IntegerAttr>(v).getInt()));
+      bool lost;
+      f.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                &lost);
+      values.push_back(f);
+    }
+    auto expType =
+        RankedTensorType::get(exponent->getType().getShape(), floatType);
+    exp = nn::ConstantOp::create(im.builder, im.loc(node),
+                                 DenseElementsAttr::get(expType, values));
   }
-  auto expType = RankedTensorType::get(exponent->getType().getShape(),
-                                       baseType.getElementType());
-  Value exp = nn::ConstantOp::create(im.builder, im.loc(node),
-                                     DenseElementsAttr::get(expType, values));
   FailureOr<nn::PowOp> op = im.create<nn::PowOp>(node, *base, exp);
   if (failed(op))
     return failure();

@@ -189,18 +189,20 @@ onnx_import::decodeTensor(const onnx::TensorProto &tensor, MLIRContext *context,
 // GraphImporter
 //===----------------------------------------------------------------------===//
 
-Location GraphImporter::loc(const onnx::NodeProto &node) {
-  auto it = locations.find(&node);
-  if (it != locations.end())
-    return it->second;
+void GraphImporter::nameNode(const onnx::NodeProto &node, int index) {
   std::string name = node.name();
   if (name.empty())
-    name = node.op_type() + "_" + std::to_string(locations.size());
+    name = node.op_type() + "_" + std::to_string(index);
   Location fileLoc = FileLineColLoc::get(
       builder.getContext(), modelPath.empty() ? "<model>" : modelPath, 0, 0);
-  Location loc = NameLoc::get(builder.getStringAttr(name), fileLoc);
-  locations.try_emplace(&node, loc);
-  return loc;
+  locations.try_emplace(&node,
+                        NameLoc::get(builder.getStringAttr(name), fileLoc));
+}
+
+Location GraphImporter::loc(const onnx::NodeProto &node) {
+  auto it = locations.find(&node);
+  assert(it != locations.end() && "nameNode must be called first");
+  return it->second;
 }
 
 InFlightDiagnostic GraphImporter::error(const onnx::NodeProto &node) {

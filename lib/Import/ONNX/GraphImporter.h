@@ -67,7 +67,10 @@ public:
   int64_t opset;
   llvm::StringRef modelPath;
 
-  /// The location of `node`: its name (or OpType_index when unnamed).
+  /// Names `node`, the `index`-th of the graph: its own name, or
+  /// OpType_index when it has none.
+  void nameNode(const onnx::NodeProto &node, int index);
+  /// The location of `node`: a NameLoc with its name.
   mlir::Location loc(const onnx::NodeProto &node);
 
   /// An error at `node`'s location, prefixed with its name and type.

@@ -139,6 +139,7 @@ onnx_import::importModel(MLIRContext *context, StringRef bytes,
   GraphImporter importer(builder, opset, options.modelPath);
   for (int i : order) {
     const onnx::NodeProto &node = graph.node(i);
+    importer.nameNode(node, i);
     if (!node.domain().empty() && node.domain() != "ai.onnx")
       return importer.error(node) << "operators of domain '" << node.domain()
                                   << "' are not supported";
@@ -187,7 +188,8 @@ onnx_import::importModel(MLIRContext *context, StringRef bytes,
   };
   SmallVector<DenseElementsAttr> paramValues;
   for (const onnx::TensorProto *proto : paramProtos) {
-    Location loc = NameLoc::get(b.getStringAttr(proto->name()), fileLoc);
+    Location loc =
+        NameLoc::get(b.getStringAttr("initializer:" + proto->name()), fileLoc);
     FailureOr<DenseElementsAttr> value =
         decodeTensor(*proto, context, options.modelPath, loc);
     if (failed(value))
@@ -199,7 +201,8 @@ onnx_import::importModel(MLIRContext *context, StringRef bytes,
   for (const auto &input : graph.input()) {
     if (initializers.count(input.name()) || !neededNames.contains(input.name()))
       continue;
-    Location loc = NameLoc::get(b.getStringAttr(input.name()), fileLoc);
+    Location loc =
+        NameLoc::get(b.getStringAttr("input:" + input.name()), fileLoc);
     const auto &tensorType = input.type().tensor_type();
     Type element = convertElementType(context, tensorType.elem_type());
     if (!element)
@@ -257,7 +260,8 @@ onnx_import::importModel(MLIRContext *context, StringRef bytes,
   for (const auto &init : graph.initializer()) {
     if (!neededNames.contains(init.name()) || importer.lookup(init.name()))
       continue;
-    Location loc = NameLoc::get(b.getStringAttr(init.name()), fileLoc);
+    Location loc =
+        NameLoc::get(b.getStringAttr("initializer:" + init.name()), fileLoc);
     FailureOr<DenseElementsAttr> value =
         decodeTensor(init, context, options.modelPath, loc);
     if (failed(value))

@@ -161,7 +161,7 @@ struct TrainMicrobatchPass
     if (steps < 0) {
       getOperation().emitError("train-microbatch: steps must be >= 1 "
                                "(or 0 for a run-time count), got ")
-          << steps;
+          << static_cast<int64_t>(steps);
       return signalPassFailure();
     }
     SymbolTable symbols(getOperation());

@@ -1,0 +1,37 @@
+// RUN: accrue-opt %s -split-input-file -train-finalize-step-abi | FileCheck %s
+
+// Tensors in, tensors out becomes buffers updated in place: tied results are
+// materialized into their argument, scalar results stored into a trailing
+// metrics buffer.
+
+// CHECK-LABEL: func @train_step
+// CHECK-SAME: (%[[P:.+]]: memref<16xf32>, %[[X:.+]]: memref<?x4xf32>, %[[LR:.+]]: f32, %[[METRICS:.+]]: memref<2xf32>)
+// CHECK-SAME: attributes {llvm.emit_c_interface, train.step}
+// CHECK: %[[PT:.+]] = bufferization.to_tensor %[[P]] restrict writable : memref<16xf32> to tensor<16xf32>
+// CHECK: %[[XT:.+]] = bufferization.to_tensor %[[X]] restrict writable : memref<?x4xf32> to tensor<?x4xf32>
+// CHECK: %[[NEW:.+]] = train.scale %[[PT]], %[[LR]]
+// CHECK: tensor.dim %[[XT]]
+// CHECK: bufferization.materialize_in_destination %[[NEW]] in restrict writable %[[P]] : (tensor<16xf32>, memref<16xf32>) -> ()
+// CHECK: memref.store %[[LR]], %[[METRICS]][%{{.+}}] : memref<2xf32>
+// CHECK: memref.store %{{.+}}, %[[METRICS]][%{{.+}}] : memref<2xf32>
+// CHECK: return
+// CHECK-NOT: tensor<16xf32> {train.tied
+func.func @train_step(%p: tensor<16xf32> {train.role = "params"}, %x: tensor<?x4xf32> {train.role = "batch"}, %lr: f32)
+    -> (tensor<16xf32> {train.tied = 0 : i64}, f32 {train.metric = "loss"}, f32 {train.metric = "grad_norm"}) attributes {train.step} {
+  %new = train.scale %p, %lr : tensor<16xf32>
+  %c0 = arith.constant 0 : index
+  %d = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %n = arith.index_cast %d : index to i32
+  %f = arith.sitofp %n : i32 to f32
+  return %new, %lr, %f : tensor<16xf32>, f32, f32
+}
+
+// -----
+
+// Functions that are not steps are left alone.
+
+// CHECK-LABEL: func @helper
+// CHECK-SAME: (%{{.+}}: tensor<4xf32>) -> tensor<4xf32>
+func.func @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}

@@ -1,0 +1,38 @@
+# Accrue's end-to-end suite: compile and train real models, compare with
+# independent references (float64 finite differences, PyTorch, K=1 vs K>1).
+import os
+import subprocess
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "Accrue-e2e"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.accrue_obj_root, "test", "e2e")
+config.excludes = ["models", "lib", "lit.cfg.py"]
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+llvm_config.add_tool_substitutions(["not", "split-file"], [config.llvm_tools_dir])
+
+config.environment["ACCRUE_TOOLS"] = config.accrue_tools_dir
+config.environment["PYTHONPATH"] = os.path.join(config.accrue_src_root, "test", "e2e")
+config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
+config.environment["OMP_NUM_THREADS"] = "1"
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%models", os.path.join(config.test_source_root, "models")))
+llvm_config.add_tool_substitutions(
+    ["accrue-opt", "accrue-compile", "accrue-train"], [config.accrue_tools_dir])
+
+
+def python_has(module):
+    return subprocess.run([config.python_executable, "-c", "import " + module],
+                          capture_output=True).returncode == 0
+
+
+if python_has("torch"):
+    config.available_features.add("torch")
+if os.path.exists("/usr/bin/time"):
+    config.available_features.add("gnu-time")

@@ -1,0 +1,26 @@
+# Accrue's fast lit suite: dialects, passes, conversions, importer, pipelines.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "Accrue"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.accrue_obj_root, "test")
+# The end-to-end suite is its own lit suite (check-accrue-e2e).
+config.excludes = ["e2e", "Inputs", "CMakeLists.txt", "lit.cfg.py"]
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(
+    ("%onnx-from-text",
+     config.python_executable + " " +
+     os.path.join(config.accrue_src_root, "test", "Inputs", "onnx_from_text.py")))
+llvm_config.add_tool_substitutions(
+    ["accrue-opt", "accrue-compile", "accrue-train"], [config.accrue_tools_dir])
+llvm_config.add_tool_substitutions(["not", "split-file"], [config.llvm_tools_dir])
