@@ -17,6 +17,8 @@ llvm_config.use_default_substitutions()
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 
 config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%accrue_src_root", config.accrue_src_root))
+config.substitutions.append(("%accrue_obj_root", config.accrue_obj_root))
 config.substitutions.append(
     ("%onnx-from-text",
      config.python_executable + " " +

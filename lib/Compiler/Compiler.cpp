@@ -170,9 +170,15 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
                        os << "\n";
                      });
 
+  // The same passes as buildCompilePipeline, in three runs so the step can
+  // be measured once bufferized.
   PassManager trainPM(&ctx);
   buildTrainPipeline(trainPM, options.pipeline.train);
   if (failed(trainPM.run(module)))
+    return failure();
+  PassManager bufferizePM(&ctx);
+  buildCPUBufferizationPipeline(bufferizePM, options.pipeline.cpu);
+  if (failed(bufferizePM.run(module)))
     return failure();
   std::optional<int64_t> activationBytes;
   for (auto fn : module.getOps<func::FuncOp>())
@@ -180,7 +186,7 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
       activationBytes = train::estimateMicroStepPeakBytes(fn);
 
   PassManager lowerPM(&ctx);
-  buildCPULoweringPipeline(lowerPM, options.pipeline.cpu);
+  buildCPUToLLVMPipeline(lowerPM);
   if (failed(lowerPM.run(module)))
     return failure();
   if (options.emit == EmitKind::MLIR)

@@ -35,8 +35,8 @@ void buildTrainPipeline(OpPassManager &pm,
   pm.addPass(train::createTrainFinalizeStepABI());
 }
 
-void buildCPULoweringPipeline(OpPassManager &pm,
-                              const CPULoweringOptions &options) {
+void buildCPUBufferizationPipeline(OpPassManager &pm,
+                                   const CPULoweringOptions &options) {
   pm.addNestedPass<func::FuncOp>(createConvertNNToLinalg());
   pm.addNestedPass<func::FuncOp>(createConvertTrainToLinalg());
   pm.addPass(createCanonicalizerPass());
@@ -49,6 +49,9 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   // depends on the micro-batch size, not on the number of steps.
   pm.addPass(bufferization::createOneShotBufferizePass());
   bufferization::buildBufferDeallocationPipeline(pm);
+}
+
+void buildCPUToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
@@ -61,6 +64,12 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
+}
+
+void buildCPULoweringPipeline(OpPassManager &pm,
+                              const CPULoweringOptions &options) {
+  buildCPUBufferizationPipeline(pm, options);
+  buildCPUToLLVMPipeline(pm);
 }
 
 void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options) {

@@ -8,7 +8,7 @@ from lit.llvm import llvm_config
 
 config.name = "Accrue-e2e"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".test"]
+config.suffixes = [".py", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.accrue_obj_root, "test", "e2e")
 config.excludes = ["models", "lib", "lit.cfg.py"]
@@ -18,7 +18,9 @@ llvm_config.use_default_substitutions()
 llvm_config.add_tool_substitutions(["not", "split-file"], [config.llvm_tools_dir])
 
 config.environment["ACCRUE_TOOLS"] = config.accrue_tools_dir
-config.environment["PYTHONPATH"] = os.path.join(config.accrue_src_root, "test", "e2e")
+config.environment["PYTHONPATH"] = os.pathsep.join(
+    [os.path.join(config.test_source_root, "lib"),
+     os.path.join(config.test_source_root, "models")])
 config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
 config.environment["OMP_NUM_THREADS"] = "1"
 config.substitutions.append(("%python", config.python_executable))

@@ -195,7 +195,14 @@ std::string humanBytes(double bytes) {
   return buf;
 }
 
+/// Redraws the progress line on stderr, at most every 50 ms (and always for
+/// the last step), so fast steps do not flood a slow terminal.
 void drawProgress(int64_t step, int64_t total, const StepMetrics &m) {
+  static auto last = std::chrono::steady_clock::time_point();
+  auto now = std::chrono::steady_clock::now();
+  if (step != total && now - last < std::chrono::milliseconds(50))
+    return;
+  last = now;
   const int width = 30;
   int filled = static_cast<int>(width * step / std::max<int64_t>(total, 1));
   std::string bar(filled, '=');

@@ -17,8 +17,15 @@ namespace accrue {
 void buildTrainPipeline(mlir::OpPassManager &pm,
                         const TrainPipelineOptions &options);
 
-/// nn/train to linalg, bufferization, and lowering to the LLVM dialect for
-/// the CPU.
+/// nn/train to linalg, then one-shot bufferization and deallocation: the
+/// step on buffers, still in linalg and scf.
+void buildCPUBufferizationPipeline(mlir::OpPassManager &pm,
+                                   const CPULoweringOptions &options);
+
+/// A bufferized step to the LLVM dialect.
+void buildCPUToLLVMPipeline(mlir::OpPassManager &pm);
+
+/// Both of the above.
 void buildCPULoweringPipeline(mlir::OpPassManager &pm,
                               const CPULoweringOptions &options);
 

@@ -2,64 +2,35 @@
 
 #include "accrue/Dialect/Train/Utils/MemoryEstimate.h"
 
-#include "accrue/Dialect/NN/IR/NN.h"
-#include "accrue/Dialect/Train/IR/Train.h"
-
-#include <map>
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace accrue;
 
-/// Ops whose results alias an operand's buffer after bufferization.
-static bool isView(Operation *op) {
-  return isa<tensor::ExtractSliceOp, tensor::CollapseShapeOp,
-             tensor::ExpandShapeOp, nn::ReshapeOp, nn::FlattenOp,
-             nn::IdentityOp, train::AccumulateOp, train::UnpackOp>(op);
-}
-
-static int64_t tensorBytes(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape())
+static int64_t bufferBytes(MemRefType type) {
+  if (!type.hasStaticShape())
     return 0;
-  int64_t bits = tensor.getElementTypeBitWidth();
-  return tensor.getNumElements() * std::max<int64_t>(bits / 8, 1);
+  int64_t bits = type.getElementTypeBitWidth();
+  return type.getNumElements() * std::max<int64_t>(bits / 8, 1);
 }
 
 std::optional<int64_t> train::estimateMicroStepPeakBytes(func::FuncOp step) {
+  // The micro-batch loop is the step's top-level scf.for.
   scf::ForOp loop;
-  step.walk([&](scf::ForOp op) {
-    if (!loop)
-      loop = op;
-  });
+  for (Operation &op : step.getBody().front())
+    if ((loop = dyn_cast<scf::ForOp>(op)))
+      break;
   if (!loop)
     return std::nullopt;
-  Block *body = loop.getBody();
-  DenseMap<Operation *, int64_t> position;
-  int64_t index = 0;
-  for (Operation &op : *body)
-    position[&op] = index++;
-
-  // Bytes that start and stop being live at each position.
-  std::map<int64_t, int64_t> delta;
-  for (Operation &op : *body) {
-    if (isView(&op) || isa<nn::ConstantOp, arith::ConstantOp>(op))
-      continue;
-    for (Value result : op.getResults()) {
-      int64_t bytes = tensorBytes(result.getType());
-      if (bytes == 0)
-        continue;
-      int64_t last = position[&op];
-      for (Operation *user : result.getUsers())
-        if (Operation *ancestor = body->findAncestorOpInBlock(*user))
-          last = std::max(last, position[ancestor]);
-      delta[position[&op]] += bytes;
-      delta[last + 1] -= bytes;
-    }
-  }
   int64_t live = 0, peak = 0;
-  for (auto [pos, change] : delta) {
-    live += change;
-    peak = std::max(peak, live);
-  }
+  loop.getBody()->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+      live += bufferBytes(alloc.getType());
+      peak = std::max(peak, live);
+    } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
+      live -= bufferBytes(cast<MemRefType>(dealloc.getMemref().getType()));
+    }
+  });
   return peak;
 }

@@ -9,12 +9,12 @@
 
 namespace accrue::train {
 
-/// Estimates the peak bytes of temporary tensors live at once during one
-/// iteration of the micro-batch loop of a training step (after
-/// train-microbatch and train-autodiff have run and calls are inlined): a
-/// liveness sweep over the loop body in program order. Views (slices,
-/// reshapes) and the in-place accumulator count as nothing. Returns nothing
-/// if the step has no micro-batch loop.
+/// The peak bytes of temporary buffers live at once during one iteration of
+/// the micro-batch loop of a bufferized training step: a sweep over the
+/// loop body in program order adding each memref.alloc and subtracting each
+/// memref.dealloc. This is what the compiled code allocates per micro-step
+/// (activations and backward temporaries), whatever the number of steps.
+/// Returns nothing if the step has no micro-batch loop.
 std::optional<int64_t> estimateMicroStepPeakBytes(mlir::func::FuncOp step);
 
 } // namespace accrue::train

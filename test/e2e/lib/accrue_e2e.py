@@ -1,0 +1,73 @@
+"""Helpers for the end-to-end tests: run the tools, read their outputs."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+TOOLS = os.environ.get("ACCRUE_TOOLS", "")
+
+
+def tool(name):
+    return os.path.join(TOOLS, name) if TOOLS else name
+
+
+def run(cmd, expect_ok=True):
+    """Runs a command; on unexpected failure, prints its output and exits."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if expect_ok and proc.returncode != 0:
+        sys.stderr.write("command failed: %s\n%s%s" % (" ".join(cmd), proc.stdout, proc.stderr))
+        sys.exit(1)
+    return proc
+
+
+def compile_model(model, out, micro_batch, **flags):
+    """accrue-compile MODEL -o OUT --micro-batch B --flag value ..."""
+    cmd = [tool("accrue-compile"), model, "-o", out, "--micro-batch", str(micro_batch)]
+    for key, value in flags.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            cmd.append(flag)
+        elif value is not None and value is not False:
+            cmd += [flag, str(value)]
+    run(cmd)
+    return out
+
+
+def train(artifact, data, steps, export=None, log=None, extra=()):
+    cmd = [tool("accrue-train"), artifact, "--data", data, "--steps", str(steps), "--no-progress"]
+    if export:
+        cmd += ["--export", export]
+    if log:
+        cmd += ["--log", log]
+    cmd += list(extra)
+    return run(cmd)
+
+
+def initializers(path):
+    """name -> numpy array of every initializer of an ONNX model."""
+    model = onnx.load(path)
+    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+
+
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def assert_close(name, actual, expected, rtol, atol):
+    actual = np.asarray(actual, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    if actual.shape != expected.shape:
+        raise AssertionError("%s: shape %s != %s" % (name, actual.shape, expected.shape))
+    err = np.abs(actual - expected)
+    bound = atol + rtol * np.abs(expected)
+    if not np.all(err <= bound):
+        i = np.unravel_index(np.argmax(err - bound), err.shape)
+        raise AssertionError(
+            "%s: mismatch at %s: got %.9g, expected %.9g (|diff| %.3g > %.3g); max |diff| %.3g"
+            % (name, i, actual[i], expected[i], err[i], bound[i], err.max()))
+    print("%s: ok (max |diff| %.3g)" % (name, err.max()))
