@@ -11,6 +11,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.accrue_obj_root, "test")
 # The end-to-end suite is its own lit suite (check-accrue-e2e).
 config.excludes = ["e2e", "Inputs", "CMakeLists.txt", "lit.cfg.py"]
+config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
 
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
@@ -25,4 +26,10 @@ config.substitutions.append(
      os.path.join(config.accrue_src_root, "test", "Inputs", "onnx_from_text.py")))
 llvm_config.add_tool_substitutions(
     ["accrue-opt", "accrue-compile", "accrue-train"], [config.accrue_tools_dir])
-llvm_config.add_tool_substitutions(["not", "split-file"], [config.llvm_tools_dir])
+llvm_config.add_tool_substitutions(["not", "split-file", "mlir-runner"],
+                                   [config.llvm_tools_dir])
+# Runtime support libraries for the execution tests (mlir-runner).
+llvm_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+for lib in ["mlir_c_runner_utils", "mlir_runner_utils"]:
+    config.substitutions.append(
+        ("%" + lib, os.path.join(llvm_lib_dir, "lib" + lib + config.llvm_shlib_ext)))
