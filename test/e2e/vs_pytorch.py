@@ -1,6 +1,7 @@
-# Training the exported MLP with Accrue (micro-batch 8 x 4, AdamW, global-norm
+# Training the exported MLP with Accrue (micro-batch 8 x 4, global-norm
 # clipping) gives the parameters PyTorch gets training the same module with a
-# manual accumulation loop, after 5 steps, for opsets 13 and 17.
+# manual accumulation loop, after 5 steps: AdamW for opsets 13 and 17, SGD
+# with Nesterov momentum and weight decay for opset 13.
 #
 # REQUIRES: torch
 # RUN: rm -rf %t && mkdir -p %t
@@ -10,6 +11,7 @@ import os
 import sys
 
 import numpy as np
+import onnx
 import torch
 import torch.nn.functional as F
 
@@ -24,9 +26,13 @@ data = os.path.join(out, "data.npz")
 np.savez(data, x=x, y=y)
 
 
-def pytorch_reference(module):
+def pytorch_reference(module, optimizer):
     """The textbook accumulation loop, normalized by the effective batch."""
-    opt = torch.optim.AdamW(module.parameters(), lr=LR, weight_decay=WD)
+    if optimizer == "adamw":
+        opt = torch.optim.AdamW(module.parameters(), lr=LR, weight_decay=WD)
+    else:
+        opt = torch.optim.SGD(module.parameters(), lr=LR, momentum=0.9,
+                              nesterov=True, weight_decay=WD)
     xt, yt = torch.tensor(x), torch.tensor(y)
     log = []
     for step in range(STEPS):
@@ -43,23 +49,31 @@ def pytorch_reference(module):
     return {n: p.detach().numpy() for n, p in module.named_parameters()}, log
 
 
-for opset in (13, 17):
+for opset, optimizer in [(13, "adamw"), (17, "adamw"), (13, "sgd")]:
+    tag = "opset %d %s" % (opset, optimizer)
     model = os.path.join(out, "mlp%d.onnx" % opset)
     mlp.export(mlp.MLP(seed=opset), model, opset)
-    art = e2e.compile_model(model, os.path.join(out, "art%d" % opset), B,
-                            accumulation_steps=K, optimizer="adamw", lr=LR,
-                            weight_decay=WD, clip_norm=CLIP)
-    trained = os.path.join(out, "trained%d.onnx" % opset)
-    log_path = os.path.join(out, "log%d.jsonl" % opset)
+    flags = dict(accumulation_steps=K, optimizer=optimizer, lr=LR,
+                 weight_decay=WD, clip_norm=CLIP)
+    if optimizer == "sgd":
+        flags.update(momentum=0.9, nesterov=True)
+    art = e2e.compile_model(model, os.path.join(out, "art%d%s" % (opset, optimizer)), B,
+                            **flags)
+    trained = os.path.join(out, "trained%d%s.onnx" % (opset, optimizer))
+    log_path = os.path.join(out, "log%d%s.jsonl" % (opset, optimizer))
     e2e.train(art, data, STEPS, export=trained, log=log_path)
 
-    want, want_log = pytorch_reference(mlp.MLP(seed=opset))
+    want, want_log = pytorch_reference(mlp.MLP(seed=opset), optimizer)
     got = e2e.initializers(trained)
     for name, value in want.items():
-        e2e.assert_close("opset %d %s" % (opset, name), got[name], value,
+        e2e.assert_close("%s %s" % (tag, name), got[name], value,
                          rtol=1e-5, atol=1e-6)
     for record, (loss, norm) in zip(e2e.read_jsonl(log_path), want_log):
-        e2e.assert_close("opset %d step %d loss" % (opset, record["step"]),
+        e2e.assert_close("%s step %d loss" % (tag, record["step"]),
                          record["loss"], loss, rtol=1e-5, atol=1e-7)
-        e2e.assert_close("opset %d step %d grad_norm" % (opset, record["step"]),
+        e2e.assert_close("%s step %d grad_norm" % (tag, record["step"]),
                          record["grad_norm"], norm, rtol=1e-5, atol=1e-7)
+    # The export is the original graph with new initializer values.
+    original, exported = onnx.load(model), onnx.load(trained)
+    onnx.checker.check_model(exported)
+    assert [n.op_type for n in original.graph.node] == [n.op_type for n in exported.graph.node]
