@@ -51,14 +51,16 @@ struct Array {
 /// Reads every array of a .npz file (stored or deflated members).
 std::map<std::string, Array> readNpz(const std::string &path);
 /// Writes arrays as an uncompressed .npz, atomically.
-void writeNpz(const std::string &path, const std::map<std::string, Array> &arrays);
+void writeNpz(const std::string &path,
+              const std::map<std::string, Array> &arrays);
 
 /// Reads a safetensors file.
 std::map<std::string, Array> readSafetensors(const std::string &path);
 /// Writes a safetensors file atomically (temp file, fsync, rename).
-void writeSafetensors(const std::string &path,
-                      const std::vector<std::pair<std::string, const Array *>> &tensors,
-                      const std::map<std::string, std::string> &metadata = {});
+void writeSafetensors(
+    const std::string &path,
+    const std::vector<std::pair<std::string, const Array *>> &tensors,
+    const std::map<std::string, std::string> &metadata = {});
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same
 /// directory, fsync, rename.

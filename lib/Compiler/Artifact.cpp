@@ -102,12 +102,12 @@ std::string accrue::buildHeader(const ArtifactInfo &info) {
         "#ifndef ACCRUE_STEP_H\n#define ACCRUE_STEP_H\n#include <stdint.h>\n\n"
         "#define ACCRUE_STEP_ARENA_SIZE "
      << info.layout.arenaSize << "\n#define ACCRUE_STEP_MICRO_BATCH "
-     << info.options->import.microBatch
-     << "\n#define ACCRUE_STEP_NUM_STATES " << info.layout.stateNames.size()
+     << info.options->import.microBatch << "\n#define ACCRUE_STEP_NUM_STATES "
+     << info.layout.stateNames.size()
      << "\n\n/* Parameter offsets (elements) in the arenas. */\n";
   for (auto [i, slot] : llvm::enumerate(info.layout.params)) {
-    os << "#define ACCRUE_PARAM_" << i << "_OFFSET " << slot.offset
-       << " /* " << slot.name << " [";
+    os << "#define ACCRUE_PARAM_" << i << "_OFFSET " << slot.offset << " /* "
+       << slot.name << " [";
     llvm::interleave(slot.shape, os, ", ");
     os << "] */\n";
   }
@@ -160,7 +160,8 @@ LogicalResult accrue::writeExportableModel(StringRef modelBytes,
   StringMap<const onnx_import::ImportedParameter *> params;
   for (const onnx_import::ImportedParameter &param : info.model->parameters)
     params[param.name] = &param;
-  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer()) {
+  for (onnx::TensorProto &init :
+       *model.mutable_graph()->mutable_initializer()) {
     auto it = params.find(init.name());
     if (it == params.end())
       continue;

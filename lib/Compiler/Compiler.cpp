@@ -1,4 +1,5 @@
-//===- Compiler.cpp - compile an ONNX model into a training step -*- C++ -*-===//
+//===- Compiler.cpp - compile an ONNX model into a training step -*- C++
+//-*-===//
 
 #include "accrue/Compiler/Compiler.h"
 
@@ -117,9 +118,9 @@ LogicalResult installDirectory(MLIRContext &ctx, StringRef tmp,
       return emitError(loc) << "-o '" << target
                             << "' exists and is not an Accrue artifact; "
                                "refusing to replace it";
-    std::string old = (target + ".old-" +
-                       std::to_string(llvm::sys::Process::getProcessId()))
-                          .str();
+    std::string old =
+        (target + ".old-" + std::to_string(llvm::sys::Process::getProcessId()))
+            .str();
     if (llvm::sys::fs::rename(target, old))
       return emitError(loc) << "cannot replace '" << target << "'";
     llvm::sys::fs::remove_directories(old);
@@ -164,11 +165,10 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   if (failed(layout))
     return failure();
   if (options.emit == EmitKind::Import)
-    return writeText(ctx, options.output,
-                     [&](llvm::raw_ostream &os) {
-                       module.print(os);
-                       os << "\n";
-                     });
+    return writeText(ctx, options.output, [&](llvm::raw_ostream &os) {
+      module.print(os);
+      os << "\n";
+    });
 
   // The same passes as buildCompilePipeline, in three runs so the step can
   // be measured once bufferized.
@@ -190,11 +190,10 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   if (failed(lowerPM.run(module)))
     return failure();
   if (options.emit == EmitKind::MLIR)
-    return writeText(ctx, options.output,
-                     [&](llvm::raw_ostream &os) {
-                       module.print(os);
-                       os << "\n";
-                     });
+    return writeText(ctx, options.output, [&](llvm::raw_ostream &os) {
+      module.print(os);
+      os << "\n";
+    });
 
   llvm::LLVMContext llvmContext;
   FailureOr<std::unique_ptr<llvm::Module>> llvmModule =
@@ -226,8 +225,10 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   ArtifactInfo info{&options, &*model, *layout, activationBytes};
   std::string error;
   std::string object = file("step.o");
-  std::string lld = options.lldPath.empty() ? ACCRUE_DEFAULT_LLD : options.lldPath;
-  if (failed(cpu::writeObjectFile(**llvmModule, options.target, object, error)) ||
+  std::string lld =
+      options.lldPath.empty() ? ACCRUE_DEFAULT_LLD : options.lldPath;
+  if (failed(
+          cpu::writeObjectFile(**llvmModule, options.target, object, error)) ||
       failed(cpu::linkSharedLibrary(object, file("step.so"), lld, error)) ||
       failed(writeInitialParameters(info, file("init.safetensors"), error)) ||
       failed(writeExportableModel(bytes, info, file("model.onnx"), error)))

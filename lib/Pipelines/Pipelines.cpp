@@ -82,8 +82,8 @@ namespace {
 struct CompilePipelineCLOptions
     : public PassPipelineOptions<CompilePipelineCLOptions> {
   PassOptions::Option<std::string> lossNormalization{
-      *this, "loss-normalization",
-      llvm::cl::desc("exact or per-micro-batch"), llvm::cl::init("exact")};
+      *this, "loss-normalization", llvm::cl::desc("exact or per-micro-batch"),
+      llvm::cl::init("exact")};
   PassOptions::Option<bool> fuseOptimizer{
       *this, "fuse-optimizer",
       llvm::cl::desc("Fuse clipping and the optimizer into one update"),

@@ -9,9 +9,9 @@
 #include <cmath>
 #include <cstring>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace accrue::rt;
@@ -418,8 +418,8 @@ void accrue::rt::writeNpz(const std::string &path,
     std::string file = name + ".npy";
     if (data.size() >= 0xffffffffu || out.size() >= 0xffffffffu)
       throw Error("writeNpz: arrays over 4 GiB are not supported");
-    uint32_t crc = crc32(0, reinterpret_cast<const Bytef *>(data.data()),
-                         data.size());
+    uint32_t crc =
+        crc32(0, reinterpret_cast<const Bytef *>(data.data()), data.size());
     uint32_t offset = out.size();
     put32(out, 0x04034b50);
     put16(out, 20);

@@ -83,37 +83,39 @@ std::string accrue::rt::patchOnnxInitializers(
     const std::map<std::string, std::pair<const float *, int64_t>> &values) {
   std::string out = model;
   std::map<std::string, bool> done;
-  forEachMessageField(model, 0, model.size(), [&](uint64_t f, size_t gs,
-                                                  size_t ge) {
-    if (f != 7) // graph
-      return;
-    forEachMessageField(model, gs, ge, [&](uint64_t g, size_t ts, size_t te) {
-      if (g != 5) // initializer
-        return;
-      std::string name;
-      size_t rawStart = 0, rawEnd = 0;
-      bool hasRaw = false;
-      forEachMessageField(model, ts, te, [&](uint64_t t, size_t s, size_t e) {
-        if (t == 8)
-          name = model.substr(s, e - s);
-        else if (t == 9) {
-          rawStart = s;
-          rawEnd = e;
-          hasRaw = true;
-        }
+  forEachMessageField(
+      model, 0, model.size(), [&](uint64_t f, size_t gs, size_t ge) {
+        if (f != 7) // graph
+          return;
+        forEachMessageField(
+            model, gs, ge, [&](uint64_t g, size_t ts, size_t te) {
+              if (g != 5) // initializer
+                return;
+              std::string name;
+              size_t rawStart = 0, rawEnd = 0;
+              bool hasRaw = false;
+              forEachMessageField(model, ts, te,
+                                  [&](uint64_t t, size_t s, size_t e) {
+                                    if (t == 8)
+                                      name = model.substr(s, e - s);
+                                    else if (t == 9) {
+                                      rawStart = s;
+                                      rawEnd = e;
+                                      hasRaw = true;
+                                    }
+                                  });
+              auto it = values.find(name);
+              if (it == values.end())
+                return;
+              size_t bytes = it->second.second * sizeof(float);
+              if (!hasRaw || rawEnd - rawStart != bytes)
+                throw Error("model.onnx: initializer '" + name +
+                            "' does not hold its values as raw_data of the "
+                            "expected size");
+              std::memcpy(out.data() + rawStart, it->second.first, bytes);
+              done[name] = true;
+            });
       });
-      auto it = values.find(name);
-      if (it == values.end())
-        return;
-      size_t bytes = it->second.second * sizeof(float);
-      if (!hasRaw || rawEnd - rawStart != bytes)
-        throw Error("model.onnx: initializer '" + name +
-                    "' does not hold its values as raw_data of the "
-                    "expected size");
-      std::memcpy(out.data() + rawStart, it->second.first, bytes);
-      done[name] = true;
-    });
-  });
   for (const auto &entry : values)
     if (!done.count(entry.first))
       throw Error("model.onnx has no initializer '" + entry.first + "'");

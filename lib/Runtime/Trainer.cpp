@@ -81,8 +81,8 @@ Arena::Arena(int64_t size) : count(size) {
   size_t bytes = ((std::max<int64_t>(size, 1) * sizeof(float) + 63) / 64) * 64;
   values = static_cast<float *>(std::aligned_alloc(64, bytes));
   if (!values)
-    throw Error("out of memory allocating an arena of " +
-                std::to_string(size) + " floats");
+    throw Error("out of memory allocating an arena of " + std::to_string(size) +
+                " floats");
   std::memset(values, 0, bytes);
 }
 
@@ -102,7 +102,8 @@ Trainer::Trainer(const std::string &artifactDir)
     if (arg.role == "state")
       stateArenas.push_back(std::make_unique<Arena>(art->arenaSize));
 
-  std::map<std::string, Array> init = readSafetensors(art->path("init.safetensors"));
+  std::map<std::string, Array> init =
+      readSafetensors(art->path("init.safetensors"));
   for (const ParamSpec &param : art->params) {
     auto it = init.find(param.name);
     if (it == init.end())

@@ -20,9 +20,10 @@ cl::OptionCategory category("accrue-compile options");
 
 cl::opt<std::string> model(cl::Positional, cl::desc("<model.onnx>"),
                            cl::Required, cl::cat(category));
-cl::opt<std::string> output("o", cl::desc("Output artifact directory (or file "
-                                          "for --emit import|mlir|llvm; - is "
-                                          "stdout)"),
+cl::opt<std::string> output("o",
+                            cl::desc("Output artifact directory (or file "
+                                     "for --emit import|mlir|llvm; - is "
+                                     "stdout)"),
                             cl::Required, cl::cat(category));
 cl::opt<int64_t> microBatch("micro-batch", cl::desc("Samples per micro-batch"),
                             cl::Required, cl::cat(category));
@@ -37,8 +38,8 @@ cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(1e-3),
                    cl::cat(category));
 cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
                          cl::cat(category));
-cl::opt<double> dampening("dampening", cl::desc("SGD dampening"),
-                          cl::init(0.0), cl::cat(category));
+cl::opt<double> dampening("dampening", cl::desc("SGD dampening"), cl::init(0.0),
+                          cl::cat(category));
 cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
                        cl::cat(category));
 cl::opt<double> beta1("beta1", cl::desc("Adam beta1"), cl::init(0.9),

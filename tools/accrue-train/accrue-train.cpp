@@ -64,7 +64,16 @@ double parseDouble(const char *flag, const char *text) {
 }
 
 Options parseOptions(int argc, char **argv) {
-  enum { Steps = 1000, Accum, Lr, Log, Export, SaveGrads, Progress, NoProgress };
+  enum {
+    Steps = 1000,
+    Accum,
+    Lr,
+    Log,
+    Export,
+    SaveGrads,
+    Progress,
+    NoProgress
+  };
   static const option longOptions[] = {
       {"data", required_argument, nullptr, 'd'},
       {"steps", required_argument, nullptr, Steps},
@@ -166,11 +175,12 @@ Dataset loadDataset(const std::string &path, const Artifact &artifact) {
     Array converted = raw.convertTo(input->dtype, what);
     if (input->dtype == DType::F32) {
       const float *v = converted.as<float>();
-      int64_t rowSize = converted.numElements() / std::max<int64_t>(raw.shape[0], 1);
+      int64_t rowSize =
+          converted.numElements() / std::max<int64_t>(raw.shape[0], 1);
       for (int64_t i = 0; i < converted.numElements(); ++i)
         if (!std::isfinite(v[i]))
-          throw Error(what + " contains " +
-                      (std::isnan(v[i]) ? "NaN" : "Inf") + " at sample " +
+          throw Error(what + " contains " + (std::isnan(v[i]) ? "NaN" : "Inf") +
+                      " at sample " +
                       std::to_string(i / std::max<int64_t>(rowSize, 1)));
     }
     if (!data.arrays.empty() && raw.shape[0] != data.numSamples)
@@ -280,9 +290,9 @@ int run(int argc, char **argv) {
     if (progress)
       drawProgress(s + 1, steps, last);
   }
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   std::cout << "accrue-train: " << steps << " steps in " << seconds
             << " s; final loss " << last.loss << "\n";
 

@@ -51,7 +51,8 @@ struct GemmLowering : public OpConversionPattern<GemmOp> {
                                 if (beta == 1.0)
                                   return args[0];
                                 Value s = scalarConstant(b, l, element, beta);
-                                return Value(arith::MulFOp::create(b, l, args[0], s));
+                                return Value(
+                                    arith::MulFOp::create(b, l, args[0], s));
                               });
     } else {
       init = filledTensor(rewriter, loc, resultType, 0.0);
@@ -64,7 +65,8 @@ struct GemmLowering : public OpConversionPattern<GemmOp> {
     bool kMiddle = !op.getTransB();
     if (kMiddle) {
       bindDims(ctx, m, k, n);
-      iterators = {utils::IteratorType::parallel, utils::IteratorType::reduction,
+      iterators = {utils::IteratorType::parallel,
+                   utils::IteratorType::reduction,
                    utils::IteratorType::parallel};
     } else {
       bindDims(ctx, m, n, k);
@@ -76,9 +78,9 @@ struct GemmLowering : public OpConversionPattern<GemmOp> {
     };
     AffineMap aMap = op.getTransA() ? map(k, m) : map(m, k);
     AffineMap bMap = op.getTransB() ? map(n, k) : map(k, n);
-    Value product = buildContraction(rewriter, loc, adaptor.getA(),
-                                     adaptor.getB(), init,
-                                     {aMap, bMap, map(m, n)}, iterators);
+    Value product =
+        buildContraction(rewriter, loc, adaptor.getA(), adaptor.getB(), init,
+                         {aMap, bMap, map(m, n)}, iterators);
     if (alpha != 1.0) {
       SmallVector<Value> operands{product};
       if (c)
@@ -122,8 +124,8 @@ struct MatMulLowering : public OpConversionPattern<MatMulOp> {
       int64_t lead = batch - (type.getRank() - 2);
       SmallVector<AffineExpr> exprs;
       for (int64_t d = 0; d < type.getRank() - 2; ++d) {
-        bool stretched = type.getDimSize(d) == 1 &&
-                         resultType.getDimSize(d + lead) != 1;
+        bool stretched =
+            type.getDimSize(d) == 1 && resultType.getDimSize(d + lead) != 1;
         exprs.push_back(stretched ? getAffineConstantExpr(0, ctx)
                                   : getAffineDimExpr(d + lead, ctx));
       }

@@ -20,9 +20,9 @@ using utils::IteratorType;
 
 /// Shapes and operands shared by the loss ops.
 struct LossShapes {
-  RankedTensorType scores;   // [N, C, d...]
-  RankedTensorType items;    // [N, d...], scores' element type
-  int64_t rank;              // rank of scores
+  RankedTensorType scores; // [N, C, d...]
+  RankedTensorType items;  // [N, d...], scores' element type
+  int64_t rank;            // rank of scores
   int64_t numClasses;
 
   explicit LossShapes(Value scoresValue) {
@@ -93,16 +93,16 @@ std::pair<Value, Value> softmaxStats(OpBuilder &b, Location loc, Value scores,
   AffineMap items = shapes.itemsMap(ctx);
   Value maxInit = filledTensor(b, loc, shapes.items,
                                -std::numeric_limits<double>::infinity());
-  Value max =
-      linalg::GenericOp::create(
-          b, loc, shapes.items, scores, maxInit,
-          ArrayRef<AffineMap>{identity, items}, iterators,
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            linalg::YieldOp::create(
-                nb, nl,
-                arith::MaximumFOp::create(nb, nl, args[0], args[1]).getResult());
-          })
-          .getResult(0);
+  Value max = linalg::GenericOp::create(
+                  b, loc, shapes.items, scores, maxInit,
+                  ArrayRef<AffineMap>{identity, items}, iterators,
+                  [&](OpBuilder &nb, Location nl, ValueRange args) {
+                    linalg::YieldOp::create(
+                        nb, nl,
+                        arith::MaximumFOp::create(nb, nl, args[0], args[1])
+                            .getResult());
+                  })
+                  .getResult(0);
   Value sumInit = filledTensor(b, loc, shapes.items, 0.0);
   Value sumExp =
       linalg::GenericOp::create(
@@ -132,11 +132,11 @@ Value sumAll(OpBuilder &b, Location loc, Value input) {
              b, loc, scalarType, input, filledTensor(b, loc, scalarType, 0.0),
              ArrayRef<AffineMap>{identity, toScalar}, iterators,
              [&](OpBuilder &nb, Location nl, ValueRange args) {
-               linalg::YieldOp::create(
-                   nb, nl,
-                   arith::AddFOp::create(nb, nl, args[1], args[0],
-                                         reassocFlags(nb))
-                       .getResult());
+               linalg::YieldOp::create(nb, nl,
+                                       arith::AddFOp::create(nb, nl, args[1],
+                                                             args[0],
+                                                             reassocFlags(nb))
+                                           .getResult());
              })
       .getResult(0);
 }
@@ -148,11 +148,13 @@ Value weightSum(OpBuilder &b, Location loc, Value labels, Value weights,
   auto labelType = cast<RankedTensorType>(labels.getType());
   auto perItem = RankedTensorType::get(labelType.getShape(), element);
   Value w = buildElementwise(
-      b, loc, perItem, labels, [&](OpBuilder &nb, Location nl, ValueRange args) {
+      b, loc, perItem, labels,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
         LabelInfo info = decodeLabel(nb, nl, args[0], ignoreIndex, numClasses);
         Value weight = classWeight(nb, nl, weights, info, element);
         Value zero = scalarConstant(nb, nl, element, 0.0);
-        return Value(arith::SelectOp::create(nb, nl, info.counted, weight, zero));
+        return Value(
+            arith::SelectOp::create(nb, nl, info.counted, weight, zero));
       });
   return sumAll(b, loc, w);
 }
@@ -181,7 +183,8 @@ struct SoftmaxCrossEntropyLossLowering
     auto [max, sumExp] = softmaxStats(rewriter, loc, scores, shapes);
     int64_t itemsRank = shapes.items.getRank();
     Value perItem = buildElementwise(
-        rewriter, loc, shapes.items, ValueRange{adaptor.getLabels(), max, sumExp},
+        rewriter, loc, shapes.items,
+        ValueRange{adaptor.getLabels(), max, sumExp},
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           LabelInfo info =
               decodeLabel(b, l, args[0], ignore, shapes.numClasses);
@@ -237,10 +240,9 @@ struct SoftmaxCrossEntropyGradLowering
     AffineMap scalar = AffineMap::get(shapes.rank, 0, {}, ctx);
     SmallVector<Value> inputs{scores, adaptor.getLabels(), max, sumExp,
                               adaptor.getDloss()};
-    SmallVector<AffineMap> maps{identity, items, items, items,
-                                op.getReduction() == LossReduction::None
-                                    ? items
-                                    : scalar};
+    SmallVector<AffineMap> maps{
+        identity, items, items, items,
+        op.getReduction() == LossReduction::None ? items : scalar};
     if (op.getReduction() == LossReduction::Mean) {
       inputs.push_back(weightSum(rewriter, loc, adaptor.getLabels(), weights,
                                  ignore, shapes.numClasses, element));
@@ -257,12 +259,12 @@ struct SoftmaxCrossEntropyGradLowering
               decodeLabel(b, l, args[1], ignore, shapes.numClasses);
           Value prob = arith::DivFOp::create(
               b, l,
-              math::ExpOp::create(b, l, arith::SubFOp::create(b, l, args[0],
-                                                              args[2])),
+              math::ExpOp::create(
+                  b, l, arith::SubFOp::create(b, l, args[0], args[2])),
               args[3]);
           Value c = linalg::IndexOp::create(b, l, 1);
-          Value isLabel = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::eq, c, info.index);
+          Value isLabel = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                                c, info.index);
           Value one = scalarConstant(b, l, element, 1.0);
           Value zero = scalarConstant(b, l, element, 0.0);
           Value onehot = arith::SelectOp::create(b, l, isLabel, one, zero);

@@ -32,8 +32,8 @@ AffineMap lowering::broadcastMap(RankedTensorType operandType,
   int64_t lead = rank - operandType.getRank();
   SmallVector<AffineExpr> exprs;
   for (int64_t d = 0; d < operandType.getRank(); ++d) {
-    bool stretched = operandType.getDimSize(d) == 1 &&
-                     resultType.getDimSize(d + lead) != 1;
+    bool stretched =
+        operandType.getDimSize(d) == 1 && resultType.getDimSize(d + lead) != 1;
     exprs.push_back(stretched ? getAffineConstantExpr(0, ctx)
                               : getAffineDimExpr(d + lead, ctx));
   }
@@ -71,7 +71,8 @@ Value lowering::reshapeTensor(OpBuilder &b, Location loc, Value value,
     flat = tensor::ExpandShapeOp::create(b, loc, flatType, value,
                                          ArrayRef<ReassociationIndices>{});
   } else if (type.getRank() > 1) {
-    ReassociationIndices all = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    ReassociationIndices all =
+        llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
     flat = tensor::CollapseShapeOp::create(b, loc, flatType, value,
                                            ArrayRef<ReassociationIndices>{all});
   }
@@ -87,6 +88,7 @@ Value lowering::reshapeTensor(OpBuilder &b, Location loc, Value value,
 }
 
 arith::FastMathFlagsAttr lowering::reassocFlags(OpBuilder &b) {
-  return arith::FastMathFlagsAttr::get(
-      b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+  return arith::FastMathFlagsAttr::get(b.getContext(),
+                                       arith::FastMathFlags::reassoc |
+                                           arith::FastMathFlags::contract);
 }

@@ -34,7 +34,8 @@ Value buildSum(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
       b, loc, resultType, input, init, maps, iterators,
       [&](OpBuilder &nb, Location nl, ValueRange args) {
         linalg::YieldOp::create(
-            nb, nl, arith::AddFOp::create(nb, nl, args[1], args[0], flags).getResult());
+            nb, nl,
+            arith::AddFOp::create(nb, nl, args[1], args[0], flags).getResult());
       });
   return generic.getResult(0);
 }

@@ -25,9 +25,9 @@ struct ReshapeLikeLowering : public OpConversionPattern<OpTy> {
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, reshapeTensor(rewriter, op.getLoc(),
-                                         adaptor.getInput(),
-                                         cast<RankedTensorType>(op.getType())));
+    rewriter.replaceOp(op,
+                       reshapeTensor(rewriter, op.getLoc(), adaptor.getInput(),
+                                     cast<RankedTensorType>(op.getType())));
     return success();
   }
 };
@@ -63,7 +63,8 @@ struct ExpandLowering : public OpConversionPattern<ExpandOp> {
 } // namespace
 
 void lowering::populateShapeLowering(RewritePatternSet &patterns) {
-  patterns.add<ConstantLowering, ReshapeLikeLowering<ReshapeOp>,
-               ReshapeLikeLowering<FlattenOp>, TransposeLowering,
-               ExpandLowering>(patterns.getContext());
+  patterns
+      .add<ConstantLowering, ReshapeLikeLowering<ReshapeOp>,
+           ReshapeLikeLowering<FlattenOp>, TransposeLowering, ExpandLowering>(
+          patterns.getContext());
 }

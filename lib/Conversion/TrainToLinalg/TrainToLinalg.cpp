@@ -45,11 +45,11 @@ Value slice(OpBuilder &b, Location loc, Value arena, int64_t offset,
 
 /// A 1-D elementwise generic that reads `inputs` and updates `outputs` in
 /// place; `body` maps (input elements, output elements) to new outputs.
-ValueRange updateInPlace(
-    OpBuilder &b, Location loc, ValueRange inputs, ValueRange outputs,
-    llvm::function_ref<void(OpBuilder &, Location, ValueRange, ValueRange,
-                            SmallVectorImpl<Value> &)>
-        body) {
+ValueRange
+updateInPlace(OpBuilder &b, Location loc, ValueRange inputs, ValueRange outputs,
+              llvm::function_ref<void(OpBuilder &, Location, ValueRange,
+                                      ValueRange, SmallVectorImpl<Value> &)>
+                  body) {
   SmallVector<AffineMap> maps(inputs.size() + outputs.size(),
                               b.getMultiDimIdentityMap(1));
   auto generic = linalg::GenericOp::create(
@@ -158,15 +158,14 @@ struct GlobalNormLowering : public OpConversionPattern<GlobalNormOp> {
   }
 };
 
-struct ClipCoefficientLowering
-    : public OpConversionPattern<ClipCoefficientOp> {
+struct ClipCoefficientLowering : public OpConversionPattern<ClipCoefficientOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(ClipCoefficientOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, clipCoefficient(rewriter, op.getLoc(),
-                                           adaptor.getNorm(),
-                                           op.getMaxNorm().convertToDouble()));
+    rewriter.replaceOp(op,
+                       clipCoefficient(rewriter, op.getLoc(), adaptor.getNorm(),
+                                       op.getMaxNorm().convertToDouble()));
     return success();
   }
 };
@@ -201,8 +200,8 @@ struct UpdateLowering : public OpConversionPattern<UpdateOp> {
         rewriter, op.getLoc(), adaptor.getGrads(), outputs,
         [&](OpBuilder &b, Location l, ValueRange ins, ValueRange outs,
             SmallVectorImpl<Value> &newValues) {
-          optimizer.buildElementUpdate(b, l, outs[0], ins[0],
-                                       outs.drop_front(), lr, step, newValues);
+          optimizer.buildElementUpdate(b, l, outs[0], ins[0], outs.drop_front(),
+                                       lr, step, newValues);
         });
     rewriter.replaceOp(op, results);
     return success();
@@ -235,8 +234,8 @@ struct FusedUpdateLowering : public OpConversionPattern<FusedUpdateOp> {
           if (coef)
             g = arith::MulFOp::create(b, l, g, coef);
           SmallVector<Value> updated;
-          optimizer.buildElementUpdate(b, l, outs[0], g, outs.drop_front(2),
-                                       lr, step, updated);
+          optimizer.buildElementUpdate(b, l, outs[0], g, outs.drop_front(2), lr,
+                                       step, updated);
           newValues.push_back(updated[0]);
           newValues.push_back(
               arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f)));

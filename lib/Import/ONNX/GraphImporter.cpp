@@ -108,8 +108,8 @@ onnx_import::decodeTensor(const onnx::TensorProto &tensor, MLIRContext *context,
   int64_t count = 1;
   for (int64_t d : tensor.dims()) {
     if (d < 0)
-      return emitError(loc) << "tensor '" << tensor.name()
-                            << "' has a negative dimension";
+      return emitError(loc)
+             << "tensor '" << tensor.name() << "' has a negative dimension";
     shape.push_back(d);
     count *= d;
   }

@@ -93,12 +93,8 @@ public:
   /// Binds output `index` of `node` to `value`.
   void setOutput(const onnx::NodeProto &node, int index, mlir::Value value);
   /// Binds an ONNX name (graph input, initializer) to `value`.
-  void define(llvm::StringRef name, mlir::Value value) {
-    values[name] = value;
-  }
-  mlir::Value lookup(llvm::StringRef name) const {
-    return values.lookup(name);
-  }
+  void define(llvm::StringRef name, mlir::Value value) { values[name] = value; }
+  mlir::Value lookup(llvm::StringRef name) const { return values.lookup(name); }
 
   // Attributes.
   const onnx::AttributeProto *attribute(const onnx::NodeProto &node,
@@ -129,10 +125,10 @@ public:
       OpTy::build(builder, state, mlir::Type(), std::forward<Args>(args)...);
       llvm::SmallVector<mlir::Type> types;
       mlir::MLIRContext *ctx = builder.getContext();
-      if (failed(OpTy::inferReturnTypes(
-              ctx, state.location, state.operands,
-              state.attributes.getDictionary(ctx), state.getRawProperties(),
-              state.regions, types)))
+      if (failed(OpTy::inferReturnTypes(ctx, state.location, state.operands,
+                                        state.attributes.getDictionary(ctx),
+                                        state.getRawProperties(), state.regions,
+                                        types)))
         return mlir::failure();
       state.types.assign(types.begin(), types.end());
     } else {

@@ -206,9 +206,9 @@ onnx_import::importModel(MLIRContext *context, StringRef bytes,
     const auto &tensorType = input.type().tensor_type();
     Type element = convertElementType(context, tensorType.elem_type());
     if (!element)
-      return emitError(loc) << "graph input '" << input.name()
-                            << "' has unsupported element type "
-                            << tensorType.elem_type();
+      return emitError(loc)
+             << "graph input '" << input.name()
+             << "' has unsupported element type " << tensorType.elem_type();
     if (!tensorType.has_shape() || tensorType.shape().dim_size() == 0)
       return emitError(loc) << "graph input '" << input.name()
                             << "' has no batch dimension (dimension 0)";
@@ -237,9 +237,9 @@ onnx_import::importModel(MLIRContext *context, StringRef bytes,
     }
     argTypes.push_back(RankedTensorType::get(shape, element));
     argAttrs.push_back(attrs("batch", input.name()));
-    result.inputs.push_back(
-        {input.name(), std::vector<int64_t>(shape.begin(), shape.end()),
-         dtypeName(element)});
+    result.inputs.push_back({input.name(),
+                             std::vector<int64_t>(shape.begin(), shape.end()),
+                             dtypeName(element)});
   }
 
   result.module = ModuleOp::create(fileLoc);
@@ -277,10 +277,11 @@ onnx_import::importModel(MLIRContext *context, StringRef bytes,
 
   Value loss = importer.lookup(*lossName);
   if (!loss)
-    return emitError(fileLoc) << "loss '" << *lossName
-                              << "' is not computed by any node";
+    return emitError(fileLoc)
+           << "loss '" << *lossName << "' is not computed by any node";
   auto lossType = dyn_cast<RankedTensorType>(loss.getType());
-  if (!lossType || lossType.getRank() != 0 || !lossType.getElementType().isF32())
+  if (!lossType || lossType.getRank() != 0 ||
+      !lossType.getElementType().isF32())
     return emitError(loss.getLoc())
            << "the loss '" << *lossName << "' has type " << loss.getType()
            << ", but a loss must be a scalar (tensor<f32>); reduce it with "

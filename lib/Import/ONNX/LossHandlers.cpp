@@ -15,8 +15,7 @@ LogicalResult importSoftmaxCrossEntropyLoss(GraphImporter &im,
   if (failed(scores) || failed(labels) || failed(weights))
     return failure();
   std::string reduction = im.stringAttr(node, "reduction", "mean");
-  std::optional<nn::LossReduction> kind =
-      nn::symbolizeLossReduction(reduction);
+  std::optional<nn::LossReduction> kind = nn::symbolizeLossReduction(reduction);
   if (!kind)
     return im.error(node) << "unknown reduction '" << reduction << "'";
   IntegerAttr ignore;

@@ -13,8 +13,7 @@ namespace {
 /// noop_with_empty_axes" into a sorted list. Empty result means identity.
 FailureOr<SmallVector<int64_t>> resolveAxes(GraphImporter &im,
                                             const onnx::NodeProto &node,
-                                            int64_t rank,
-                                            int64_t inputSince) {
+                                            int64_t rank, int64_t inputSince) {
   SmallVector<int64_t> axes;
   if (im.opset >= inputSince) {
     if (node.input_size() > 1 && !node.input(1).empty()) {
@@ -61,9 +60,9 @@ LogicalResult importReduction(GraphImporter &im, const onnx::NodeProto &node) {
     return success();
   }
   bool keepdims = im.intAttr(node, "keepdims", 1) != 0;
-  FailureOr<OpTy> op = im.create<OpTy>(
-      node, *x, im.builder.getDenseI64ArrayAttr(*axes),
-      im.builder.getBoolAttr(keepdims));
+  FailureOr<OpTy> op =
+      im.create<OpTy>(node, *x, im.builder.getDenseI64ArrayAttr(*axes),
+                      im.builder.getBoolAttr(keepdims));
   if (failed(op))
     return failure();
   im.setOutput(node, 0, *op);

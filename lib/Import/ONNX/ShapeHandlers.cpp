@@ -22,9 +22,9 @@ LogicalResult importReshape(GraphImporter &im, const onnx::NodeProto &node) {
   for (auto [i, d] : llvm::enumerate(*shape)) {
     if (d == 0 && !allowZero) {
       if (static_cast<int64_t>(i) >= type.getRank())
-        return im.error(node) << "shape entry " << i
-                              << " is 0 but the input has rank "
-                              << type.getRank();
+        return im.error(node)
+               << "shape entry " << i << " is 0 but the input has rank "
+               << type.getRank();
       d = type.getDimSize(i);
     }
     if (d == -1) {
@@ -41,9 +41,9 @@ LogicalResult importReshape(GraphImporter &im, const onnx::NodeProto &node) {
   }
   if (inferred >= 0) {
     if (known == 0 || type.getNumElements() % known != 0)
-      return im.error(node) << "cannot infer the -1 dimension: "
-                            << type.getNumElements()
-                            << " elements do not divide into " << known;
+      return im.error(node)
+             << "cannot infer the -1 dimension: " << type.getNumElements()
+             << " elements do not divide into " << known;
     dims[inferred] = type.getNumElements() / known;
   }
   auto resultType = RankedTensorType::get(dims, type.getElementType());
@@ -65,8 +65,8 @@ LogicalResult importFlatten(GraphImporter &im, const onnx::NodeProto &node) {
                           << rank;
   if (axis < 0)
     axis += rank;
-  FailureOr<nn::FlattenOp> op = im.create<nn::FlattenOp>(
-      node, *x, im.builder.getI64IntegerAttr(axis));
+  FailureOr<nn::FlattenOp> op =
+      im.create<nn::FlattenOp>(node, *x, im.builder.getI64IntegerAttr(axis));
   if (failed(op))
     return failure();
   im.setOutput(node, 0, *op);

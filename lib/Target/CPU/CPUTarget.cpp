@@ -27,7 +27,8 @@ createTargetMachine(const cpu::CPUTargetOptions &options, std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return nullptr;
   std::string cpuName = options.cpu;
@@ -56,9 +57,9 @@ void addPackedWrapper(llvm::Function *function) {
   auto *ptrType = llvm::PointerType::get(ctx, 0);
   auto *wrapperType =
       llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptrType}, false);
-  auto *wrapper = llvm::Function::Create(
-      wrapperType, llvm::GlobalValue::ExternalLinkage,
-      "_mlir_" + function->getName(), module);
+  auto *wrapper =
+      llvm::Function::Create(wrapperType, llvm::GlobalValue::ExternalLinkage,
+                             "_mlir_" + function->getName(), module);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", wrapper));
   llvm::Value *args = wrapper->getArg(0);
   SmallVector<llvm::Value *> values;
@@ -100,8 +101,8 @@ cpu::translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
   llvmModule->setDataLayout(machine->createDataLayout());
   if (llvm::verifyModule(*llvmModule, &llvm::errs()))
     return module.emitError("generated LLVM IR does not verify");
-  auto optimize =
-      makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0, machine.get());
+  auto optimize = makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0,
+                                            machine.get());
   if (llvm::Error err = optimize(llvmModule.get()))
     return module.emitError("LLVM optimization failed: ")
            << llvm::toString(std::move(err));
@@ -134,11 +135,11 @@ LogicalResult cpu::writeObjectFile(llvm::Module &module,
 
 LogicalResult cpu::linkSharedLibrary(StringRef objectPath, StringRef outputPath,
                                      StringRef lldPath, std::string &error) {
-  SmallVector<StringRef> args{lldPath, "-shared", "--as-needed", "-o",
-                              outputPath, objectPath};
+  SmallVector<StringRef> args{lldPath, "-shared",  "--as-needed",
+                              "-o",    outputPath, objectPath};
   // The generated code calls libm (expf, tanhf, ...) and libc (malloc).
-  for (StringRef lib : {"/lib/x86_64-linux-gnu/libm.so.6",
-                        "/lib/x86_64-linux-gnu/libc.so.6"})
+  for (StringRef lib :
+       {"/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libc.so.6"})
     if (llvm::sys::fs::exists(lib))
       args.push_back(lib);
   std::string message;

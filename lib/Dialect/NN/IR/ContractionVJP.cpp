@@ -20,8 +20,8 @@ LogicalResult GemmOp::buildVJP(OpBuilder &b, ValueRange dys,
   BoolAttr t = b.getBoolAttr(true), f = b.getBoolAttr(false);
   bool transA = getTransA(), transB = getTransB();
   auto gemm = [&](Value x, Value y, bool tx, bool ty) -> Value {
-    return GemmOp::create(b, loc, x, y, /*c=*/Value(), alpha, one,
-                          tx ? t : f, ty ? t : f);
+    return GemmOp::create(b, loc, x, y, /*c=*/Value(), alpha, one, tx ? t : f,
+                          ty ? t : f);
   };
   // dA = dY B'^T, or its transpose B' dY^T when A is stored transposed.
   dxs.push_back(transA ? gemm(getB(), dy, transB, true)
@@ -33,8 +33,8 @@ LogicalResult GemmOp::buildVJP(OpBuilder &b, ValueRange dys,
     auto cType = cast<RankedTensorType>(c.getType());
     Value dc = nn.sumToShape(dy, cType);
     if (getBeta().convertToDouble() != 1.0)
-      dc = nn.mul(dc, nn.scalar(cType.getElementType(),
-                                getBeta().convertToDouble()));
+      dc = nn.mul(
+          dc, nn.scalar(cType.getElementType(), getBeta().convertToDouble()));
     dxs.push_back(dc);
   }
   return success();
@@ -55,10 +55,8 @@ LogicalResult MatMulOp::buildVJP(OpBuilder &b, ValueRange dys,
   NNBuilder nn(b, loc);
   Value dy = dys[0];
   Value da = MatMulOp::create(b, loc, dy, transposeLast2(b, loc, getRhs()));
-  dxs.push_back(
-      nn.sumToShape(da, cast<RankedTensorType>(getLhs().getType())));
+  dxs.push_back(nn.sumToShape(da, cast<RankedTensorType>(getLhs().getType())));
   Value db = MatMulOp::create(b, loc, transposeLast2(b, loc, getLhs()), dy);
-  dxs.push_back(
-      nn.sumToShape(db, cast<RankedTensorType>(getRhs().getType())));
+  dxs.push_back(nn.sumToShape(db, cast<RankedTensorType>(getRhs().getType())));
   return success();
 }

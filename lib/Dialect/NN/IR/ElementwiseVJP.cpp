@@ -102,8 +102,8 @@ LogicalResult SubOp::buildVJP(OpBuilder &b, ValueRange dys,
                               SmallVectorImpl<Value> &dxs) {
   NNBuilder nn(b, getLoc());
   dxs.push_back(nn.sumToShape(dys[0], typeOf(getLhs())));
-  dxs.push_back(NegOp::create(b, getLoc(),
-                              nn.sumToShape(dys[0], typeOf(getRhs()))));
+  dxs.push_back(
+      NegOp::create(b, getLoc(), nn.sumToShape(dys[0], typeOf(getRhs()))));
   return success();
 }
 
@@ -132,11 +132,11 @@ LogicalResult PowOp::buildVJP(OpBuilder &b, ValueRange dys,
   NNBuilder nn(b, getLoc());
   Value one = nn.scalar(elementOf(getRhs()), 1.0);
   Value pm1 = nn.sub(getRhs(), one);
-  Value da = nn.mul(dys[0], nn.mul(getRhs(), PowOp::create(b, getLoc(),
-                                                            getLhs(), pm1)));
+  Value da = nn.mul(
+      dys[0], nn.mul(getRhs(), PowOp::create(b, getLoc(), getLhs(), pm1)));
   dxs.push_back(nn.sumToShape(da, typeOf(getLhs())));
-  Value dp = nn.mul(dys[0], nn.mul(getResult(),
-                                   LogOp::create(b, getLoc(), getLhs())));
+  Value dp =
+      nn.mul(dys[0], nn.mul(getResult(), LogOp::create(b, getLoc(), getLhs())));
   dxs.push_back(nn.sumToShape(dp, typeOf(getRhs())));
   return success();
 }

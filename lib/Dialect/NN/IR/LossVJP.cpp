@@ -7,9 +7,8 @@
 using namespace mlir;
 using namespace accrue::nn;
 
-LogicalResult
-SoftmaxCrossEntropyLossOp::buildVJP(OpBuilder &b, ValueRange dys,
-                                    SmallVectorImpl<Value> &dxs) {
+LogicalResult SoftmaxCrossEntropyLossOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                                  SmallVectorImpl<Value> &dxs) {
   // Class weights are treated as constants: no adjoint for them or labels.
   dxs.push_back(SoftmaxCrossEntropyGradOp::create(
       b, getLoc(), getScores().getType(), dys[0], getScores(), getLabels(),

@@ -41,7 +41,8 @@ Value NNBuilder::sumToShape(Value value, RankedTensorType target) {
   int64_t lead = type.getRank() - target.getRank();
   SmallVector<int64_t> axes;
   for (int64_t d = 0; d < type.getRank(); ++d)
-    if (d < lead || (target.getDimSize(d - lead) == 1 && type.getDimSize(d) != 1))
+    if (d < lead ||
+        (target.getDimSize(d - lead) == 1 && type.getDimSize(d) != 1))
       axes.push_back(d);
   if (!axes.empty())
     value = ReduceSumOp::create(b, loc, value, axes, /*keepdims=*/true);

@@ -10,9 +10,9 @@
 using namespace mlir;
 using namespace accrue::nn;
 
-#include "accrue/Dialect/NN/IR/NNOpsDialect.cpp.inc"
 #include "accrue/Dialect/NN/IR/NNEnums.cpp.inc"
 #include "accrue/Dialect/NN/IR/NNInterfaces.cpp.inc"
+#include "accrue/Dialect/NN/IR/NNOpsDialect.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "accrue/Dialect/NN/IR/NNAttrs.cpp.inc"

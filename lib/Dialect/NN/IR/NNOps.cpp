@@ -21,7 +21,8 @@ using namespace accrue::nn;
 template <typename OpTy>
 static LogicalResult verifySameOperandElementTypes(OpTy op, Value lhs,
                                                    Value rhs) {
-  if (getElementTypeOrSelf(lhs.getType()) != getElementTypeOrSelf(rhs.getType()))
+  if (getElementTypeOrSelf(lhs.getType()) !=
+      getElementTypeOrSelf(rhs.getType()))
     return op.emitOpError("operands have different element types: ")
            << lhs.getType() << " and " << rhs.getType();
   return success();
@@ -49,8 +50,7 @@ OpFoldResult IdentityOp::fold(FoldAdaptor) { return getInput(); }
 // Reductions
 //===----------------------------------------------------------------------===//
 
-template <typename OpTy>
-static LogicalResult verifyReduction(OpTy op) {
+template <typename OpTy> static LogicalResult verifyReduction(OpTy op) {
   if (op.getAxes().empty())
     return op.emitOpError("needs at least one axis (the importer resolves "
                           "ONNX's empty axes)");

@@ -27,14 +27,16 @@ accrue::nn::broadcastShapes(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs) {
   return result;
 }
 
-LogicalResult accrue::nn::inferElementwiseResultType(
-    std::optional<Location> loc, ValueRange operands, Type elementType,
-    SmallVectorImpl<Type> &types) {
+LogicalResult
+accrue::nn::inferElementwiseResultType(std::optional<Location> loc,
+                                       ValueRange operands, Type elementType,
+                                       SmallVectorImpl<Type> &types) {
   SmallVector<int64_t> shape;
   for (Value operand : operands) {
     auto type = dyn_cast<RankedTensorType>(operand.getType());
     if (!type || !type.hasStaticShape())
-      return emitOptionalError(loc, "operands must be statically shaped tensors");
+      return emitOptionalError(loc,
+                               "operands must be statically shaped tensors");
     FailureOr<SmallVector<int64_t>> next =
         broadcastShapes(shape, type.getShape());
     if (failed(next)) {
@@ -93,8 +95,8 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
   int64_t m = a.getDimSize(transA ? 1 : 0), ka = a.getDimSize(transA ? 0 : 1);
   int64_t kb = b.getDimSize(transB ? 1 : 0), n = b.getDimSize(transB ? 0 : 1);
   if (ka != kb)
-    return emitOptionalError(loc, "Gemm inner dimensions differ: " +
-                                      Twine(ka) + " vs " + Twine(kb));
+    return emitOptionalError(loc, "Gemm inner dimensions differ: " + Twine(ka) +
+                                      " vs " + Twine(kb));
   if (Value c = adaptor.getC()) {
     auto cType = cast<RankedTensorType>(c.getType());
     if (cType.getElementType() != a.getElementType())
@@ -118,12 +120,13 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
     return emitOptionalError(loc, "MatMul operands must have rank >= 2");
   if (lhs.getElementType() != rhs.getElementType())
-    return emitOptionalError(loc, "MatMul operands have different element types");
+    return emitOptionalError(loc,
+                             "MatMul operands have different element types");
   ArrayRef<int64_t> l = lhs.getShape(), r = rhs.getShape();
   if (l.back() != r[r.size() - 2])
-    return emitOptionalError(loc, "MatMul inner dimensions differ: " +
-                                      Twine(l.back()) + " vs " +
-                                      Twine(r[r.size() - 2]));
+    return emitOptionalError(
+        loc, "MatMul inner dimensions differ: " + Twine(l.back()) + " vs " +
+                 Twine(r[r.size() - 2]));
   FailureOr<SmallVector<int64_t>> batch =
       broadcastShapes(l.drop_back(2), r.drop_back(2));
   if (failed(batch))

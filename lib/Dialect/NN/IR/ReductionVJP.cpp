@@ -33,8 +33,8 @@ LogicalResult ReduceMeanOp::buildVJP(OpBuilder &b, ValueRange dys,
   int64_t count = 1;
   for (int64_t axis : getAxes())
     count *= inType.getDimSize(axis);
-  Value scaled = nn.div(dys[0], nn.scalar(inType.getElementType(),
-                                          static_cast<double>(count)));
+  Value scaled = nn.div(
+      dys[0], nn.scalar(inType.getElementType(), static_cast<double>(count)));
   dxs.push_back(broadcastReduced(nn, scaled, getInput(), getAxes()));
   return success();
 }

@@ -51,7 +51,9 @@ struct ScalarBuilder {
 // SGD
 //===----------------------------------------------------------------------===//
 
-unsigned SGDAttr::getNumStates() const { return getMomentum().convertToDouble() != 0.0 ? 1 : 0; }
+unsigned SGDAttr::getNumStates() const {
+  return getMomentum().isZero() ? 0 : 1;
+}
 
 StringRef SGDAttr::getStateName(unsigned) const { return "momentum_buffer"; }
 
@@ -60,20 +62,24 @@ void SGDAttr::buildElementUpdate(OpBuilder &builder, Location loc, Value param,
                                  Value step,
                                  SmallVectorImpl<Value> &results) const {
   ScalarBuilder s{builder, loc};
+  double momentum = getMomentum().convertToDouble();
+  double weightDecay = getWeightDecay().convertToDouble();
   Value d = grad;
-  if (getWeightDecay().convertToDouble() != 0.0)
-    d = s.add(d, s.mul(s.f32(getWeightDecay().convertToDouble()), param));
+  if (weightDecay != 0.0)
+    d = s.add(d, s.mul(s.f32(weightDecay), param));
   Value newBuf;
-  if (getMomentum().convertToDouble() != 0.0) {
+  if (momentum != 0.0) {
     // The buffer starts as a copy of the first gradient (PyTorch's
     // `buf is None` case), then decays.
-    Value later = s.add(s.mul(states[0], s.f32(getMomentum().convertToDouble())),
-                        s.mul(s.f32(1.0 - getDampening().convertToDouble()), d));
-    Value one = arith::ConstantOp::create(builder, loc, builder.getI64IntegerAttr(1));
+    double dampening = getDampening().convertToDouble();
+    Value later = s.add(s.mul(states[0], s.f32(momentum)),
+                        s.mul(s.f32(1.0 - dampening), d));
+    Value one =
+        arith::ConstantOp::create(builder, loc, builder.getI64IntegerAttr(1));
     Value first = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
                                         step, one);
     newBuf = arith::SelectOp::create(builder, loc, first, d, later);
-    d = getNesterov() ? s.add(d, s.mul(s.f32(getMomentum().convertToDouble()), newBuf)) : newBuf;
+    d = getNesterov() ? s.add(d, s.mul(s.f32(momentum), newBuf)) : newBuf;
   }
   results.push_back(s.sub(param, s.mul(lr, d)));
   if (newBuf)
@@ -86,11 +92,15 @@ void SGDAttr::buildElementUpdate(OpBuilder &builder, Location loc, Value param,
 
 /// Adam's moment update and parameter step, shared by Adam and AdamW; `grad`
 /// already includes Adam's L2 term.
-static void buildAdamStep(ScalarBuilder &s, double beta1, double beta2,
-                          double eps, Value param, Value grad,
-                          ValueRange states, Value lr, Value step,
+template <typename AttrTy>
+static void buildAdamStep(AttrTy attr, ScalarBuilder &s, Value param,
+                          Value grad, ValueRange states, Value lr, Value step,
                           SmallVectorImpl<Value> &results) {
-  Value m = s.add(s.mul(states[0], s.f32(beta1)), s.mul(s.f32(1.0 - beta1), grad));
+  double beta1 = attr.getBeta1().convertToDouble();
+  double beta2 = attr.getBeta2().convertToDouble();
+  double eps = attr.getEps().convertToDouble();
+  Value m =
+      s.add(s.mul(states[0], s.f32(beta1)), s.mul(s.f32(1.0 - beta1), grad));
   Value v = s.add(s.mul(states[1], s.f32(beta2)),
                   s.mul(s.f32(1.0 - beta2), s.mul(grad, grad)));
   // Per-step scalars in f64, as PyTorch computes them in Python floats.
@@ -102,25 +112,29 @@ static void buildAdamStep(ScalarBuilder &s, double beta1, double beta2,
   results.push_back(v);
 }
 
-unsigned AdamAttr::getNumStates() const { return 2; }
-StringRef AdamAttr::getStateName(unsigned index) const {
+static StringRef adamStateName(unsigned index) {
   return index == 0 ? "exp_avg" : "exp_avg_sq";
 }
 
-void AdamAttr::buildElementUpdate(OpBuilder &builder, Location loc,
-                                  Value param, Value grad, ValueRange states,
-                                  Value lr, Value step,
+unsigned AdamAttr::getNumStates() const { return 2; }
+StringRef AdamAttr::getStateName(unsigned index) const {
+  return adamStateName(index);
+}
+
+void AdamAttr::buildElementUpdate(OpBuilder &builder, Location loc, Value param,
+                                  Value grad, ValueRange states, Value lr,
+                                  Value step,
                                   SmallVectorImpl<Value> &results) const {
   ScalarBuilder s{builder, loc};
-  if (getWeightDecay().convertToDouble() != 0.0)
-    grad = s.add(grad, s.mul(s.f32(getWeightDecay().convertToDouble()), param));
-  buildAdamStep(s, getBeta1().convertToDouble(), getBeta2().convertToDouble(), getEps().convertToDouble(), param, grad, states, lr,
-                step, results);
+  double weightDecay = getWeightDecay().convertToDouble();
+  if (weightDecay != 0.0)
+    grad = s.add(grad, s.mul(s.f32(weightDecay), param));
+  buildAdamStep(*this, s, param, grad, states, lr, step, results);
 }
 
 unsigned AdamWAttr::getNumStates() const { return 2; }
 StringRef AdamWAttr::getStateName(unsigned index) const {
-  return index == 0 ? "exp_avg" : "exp_avg_sq";
+  return adamStateName(index);
 }
 
 void AdamWAttr::buildElementUpdate(OpBuilder &builder, Location loc,
@@ -128,12 +142,11 @@ void AdamWAttr::buildElementUpdate(OpBuilder &builder, Location loc,
                                    Value lr, Value step,
                                    SmallVectorImpl<Value> &results) const {
   ScalarBuilder s{builder, loc};
-  if (getWeightDecay().convertToDouble() != 0.0) {
+  double weightDecay = getWeightDecay().convertToDouble();
+  if (weightDecay != 0.0) {
     // Decoupled decay first: p *= 1 - lr * weight_decay (f64 like PyTorch).
-    Value factor =
-        s.sub(s.f64(1.0), s.mul(s.toF64(lr), s.f64(getWeightDecay().convertToDouble())));
+    Value factor = s.sub(s.f64(1.0), s.mul(s.toF64(lr), s.f64(weightDecay)));
     param = s.mul(param, s.toF32(factor));
   }
-  buildAdamStep(s, getBeta1().convertToDouble(), getBeta2().convertToDouble(), getEps().convertToDouble(), param, grad, states, lr,
-                step, results);
+  buildAdamStep(*this, s, param, grad, states, lr, step, results);
 }

@@ -9,8 +9,8 @@
 using namespace mlir;
 using namespace accrue::train;
 
-#include "accrue/Dialect/Train/IR/TrainOpsDialect.cpp.inc"
 #include "accrue/Dialect/Train/IR/TrainInterfaces.cpp.inc"
+#include "accrue/Dialect/Train/IR/TrainOpsDialect.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "accrue/Dialect/Train/IR/TrainAttrs.cpp.inc"

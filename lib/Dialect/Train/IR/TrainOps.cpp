@@ -52,13 +52,13 @@ ValueAndGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return emitOpError("'") << getCallee() << "' does not name a function";
   FunctionType type = callee.getFunctionType();
   if (type.getNumInputs() != getArgs().size())
-    return emitOpError("has ") << getArgs().size() << " operands but '"
-                               << getCallee() << "' takes "
-                               << type.getNumInputs();
+    return emitOpError("has ")
+           << getArgs().size() << " operands but '" << getCallee() << "' takes "
+           << type.getNumInputs();
   if (type.getNumResults() != getNumCalleeResults())
-    return emitOpError("has ") << getNumCalleeResults()
-                               << " value results but '" << getCallee()
-                               << "' returns " << type.getNumResults();
+    return emitOpError("has ")
+           << getNumCalleeResults() << " value results but '" << getCallee()
+           << "' returns " << type.getNumResults();
   auto loss = dyn_cast<RankedTensorType>(type.getResult(0));
   if (!loss || loss.getRank() != 0 || !loss.getElementType().isF32())
     return emitOpError("differentiates the first result of '")
@@ -82,9 +82,9 @@ ValueAndGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   for (auto [i, result] : llvm::enumerate(
            getResults().take_front(getNumCalleeResults()).getTypes())) {
     if (result != type.getResult(i))
-      return emitOpError("result #") << i << " has type " << result
-                                     << " but '" << getCallee()
-                                     << "' returns " << type.getResult(i);
+      return emitOpError("result #")
+             << i << " has type " << result << " but '" << getCallee()
+             << "' returns " << type.getResult(i);
   }
   for (auto [index, grad] : llvm::zip(getWrt(), getGradients().getTypes())) {
     Type arg = type.getInput(index);
@@ -108,8 +108,8 @@ static LogicalResult verifyArenaLayout(Operation *op, Type arena,
                                        ArrayRef<int64_t> offsets,
                                        TypeRange types) {
   if (offsets.size() != types.size())
-    return op->emitOpError("has ") << offsets.size() << " offsets for "
-                                   << types.size() << " tensors";
+    return op->emitOpError("has ")
+           << offsets.size() << " offsets for " << types.size() << " tensors";
   int64_t size = getNumElements(arena);
   SmallVector<std::pair<int64_t, int64_t>> ranges;
   for (auto [offset, type] : llvm::zip(offsets, types)) {
@@ -165,8 +165,7 @@ LogicalResult UpdateOp::verify() {
                                  arenas);
 }
 
-LogicalResult UpdateOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location>,
+LogicalResult UpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
   types.push_back(adaptor.getParams().getType());

@@ -112,8 +112,8 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp callee,
              << op->getName() << "' has no gradient rule, but the loss "
              << "depends on it through a trainable parameter";
     SmallVector<Value> operandAdjoints;
-    if (failed(differentiable.buildVJP(builder, resultAdjoints,
-                                       operandAdjoints)))
+    if (failed(
+            differentiable.buildVJP(builder, resultAdjoints, operandAdjoints)))
       return failure();
     assert(operandAdjoints.size() == op->getNumOperands() &&
            "a VJP rule must return one adjoint per operand");
@@ -170,7 +170,8 @@ struct TrainAutodiffPass
         gradFn = *built;
       }
       OpBuilder builder(op);
-      auto call = func::CallOp::create(builder, op.getLoc(), gradFn, op.getArgs());
+      auto call =
+          func::CallOp::create(builder, op.getLoc(), gradFn, op.getArgs());
       op.replaceAllUsesWith(call.getResults());
       op.erase();
     }

@@ -67,12 +67,13 @@ LogicalResult finalize(func::FuncOp step) {
   b.setInsertionPoint(ret);
   unsigned numStored = 0;
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-    if (auto tied = step.getResultAttrOfType<IntegerAttr>(i, StepAttrs::kTied)) {
+    if (auto tied =
+            step.getResultAttrOfType<IntegerAttr>(i, StepAttrs::kTied)) {
       Value dest = entry.getArgument(tied.getInt());
       if (!isa<MemRefType>(dest.getType()))
-        return step.emitError("result #") << i << " is tied to argument #"
-                                          << tied.getInt()
-                                          << ", which is not a tensor";
+        return step.emitError("result #")
+               << i << " is tied to argument #" << tied.getInt()
+               << ", which is not a tensor";
       bufferization::MaterializeInDestinationOp::create(
           b, ret.getLoc(), TypeRange{}, value, dest, /*restrict=*/true,
           /*writable=*/true);

@@ -68,8 +68,8 @@ splitLossValue(OpBuilder &builder, Value loss, LossKind &kind) {
     builder.setInsertionPointAfter(mean);
     nnb.loc = mean.getLoc();
     auto inType = cast<RankedTensorType>(mean.getInput().getType());
-    Value sum = nn::ReduceSumOp::create(builder, mean.getLoc(),
-                                        mean.getInput(), mean.getAxes(),
+    Value sum = nn::ReduceSumOp::create(builder, mean.getLoc(), mean.getInput(),
+                                        mean.getAxes(),
                                         /*keepdims=*/false);
     kind = LossKind::Mean;
     return std::make_pair(
@@ -274,8 +274,8 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
         // The accumulate takes the gradients in its own order.
         SmallVector<Value> grads;
         for (Value g : accumulate.getGradients()) {
-          unsigned index = cast<OpResult>(g).getResultNumber() -
-                           op.getNumCalleeResults();
+          unsigned index =
+              cast<OpResult>(g).getResultNumber() - op.getNumCalleeResults();
           grads.push_back(step.getResult(2 + index));
         }
         Value acc = AccumulateOp::create(lb, l, iterArgs[0], grads,

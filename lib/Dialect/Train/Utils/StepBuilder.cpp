@@ -140,11 +140,11 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   SmallVector<int64_t> wrt;
   for (unsigned i = 0; i < paramArgs.size(); ++i)
     wrt.push_back(paramArgs[i]);
-  auto vg = ValueAndGradOp::create(b, loc, vgTypes, forward.getSymName(),
-                                   callArgs, wrt,
-                                   b.getI64IntegerAttr(options.microBatch));
-  Value grads = AccumulateOp::create(b, loc, accumulator, vg.getGradients(),
-                                     offsets);
+  auto vg =
+      ValueAndGradOp::create(b, loc, vgTypes, forward.getSymName(), callArgs,
+                             wrt, b.getI64IntegerAttr(options.microBatch));
+  Value grads =
+      AccumulateOp::create(b, loc, accumulator, vg.getGradients(), offsets);
   Value norm = GlobalNormOp::create(b, loc, grads);
   Value loss = tensor::ExtractOp::create(b, loc, vg.getResult(0));
 
@@ -159,9 +159,9 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     SmallVector<Value> states;
     for (unsigned s = 0; s < numStates; ++s)
       states.push_back(entry->getArgument(2 + s));
-    auto update = UpdateOp::create(
-        b, loc, params, g, states, entry->getArgument(lrIndex),
-        entry->getArgument(lrIndex + 1), options.optimizer);
+    auto update =
+        UpdateOp::create(b, loc, params, g, states, entry->getArgument(lrIndex),
+                         entry->getArgument(lrIndex + 1), options.optimizer);
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
     Value reset = linalg::FillOp::create(b, loc, zero, grads).getResult(0);
     returned.push_back(update.getNewParams());
