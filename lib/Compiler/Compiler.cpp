@@ -62,6 +62,9 @@ LogicalResult validate(MLIRContext &ctx, const CompilerOptions &options) {
     return emitError(loc) << "--weight-decay must be >= 0";
   if (opt.clipNorm && !(*opt.clipNorm > 0 && finite(*opt.clipNorm)))
     return emitError(loc) << "--clip-norm must be positive";
+  if (opt.clipNorm && opt.name == "none")
+    return emitError(loc) << "--clip-norm needs an optimizer; --optimizer none "
+                             "only computes gradients";
   const std::string &norm = options.pipeline.train.lossNormalization;
   if (norm != "exact" && norm != "per-micro-batch")
     return emitError(loc) << "--loss-normalization must be exact or "
