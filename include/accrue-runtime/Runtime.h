@@ -11,6 +11,7 @@
 #define ACCRUE_RUNTIME_RUNTIME_H
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -72,6 +73,26 @@ std::string readFile(const std::string &path);
 std::string patchOnnxInitializers(
     const std::string &model,
     const std::map<std::string, std::pair<const float *, int64_t>> &values);
+
+/// Arguments in the packed calling convention of compiled steps (that of
+/// mlir::ExecutionEngine::invokePacked): one pointer per lowered argument,
+/// each memref expanded into (allocated, aligned, offset, sizes...,
+/// strides...) for a contiguous row-major buffer.
+class PackedArgs {
+public:
+  /// A row-major buffer of `shape` at `data`.
+  void addMemref(void *data, const std::vector<int64_t> &shape);
+  /// A scalar argument; `value` must outlive the call.
+  void addScalar(void *value) { slots.push_back(value); }
+  void **data() { return slots.data(); }
+  size_t size() const { return slots.size(); }
+
+private:
+  // Deques keep the addresses handed out stable as they grow.
+  std::deque<void *> pointers;
+  std::deque<int64_t> integers;
+  std::vector<void *> slots;
+};
 
 /// One buffer the step takes, from step.json.
 struct ArgSpec {

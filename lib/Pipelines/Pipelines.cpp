@@ -49,6 +49,7 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
   // depends on the micro-batch size, not on the number of steps.
   pm.addPass(bufferization::createOneShotBufferizePass());
   bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createExpandStridedCopies());
 }
 
 void buildCPUToLLVMPipeline(OpPassManager &pm) {

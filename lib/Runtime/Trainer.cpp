@@ -74,6 +74,32 @@ std::vector<const ArgSpec *> Artifact::batchInputs() const {
 }
 
 //===----------------------------------------------------------------------===//
+// PackedArgs
+//===----------------------------------------------------------------------===//
+
+void PackedArgs::addMemref(void *data, const std::vector<int64_t> &shape) {
+  pointers.push_back(data);
+  slots.push_back(&pointers.back()); // allocated
+  slots.push_back(&pointers.back()); // aligned
+  integers.push_back(0);
+  slots.push_back(&integers.back()); // offset
+  for (int64_t d : shape) {
+    integers.push_back(d);
+    slots.push_back(&integers.back());
+  }
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  for (int64_t s : strides) {
+    integers.push_back(s);
+    slots.push_back(&integers.back());
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Arena
 //===----------------------------------------------------------------------===//
 
@@ -130,59 +156,28 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
   if (art->optimizer == "none")
     gradArena->zero();
 
-  // The packed calling convention: one pointer per lowered argument, each
-  // memref expanded into (allocated, aligned, offset, sizes..., strides...).
-  std::vector<void *> pointers;
-  std::vector<int64_t> ints;
-  // Addresses into these vectors are handed out: reserve exactly.
-  size_t numInts = 0;
-  for (const ArgSpec &arg : art->args)
-    numInts += 1 + 2 * arg.shape.size();
-  pointers.reserve(art->args.size());
-  ints.reserve(numInts);
+  PackedArgs packed;
   float lrValue = static_cast<float>(lr);
   int64_t stepValue = completed + 1;
   float metrics[2] = {0, 0};
-  std::vector<void *> packed;
   size_t nextState = 0, nextInput = 0;
-  auto addMemref = [&](void *base, const std::vector<int64_t> &shape) {
-    pointers.push_back(base);
-    packed.push_back(&pointers.back());
-    packed.push_back(&pointers.back());
-    ints.push_back(0);
-    packed.push_back(&ints.back());
-    for (int64_t d : shape) {
-      ints.push_back(d);
-      packed.push_back(&ints.back());
-    }
-    int64_t stride = 1;
-    std::vector<int64_t> strides(shape.size());
-    for (size_t i = shape.size(); i-- > 0;) {
-      strides[i] = stride;
-      stride *= shape[i];
-    }
-    for (int64_t s : strides) {
-      ints.push_back(s);
-      packed.push_back(&ints.back());
-    }
-  };
   for (const ArgSpec &arg : art->args) {
     if (arg.role == "params") {
-      addMemref(paramArena->data(), arg.shape);
+      packed.addMemref(paramArena->data(), arg.shape);
     } else if (arg.role == "accumulator") {
-      addMemref(gradArena->data(), arg.shape);
+      packed.addMemref(gradArena->data(), arg.shape);
     } else if (arg.role == "state") {
-      addMemref(stateArenas[nextState++]->data(), arg.shape);
+      packed.addMemref(stateArenas[nextState++]->data(), arg.shape);
     } else if (arg.role == "batch") {
       std::vector<int64_t> shape = arg.shape;
       shape[0] = samples;
-      addMemref(const_cast<void *>(inputs[nextInput++]), shape);
+      packed.addMemref(const_cast<void *>(inputs[nextInput++]), shape);
     } else if (arg.role == "lr") {
-      packed.push_back(&lrValue);
+      packed.addScalar(&lrValue);
     } else if (arg.role == "step") {
-      packed.push_back(&stepValue);
+      packed.addScalar(&stepValue);
     } else if (arg.role == "metrics") {
-      addMemref(metrics, arg.shape);
+      packed.addMemref(metrics, arg.shape);
     } else {
       throw Error("step.json: unknown argument role '" + arg.role + "'");
     }

@@ -35,4 +35,15 @@ def ConvertTrainToLinalg : Pass<"convert-train-to-linalg"> {
                            "::mlir::math::MathDialect"];
 }
 
+def ExpandStridedCopies : Pass<"expand-strided-copies"> {
+  let summary = "Turn memref.copy between strided buffers into loops";
+  let description = [{
+    A memref.copy between buffers with non-identity layouts lowers to a call
+    of `memrefCopy` from MLIR's runner utilities, which compiled artifacts do
+    not link. This rewrites such copies into linalg.copy, which lowers to
+    plain loops; contiguous copies stay memref.copy (a memcpy).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 #endif // ACCRUE_CONVERSION_PASSES_TD

@@ -17,7 +17,10 @@ bool isFloat(Value v) { return isa<FloatType>(v.getType()); }
 
 // Scalar bodies, one per op. `args` are the operand elements.
 Value scalarBody(NegOp, OpBuilder &b, Location l, ValueRange args) {
-  return arith::NegFOp::create(b, l, args[0]);
+  if (isFloat(args[0]))
+    return arith::NegFOp::create(b, l, args[0]);
+  return arith::SubIOp::create(
+      b, l, scalarConstant(b, l, args[0].getType(), 0.0), args[0]);
 }
 Value scalarBody(ExpOp, OpBuilder &b, Location l, ValueRange args) {
   return math::ExpOp::create(b, l, args[0]);
@@ -75,6 +78,95 @@ Value scalarBody(WhereOp, OpBuilder &b, Location l, ValueRange args) {
   return arith::SelectOp::create(b, l, args[0], args[1], args[2]);
 }
 
+Value scalarBody(AbsOp, OpBuilder &b, Location l, ValueRange args) {
+  if (isFloat(args[0]))
+    return math::AbsFOp::create(b, l, args[0]);
+  return math::AbsIOp::create(b, l, args[0]);
+}
+Value scalarBody(ErfOp, OpBuilder &b, Location l, ValueRange args) {
+  return math::ErfOp::create(b, l, args[0]);
+}
+Value scalarBody(MaxOp, OpBuilder &b, Location l, ValueRange args) {
+  if (isFloat(args[0]))
+    return arith::MaximumFOp::create(b, l, args[0], args[1]);
+  return arith::MaxSIOp::create(b, l, args[0], args[1]);
+}
+Value scalarBody(MinOp, OpBuilder &b, Location l, ValueRange args) {
+  if (isFloat(args[0]))
+    return arith::MinimumFOp::create(b, l, args[0], args[1]);
+  return arith::MinSIOp::create(b, l, args[0], args[1]);
+}
+Value scalarBody(LessOp, OpBuilder &b, Location l, ValueRange args) {
+  if (isFloat(args[0]))
+    return arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, args[0],
+                                 args[1]);
+  return arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, args[0],
+                               args[1]);
+}
+Value scalarBody(EqualOp, OpBuilder &b, Location l, ValueRange args) {
+  if (isFloat(args[0]))
+    return arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, args[0],
+                                 args[1]);
+  return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, args[0],
+                               args[1]);
+}
+Value scalarBody(AndOp, OpBuilder &b, Location l, ValueRange args) {
+  return arith::AndIOp::create(b, l, args[0], args[1]);
+}
+Value scalarBody(NotOp, OpBuilder &b, Location l, ValueRange args) {
+  Value one = arith::ConstantOp::create(b, l, b.getBoolAttr(true));
+  return arith::XOrIOp::create(b, l, args[0], one);
+}
+Value scalarBody(ClipOp op, OpBuilder &b, Location l, ValueRange args) {
+  Value x = args[0];
+  Type type = x.getType();
+  if (std::optional<APFloat> min = op.getMin()) {
+    Value m = scalarConstant(b, l, type, min->convertToDouble());
+    x = isFloat(x) ? Value(arith::MaximumFOp::create(b, l, x, m))
+                   : Value(arith::MaxSIOp::create(b, l, x, m));
+  }
+  if (std::optional<APFloat> max = op.getMax()) {
+    Value m = scalarConstant(b, l, type, max->convertToDouble());
+    x = isFloat(x) ? Value(arith::MinimumFOp::create(b, l, x, m))
+                   : Value(arith::MinSIOp::create(b, l, x, m));
+  }
+  return x;
+}
+Value scalarBody(CastOp op, OpBuilder &b, Location l, ValueRange args) {
+  Value x = args[0];
+  Type from = x.getType();
+  Type to = getElementTypeOrSelf(op.getType());
+  if (from == to)
+    return x;
+  if (to.isInteger(1)) {
+    if (isFloat(x))
+      return arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, x,
+                                   scalarConstant(b, l, from, 0.0));
+    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, x,
+                                 scalarConstant(b, l, from, 0.0));
+  }
+  bool fromFloat = isa<FloatType>(from), toFloat = isa<FloatType>(to);
+  if (fromFloat && toFloat) {
+    if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+      return arith::ExtFOp::create(b, l, to, x);
+    if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+      return arith::TruncFOp::create(b, l, to, x);
+    // f16 <-> bf16: through f32.
+    Value wide = arith::ExtFOp::create(b, l, b.getF32Type(), x);
+    return arith::TruncFOp::create(b, l, to, wide);
+  }
+  if (fromFloat)
+    return arith::FPToSIOp::create(b, l, to, x);
+  if (toFloat)
+    return from.isInteger(1) ? Value(arith::UIToFPOp::create(b, l, to, x))
+                             : Value(arith::SIToFPOp::create(b, l, to, x));
+  if (from.isInteger(1))
+    return arith::ExtUIOp::create(b, l, to, x);
+  if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+    return arith::ExtSIOp::create(b, l, to, x);
+  return arith::TruncIOp::create(b, l, to, x);
+}
+
 template <typename OpTy>
 struct ElementwiseLowering : public OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
@@ -112,5 +204,10 @@ void lowering::populateElementwiseLowering(RewritePatternSet &patterns) {
                ElementwiseLowering<SubOp>, ElementwiseLowering<MulOp>,
                ElementwiseLowering<DivOp>, ElementwiseLowering<PowOp>,
                ElementwiseLowering<GreaterOp>, ElementwiseLowering<WhereOp>,
+               ElementwiseLowering<AbsOp>, ElementwiseLowering<ErfOp>,
+               ElementwiseLowering<MaxOp>, ElementwiseLowering<MinOp>,
+               ElementwiseLowering<LessOp>, ElementwiseLowering<EqualOp>,
+               ElementwiseLowering<AndOp>, ElementwiseLowering<NotOp>,
+               ElementwiseLowering<ClipOp>, ElementwiseLowering<CastOp>,
                IdentityLowering>(patterns.getContext());
 }

@@ -169,6 +169,28 @@ Value gatherScore(OpBuilder &b, Location loc, Value scores, Value classIndex,
   return tensor::ExtractOp::create(b, loc, scores, indices);
 }
 
+/// Reduces per-item losses as `reduction` asks (sum, or sum divided by the
+/// weight of the counted labels).
+Value reduceItems(OpBuilder &b, Location loc, Value perItem,
+                  LossReduction reduction, Value labels, Value weights,
+                  std::optional<int64_t> ignore, int64_t numClasses,
+                  Type element) {
+  if (reduction == LossReduction::None)
+    return perItem;
+  Value result = sumAll(b, loc, perItem);
+  if (reduction == LossReduction::Mean) {
+    Value count =
+        weightSum(b, loc, labels, weights, ignore, numClasses, element);
+    result = buildElementwise(
+        b, loc, cast<RankedTensorType>(result.getType()),
+        ValueRange{result, count},
+        [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          return arith::DivFOp::create(nb, l, args[0], args[1]);
+        });
+  }
+  return result;
+}
+
 struct SoftmaxCrossEntropyLossLowering
     : public OpConversionPattern<SoftmaxCrossEntropyLossOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -202,21 +224,10 @@ struct SoftmaxCrossEntropyLossLowering
           Value bad = arith::SelectOp::create(b, l, info.ignored, zero, nan);
           return arith::SelectOp::create(b, l, info.counted, loss, bad);
         });
-    Value result = perItem;
-    if (op.getReduction() != LossReduction::None) {
-      result = sumAll(rewriter, loc, perItem);
-      if (op.getReduction() == LossReduction::Mean) {
-        Value count = weightSum(rewriter, loc, adaptor.getLabels(), weights,
-                                ignore, shapes.numClasses, element);
-        result = buildElementwise(
-            rewriter, loc, cast<RankedTensorType>(result.getType()),
-            ValueRange{result, count},
-            [](OpBuilder &b, Location l, ValueRange args) -> Value {
-              return arith::DivFOp::create(b, l, args[0], args[1]);
-            });
-      }
-    }
-    rewriter.replaceOp(op, result);
+    rewriter.replaceOp(op, reduceItems(rewriter, loc, perItem,
+                                       op.getReduction(), adaptor.getLabels(),
+                                       weights, ignore, shapes.numClasses,
+                                       element));
     return success();
   }
 };
@@ -285,6 +296,95 @@ struct SoftmaxCrossEntropyGradLowering
   }
 };
 
+struct NegativeLogLikelihoodLossLowering
+    : public OpConversionPattern<NegativeLogLikelihoodLossOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NegativeLogLikelihoodLossOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    LossShapes shapes(adaptor.getInput());
+    Type element = shapes.items.getElementType();
+    std::optional<int64_t> ignore = op.getIgnoreIndex();
+    Value input = adaptor.getInput(), weights = adaptor.getWeights();
+    int64_t itemsRank = shapes.items.getRank();
+    Value perItem = buildElementwise(
+        rewriter, loc, shapes.items, adaptor.getTarget(),
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          LabelInfo info =
+              decodeLabel(b, l, args[0], ignore, shapes.numClasses);
+          Value logp = gatherScore(b, l, input, info.index, itemsRank);
+          Value loss = arith::MulFOp::create(
+              b, l, arith::NegFOp::create(b, l, logp),
+              classWeight(b, l, weights, info, element));
+          Value zero = scalarConstant(b, l, element, 0.0);
+          Value nan = scalarConstant(b, l, element,
+                                     std::numeric_limits<double>::quiet_NaN());
+          Value bad = arith::SelectOp::create(b, l, info.ignored, zero, nan);
+          return arith::SelectOp::create(b, l, info.counted, loss, bad);
+        });
+    rewriter.replaceOp(op, reduceItems(rewriter, loc, perItem,
+                                       op.getReduction(), adaptor.getTarget(),
+                                       weights, ignore, shapes.numClasses,
+                                       element));
+    return success();
+  }
+};
+
+struct NegativeLogLikelihoodGradLowering
+    : public OpConversionPattern<NegativeLogLikelihoodGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NegativeLogLikelihoodGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    LossShapes shapes(adaptor.getInput());
+    Type element = shapes.items.getElementType();
+    std::optional<int64_t> ignore = op.getIgnoreIndex();
+    Value weights = adaptor.getWeights();
+    AffineMap identity = rewriter.getMultiDimIdentityMap(shapes.rank);
+    AffineMap items = shapes.itemsMap(ctx);
+    AffineMap scalar = AffineMap::get(shapes.rank, 0, {}, ctx);
+    bool mean = op.getReduction() == LossReduction::Mean;
+    SmallVector<Value> inputs{adaptor.getTarget(), adaptor.getDloss()};
+    SmallVector<AffineMap> maps{
+        items, op.getReduction() == LossReduction::None ? items : scalar};
+    if (mean) {
+      inputs.push_back(weightSum(rewriter, loc, adaptor.getTarget(), weights,
+                                 ignore, shapes.numClasses, element));
+      maps.push_back(scalar);
+    }
+    maps.push_back(identity);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, shapes.scores, inputs,
+        emptyTensor(rewriter, loc, shapes.scores), maps,
+        SmallVector<IteratorType>(shapes.rank, IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          LabelInfo info =
+              decodeLabel(b, l, args[0], ignore, shapes.numClasses);
+          Value c = linalg::IndexOp::create(b, l, 1);
+          Value isLabel = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::eq, c, info.index);
+          Value hit = arith::AndIOp::create(b, l, isLabel, info.counted);
+          Value coef = args[1];
+          if (mean)
+            coef = arith::DivFOp::create(b, l, coef, args[2]);
+          Value grad = arith::NegFOp::create(
+              b, l,
+              arith::MulFOp::create(b, l, coef,
+                                    classWeight(b, l, weights, info, element)));
+          linalg::YieldOp::create(
+              b, l,
+              arith::SelectOp::create(b, l, hit, grad,
+                                      scalarConstant(b, l, element, 0.0))
+                  .getResult());
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 struct ClassWeightSumLowering : public OpConversionPattern<ClassWeightSumOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -307,5 +407,7 @@ struct ClassWeightSumLowering : public OpConversionPattern<ClassWeightSumOp> {
 
 void lowering::populateLossLowering(RewritePatternSet &patterns) {
   patterns.add<SoftmaxCrossEntropyLossLowering, SoftmaxCrossEntropyGradLowering,
-               ClassWeightSumLowering>(patterns.getContext());
+               NegativeLogLikelihoodLossLowering,
+               NegativeLogLikelihoodGradLowering, ClassWeightSumLowering>(
+      patterns.getContext());
 }

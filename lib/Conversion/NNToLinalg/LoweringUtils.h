@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -55,6 +56,7 @@ void populateContractionLowering(mlir::RewritePatternSet &patterns);
 void populateReductionLowering(mlir::RewritePatternSet &patterns);
 void populateShapeLowering(mlir::RewritePatternSet &patterns);
 void populateLossLowering(mlir::RewritePatternSet &patterns);
+void populateNeuralLowering(mlir::RewritePatternSet &patterns);
 
 } // namespace accrue::nn::lowering
 

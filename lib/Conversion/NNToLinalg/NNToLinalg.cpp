@@ -27,6 +27,7 @@ struct ConvertNNToLinalgPass
     nn::lowering::populateReductionLowering(patterns);
     nn::lowering::populateShapeLowering(patterns);
     nn::lowering::populateLossLowering(patterns);
+    nn::lowering::populateNeuralLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

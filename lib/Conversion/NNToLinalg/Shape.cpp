@@ -60,11 +60,258 @@ struct ExpandLowering : public OpConversionPattern<ExpandOp> {
   }
 };
 
+struct ConcatLowering : public OpConversionPattern<ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    Value result = emptyTensor(rewriter, loc, resultType);
+    int64_t offset = 0;
+    for (Value input : adaptor.getInputs()) {
+      auto type = cast<RankedTensorType>(input.getType());
+      SmallVector<OpFoldResult> offsets(type.getRank(),
+                                        rewriter.getIndexAttr(0));
+      offsets[axis] = rewriter.getIndexAttr(offset);
+      SmallVector<OpFoldResult> sizes, strides(type.getRank(),
+                                               rewriter.getIndexAttr(1));
+      for (int64_t d : type.getShape())
+        sizes.push_back(rewriter.getIndexAttr(d));
+      result = tensor::InsertSliceOp::create(rewriter, loc, input, result,
+                                             offsets, sizes, strides);
+      offset += type.getDimSize(axis);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Reverses `value` along every dimension where `flip` is set.
+Value reverseDims(OpBuilder &b, Location loc, Value value,
+                  ArrayRef<bool> flip) {
+  if (llvm::none_of(flip, [](bool f) { return f; }))
+    return value;
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<AffineExpr> exprs;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    AffineExpr dim = b.getAffineDimExpr(d);
+    exprs.push_back(flip[d] ? type.getDimSize(d) - 1 - dim : dim);
+  }
+  AffineMap read = AffineMap::get(type.getRank(), 0, exprs, b.getContext());
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, type, value, emptyTensor(b, loc, type),
+             ArrayRef<AffineMap>{read, b.getMultiDimIdentityMap(type.getRank())},
+             iterators,
+             [](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(nb, nl, args[0]);
+             })
+      .getResult(0);
+}
+
+/// A strided slice as positive-stride offsets/sizes/strides plus the
+/// dimensions to reverse (those with negative steps).
+struct StridedSlice {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  SmallVector<bool> flip;
+};
+
+StridedSlice positiveSlice(OpBuilder &b, ArrayRef<int64_t> starts,
+                           ArrayRef<int64_t> steps, ArrayRef<int64_t> shape) {
+  StridedSlice s;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    int64_t size = shape[d], start = starts[d], step = steps[d];
+    bool negative = step < 0;
+    if (negative && size > 0)
+      start = start + (size - 1) * step;
+    s.offsets.push_back(b.getIndexAttr(size > 0 ? start : 0));
+    s.sizes.push_back(b.getIndexAttr(size));
+    s.strides.push_back(b.getIndexAttr(negative ? -step : step));
+    s.flip.push_back(negative);
+  }
+  return s;
+}
+
+struct SliceLowering : public OpConversionPattern<SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto resultType = cast<RankedTensorType>(op.getType());
+    StridedSlice s = positiveSlice(rewriter, op.getStarts(), op.getSteps(),
+                                   resultType.getShape());
+    Value slice = tensor::ExtractSliceOp::create(
+        rewriter, op.getLoc(), resultType, adaptor.getInput(), s.offsets,
+        s.sizes, s.strides);
+    rewriter.replaceOp(op, reverseDims(rewriter, op.getLoc(), slice, s.flip));
+    return success();
+  }
+};
+
+struct SliceGradLowering : public OpConversionPattern<SliceGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SliceGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inType = cast<RankedTensorType>(adaptor.getInput().getType());
+    StridedSlice s = positiveSlice(rewriter, op.getStarts(), op.getSteps(),
+                                   inType.getShape());
+    Value source = reverseDims(rewriter, loc, adaptor.getInput(), s.flip);
+    Value zeros =
+        filledTensor(rewriter, loc, cast<RankedTensorType>(op.getType()), 0.0);
+    rewriter.replaceOp(op, tensor::InsertSliceOp::create(
+                               rewriter, loc, source, zeros, s.offsets,
+                               s.sizes, s.strides));
+    return success();
+  }
+};
+
+/// Clamps a possibly negative index into [0, extent).
+Value normalizeIndex(OpBuilder &b, Location loc, Value index, int64_t extent) {
+  Type type = index.getType();
+  Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, 0));
+  Value size = arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, extent));
+  Value negative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
+  Value wrapped = arith::SelectOp::create(
+      b, loc, negative, arith::AddIOp::create(b, loc, index, size), index);
+  // Out-of-range indices read element 0 instead of outside the buffer.
+  Value inRange = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, wrapped, zero),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, wrapped, size));
+  Value safe = arith::SelectOp::create(b, loc, inRange, wrapped, zero);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), safe);
+}
+
+struct GatherLowering : public OpConversionPattern<GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    auto dataType = cast<RankedTensorType>(adaptor.getData().getType());
+    auto indicesType = cast<RankedTensorType>(adaptor.getIndices().getType());
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    int64_t q = indicesType.getRank();
+    int64_t rank = resultType.getRank();
+    // Iterate over the result; read the index at dims [axis, axis + q).
+    SmallVector<AffineExpr> indexExprs;
+    for (int64_t d = 0; d < q; ++d)
+      indexExprs.push_back(rewriter.getAffineDimExpr(axis + d));
+    AffineMap indexMap =
+        AffineMap::get(rank, 0, indexExprs, rewriter.getContext());
+    Value data = adaptor.getData();
+    int64_t extent = dataType.getDimSize(axis);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, resultType, adaptor.getIndices(),
+        emptyTensor(rewriter, loc, resultType),
+        ArrayRef<AffineMap>{indexMap, rewriter.getMultiDimIdentityMap(rank)},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          SmallVector<Value> coords;
+          for (int64_t d = 0; d < axis; ++d)
+            coords.push_back(linalg::IndexOp::create(b, l, d));
+          coords.push_back(normalizeIndex(b, l, args[0], extent));
+          for (int64_t d = axis + q; d < rank; ++d)
+            coords.push_back(linalg::IndexOp::create(b, l, d));
+          linalg::YieldOp::create(
+              b, l, tensor::ExtractOp::create(b, l, data, coords).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+/// Scatter-add: one loop over every element of the adjoint, reading its
+/// index and adding it into the table (updated in place after
+/// bufferization).
+struct GatherGradLowering : public OpConversionPattern<GatherGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatherGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    auto dyType = cast<RankedTensorType>(adaptor.getDresult().getType());
+    auto indicesType = cast<RankedTensorType>(adaptor.getIndices().getType());
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    int64_t q = indicesType.getRank();
+    Value zeros = filledTensor(rewriter, loc, resultType, 0.0);
+    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value total =
+        arith::ConstantIndexOp::create(rewriter, loc, dyType.getNumElements());
+    Value dy = adaptor.getDresult(), indices = adaptor.getIndices();
+    int64_t extent = resultType.getDimSize(axis);
+    auto loop = scf::ForOp::create(
+        rewriter, loc, c0, total, c1, ValueRange{zeros},
+        [&](OpBuilder &b, Location l, Value linear, ValueRange iter) {
+          // Delinearize into the adjoint's coordinates.
+          SmallVector<Value> coords(dyType.getRank());
+          Value rest = linear;
+          for (int64_t d = dyType.getRank() - 1; d >= 0; --d) {
+            Value size =
+                arith::ConstantIndexOp::create(b, l, dyType.getDimSize(d));
+            coords[d] = arith::RemUIOp::create(b, l, rest, size);
+            rest = arith::DivUIOp::create(b, l, rest, size);
+          }
+          SmallVector<Value> indexCoords(coords.begin() + axis,
+                                         coords.begin() + axis + q);
+          Value index = tensor::ExtractOp::create(b, l, indices, indexCoords);
+          SmallVector<Value> target(coords.begin(), coords.begin() + axis);
+          target.push_back(normalizeIndex(b, l, index, extent));
+          target.append(coords.begin() + axis + q, coords.end());
+          Value add = arith::AddFOp::create(
+              b, l, tensor::ExtractOp::create(b, l, iter[0], target),
+              tensor::ExtractOp::create(b, l, dy, coords));
+          Value updated =
+              tensor::InsertOp::create(b, l, add, iter[0], target);
+          scf::YieldOp::create(b, l, updated);
+        });
+    rewriter.replaceOp(op, loop.getResult(0));
+    return success();
+  }
+};
+
+struct TriluLowering : public OpConversionPattern<TriluOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TriluOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    int64_t rank = type.getRank(), k = static_cast<int64_t>(op.getK());
+    bool upper = op.getUpper();
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), type, adaptor.getInput(),
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value i = linalg::IndexOp::create(b, l, rank - 2);
+          Value j = linalg::IndexOp::create(b, l, rank - 1);
+          Value diff = arith::SubIOp::create(b, l, j, i);
+          Value kv = arith::ConstantIndexOp::create(b, l, k);
+          Value keep = arith::CmpIOp::create(
+              b, l, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle,
+              diff, kv);
+          return arith::SelectOp::create(
+              b, l, keep, args[0],
+              scalarConstant(b, l, type.getElementType(), 0.0));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void lowering::populateShapeLowering(RewritePatternSet &patterns) {
-  patterns
-      .add<ConstantLowering, ReshapeLikeLowering<ReshapeOp>,
-           ReshapeLikeLowering<FlattenOp>, TransposeLowering, ExpandLowering>(
-          patterns.getContext());
+  patterns.add<ConstantLowering, ReshapeLikeLowering<ReshapeOp>,
+               ReshapeLikeLowering<FlattenOp>, TransposeLowering,
+               ExpandLowering, ConcatLowering, SliceLowering,
+               SliceGradLowering, GatherLowering, GatherGradLowering,
+               TriluLowering>(patterns.getContext());
 }

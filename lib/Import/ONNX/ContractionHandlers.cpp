@@ -14,7 +14,7 @@ LogicalResult importGemm(GraphImporter &im, const onnx::NodeProto &node) {
   if (failed(a) || failed(b) || failed(c))
     return failure();
   OpBuilder &builder = im.builder;
-  FailureOr<nn::GemmOp> op = im.create<nn::GemmOp>(
+  FailureOr<Value> op = im.create<nn::GemmOp>(
       node, *a, *b, *c,
       builder.getF32FloatAttr(im.floatAttr(node, "alpha", 1.0f)),
       builder.getF32FloatAttr(im.floatAttr(node, "beta", 1.0f)),
@@ -45,7 +45,7 @@ LogicalResult importMatMul(GraphImporter &im, const onnx::NodeProto &node) {
   if (rhsVector)
     r = nnb.reshape(r, RankedTensorType::get({rhsType.getDimSize(0), 1},
                                              rhsType.getElementType()));
-  FailureOr<nn::MatMulOp> op = im.create<nn::MatMulOp>(node, l, r);
+  FailureOr<Value> op = im.create<nn::MatMulOp>(node, l, r);
   if (failed(op))
     return failure();
   Value result = *op;

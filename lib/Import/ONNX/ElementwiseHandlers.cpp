@@ -1,6 +1,14 @@
 //===- ElementwiseHandlers.cpp - import elementwise ops ---------*- C++ -*-===//
+//
+// One nn op per ONNX operator where there is one; LeakyRelu, Elu, Softplus,
+// Reciprocal and Gelu are built from nn ops, so their VJPs come from the
+// parts.
+//
+//===----------------------------------------------------------------------===//
 
 #include "GraphImporter.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace accrue;
@@ -8,19 +16,32 @@ using namespace accrue::onnx_import;
 
 namespace {
 
+Type elementOf(Value v) { return getElementTypeOrSelf(v.getType()); }
+
+FailureOr<Value> floatInput(GraphImporter &im, const onnx::NodeProto &node,
+                            int index) {
+  FailureOr<Value> x = im.input(node, index);
+  if (succeeded(x) && !isa<FloatType>(elementOf(*x)))
+    return im.error(node) << "expects a floating-point input, got "
+                          << x->getType();
+  return x;
+}
+
 template <typename OpTy>
 LogicalResult importUnary(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  return im.setResult(node, im.create<OpTy>(node, *x));
+}
+
+/// A unary op on any element type.
+template <typename OpTy>
+LogicalResult importAnyUnary(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
   if (failed(x))
     return failure();
-  if (!isa<FloatType>(getElementTypeOrSelf(x->getType())))
-    return im.error(node) << "expects a floating-point input, got "
-                          << x->getType();
-  FailureOr<OpTy> op = im.create<OpTy>(node, *x);
-  if (failed(op))
-    return failure();
-  im.setOutput(node, 0, *op);
-  return success();
+  return im.setResult(node, im.create<OpTy>(node, *x));
 }
 
 template <typename OpTy>
@@ -28,11 +49,27 @@ LogicalResult importBinary(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> lhs = im.input(node, 0), rhs = im.input(node, 1);
   if (failed(lhs) || failed(rhs))
     return failure();
-  FailureOr<OpTy> op = im.create<OpTy>(node, *lhs, *rhs);
-  if (failed(op))
+  return im.setResult(node, im.create<OpTy>(node, *lhs, *rhs));
+}
+
+/// Max/Min/Sum of any number of operands, left to right.
+template <typename OpTy>
+LogicalResult importVariadic(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> acc = im.input(node, 0);
+  for (int i = 1; succeeded(acc) && i < node.input_size(); ++i) {
+    FailureOr<Value> next = im.input(node, i);
+    if (failed(next))
+      return failure();
+    acc = im.create<OpTy>(node, *acc, *next);
+  }
+  return im.setResult(node, acc);
+}
+
+LogicalResult importNot(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
     return failure();
-  im.setOutput(node, 0, *op);
-  return success();
+  return im.setResult(node, im.create<nn::NotOp>(node, *x));
 }
 
 LogicalResult importPow(GraphImporter &im, const onnx::NodeProto &node) {
@@ -42,9 +79,27 @@ LogicalResult importPow(GraphImporter &im, const onnx::NodeProto &node) {
   if (failed(base) || failed(exponent))
     return failure();
   auto baseType = cast<RankedTensorType>(base->getType());
-  auto floatType = dyn_cast<FloatType>(baseType.getElementType());
+  if (isa<IntegerType>(baseType.getElementType())) {
+    // Integer powers through f64 (exact for the values integers hold).
+    auto f64 = RankedTensorType::get(baseType.getShape(), im.builder.getF64Type());
+    auto expType = cast<RankedTensorType>(im.input(node, 1)->getType());
+    FailureOr<Value> b = im.create<nn::CastOp>(node, f64, *base);
+    FailureOr<Value> e = im.create<nn::CastOp>(
+        node, RankedTensorType::get(expType.getShape(), im.builder.getF64Type()),
+        *im.input(node, 1));
+    if (failed(b) || failed(e))
+      return failure();
+    FailureOr<Value> p = im.create<nn::PowOp>(node, *b, *e);
+    if (failed(p))
+      return failure();
+    auto resultType = RankedTensorType::get(
+        cast<RankedTensorType>(p->getType()).getShape(),
+        baseType.getElementType());
+    return im.setResult(node, im.create<nn::CastOp>(node, resultType, *p));
+  }
+  auto floatType = dyn_cast<FloatType>(elementOf(*base));
   if (!floatType)
-    return im.error(node) << "expects a floating-point base";
+    return im.error(node) << "expects a floating-point or integer base";
   Value exp = *im.input(node, 1);
   if (exponent->getElementType() != floatType) {
     // Opset 12+ allows another exponent type: convert to the base's.
@@ -63,11 +118,7 @@ LogicalResult importPow(GraphImporter &im, const onnx::NodeProto &node) {
     exp = nn::ConstantOp::create(im.builder, im.loc(node),
                                  DenseElementsAttr::get(expType, values));
   }
-  FailureOr<nn::PowOp> op = im.create<nn::PowOp>(node, *base, exp);
-  if (failed(op))
-    return failure();
-  im.setOutput(node, 0, *op);
-  return success();
+  return im.setResult(node, im.create<nn::PowOp>(node, *base, exp));
 }
 
 LogicalResult importWhere(GraphImporter &im, const onnx::NodeProto &node) {
@@ -75,40 +126,193 @@ LogicalResult importWhere(GraphImporter &im, const onnx::NodeProto &node) {
                    y = im.input(node, 2);
   if (failed(c) || failed(x) || failed(y))
     return failure();
-  FailureOr<nn::WhereOp> op = im.create<nn::WhereOp>(node, *c, *x, *y);
-  if (failed(op))
-    return failure();
-  im.setOutput(node, 0, *op);
-  return success();
+  return im.setResult(node, im.create<nn::WhereOp>(node, *c, *x, *y));
 }
 
 LogicalResult importIdentity(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
   if (failed(x))
     return failure();
-  FailureOr<nn::IdentityOp> op = im.create<nn::IdentityOp>(node, *x);
-  if (failed(op))
+  return im.setResult(node, im.create<nn::IdentityOp>(node, *x));
+}
+
+LogicalResult importCast(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
     return failure();
-  im.setOutput(node, 0, *op);
-  return success();
+  int64_t to = im.intAttr(node, "to", 0);
+  Type element = convertElementType(im.builder.getContext(), to);
+  if (!element)
+    return im.error(node) << "unsupported element type "
+                          << onnx::TensorProto::DataType_Name(
+                                 static_cast<onnx::TensorProto::DataType>(to));
+  auto type = RankedTensorType::get(
+      cast<RankedTensorType>(x->getType()).getShape(), element);
+  return im.setResult(node, im.create<nn::CastOp>(node, type, *x));
+}
+
+/// The constant scalar of input `index`, or `fallback` when absent.
+FailureOr<std::optional<double>> optionalScalar(GraphImporter &im,
+                                                const onnx::NodeProto &node,
+                                                int index, StringRef what) {
+  if (index >= node.input_size() || node.input(index).empty())
+    return std::optional<double>();
+  FailureOr<DenseElementsAttr> attr = im.constantInput(node, index, what);
+  if (failed(attr))
+    return failure();
+  if (attr->getNumElements() != 1)
+    return im.error(node) << what << " must be a scalar";
+  Attribute v = *attr->getValues<Attribute>().begin();
+  if (auto f = dyn_cast<FloatAttr>(v))
+    return std::optional<double>(f.getValueAsDouble());
+  return std::optional<double>(
+      static_cast<double>(cast<IntegerAttr>(v).getInt()));
+}
+
+LogicalResult importClip(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  std::optional<double> min, max;
+  if (im.opset < 11) {
+    if (im.attribute(node, "min"))
+      min = im.floatAttr(node, "min", 0);
+    if (im.attribute(node, "max"))
+      max = im.floatAttr(node, "max", 0);
+  } else {
+    FailureOr<std::optional<double>> lo = optionalScalar(im, node, 1, "min");
+    FailureOr<std::optional<double>> hi = optionalScalar(im, node, 2, "max");
+    if (failed(lo) || failed(hi))
+      return failure();
+    min = *lo;
+    max = *hi;
+  }
+  Builder &b = im.builder;
+  return im.setResult(
+      node, im.create<nn::ClipOp>(node, *x,
+                                  min ? b.getF64FloatAttr(*min) : FloatAttr(),
+                                  max ? b.getF64FloatAttr(*max) : FloatAttr()));
+}
+
+//===----------------------------------------------------------------------===//
+// Composites
+//===----------------------------------------------------------------------===//
+
+LogicalResult importReciprocal(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  nn::NNBuilder nnb(im.builder, im.loc(node));
+  return im.setResult(
+      node, im.create<nn::DivOp>(node, nnb.scalar(elementOf(*x), 1.0), *x));
+}
+
+LogicalResult importLeakyRelu(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  nn::NNBuilder nnb(im.builder, im.loc(node));
+  Type element = elementOf(*x);
+  Value alpha = nnb.scalar(element, im.floatAttr(node, "alpha", 0.01f));
+  Value positive =
+      nn::GreaterOp::create(im.builder, im.loc(node), *x, nnb.scalar(element, 0));
+  return im.setResult(node, im.create<nn::WhereOp>(node, positive, *x,
+                                                   nnb.mul(*x, alpha)));
+}
+
+LogicalResult importElu(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  nn::NNBuilder nnb(im.builder, im.loc(node));
+  Type element = elementOf(*x);
+  Value alpha = nnb.scalar(element, im.floatAttr(node, "alpha", 1.0f));
+  Value one = nnb.scalar(element, 1.0);
+  Value negative = nnb.mul(
+      alpha, nnb.sub(nn::ExpOp::create(im.builder, im.loc(node), *x), one));
+  Value positive =
+      nn::GreaterOp::create(im.builder, im.loc(node), *x, nnb.scalar(element, 0));
+  return im.setResult(node,
+                      im.create<nn::WhereOp>(node, positive, *x, negative));
+}
+
+LogicalResult importSoftplus(GraphImporter &im, const onnx::NodeProto &node) {
+  // log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)), which does not
+  // overflow.
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  Type element = elementOf(*x);
+  Value relu = nn::ReluOp::create(b, loc, *x);
+  Value e = nn::ExpOp::create(
+      b, loc, nn::NegOp::create(b, loc, nn::AbsOp::create(b, loc, *x)));
+  Value log =
+      nn::LogOp::create(b, loc, nnb.add(nnb.scalar(element, 1.0), e));
+  return im.setResult(node, im.create<nn::AddOp>(node, relu, log));
+}
+
+LogicalResult importGelu(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  Type element = elementOf(*x);
+  auto c = [&](double v) { return nnb.scalar(element, v); };
+  std::string approximate = im.stringAttr(node, "approximate", "none");
+  Value inner;
+  if (approximate == "tanh") {
+    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+    Value cube = nnb.mul(*x, nnb.mul(*x, *x));
+    Value arg = nnb.mul(c(std::sqrt(2.0 / M_PI)),
+                        nnb.add(*x, nnb.mul(c(0.044715), cube)));
+    inner = nn::TanhOp::create(b, loc, arg);
+  } else if (approximate == "none") {
+    // 0.5 x (1 + erf(x / sqrt(2))).
+    inner = nn::ErfOp::create(b, loc, nnb.mul(*x, c(M_SQRT1_2)));
+  } else {
+    return im.error(node) << "unknown approximate '" << approximate << "'";
+  }
+  Value half = nnb.mul(*x, c(0.5));
+  return im.setResult(node,
+                      im.create<nn::MulOp>(node, half, nnb.add(c(1.0), inner)));
 }
 
 } // namespace
 
 void onnx_import::addElementwiseHandlers(std::vector<OpRegistration> &list) {
-  list.push_back({"Neg", 6, importUnary<nn::NegOp>});
+  list.push_back({"Neg", 6, importAnyUnary<nn::NegOp>});
+  list.push_back({"Abs", 6, importAnyUnary<nn::AbsOp>});
   list.push_back({"Exp", 6, importUnary<nn::ExpOp>});
   list.push_back({"Log", 6, importUnary<nn::LogOp>});
   list.push_back({"Sqrt", 6, importUnary<nn::SqrtOp>});
+  list.push_back({"Erf", 9, importUnary<nn::ErfOp>});
   list.push_back({"Relu", 6, importUnary<nn::ReluOp>});
   list.push_back({"Sigmoid", 6, importUnary<nn::SigmoidOp>});
   list.push_back({"Tanh", 6, importUnary<nn::TanhOp>});
+  list.push_back({"Reciprocal", 6, importReciprocal});
+  list.push_back({"LeakyRelu", 6, importLeakyRelu});
+  list.push_back({"Elu", 6, importElu});
+  list.push_back({"Softplus", 1, importSoftplus});
+  list.push_back({"Gelu", 20, importGelu});
   list.push_back({"Add", 7, importBinary<nn::AddOp>});
   list.push_back({"Sub", 7, importBinary<nn::SubOp>});
   list.push_back({"Mul", 7, importBinary<nn::MulOp>});
   list.push_back({"Div", 7, importBinary<nn::DivOp>});
+  list.push_back({"Max", 8, importVariadic<nn::MaxOp>});
+  list.push_back({"Min", 8, importVariadic<nn::MinOp>});
   list.push_back({"Greater", 7, importBinary<nn::GreaterOp>});
+  list.push_back({"Less", 7, importBinary<nn::LessOp>});
+  list.push_back({"Equal", 7, importBinary<nn::EqualOp>});
+  list.push_back({"And", 7, importBinary<nn::AndOp>});
+  list.push_back({"Not", 1, importNot});
   list.push_back({"Pow", 7, importPow, {1}});
+  list.push_back({"Clip", 6, importClip, {1, 2}});
   list.push_back({"Where", 9, importWhere});
   list.push_back({"Identity", 1, importIdentity});
+  list.push_back({"Cast", 6, importCast});
 }

@@ -2,6 +2,7 @@
 
 #include "GraphImporter.h"
 
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -22,6 +23,7 @@ static const std::vector<OpRegistration> &allHandlers() {
     addReductionHandlers(list);
     addShapeHandlers(list);
     addLossHandlers(list);
+    addNeuralHandlers(list);
     return list;
   }();
   return handlers;
@@ -35,6 +37,10 @@ const OpRegistration *onnx_import::lookupHandler(StringRef opType,
         (!best || reg.sinceVersion > best->sinceVersion))
       best = &reg;
   return best;
+}
+
+bool onnx_import::isSupportedOperator(StringRef opType, int64_t opset) {
+  return lookupHandler(opType, opset) != nullptr;
 }
 
 //===----------------------------------------------------------------------===//
@@ -96,93 +102,105 @@ static FailureOr<std::string> readExternalData(const onnx::TensorProto &tensor,
   return data.str();
 }
 
+int64_t TensorData::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// Appends the little-endian bytes of `values` to `out`.
+template <typename T, typename Range>
+static void appendBytes(std::string &out, const Range &values) {
+  for (auto v : values) {
+    T typed = static_cast<T>(v);
+    out.append(reinterpret_cast<const char *>(&typed), sizeof(T));
+  }
+}
+
+FailureOr<TensorData> onnx_import::readTensorData(
+    const onnx::TensorProto &tensor, MLIRContext *context, StringRef modelPath,
+    Location loc) {
+  TensorData data;
+  data.elementType = convertElementType(context, tensor.data_type());
+  if (!data.elementType)
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "' has unsupported element type "
+                          << onnx::TensorProto::DataType_Name(
+                                 static_cast<onnx::TensorProto::DataType>(
+                                     tensor.data_type()));
+  for (int64_t d : tensor.dims()) {
+    if (d < 0)
+      return emitError(loc) << "tensor '" << tensor.name()
+                            << "' has a negative dimension";
+    data.shape.push_back(d);
+  }
+  int64_t count = data.numElements();
+  size_t width = data.elementType.isInteger(1)
+                     ? 1
+                     : data.elementType.getIntOrFloatBitWidth() / 8;
+
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    FailureOr<std::string> bytes = readExternalData(tensor, modelPath, loc);
+    if (failed(bytes))
+      return failure();
+    data.bytes = std::move(*bytes);
+  } else if (tensor.has_raw_data()) {
+    data.bytes = tensor.raw_data();
+  } else {
+    switch (tensor.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      appendBytes<float>(data.bytes, tensor.float_data());
+      break;
+    case onnx::TensorProto::DOUBLE:
+      appendBytes<double>(data.bytes, tensor.double_data());
+      break;
+    case onnx::TensorProto::INT64:
+      appendBytes<int64_t>(data.bytes, tensor.int64_data());
+      break;
+    case onnx::TensorProto::INT32:
+      appendBytes<int32_t>(data.bytes, tensor.int32_data());
+      break;
+    case onnx::TensorProto::BOOL:
+      appendBytes<uint8_t>(data.bytes, tensor.int32_data());
+      break;
+    default: // f16 and bf16 store their bit patterns in int32_data.
+      appendBytes<uint16_t>(data.bytes, tensor.int32_data());
+      break;
+    }
+  }
+  if (data.bytes.size() != count * width)
+    return emitError(loc) << "tensor '" << tensor.name() << "' holds "
+                          << data.bytes.size() / width
+                          << " values, but its shape needs " << count
+                          << " (truncated or corrupt data)";
+  return data;
+}
+
+FailureOr<TensorData> onnx_import::readTensorProtoBytes(StringRef bytes,
+                                                       MLIRContext *context,
+                                                       Location loc) {
+  onnx::TensorProto tensor;
+  if (!tensor.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return emitError(loc) << "not a valid TensorProto";
+  return readTensorData(tensor, context, "", loc);
+}
+
 FailureOr<DenseElementsAttr>
 onnx_import::decodeTensor(const onnx::TensorProto &tensor, MLIRContext *context,
                           StringRef modelPath, Location loc) {
-  Type element = convertElementType(context, tensor.data_type());
-  if (!element)
-    return emitError(loc) << "tensor '" << tensor.name()
-                          << "' has unsupported element type "
-                          << tensor.data_type();
-  SmallVector<int64_t> shape;
-  int64_t count = 1;
-  for (int64_t d : tensor.dims()) {
-    if (d < 0)
-      return emitError(loc)
-             << "tensor '" << tensor.name() << "' has a negative dimension";
-    shape.push_back(d);
-    count *= d;
-  }
-  auto type = RankedTensorType::get(shape, element);
-  auto mismatch = [&](size_t got) {
-    return emitError(loc) << "tensor '" << tensor.name() << "' holds " << got
-                          << " values, but its shape needs " << count
-                          << " (truncated or corrupt data)";
-  };
-
-  std::string raw;
-  bool hasRaw = tensor.has_raw_data();
-  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
-    FailureOr<std::string> data = readExternalData(tensor, modelPath, loc);
-    if (failed(data))
-      return failure();
-    raw = std::move(*data);
-    hasRaw = true;
-  } else if (hasRaw) {
-    raw = tensor.raw_data();
-  }
-
-  if (element.isInteger(1)) {
+  FailureOr<TensorData> data = readTensorData(tensor, context, modelPath, loc);
+  if (failed(data))
+    return failure();
+  auto type = RankedTensorType::get(data->shape, data->elementType);
+  if (data->elementType.isInteger(1)) {
     SmallVector<bool> values;
-    if (hasRaw) {
-      for (char c : raw)
-        values.push_back(c != 0);
-    } else {
-      for (int32_t v : tensor.int32_data())
-        values.push_back(v != 0);
-    }
-    if (static_cast<int64_t>(values.size()) != count)
-      return mismatch(values.size());
+    for (char c : data->bytes)
+      values.push_back(c != 0);
     return DenseElementsAttr::get(type, ArrayRef<bool>(values));
   }
-
-  size_t width = element.getIntOrFloatBitWidth() / 8;
-  if (hasRaw) {
-    if (raw.size() != count * width)
-      return mismatch(raw.size() / width);
-    return DenseElementsAttr::getFromRawBuffer(
-        type, ArrayRef<char>(raw.data(), raw.size()));
-  }
-  auto fromTyped = [&](auto values) -> FailureOr<DenseElementsAttr> {
-    if (static_cast<int64_t>(values.size()) != count)
-      return mismatch(values.size());
-    return DenseElementsAttr::get(type, ArrayRef(values));
-  };
-  switch (tensor.data_type()) {
-  case onnx::TensorProto::FLOAT:
-    return fromTyped(SmallVector<float>(tensor.float_data().begin(),
-                                        tensor.float_data().end()));
-  case onnx::TensorProto::DOUBLE:
-    return fromTyped(SmallVector<double>(tensor.double_data().begin(),
-                                         tensor.double_data().end()));
-  case onnx::TensorProto::INT64:
-    return fromTyped(SmallVector<int64_t>(tensor.int64_data().begin(),
-                                          tensor.int64_data().end()));
-  case onnx::TensorProto::INT32:
-    return fromTyped(SmallVector<int32_t>(tensor.int32_data().begin(),
-                                          tensor.int32_data().end()));
-  default: {
-    // f16/bf16 store their bit patterns in int32_data.
-    SmallVector<uint16_t> bits;
-    for (int32_t v : tensor.int32_data())
-      bits.push_back(static_cast<uint16_t>(v));
-    if (static_cast<int64_t>(bits.size()) != count)
-      return mismatch(bits.size());
-    return DenseElementsAttr::getFromRawBuffer(
-        type, ArrayRef<char>(reinterpret_cast<const char *>(bits.data()),
-                             bits.size() * 2));
-  }
-  }
+  return DenseElementsAttr::getFromRawBuffer(
+      type, ArrayRef<char>(data->bytes.data(), data->bytes.size()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -199,6 +217,35 @@ void GraphImporter::nameNode(const onnx::NodeProto &node, int index) {
                         NameLoc::get(builder.getStringAttr(name), fileLoc));
 }
 
+FailureOr<Value> GraphImporter::finishOp(Operation *op) {
+  if (failed(mlir::verify(op))) {
+    op->erase();
+    return failure();
+  }
+  assert(op->getNumResults() == 1 && "importer ops have one result");
+  SmallVector<Attribute> constants;
+  for (Value operand : op->getOperands()) {
+    Attribute attr;
+    (void)matchPattern(operand, m_Constant(&attr));
+    constants.push_back(attr);
+  }
+  SmallVector<OpFoldResult> folded;
+  if (failed(op->fold(constants, folded)) || folded.size() != 1)
+    return op->getResult(0);
+  Value result;
+  if (auto value = dyn_cast<Value>(folded[0])) {
+    result = value;
+  } else {
+    auto attr = cast<ElementsAttr>(cast<Attribute>(folded[0]));
+    result = nn::ConstantOp::create(builder, op->getLoc(), attr);
+  }
+  if (result != op->getResult(0)) {
+    op->getResult(0).replaceAllUsesWith(result);
+    op->erase();
+  }
+  return result;
+}
+
 Location GraphImporter::loc(const onnx::NodeProto &node) {
   auto it = locations.find(&node);
   assert(it != locations.end() && "nameNode must be called first");
@@ -209,11 +256,22 @@ InFlightDiagnostic GraphImporter::error(const onnx::NodeProto &node) {
   return emitError(loc(node)) << node.op_type() << ": ";
 }
 
+LogicalResult GraphImporter::unsupportedOutput(const onnx::NodeProto &node,
+                                               int index, StringRef what) {
+  if (index < node.output_size() && !node.output(index).empty())
+    unsupported[node.output(index)] =
+        node.op_type() + " output " + what.str() + " is not supported";
+  return success();
+}
+
 FailureOr<Value> GraphImporter::optionalInput(const onnx::NodeProto &node,
                                               int index) {
   if (index >= node.input_size() || node.input(index).empty())
     return Value();
   Value value = values.lookup(node.input(index));
+  if (!value && unsupported.count(node.input(index)))
+    return error(node) << "uses '" << node.input(index) << "': "
+                       << unsupported.lookup(node.input(index));
   if (!value)
     return error(node) << "input '" << node.input(index)
                        << "' is not defined by any earlier node, "

@@ -10,6 +10,7 @@
 #define ACCRUE_LIB_IMPORT_ONNX_GRAPHIMPORTER_H
 
 #include "accrue/Dialect/NN/IR/NN.h"
+#include "accrue/Import/ONNX/Importer.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -47,12 +48,12 @@ void addContractionHandlers(std::vector<OpRegistration> &handlers);
 void addReductionHandlers(std::vector<OpRegistration> &handlers);
 void addShapeHandlers(std::vector<OpRegistration> &handlers);
 void addLossHandlers(std::vector<OpRegistration> &handlers);
+void addNeuralHandlers(std::vector<OpRegistration> &handlers);
 
 /// Converts an ONNX element type to MLIR; null for unsupported types.
 mlir::Type convertElementType(mlir::MLIRContext *context, int32_t onnxType);
 
-/// Decodes a TensorProto into an attribute (raw_data, typed fields or
-/// external data next to `modelPath`). Emits an error at `loc` on failure.
+/// Decodes a TensorProto into an attribute (see readTensorData).
 llvm::FailureOr<mlir::DenseElementsAttr>
 decodeTensor(const onnx::TensorProto &tensor, mlir::MLIRContext *context,
              llvm::StringRef modelPath, mlir::Location loc);
@@ -92,9 +93,25 @@ public:
 
   /// Binds output `index` of `node` to `value`.
   void setOutput(const onnx::NodeProto &node, int index, mlir::Value value);
+  /// Binds output 0 of `node` to `value`, or fails if it failed.
+  llvm::LogicalResult setResult(const onnx::NodeProto &node,
+                                llvm::FailureOr<mlir::Value> value) {
+    if (failed(value))
+      return mlir::failure();
+    setOutput(node, 0, *value);
+    return mlir::success();
+  }
+  /// An error when output `index` of `node` is used (it is not supported).
+  llvm::LogicalResult unsupportedOutput(const onnx::NodeProto &node, int index,
+                                        llvm::StringRef what);
   /// Binds an ONNX name (graph input, initializer) to `value`.
   void define(llvm::StringRef name, mlir::Value value) { values[name] = value; }
   mlir::Value lookup(llvm::StringRef name) const { return values.lookup(name); }
+  /// Why an output name has no value (an op output Accrue does not model),
+  /// or empty.
+  std::string unsupportedReason(llvm::StringRef name) const {
+    return unsupported.lookup(name);
+  }
 
   // Attributes.
   const onnx::AttributeProto *attribute(const onnx::NodeProto &node,
@@ -114,36 +131,48 @@ public:
                                          int64_t axis, int64_t rank);
 
   /// Emits an op and checks it, so a shape error is reported at the node
-  /// instead of surfacing later (or aborting in a builder). Ops with
-  /// inferred result types get them inferred here first; pass the result
-  /// type explicitly for the others.
+  /// instead of surfacing later (or aborting in a builder); then folds it
+  /// when its operands are constants (shape subgraphs become constants).
+  /// Ops with inferred result types get them inferred here first; pass the
+  /// result type explicitly for the others. Returns the op's result.
   template <typename OpTy, typename... Args>
-  llvm::FailureOr<OpTy> create(const onnx::NodeProto &node, Args &&...args) {
+  llvm::FailureOr<mlir::Value> create(const onnx::NodeProto &node,
+                                      Args &&...args) {
     mlir::OperationState state(loc(node), OpTy::getOperationName());
     if constexpr (OpTy::template hasTrait<
                       mlir::InferTypeOpInterface::Trait>()) {
       OpTy::build(builder, state, mlir::Type(), std::forward<Args>(args)...);
       llvm::SmallVector<mlir::Type> types;
       mlir::MLIRContext *ctx = builder.getContext();
-      if (failed(OpTy::inferReturnTypes(ctx, state.location, state.operands,
-                                        state.attributes.getDictionary(ctx),
-                                        state.getRawProperties(), state.regions,
-                                        types)))
+      if (failed(OpTy::inferReturnTypes(
+              ctx, state.location, state.operands,
+              state.attributes.getDictionary(ctx), state.getRawProperties(),
+              state.regions, types)))
         return mlir::failure();
       state.types.assign(types.begin(), types.end());
     } else {
       OpTy::build(builder, state, std::forward<Args>(args)...);
     }
-    auto op = llvm::cast<OpTy>(builder.create(state));
-    if (failed(mlir::verify(op))) {
-      op->erase();
-      return mlir::failure();
-    }
-    return op;
+    return finishOp(builder.create(state));
   }
+
+  /// Verifies and folds a freshly created single-result op.
+  llvm::FailureOr<mlir::Value> finishOp(mlir::Operation *op);
+
+  // Training-step context, set by the model importer.
+  /// Whether the function is a training forward (Dropout is random).
+  bool training = false;
+  /// Refuse ops that break accumulation equivalence instead of warning.
+  bool strict = false;
+  /// The optimizer step and the global index of the micro-batch's first
+  /// sample (0-d i64 tensors), for training-mode Dropout.
+  mlir::Value stepArg, sampleBaseArg;
+  /// Dropout nodes seen so far (each gets its own salt).
+  int64_t dropoutCount = 0;
 
 private:
   llvm::StringMap<mlir::Value> values;
+  llvm::StringMap<std::string> unsupported;
   llvm::DenseMap<const onnx::NodeProto *, mlir::Location> locations;
 };
 

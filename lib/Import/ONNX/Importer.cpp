@@ -14,6 +14,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Regex.h"
 
+#include <cstring>
+
 using namespace mlir;
 using namespace accrue;
 using namespace accrue::onnx_import;
@@ -44,19 +46,87 @@ int64_t defaultOpset(const onnx::ModelProto &model) {
   return 0;
 }
 
-/// Chooses the graph output that holds the loss.
-FailureOr<std::string> chooseLoss(const onnx::GraphProto &graph,
-                                  const ImportOptions &options, Location loc) {
+/// Imports one model; the steps of importModel in order.
+class ModelImporter {
+public:
+  ModelImporter(MLIRContext *context, const ImportOptions &options)
+      : context(context), options(options), builder(context),
+        fileLoc(FileLineColLoc::get(context,
+                                    options.modelPath.empty()
+                                        ? "<model>"
+                                        : options.modelPath,
+                                    0, 0)) {}
+
+  FailureOr<ImportedModel> run(StringRef bytes);
+
+private:
+  bool training() const { return options.mode == ImportMode::Training; }
+  Location namedLoc(StringRef kind, StringRef name) {
+    return NameLoc::get(builder.getStringAttr(kind + ":" + name), fileLoc);
+  }
+
+  LogicalResult parse(StringRef bytes);
+  LogicalResult chooseOutputs();
+  LogicalResult sliceAndCheckNodes();
+  LogicalResult buildSignature();
+  LogicalResult importBody();
+
+  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &input);
+
+  MLIRContext *context;
+  const ImportOptions &options;
+  OpBuilder builder;
+  Location fileLoc;
+
+  onnx::ModelProto model;
+  int64_t opset = 0;
+  std::vector<std::string> outputNames;
+  SmallVector<int> order;
+  llvm::StringSet<> neededNames;
+  DenseMap<int, const OpRegistration *> handlers;
+  llvm::StringSet<> regularUse;
+  SmallVector<const onnx::TensorProto *> paramProtos;
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+  SmallVector<const onnx::ValueInfoProto *> inputProtos;
+  SmallVector<const onnx::ValueInfoProto *> constantInputs;
+  SmallVector<Type> argTypes;
+  std::unique_ptr<GraphImporter> graphImporter;
+  ImportedModel result;
+};
+
+LogicalResult ModelImporter::parse(StringRef bytes) {
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return emitError(fileLoc) << "not a valid ONNX model: the protobuf does "
+                                 "not parse (truncated or not ONNX)";
+  if (!model.has_graph() || model.graph().node_size() == 0)
+    return emitError(fileLoc) << "not an ONNX model: it has no graph";
+  opset = defaultOpset(model);
+  if (opset == 0)
+    return emitError(fileLoc) << "the model imports no opset of the default "
+                                 "ONNX domain (truncated file?)";
+  return success();
+}
+
+LogicalResult ModelImporter::chooseOutputs() {
+  const onnx::GraphProto &graph = model.graph();
+  if (!training()) {
+    for (const auto &output : graph.output())
+      outputNames.push_back(output.name());
+    return success();
+  }
   if (!options.lossName.empty()) {
     for (const auto &output : graph.output())
-      if (output.name() == options.lossName)
-        return options.lossName;
+      if (output.name() == options.lossName) {
+        outputNames.push_back(options.lossName);
+        return success();
+      }
     std::string names;
     for (const auto &output : graph.output())
       names += (names.empty() ? "'" : ", '") + output.name() + "'";
-    return emitError(loc) << "--loss '" << options.lossName
-                          << "' is not a graph output (outputs: " << names
-                          << ")";
+    return emitError(fileLoc) << "--loss '" << options.lossName
+                              << "' is not a graph output (outputs: " << names
+                              << ")";
   }
   // The only float output whose declared shape is a scalar (or, without
   // shape information, the only float output).
@@ -69,11 +139,11 @@ FailureOr<std::string> chooseLoss(const onnx::GraphProto &graph,
     if (type.has_shape() && type.shape().dim_size() == 0)
       scalars.push_back(output.name());
   }
-  if (scalars.size() == 1)
-    return scalars.front();
-  if (scalars.empty() && floats.size() == 1)
-    return floats.front();
-  auto diag = emitError(loc);
+  if (scalars.size() == 1 || (scalars.empty() && floats.size() == 1)) {
+    outputNames.push_back(scalars.empty() ? floats.front() : scalars.front());
+    return success();
+  }
+  auto diag = emitError(fileLoc);
   if (scalars.empty() && floats.empty())
     diag << "the graph has no float output to use as the loss";
   else
@@ -83,41 +153,16 @@ FailureOr<std::string> chooseLoss(const onnx::GraphProto &graph,
   return diag;
 }
 
-} // namespace
-
-FailureOr<ImportedModel>
-onnx_import::importModel(MLIRContext *context, StringRef bytes,
-                         const ImportOptions &options) {
-  context->loadDialect<nn::NNDialect, func::FuncDialect>();
-  Location fileLoc = FileLineColLoc::get(
-      context, options.modelPath.empty() ? "<model>" : options.modelPath, 0, 0);
-
-  onnx::ModelProto model;
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
-      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return emitError(fileLoc) << "not a valid ONNX model: the protobuf does "
-                                 "not parse (truncated or not ONNX)";
-  if (!model.has_graph() || model.graph().node_size() == 0)
-    return emitError(fileLoc) << "not an ONNX model: it has no graph";
-  int64_t opset = defaultOpset(model);
-  if (opset == 0)
-    return emitError(fileLoc) << "the model imports no opset of the default "
-                                 "ONNX domain (truncated file?)";
+LogicalResult ModelImporter::sliceAndCheckNodes() {
   const onnx::GraphProto &graph = model.graph();
-
-  FailureOr<std::string> lossName = chooseLoss(graph, options, fileLoc);
-  if (failed(lossName))
-    return failure();
-
-  // Only the nodes the loss depends on are imported.
+  // Only the nodes the outputs depend on are imported.
   llvm::StringMap<int> producer;
   for (int i = 0; i < graph.node_size(); ++i)
     for (const std::string &out : graph.node(i).output())
       if (!out.empty())
         producer[out] = i;
   llvm::SetVector<int> needed;
-  llvm::StringSet<> neededNames;
-  SmallVector<std::string> worklist{*lossName};
+  SmallVector<std::string> worklist(outputNames.begin(), outputNames.end());
   while (!worklist.empty()) {
     std::string name = worklist.pop_back_val();
     if (!neededNames.insert(name).second)
@@ -129,30 +174,77 @@ onnx_import::importModel(MLIRContext *context, StringRef bytes,
       if (!in.empty())
         worklist.push_back(in);
   }
-  SmallVector<int> order(needed.begin(), needed.end());
+  order.assign(needed.begin(), needed.end());
   llvm::sort(order);
 
-  // Handlers, and which initializers feed compile-time-constant inputs.
-  llvm::StringSet<> regularUse;
-  DenseMap<int, const OpRegistration *> handlers;
-  OpBuilder builder(context);
-  GraphImporter importer(builder, opset, options.modelPath);
+  graphImporter =
+      std::make_unique<GraphImporter>(builder, opset, options.modelPath);
   for (int i : order) {
     const onnx::NodeProto &node = graph.node(i);
-    importer.nameNode(node, i);
+    graphImporter->nameNode(node, i);
     if (!node.domain().empty() && node.domain() != "ai.onnx")
-      return importer.error(node) << "operators of domain '" << node.domain()
-                                  << "' are not supported";
+      return graphImporter->error(node)
+             << "operators of domain '" << node.domain()
+             << "' are not supported";
     const OpRegistration *reg = lookupHandler(node.op_type(), opset);
     if (!reg)
-      return importer.error(node) << "unsupported operator " << node.op_type()
-                                  << " (opset " << opset << ")";
+      return graphImporter->error(node)
+             << "unsupported operator " << node.op_type() << " (opset "
+             << opset << ")";
     handlers[i] = reg;
     for (int j = 0; j < node.input_size(); ++j)
       if (!llvm::is_contained(reg->constantInputs, j))
         regularUse.insert(node.input(j));
   }
+  return success();
+}
 
+FailureOr<RankedTensorType>
+ModelImporter::inputType(const onnx::ValueInfoProto &input) {
+  Location loc = namedLoc("input", input.name());
+  const auto &tensorType = input.type().tensor_type();
+  Type element = convertElementType(context, tensorType.elem_type());
+  if (!element)
+    return emitError(loc) << "graph input '" << input.name()
+                          << "' has unsupported element type "
+                          << onnx::TensorProto::DataType_Name(
+                                 static_cast<onnx::TensorProto::DataType>(
+                                     tensorType.elem_type()));
+  if (!tensorType.has_shape())
+    return emitError(loc) << "graph input '" << input.name()
+                          << "' has no shape";
+  if (training() && tensorType.shape().dim_size() == 0)
+    return emitError(loc) << "graph input '" << input.name()
+                          << "' has no batch dimension (dimension 0)";
+  SmallVector<int64_t> shape;
+  for (int d = 0; d < tensorType.shape().dim_size(); ++d) {
+    const auto &dim = tensorType.shape().dim(d);
+    if (training() && d == 0) {
+      if (dim.has_dim_value() && dim.dim_value() != options.microBatch)
+        return emitError(loc)
+               << "graph input '" << input.name()
+               << "' has a static batch dimension of " << dim.dim_value()
+               << ", but the micro-batch is " << options.microBatch
+               << "; export the model with a dynamic batch axis or "
+                  "compile with --micro-batch "
+               << dim.dim_value();
+      shape.push_back(options.microBatch);
+      continue;
+    }
+    if (!dim.has_dim_value() || dim.dim_value() < 0)
+      return emitError(loc)
+             << "graph input '" << input.name() << "' dimension " << d
+             << " is not static"
+             << (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "")
+             << (training() ? "; only the batch dimension may be symbolic"
+                            : "");
+    shape.push_back(dim.dim_value());
+  }
+  return RankedTensorType::get(shape, element);
+}
+
+LogicalResult ModelImporter::buildSignature() {
+  const onnx::GraphProto &graph = model.graph();
   std::optional<llvm::Regex> freeze;
   if (!options.freezeRegex.empty()) {
     freeze.emplace("^(" + options.freezeRegex + ")$");
@@ -161,107 +253,85 @@ onnx_import::importModel(MLIRContext *context, StringRef bytes,
       return emitError(fileLoc) << "--freeze: invalid regex '"
                                 << options.freezeRegex << "': " << err;
   }
-
-  ImportedModel result;
-  result.lossName = *lossName;
-  llvm::StringMap<const onnx::TensorProto *> initializers;
-  SmallVector<const onnx::TensorProto *> paramProtos;
   for (const auto &init : graph.initializer()) {
     initializers[init.name()] = &init;
-    if (!neededNames.contains(init.name()))
-      continue;
-    bool trainable = init.data_type() == onnx::TensorProto::FLOAT &&
-                     regularUse.contains(init.name()) &&
-                     !(freeze && freeze->match(init.name()));
-    if (trainable)
+    if (training() && neededNames.contains(init.name()) &&
+        init.data_type() == onnx::TensorProto::FLOAT &&
+        regularUse.contains(init.name()) &&
+        !(freeze && freeze->match(init.name())))
       paramProtos.push_back(&init);
   }
 
-  // Signature: parameters, then batch inputs.
-  SmallVector<Type> argTypes;
-  SmallVector<DictionaryAttr> argAttrs;
+  // Parameters (training only): their data goes straight into the result.
+  for (const onnx::TensorProto *proto : paramProtos) {
+    FailureOr<TensorData> data =
+        readTensorData(*proto, context, options.modelPath,
+                       namedLoc("initializer", proto->name()));
+    if (failed(data))
+      return failure();
+    ImportedParameter param;
+    param.name = proto->name();
+    param.shape.assign(data->shape.begin(), data->shape.end());
+    param.values.resize(data->numElements());
+    std::memcpy(param.values.data(), data->bytes.data(), data->bytes.size());
+    argTypes.push_back(RankedTensorType::get(data->shape, builder.getF32Type()));
+    result.parameters.push_back(std::move(param));
+  }
+  // Graph inputs that are not initializers.
+  for (const auto &input : graph.input()) {
+    if (initializers.count(input.name()) || !neededNames.contains(input.name()))
+      continue;
+    if (!regularUse.contains(input.name()) &&
+        options.inputValues.count(input.name())) {
+      constantInputs.push_back(&input);
+      continue;
+    }
+    FailureOr<RankedTensorType> type = inputType(input);
+    if (failed(type))
+      return failure();
+    inputProtos.push_back(&input);
+    argTypes.push_back(*type);
+    result.inputs.push_back(
+        {input.name(),
+         std::vector<int64_t>(type->getShape().begin(), type->getShape().end()),
+         dtypeName(type->getElementType())});
+  }
+  return success();
+}
+
+LogicalResult ModelImporter::importBody() {
+  const onnx::GraphProto &graph = model.graph();
+  GraphImporter &importer = *graphImporter;
   Builder b(context);
-  auto attrs = [&](StringRef role, StringRef name) {
+  auto argAttrs = [&](StringRef role, StringRef name) {
     return b.getDictionaryAttr(
         {b.getNamedAttr(train::StepAttrs::kRole, b.getStringAttr(role)),
          b.getNamedAttr(train::StepAttrs::kName, b.getStringAttr(name))});
   };
-  SmallVector<DenseElementsAttr> paramValues;
-  for (const onnx::TensorProto *proto : paramProtos) {
-    Location loc =
-        NameLoc::get(b.getStringAttr("initializer:" + proto->name()), fileLoc);
-    FailureOr<DenseElementsAttr> value =
-        decodeTensor(*proto, context, options.modelPath, loc);
-    if (failed(value))
-      return failure();
-    paramValues.push_back(*value);
-    argTypes.push_back(value->getType());
-    argAttrs.push_back(attrs("param", proto->name()));
-  }
-  for (const auto &input : graph.input()) {
-    if (initializers.count(input.name()) || !neededNames.contains(input.name()))
-      continue;
-    Location loc =
-        NameLoc::get(b.getStringAttr("input:" + input.name()), fileLoc);
-    const auto &tensorType = input.type().tensor_type();
-    Type element = convertElementType(context, tensorType.elem_type());
-    if (!element)
-      return emitError(loc)
-             << "graph input '" << input.name()
-             << "' has unsupported element type " << tensorType.elem_type();
-    if (!tensorType.has_shape() || tensorType.shape().dim_size() == 0)
-      return emitError(loc) << "graph input '" << input.name()
-                            << "' has no batch dimension (dimension 0)";
-    SmallVector<int64_t> shape;
-    for (int d = 0; d < tensorType.shape().dim_size(); ++d) {
-      const auto &dim = tensorType.shape().dim(d);
-      if (d == 0) {
-        if (dim.has_dim_value() && dim.dim_value() != options.microBatch)
-          return emitError(loc)
-                 << "graph input '" << input.name()
-                 << "' has a static batch dimension of " << dim.dim_value()
-                 << ", but the micro-batch is " << options.microBatch
-                 << "; export the model with a dynamic batch axis or "
-                    "compile with --micro-batch "
-                 << dim.dim_value();
-        shape.push_back(options.microBatch);
-        continue;
-      }
-      if (!dim.has_dim_value() || dim.dim_value() <= 0)
-        return emitError(loc)
-               << "graph input '" << input.name() << "' dimension " << d
-               << " is not static"
-               << (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "")
-               << "; only the batch dimension may be symbolic";
-      shape.push_back(dim.dim_value());
-    }
-    argTypes.push_back(RankedTensorType::get(shape, element));
-    argAttrs.push_back(attrs("batch", input.name()));
-    result.inputs.push_back({input.name(),
-                             std::vector<int64_t>(shape.begin(), shape.end()),
-                             dtypeName(element)});
-  }
+  SmallVector<DictionaryAttr> attrs;
+  for (const ImportedParameter &param : result.parameters)
+    attrs.push_back(argAttrs("param", param.name));
+  for (const onnx::ValueInfoProto *input : inputProtos)
+    attrs.push_back(argAttrs(training() ? "batch" : "input", input->name()));
 
+  // The function returns the loss (training) or every output (inference);
+  // result types are known once the body is imported.
   result.module = ModuleOp::create(fileLoc);
   builder.setInsertionPointToEnd(result.module->getBody());
-  auto forward = func::FuncOp::create(
-      builder, fileLoc, "forward",
-      builder.getFunctionType(argTypes,
-                              RankedTensorType::get({}, builder.getF32Type())));
-  forward.setPrivate();
-  forward.setAllArgAttrs(argAttrs);
+  auto forward = func::FuncOp::create(builder, fileLoc, "forward",
+                                      builder.getFunctionType(argTypes, {}));
+  forward.setAllArgAttrs(attrs);
   Block *entry = forward.addEntryBlock();
   builder.setInsertionPointToStart(entry);
-
-  for (auto [i, attr] : llvm::enumerate(argAttrs))
+  for (auto [i, attr] : llvm::enumerate(attrs))
     importer.define(cast<StringAttr>(attr.get(train::StepAttrs::kName)),
                     entry->getArgument(i));
+
   // Initializers that are not parameters are constants.
   for (const auto &init : graph.initializer()) {
     if (!neededNames.contains(init.name()) || importer.lookup(init.name()))
       continue;
-    Location loc =
-        NameLoc::get(b.getStringAttr("initializer:" + init.name()), fileLoc);
+    Location loc = namedLoc("initializer", init.name());
     FailureOr<DenseElementsAttr> value =
         decodeTensor(init, context, options.modelPath, loc);
     if (failed(value))
@@ -269,36 +339,86 @@ onnx_import::importModel(MLIRContext *context, StringRef bytes,
     importer.define(init.name(), nn::ConstantOp::create(builder, loc, *value));
   }
 
-  for (int i : order) {
-    const onnx::NodeProto &node = graph.node(i);
-    if (failed(handlers[i]->handler(importer, node)))
+  // Graph inputs given as values for constant operands.
+  for (const onnx::ValueInfoProto *input : constantInputs) {
+    Location loc = namedLoc("input", input->name());
+    FailureOr<TensorData> data = readTensorProtoBytes(
+        options.inputValues.at(input->name()), context, loc);
+    if (failed(data))
       return failure();
+    auto type = RankedTensorType::get(data->shape, data->elementType);
+    DenseElementsAttr value;
+    if (data->elementType.isInteger(1)) {
+      SmallVector<bool> bits;
+      for (char c : data->bytes)
+        bits.push_back(c != 0);
+      value = DenseElementsAttr::get(type, ArrayRef<bool>(bits));
+    } else {
+      value = DenseElementsAttr::getFromRawBuffer(
+          type, ArrayRef<char>(data->bytes.data(), data->bytes.size()));
+    }
+    importer.define(input->name(),
+                    nn::ConstantOp::create(builder, loc, value));
   }
 
-  Value loss = importer.lookup(*lossName);
-  if (!loss)
-    return emitError(fileLoc)
-           << "loss '" << *lossName << "' is not computed by any node";
-  auto lossType = dyn_cast<RankedTensorType>(loss.getType());
-  if (!lossType || lossType.getRank() != 0 ||
-      !lossType.getElementType().isF32())
-    return emitError(loss.getLoc())
-           << "the loss '" << *lossName << "' has type " << loss.getType()
-           << ", but a loss must be a scalar (tensor<f32>); reduce it with "
-              "ReduceMean or ReduceSum";
-  func::ReturnOp::create(builder, fileLoc, loss);
+  for (int i : order)
+    if (failed(handlers[i]->handler(importer, graph.node(i))))
+      return failure();
 
-  for (auto [proto, value] : llvm::zip(paramProtos, paramValues)) {
-    ImportedParameter param;
-    param.name = proto->name();
-    auto type = cast<RankedTensorType>(value.getType());
-    param.shape.assign(type.getShape().begin(), type.getShape().end());
-    auto values = value.getValues<float>();
-    param.values.assign(values.begin(), values.end());
-    result.parameters.push_back(std::move(param));
+  SmallVector<Value> results;
+  for (const std::string &name : outputNames) {
+    Value value = importer.lookup(name);
+    if (!value && !importer.unsupportedReason(name).empty())
+      return emitError(fileLoc) << "output '" << name
+                                << "': " << importer.unsupportedReason(name);
+    if (!value)
+      return emitError(fileLoc) << "output '" << name
+                                << "' is not computed by any node";
+    results.push_back(value);
   }
+  if (training()) {
+    auto lossType = dyn_cast<RankedTensorType>(results[0].getType());
+    if (!lossType || lossType.getRank() != 0 ||
+        !lossType.getElementType().isF32())
+      return emitError(results[0].getLoc())
+             << "the loss '" << outputNames[0] << "' has type "
+             << results[0].getType()
+             << ", but a loss must be a scalar (tensor<f32>); reduce it with "
+                "ReduceMean or ReduceSum";
+    forward.setPrivate();
+  } else {
+    forward->setAttr(train::StepAttrs::kStep, builder.getUnitAttr());
+    for (auto [name, value] : llvm::zip(outputNames, results)) {
+      auto type = cast<RankedTensorType>(value.getType());
+      result.outputs.push_back(
+          {name,
+           std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+           dtypeName(type.getElementType())});
+    }
+  }
+  func::ReturnOp::create(builder, fileLoc, results);
+  forward.setType(
+      builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   result.forward = forward;
-  return result;
+  result.lossName = training() ? outputNames[0] : "";
+  return success();
+}
+
+FailureOr<ImportedModel> ModelImporter::run(StringRef bytes) {
+  context->loadDialect<nn::NNDialect, func::FuncDialect>();
+  if (failed(parse(bytes)) || failed(chooseOutputs()) ||
+      failed(sliceAndCheckNodes()) || failed(buildSignature()) ||
+      failed(importBody()))
+    return failure();
+  return std::move(result);
+}
+
+} // namespace
+
+FailureOr<ImportedModel>
+onnx_import::importModel(MLIRContext *context, StringRef bytes,
+                         const ImportOptions &options) {
+  return ModelImporter(context, options).run(bytes);
 }
 
 FailureOr<ImportedModel>

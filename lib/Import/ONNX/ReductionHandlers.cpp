@@ -13,7 +13,8 @@ namespace {
 /// noop_with_empty_axes" into a sorted list. Empty result means identity.
 FailureOr<SmallVector<int64_t>> resolveAxes(GraphImporter &im,
                                             const onnx::NodeProto &node,
-                                            int64_t rank, int64_t inputSince) {
+                                            int64_t rank,
+                                            int64_t inputSince) {
   SmallVector<int64_t> axes;
   if (im.opset >= inputSince) {
     if (node.input_size() > 1 && !node.input(1).empty()) {
@@ -43,7 +44,11 @@ FailureOr<SmallVector<int64_t>> resolveAxes(GraphImporter &im,
   return axes;
 }
 
-template <typename OpTy, int64_t InputSince>
+/// Emits reduction `OpTy` of `x` as the node asks; `square` first squares
+/// the input (ReduceSumSquare, ReduceL2) and `root` takes the square root
+/// after (ReduceL2).
+template <typename OpTy, int64_t InputSince, bool Square = false,
+          bool Root = false>
 LogicalResult importReduction(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
   if (failed(x))
@@ -55,18 +60,37 @@ LogicalResult importReduction(GraphImporter &im, const onnx::NodeProto &node) {
       resolveAxes(im, node, type.getRank(), InputSince);
   if (failed(axes))
     return failure();
-  if (axes->empty()) {
-    im.setOutput(node, 0, *x);
-    return success();
-  }
+  nn::NNBuilder nnb(im.builder, im.loc(node));
+  Value input = Square ? nnb.mul(*x, *x) : *x;
+  if (axes->empty())
+    return im.setResult(node, Root ? im.create<nn::AbsOp>(node, *x)
+                                   : FailureOr<Value>(input));
   bool keepdims = im.intAttr(node, "keepdims", 1) != 0;
-  FailureOr<OpTy> op =
-      im.create<OpTy>(node, *x, im.builder.getDenseI64ArrayAttr(*axes),
+  FailureOr<Value> reduced =
+      im.create<OpTy>(node, input, im.builder.getDenseI64ArrayAttr(*axes),
                       im.builder.getBoolAttr(keepdims));
-  if (failed(op))
+  if (Root && succeeded(reduced))
+    reduced = im.create<nn::SqrtOp>(node, *reduced);
+  return im.setResult(node, reduced);
+}
+
+template <typename OpTy>
+LogicalResult importArgReduction(GraphImporter &im,
+                                 const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
     return failure();
-  im.setOutput(node, 0, *op);
-  return success();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  Builder &b = im.builder;
+  return im.setResult(
+      node, im.create<OpTy>(
+                node, *x, b.getI64IntegerAttr(*axis),
+                b.getBoolAttr(im.intAttr(node, "keepdims", 1) != 0),
+                b.getBoolAttr(im.intAttr(node, "select_last_index", 0) != 0)));
 }
 
 } // namespace
@@ -74,4 +98,12 @@ LogicalResult importReduction(GraphImporter &im, const onnx::NodeProto &node) {
 void onnx_import::addReductionHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"ReduceSum", 1, importReduction<nn::ReduceSumOp, 13>, {1}});
   list.push_back({"ReduceMean", 1, importReduction<nn::ReduceMeanOp, 18>, {1}});
+  list.push_back({"ReduceMax", 1, importReduction<nn::ReduceMaxOp, 18>, {1}});
+  list.push_back({"ReduceMin", 1, importReduction<nn::ReduceMinOp, 18>, {1}});
+  list.push_back({"ReduceSumSquare", 1,
+                  importReduction<nn::ReduceSumOp, 18, true>, {1}});
+  list.push_back({"ReduceL2", 1,
+                  importReduction<nn::ReduceSumOp, 18, true, true>, {1}});
+  list.push_back({"ArgMax", 1, importArgReduction<nn::ArgMaxOp>});
+  list.push_back({"ArgMin", 1, importArgReduction<nn::ArgMinOp>});
 }

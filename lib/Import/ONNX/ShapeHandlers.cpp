@@ -2,6 +2,8 @@
 
 #include "GraphImporter.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace accrue;
 using namespace accrue::onnx_import;
@@ -47,11 +49,7 @@ LogicalResult importReshape(GraphImporter &im, const onnx::NodeProto &node) {
     dims[inferred] = type.getNumElements() / known;
   }
   auto resultType = RankedTensorType::get(dims, type.getElementType());
-  FailureOr<nn::ReshapeOp> op = im.create<nn::ReshapeOp>(node, resultType, *x);
-  if (failed(op))
-    return failure();
-  im.setOutput(node, 0, *op);
-  return success();
+  return im.setResult(node, im.create<nn::ReshapeOp>(node, resultType, *x));
 }
 
 LogicalResult importFlatten(GraphImporter &im, const onnx::NodeProto &node) {
@@ -65,12 +63,8 @@ LogicalResult importFlatten(GraphImporter &im, const onnx::NodeProto &node) {
                           << rank;
   if (axis < 0)
     axis += rank;
-  FailureOr<nn::FlattenOp> op =
-      im.create<nn::FlattenOp>(node, *x, im.builder.getI64IntegerAttr(axis));
-  if (failed(op))
-    return failure();
-  im.setOutput(node, 0, *op);
-  return success();
+  return im.setResult(node, im.create<nn::FlattenOp>(
+                                node, *x, im.builder.getI64IntegerAttr(axis)));
 }
 
 LogicalResult importTranspose(GraphImporter &im, const onnx::NodeProto &node) {
@@ -84,12 +78,8 @@ LogicalResult importTranspose(GraphImporter &im, const onnx::NodeProto &node) {
   else
     for (int64_t d = rank - 1; d >= 0; --d)
       perm.push_back(d);
-  FailureOr<nn::TransposeOp> op = im.create<nn::TransposeOp>(
-      node, *x, im.builder.getDenseI64ArrayAttr(perm));
-  if (failed(op))
-    return failure();
-  im.setOutput(node, 0, *op);
-  return success();
+  return im.setResult(node, im.create<nn::TransposeOp>(
+                                node, *x, im.builder.getDenseI64ArrayAttr(perm)));
 }
 
 LogicalResult importConstant(GraphImporter &im, const onnx::NodeProto &node) {
@@ -131,6 +121,377 @@ LogicalResult importConstant(GraphImporter &im, const onnx::NodeProto &node) {
   return success();
 }
 
+
+/// Reshapes `x` to `shape`, folding constants.
+FailureOr<Value> reshapeTo(GraphImporter &im, const onnx::NodeProto &node,
+                           Value x, ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(x.getType());
+  return im.create<nn::ReshapeOp>(
+      node, RankedTensorType::get(shape, type.getElementType()), x);
+}
+
+/// Axes from an attribute (before `inputSince`) or a constant input.
+FailureOr<SmallVector<int64_t>> axesOf(GraphImporter &im,
+                                       const onnx::NodeProto &node,
+                                       int64_t inputSince) {
+  if (im.opset >= inputSince) {
+    if (node.input_size() < 2 || node.input(1).empty())
+      return SmallVector<int64_t>();
+    return im.constantInts(node, 1, "the axes");
+  }
+  return im.intsAttr(node, "axes").value_or(SmallVector<int64_t>());
+}
+
+LogicalResult importSqueeze(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  FailureOr<SmallVector<int64_t>> axes = axesOf(im, node, 13);
+  if (failed(x) || failed(axes))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  SmallVector<bool> drop(type.getRank(), false);
+  if (axes->empty()) {
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      drop[d] = type.getDimSize(d) == 1;
+  }
+  for (int64_t axis : *axes) {
+    FailureOr<int64_t> a = im.normalizeAxis(node, axis, type.getRank());
+    if (failed(a))
+      return failure();
+    if (type.getDimSize(*a) != 1)
+      return im.error(node) << "cannot squeeze dimension " << *a << " of size "
+                            << type.getDimSize(*a);
+    drop[*a] = true;
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (!drop[d])
+      shape.push_back(type.getDimSize(d));
+  return im.setResult(node, reshapeTo(im, node, *x, shape));
+}
+
+LogicalResult importUnsqueeze(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  FailureOr<SmallVector<int64_t>> axes = axesOf(im, node, 13);
+  if (failed(x) || failed(axes))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  int64_t rank = type.getRank() + axes->size();
+  SmallVector<bool> added(rank, false);
+  for (int64_t axis : *axes) {
+    FailureOr<int64_t> a = im.normalizeAxis(node, axis, rank);
+    if (failed(a))
+      return failure();
+    if (added[*a])
+      return im.error(node) << "axes repeat";
+    added[*a] = true;
+  }
+  SmallVector<int64_t> shape;
+  int64_t next = 0;
+  for (int64_t d = 0; d < rank; ++d)
+    shape.push_back(added[d] ? 1 : type.getDimSize(next++));
+  return im.setResult(node, reshapeTo(im, node, *x, shape));
+}
+
+LogicalResult importConcat(GraphImporter &im, const onnx::NodeProto &node) {
+  SmallVector<Value> inputs;
+  for (int i = 0; i < node.input_size(); ++i) {
+    FailureOr<Value> v = im.input(node, i);
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  if (inputs.empty())
+    return im.error(node) << "needs at least one input";
+  int64_t rank = cast<RankedTensorType>(inputs[0].getType()).getRank();
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  return im.setResult(node, im.create<nn::ConcatOp>(
+                                node, inputs, im.builder.getI64IntegerAttr(*axis)));
+}
+
+/// A contiguous slice of `x` along `axis`.
+FailureOr<Value> sliceAxis(GraphImporter &im, const onnx::NodeProto &node,
+                           Value x, int64_t axis, int64_t start, int64_t size) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+  SmallVector<int64_t> shape(type.getShape());
+  starts[axis] = start;
+  shape[axis] = size;
+  return im.create<nn::SliceOp>(
+      node, RankedTensorType::get(shape, type.getElementType()), x,
+      im.builder.getDenseI64ArrayAttr(starts),
+      im.builder.getDenseI64ArrayAttr(steps));
+}
+
+LogicalResult importSplit(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", 0), type.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t extent = type.getDimSize(*axis);
+  int64_t outputs = node.output_size();
+  SmallVector<int64_t> sizes;
+  if (im.opset >= 13 && node.input_size() > 1 && !node.input(1).empty()) {
+    FailureOr<SmallVector<int64_t>> given =
+        im.constantInts(node, 1, "the split sizes");
+    if (failed(given))
+      return failure();
+    sizes = *given;
+  } else if (auto attr = im.intsAttr(node, "split"); attr && im.opset < 13) {
+    sizes = *attr;
+  } else {
+    // Equal parts; the last one smaller when it does not divide (opset 18).
+    int64_t parts = im.intAttr(node, "num_outputs", outputs);
+    int64_t chunk = (extent + parts - 1) / parts;
+    for (int64_t p = 0, left = extent; p < parts; ++p, left -= chunk)
+      sizes.push_back(std::min(chunk, left));
+  }
+  int64_t total = 0;
+  for (int64_t size : sizes)
+    total += size;
+  if (static_cast<int64_t>(sizes.size()) != outputs || total != extent)
+    return im.error(node) << "split sizes do not cover dimension " << *axis
+                          << " (" << extent << ") in " << outputs << " parts";
+  int64_t start = 0;
+  for (auto [i, size] : llvm::enumerate(sizes)) {
+    FailureOr<Value> part = sliceAxis(im, node, *x, *axis, start, size);
+    if (failed(part))
+      return failure();
+    im.setOutput(node, i, *part);
+    start += size;
+  }
+  return success();
+}
+
+LogicalResult importSlice(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> starts, ends, axes, steps;
+  if (im.opset < 10) {
+    starts = im.intsAttr(node, "starts").value_or(SmallVector<int64_t>());
+    ends = im.intsAttr(node, "ends").value_or(SmallVector<int64_t>());
+    axes = im.intsAttr(node, "axes").value_or(SmallVector<int64_t>());
+  } else {
+    FailureOr<SmallVector<int64_t>> s = im.constantInts(node, 1, "starts");
+    FailureOr<SmallVector<int64_t>> e = im.constantInts(node, 2, "ends");
+    if (failed(s) || failed(e))
+      return failure();
+    starts = *s;
+    ends = *e;
+    for (int index : {3, 4}) {
+      if (node.input_size() <= index || node.input(index).empty())
+        continue;
+      FailureOr<SmallVector<int64_t>> v =
+          im.constantInts(node, index, index == 3 ? "axes" : "steps");
+      if (failed(v))
+        return failure();
+      (index == 3 ? axes : steps) = *v;
+    }
+  }
+  if (axes.empty())
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, starts.size()));
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return im.error(node) << "starts, ends, axes and steps differ in length";
+
+  SmallVector<int64_t> outStarts(rank, 0), outSteps(rank, 1);
+  SmallVector<int64_t> shape(type.getShape());
+  for (size_t i = 0; i < starts.size(); ++i) {
+    FailureOr<int64_t> axis = im.normalizeAxis(node, axes[i], rank);
+    if (failed(axis))
+      return failure();
+    int64_t dim = type.getDimSize(*axis), step = steps[i];
+    if (step == 0)
+      return im.error(node) << "step is zero";
+    // Clamp as the ONNX spec says: [0, dim] for positive steps,
+    // [-1, dim - 1] for negative ones.
+    auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
+      if (v < 0)
+        v += dim;
+      return std::min(std::max(v, lo), hi);
+    };
+    int64_t start, end;
+    if (step > 0) {
+      start = clamp(starts[i], 0, dim);
+      end = clamp(ends[i], 0, dim);
+    } else {
+      start = clamp(starts[i], -1, dim - 1);
+      end = clamp(ends[i], -1, dim - 1);
+    }
+    int64_t size =
+        step > 0 ? std::max<int64_t>(0, (end - start + step - 1) / step)
+                 : std::max<int64_t>(0, (start - end - step - 1) / -step);
+    outStarts[*axis] = size > 0 ? start : 0;
+    outSteps[*axis] = step;
+    shape[*axis] = size;
+  }
+  return im.setResult(
+      node, im.create<nn::SliceOp>(
+                node, RankedTensorType::get(shape, type.getElementType()), *x,
+                im.builder.getDenseI64ArrayAttr(outStarts),
+                im.builder.getDenseI64ArrayAttr(outSteps)));
+}
+
+LogicalResult importGather(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> data = im.input(node, 0), indices = im.input(node, 1);
+  if (failed(data) || failed(indices))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(data->getType()).getRank();
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  return im.setResult(node, im.create<nn::GatherOp>(
+                                node, *data, *indices,
+                                im.builder.getI64IntegerAttr(*axis)));
+}
+
+LogicalResult importExpand(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  FailureOr<SmallVector<int64_t>> shape =
+      im.constantInts(node, 1, "the target shape");
+  if (failed(x) || failed(shape))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  FailureOr<SmallVector<int64_t>> result =
+      nn::broadcastShapes(type.getShape(), *shape);
+  if (failed(result))
+    return im.error(node) << "cannot broadcast " << type << " to the shape ["
+                          << llvm::make_range(shape->begin(), shape->end())
+                          << "]";
+  return im.setResult(node, im.create<nn::ExpandOp>(
+                                node,
+                                RankedTensorType::get(*result,
+                                                      type.getElementType()),
+                                *x));
+}
+
+/// A constant i64 tensor.
+Value constantInts(GraphImporter &im, const onnx::NodeProto &node,
+                   ArrayRef<int64_t> values, ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(shape, im.builder.getI64Type());
+  return nn::ConstantOp::create(im.builder, im.loc(node),
+                                DenseElementsAttr::get(type, values));
+}
+
+LogicalResult importShape(GraphImporter &im, const onnx::NodeProto &node) {
+  // Shapes are static: Shape is a constant.
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(x->getType()).getShape();
+  int64_t rank = shape.size();
+  auto bound = [&](int64_t v) {
+    if (v < 0)
+      v += rank;
+    return std::min(std::max<int64_t>(v, 0), rank);
+  };
+  int64_t start = bound(im.intAttr(node, "start", 0));
+  int64_t end = bound(im.intAttr(node, "end", rank));
+  SmallVector<int64_t> dims(shape.begin() + start,
+                            shape.begin() + std::max(start, end));
+  im.setOutput(node, 0,
+               constantInts(im, node, dims, {static_cast<int64_t>(dims.size())}));
+  return success();
+}
+
+LogicalResult importSize(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  int64_t n = cast<RankedTensorType>(x->getType()).getNumElements();
+  im.setOutput(node, 0, constantInts(im, node, {n}, {}));
+  return success();
+}
+
+LogicalResult importConstantOfShape(GraphImporter &im,
+                                    const onnx::NodeProto &node) {
+  FailureOr<SmallVector<int64_t>> shape =
+      im.constantInts(node, 0, "the shape");
+  if (failed(shape))
+    return failure();
+  Attribute value = im.builder.getF32FloatAttr(0.0f);
+  if (const onnx::AttributeProto *attr = im.attribute(node, "value")) {
+    FailureOr<DenseElementsAttr> v =
+        decodeTensor(attr->t(), im.builder.getContext(), im.modelPath,
+                     im.loc(node));
+    if (failed(v))
+      return failure();
+    if (v->getNumElements() != 1)
+      return im.error(node) << "value must hold one element";
+    value = *v->getValues<Attribute>().begin();
+  }
+  auto type = RankedTensorType::get(*shape, cast<TypedAttr>(value).getType());
+  im.setOutput(node, 0,
+               nn::ConstantOp::create(im.builder, im.loc(node),
+                                      SplatElementsAttr::get(type, value)));
+  return success();
+}
+
+LogicalResult importRange(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<DenseElementsAttr> start = im.constantInput(node, 0, "start");
+  FailureOr<DenseElementsAttr> limit = im.constantInput(node, 1, "limit");
+  FailureOr<DenseElementsAttr> delta = im.constantInput(node, 2, "delta");
+  if (failed(start) || failed(limit) || failed(delta))
+    return failure();
+  Type element = start->getElementType();
+  auto scalar = [](DenseElementsAttr a) {
+    Attribute v = *a.getValues<Attribute>().begin();
+    if (auto f = dyn_cast<FloatAttr>(v))
+      return f.getValueAsDouble();
+    return static_cast<double>(cast<IntegerAttr>(v).getInt());
+  };
+  double s = scalar(*start), l = scalar(*limit), d = scalar(*delta);
+  if (d == 0)
+    return im.error(node) << "delta is zero";
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  auto type = RankedTensorType::get({n}, element);
+  SmallVector<Attribute> values;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = s + i * d;
+    if (isa<FloatType>(element))
+      values.push_back(FloatAttr::get(element, v));
+    else
+      values.push_back(IntegerAttr::get(element, static_cast<int64_t>(v)));
+  }
+  im.setOutput(node, 0,
+               nn::ConstantOp::create(im.builder, im.loc(node),
+                                      DenseElementsAttr::get(type, values)));
+  return success();
+}
+
+LogicalResult importTrilu(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  int64_t k = 0;
+  if (node.input_size() > 1 && !node.input(1).empty()) {
+    FailureOr<SmallVector<int64_t>> given = im.constantInts(node, 1, "k");
+    if (failed(given))
+      return failure();
+    if (given->size() != 1)
+      return im.error(node) << "k must be a scalar";
+    k = (*given)[0];
+  }
+  if (cast<RankedTensorType>(x->getType()).getRank() < 2)
+    return im.error(node) << "needs a tensor of rank >= 2";
+  return im.setResult(
+      node, im.create<nn::TriluOp>(
+                node, *x, im.builder.getBoolAttr(im.intAttr(node, "upper", 1)),
+                im.builder.getI64IntegerAttr(k)));
+}
+
 } // namespace
 
 void onnx_import::addShapeHandlers(std::vector<OpRegistration> &list) {
@@ -138,4 +499,16 @@ void onnx_import::addShapeHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"Flatten", 1, importFlatten});
   list.push_back({"Transpose", 1, importTranspose});
   list.push_back({"Constant", 1, importConstant});
+  list.push_back({"Squeeze", 1, importSqueeze, {1}});
+  list.push_back({"Unsqueeze", 1, importUnsqueeze, {1}});
+  list.push_back({"Concat", 4, importConcat});
+  list.push_back({"Split", 2, importSplit, {1}});
+  list.push_back({"Slice", 1, importSlice, {1, 2, 3, 4}});
+  list.push_back({"Gather", 1, importGather});
+  list.push_back({"Expand", 8, importExpand, {1}});
+  list.push_back({"Shape", 1, importShape, {0}});
+  list.push_back({"Size", 1, importSize, {0}});
+  list.push_back({"ConstantOfShape", 9, importConstantOfShape, {0}});
+  list.push_back({"Range", 11, importRange, {0, 1, 2}});
+  list.push_back({"Trilu", 14, importTrilu, {1}});
 }

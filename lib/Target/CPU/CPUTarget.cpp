@@ -3,6 +3,7 @@
 #include "accrue/Target/CPU/CPUTarget.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/IRBuilder.h"
@@ -151,4 +152,21 @@ LogicalResult cpu::linkSharedLibrary(StringRef objectPath, StringRef outputPath,
     return failure();
   }
   return success();
+}
+
+FailureOr<std::unique_ptr<ExecutionEngine>>
+cpu::createJIT(ModuleOp module, const CPUTargetOptions &options) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  ExecutionEngineOptions engineOptions;
+  engineOptions.transformer =
+      makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0, nullptr);
+  engineOptions.jitCodeGenOptLevel = options.optLevel >= 3
+                                         ? llvm::CodeGenOptLevel::Aggressive
+                                         : llvm::CodeGenOptLevel::Default;
+  auto engine = ExecutionEngine::create(module, engineOptions);
+  if (!engine)
+    return module.emitError("JIT compilation failed: ")
+           << llvm::toString(engine.takeError());
+  return std::move(*engine);
 }

@@ -16,13 +16,32 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include <cstdint>
+#include <map>
+
+namespace onnx {
+class TensorProto;
+} // namespace onnx
 #include <string>
 #include <vector>
 
 namespace accrue::onnx_import {
 
+/// What the imported function is for.
+enum class ImportMode {
+  /// `@forward(params..., batch inputs...) -> loss`: float initializers are
+  /// trainable parameters, graph inputs batch inputs whose dimension 0 is
+  /// the micro-batch, the result the scalar loss.
+  Training,
+  /// `@forward(inputs...) -> (outputs...)` marked as a step with one output
+  /// buffer per graph output: every initializer is a constant, inputs keep
+  /// their declared (static) shapes. For running a graph forward (ONNX's
+  /// node tests, evaluating an exported model).
+  Inference,
+};
+
 /// What to import and how to specialize it.
 struct ImportOptions {
+  ImportMode mode = ImportMode::Training;
   /// Size of dimension 0 of every batch input (the micro-batch).
   int64_t microBatch = 1;
   /// Name of the graph output holding the loss; empty means the only scalar
@@ -33,6 +52,11 @@ struct ImportOptions {
   std::string freezeRegex;
   /// Path of the model, for locations and external data.
   std::string modelPath;
+  /// Values (serialized TensorProtos) of graph inputs that feed only
+  /// compile-time-constant operands (shapes, axes, exponents): those inputs
+  /// become constants. Inputs used as data stay arguments. ONNX's node tests
+  /// feed such values as inputs.
+  std::map<std::string, std::string> inputValues;
 };
 
 /// A trainable parameter and its initial value (f32, row-major).
@@ -42,7 +66,7 @@ struct ImportedParameter {
   std::vector<float> values;
 };
 
-/// A batch input of the graph; `shape[0]` is the micro-batch size.
+/// A graph input; in training mode `shape[0]` is the micro-batch size.
 struct ImportedInput {
   std::string name;
   std::vector<int64_t> shape;
@@ -57,8 +81,36 @@ struct ImportedModel {
   mlir::func::FuncOp forward;
   std::vector<ImportedParameter> parameters;
   std::vector<ImportedInput> inputs;
+  /// Training: the loss. Inference: every graph output, in order.
+  std::vector<ImportedInput> outputs;
   std::string lossName;
 };
+
+/// The contents of a TensorProto: element type, shape and little-endian
+/// bytes (one byte per element for bool).
+struct TensorData {
+  mlir::Type elementType;
+  llvm::SmallVector<int64_t> shape;
+  std::string bytes;
+  int64_t numElements() const;
+};
+
+/// Reads a TensorProto's data from raw_data, its typed fields or external
+/// data next to `modelPath`, checking it against the shape. Emits an error
+/// at `loc` on failure.
+llvm::FailureOr<TensorData> readTensorData(const onnx::TensorProto &tensor,
+                                           mlir::MLIRContext *context,
+                                           llvm::StringRef modelPath,
+                                           mlir::Location loc);
+
+/// Parses a serialized TensorProto (a .pb file of ONNX's backend tests) and
+/// reads its data; emits an error at `loc` on failure.
+llvm::FailureOr<TensorData> readTensorProtoBytes(llvm::StringRef bytes,
+                                                 mlir::MLIRContext *context,
+                                                 mlir::Location loc);
+
+/// Whether the importer handles `opType` of the default domain at `opset`.
+bool isSupportedOperator(llvm::StringRef opType, int64_t opset);
 
 /// Imports the serialized ModelProto in `bytes`. On failure, emits one error
 /// (naming the ONNX node, input or output at fault) through the context's

@@ -19,6 +19,10 @@
 #include <memory>
 #include <string>
 
+namespace mlir {
+class ExecutionEngine;
+} // namespace mlir
+
 namespace accrue::cpu {
 
 struct CPUTargetOptions {
@@ -45,6 +49,12 @@ llvm::LogicalResult linkSharedLibrary(llvm::StringRef objectPath,
                                       llvm::StringRef outputPath,
                                       llvm::StringRef lldPath,
                                       std::string &error);
+
+/// JIT-compiles an LLVM-dialect module in this process (for tests and tools
+/// that run code directly). Each function `f` is callable as
+/// `engine->invokePacked("f", args)` with the packed convention above.
+llvm::FailureOr<std::unique_ptr<mlir::ExecutionEngine>>
+createJIT(mlir::ModuleOp module, const CPUTargetOptions &options);
 
 } // namespace accrue::cpu
 

@@ -9,6 +9,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace accrue::nn;
 
@@ -150,5 +152,99 @@ LogicalResult WhereOp::buildVJP(OpBuilder &b, ValueRange dys,
   dxs.push_back(nn.sumToShape(dx, typeOf(getX())));
   Value dy = WhereOp::create(b, getLoc(), getCondition(), zero, dys[0]);
   dxs.push_back(nn.sumToShape(dy, typeOf(getY())));
+  return success();
+}
+
+LogicalResult AbsOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              SmallVectorImpl<Value> &dxs) {
+  // sign(x) * dy, with sign(0) = 0.
+  NNBuilder nn(b, getLoc());
+  Type element = elementOf(getInput());
+  Value zero = nn.scalar(element, 0.0);
+  Value positive = GreaterOp::create(b, getLoc(), getInput(), zero);
+  Value negative = LessOp::create(b, getLoc(), getInput(), zero);
+  Value neg = WhereOp::create(b, getLoc(), negative,
+                              NegOp::create(b, getLoc(), dys[0]), zero);
+  dxs.push_back(WhereOp::create(b, getLoc(), positive, dys[0], neg));
+  return success();
+}
+
+LogicalResult ErfOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              SmallVectorImpl<Value> &dxs) {
+  // d erf(x) = 2 / sqrt(pi) * exp(-x^2).
+  NNBuilder nn(b, getLoc());
+  Type element = elementOf(getInput());
+  Value x = getInput();
+  Value e = ExpOp::create(b, getLoc(), NegOp::create(b, getLoc(), nn.mul(x, x)));
+  Value c = nn.scalar(element, 2.0 / std::sqrt(M_PI));
+  dxs.push_back(nn.mul(dys[0], nn.mul(c, e)));
+  return success();
+}
+
+LogicalResult ClipOp::buildVJP(OpBuilder &b, ValueRange dys,
+                               SmallVectorImpl<Value> &dxs) {
+  // Passes where min <= x <= max (torch.clamp).
+  NNBuilder nn(b, getLoc());
+  Type element = elementOf(getInput());
+  Value zero = nn.scalar(element, 0.0);
+  Value grad = dys[0];
+  if (std::optional<APFloat> min = getMin()) {
+    Value below = LessOp::create(b, getLoc(), getInput(),
+                                 nn.scalar(element, min->convertToDouble()));
+    grad = WhereOp::create(b, getLoc(), below, zero, grad);
+  }
+  if (std::optional<APFloat> max = getMax()) {
+    Value above = GreaterOp::create(b, getLoc(), getInput(),
+                                    nn.scalar(element, max->convertToDouble()));
+    grad = WhereOp::create(b, getLoc(), above, zero, grad);
+  }
+  dxs.push_back(grad);
+  return success();
+}
+
+LogicalResult CastOp::buildVJP(OpBuilder &b, ValueRange dys,
+                               SmallVectorImpl<Value> &dxs) {
+  auto inType = typeOf(getInput());
+  if (!isa<FloatType>(inType.getElementType()) ||
+      !isa<FloatType>(elementOf(getResult()))) {
+    dxs.push_back(Value());
+    return success();
+  }
+  dxs.push_back(CastOp::create(b, getLoc(), inType, dys[0]));
+  return success();
+}
+
+/// Adjoint of an elementwise max (`greater` true) or min: to the winner,
+/// half to each on a tie.
+static void buildExtremumVJP(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                             Value dy, bool greater,
+                             SmallVectorImpl<Value> &dxs) {
+  NNBuilder nn(b, loc);
+  Type element = elementOf(lhs);
+  Value zero = nn.scalar(element, 0.0);
+  Value half = nn.mul(dy, nn.scalar(element, 0.5));
+  Value tie = EqualOp::create(b, loc, lhs, rhs);
+  auto wins = [&](Value x, Value y) -> Value {
+    if (greater)
+      return GreaterOp::create(b, loc, x, y);
+    return LessOp::create(b, loc, x, y);
+  };
+  Value dl = WhereOp::create(b, loc, wins(lhs, rhs), dy,
+                             WhereOp::create(b, loc, tie, half, zero));
+  Value dr = WhereOp::create(b, loc, wins(rhs, lhs), dy,
+                             WhereOp::create(b, loc, tie, half, zero));
+  dxs.push_back(nn.sumToShape(dl, typeOf(lhs)));
+  dxs.push_back(nn.sumToShape(dr, typeOf(rhs)));
+}
+
+LogicalResult MaxOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              SmallVectorImpl<Value> &dxs) {
+  buildExtremumVJP(b, getLoc(), getLhs(), getRhs(), dys[0], true, dxs);
+  return success();
+}
+
+LogicalResult MinOp::buildVJP(OpBuilder &b, ValueRange dys,
+                              SmallVectorImpl<Value> &dxs) {
+  buildExtremumVJP(b, getLoc(), getLhs(), getRhs(), dys[0], false, dxs);
   return success();
 }

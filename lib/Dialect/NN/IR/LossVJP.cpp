@@ -18,3 +18,16 @@ LogicalResult SoftmaxCrossEntropyLossOp::buildVJP(OpBuilder &b, ValueRange dys,
     dxs.push_back(Value());
   return success();
 }
+
+LogicalResult
+NegativeLogLikelihoodLossOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                      SmallVectorImpl<Value> &dxs) {
+  // Class weights are treated as constants, like the cross-entropy's.
+  dxs.push_back(NegativeLogLikelihoodGradOp::create(
+      b, getLoc(), getInput().getType(), dys[0], getInput(), getTarget(),
+      getWeights(), getReductionAttr(), getIgnoreIndexAttr()));
+  dxs.push_back(Value());
+  if (getWeights())
+    dxs.push_back(Value());
+  return success();
+}

@@ -38,6 +38,10 @@ NN_VERIFY_SAME_ELEMENT_TYPES(MulOp)
 NN_VERIFY_SAME_ELEMENT_TYPES(DivOp)
 NN_VERIFY_SAME_ELEMENT_TYPES(PowOp)
 NN_VERIFY_SAME_ELEMENT_TYPES(GreaterOp)
+NN_VERIFY_SAME_ELEMENT_TYPES(LessOp)
+NN_VERIFY_SAME_ELEMENT_TYPES(EqualOp)
+NN_VERIFY_SAME_ELEMENT_TYPES(MaxOp)
+NN_VERIFY_SAME_ELEMENT_TYPES(MinOp)
 #undef NN_VERIFY_SAME_ELEMENT_TYPES
 
 LogicalResult WhereOp::verify() {
@@ -59,6 +63,8 @@ template <typename OpTy> static LogicalResult verifyReduction(OpTy op) {
 
 LogicalResult ReduceSumOp::verify() { return verifyReduction(*this); }
 LogicalResult ReduceMeanOp::verify() { return verifyReduction(*this); }
+LogicalResult ReduceMaxOp::verify() { return verifyReduction(*this); }
+LogicalResult ReduceMinOp::verify() { return verifyReduction(*this); }
 
 //===----------------------------------------------------------------------===//
 // Shape ops
@@ -102,12 +108,50 @@ LogicalResult ExpandOp::verify() {
   return success();
 }
 
-OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
-  if (getInput().getType() == getType())
-    return getInput();
-  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
-    if (dense.isSplat())
-      return SplatElementsAttr::get(cast<ShapedType>(getType()),
-                                    dense.getSplatValue<Attribute>());
-  return {};
+
+LogicalResult CastOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getType());
+  if (in.getShape() != out.getShape())
+    return emitOpError("changes the shape from ") << in << " to " << out;
+  return success();
 }
+
+LogicalResult SliceOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getType());
+  ArrayRef<int64_t> starts = getStarts(), steps = getSteps();
+  if (in.getElementType() != out.getElementType() ||
+      in.getRank() != out.getRank())
+    return emitOpError("must keep the rank and element type");
+  if (static_cast<int64_t>(starts.size()) != in.getRank() ||
+      static_cast<int64_t>(steps.size()) != in.getRank())
+    return emitOpError("needs one start and one step per dimension");
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    int64_t size = out.getDimSize(d);
+    if (steps[d] == 0)
+      return emitOpError("step ") << d << " is zero";
+    if (size == 0)
+      continue;
+    int64_t last = starts[d] + (size - 1) * steps[d];
+    if (starts[d] < 0 || starts[d] >= in.getDimSize(d) || last < 0 ||
+        last >= in.getDimSize(d))
+      return emitOpError("dimension ")
+             << d << " reads outside the input (start " << starts[d]
+             << ", step " << steps[d] << ", size " << size << ")";
+  }
+  return success();
+}
+
+template <typename OpTy>
+static LogicalResult verifySoftmaxAxis(OpTy op) {
+  int64_t rank = cast<RankedTensorType>(op.getType()).getRank();
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0 || axis >= rank)
+    return op.emitOpError("axis ") << axis << " is out of range for rank "
+                                   << rank;
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
+LogicalResult LogSoftmaxOp::verify() { return verifySoftmaxAxis(*this); }

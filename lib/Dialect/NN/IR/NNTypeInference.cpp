@@ -185,11 +185,14 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
 // Losses
 //===----------------------------------------------------------------------===//
 
-LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &types) {
-  auto scores = cast<RankedTensorType>(adaptor.getScores().getType());
-  auto labels = cast<RankedTensorType>(adaptor.getLabels().getType());
+/// Shapes shared by the classification losses: `scores` [N, C, d...],
+/// `labels` [N, d...], optional `weights` [C].
+static LogicalResult inferLossResultType(std::optional<Location> loc,
+                                         Value scoresValue, Value labelsValue,
+                                         Value weights, LossReduction reduction,
+                                         SmallVectorImpl<Type> &types) {
+  auto scores = cast<RankedTensorType>(scoresValue.getType());
+  auto labels = cast<RankedTensorType>(labelsValue.getType());
   if (scores.getRank() < 2)
     return emitOptionalError(loc, "scores must have shape [N, C, ...]");
   SmallVector<int64_t> itemShape{scores.getDimSize(0)};
@@ -197,16 +200,196 @@ LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(
   if (labels.getShape() != ArrayRef<int64_t>(itemShape))
     return emitOptionalError(loc, "labels must have the shape of scores "
                                   "without the class dimension");
-  if (Value weights = adaptor.getWeights()) {
+  if (weights) {
     auto w = cast<RankedTensorType>(weights.getType());
     if (w.getRank() != 1 || w.getDimSize(0) != scores.getDimSize(1) ||
         w.getElementType() != scores.getElementType())
       return emitOptionalError(loc, "weights must be a [C] tensor of the "
                                     "scores' element type");
   }
-  if (adaptor.getReduction() == LossReduction::None)
+  if (reduction == LossReduction::None)
     types.push_back(RankedTensorType::get(itemShape, scores.getElementType()));
   else
     types.push_back(RankedTensorType::get({}, scores.getElementType()));
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  return inferLossResultType(loc, adaptor.getScores(), adaptor.getLabels(),
+                             adaptor.getWeights(), adaptor.getReduction(),
+                             types);
+}
+
+LogicalResult NegativeLogLikelihoodLossOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  return inferLossResultType(loc, adaptor.getInput(), adaptor.getTarget(),
+                             adaptor.getWeights(), adaptor.getReduction(),
+                             types);
+}
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return emitOptionalError(loc, "Concat needs at least one input");
+  auto first = cast<RankedTensorType>(inputs[0].getType());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= first.getRank())
+    return emitOptionalError(loc, "Concat axis ", axis,
+                             " is out of range for rank ", first.getRank());
+  SmallVector<int64_t> shape(first.getShape());
+  shape[axis] = 0;
+  for (Value input : inputs) {
+    auto type = cast<RankedTensorType>(input.getType());
+    if (type.getRank() != first.getRank() ||
+        type.getElementType() != first.getElementType())
+      return emitOptionalError(loc, "Concat inputs differ in rank or "
+                                    "element type");
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (d != axis && type.getDimSize(d) != first.getDimSize(d))
+        return emitOptionalError(loc, "Concat inputs differ in dimension ",
+                                 d);
+    shape[axis] += type.getDimSize(axis);
+  }
+  types.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto data = cast<RankedTensorType>(adaptor.getData().getType());
+  auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= data.getRank())
+    return emitOptionalError(loc, "Gather axis ", axis,
+                             " is out of range for rank ", data.getRank());
+  SmallVector<int64_t> shape(data.getShape().take_front(axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, data.getShape().drop_front(axis + 1));
+  types.push_back(RankedTensorType::get(shape, data.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+/// Output size of a sliding window along one dimension.
+static int64_t windowOutput(int64_t size, int64_t padBefore, int64_t padAfter,
+                            int64_t kernel, int64_t stride, int64_t dilation) {
+  int64_t extent = dilation * (kernel - 1) + 1;
+  return (size + padBefore + padAfter - extent) / stride + 1;
+}
+
+/// Checks 2-D window attributes (pads top, left, bottom, right).
+static LogicalResult verifyWindow(std::optional<Location> loc, StringRef op,
+                                  RankedTensorType input,
+                                  ArrayRef<int64_t> kernel,
+                                  ArrayRef<int64_t> strides,
+                                  ArrayRef<int64_t> pads,
+                                  ArrayRef<int64_t> dilations) {
+  if (input.getRank() != 4)
+    return emitOptionalError(loc, op, " supports 2-D inputs [N, C, H, W], not ",
+                             input);
+  if (kernel.size() != 2 || strides.size() != 2 || pads.size() != 4 ||
+      dilations.size() != 2)
+    return emitOptionalError(loc, op, " needs 2 kernel sizes, strides and "
+                                      "dilations and 4 pads");
+  for (int64_t v : llvm::concat<const int64_t>(kernel, strides, dilations))
+    if (v <= 0)
+      return emitOptionalError(loc, op, " kernel sizes, strides and "
+                                        "dilations must be positive");
+  for (int64_t p : pads)
+    if (p < 0)
+      return emitOptionalError(loc, op, " pads must be non-negative");
+  for (int d = 0; d < 2; ++d)
+    if (windowOutput(input.getDimSize(2 + d), pads[d], pads[2 + d], kernel[d],
+                     strides[d], dilations[d]) <= 0)
+      return emitOptionalError(loc, op, " window does not fit the input");
+  return success();
+}
+
+static RankedTensorType windowResult(RankedTensorType input, int64_t channels,
+                                     ArrayRef<int64_t> kernel,
+                                     ArrayRef<int64_t> strides,
+                                     ArrayRef<int64_t> pads,
+                                     ArrayRef<int64_t> dilations) {
+  return RankedTensorType::get(
+      {input.getDimSize(0), channels,
+       windowOutput(input.getDimSize(2), pads[0], pads[2], kernel[0],
+                    strides[0], dilations[0]),
+       windowOutput(input.getDimSize(3), pads[1], pads[3], kernel[1],
+                    strides[1], dilations[1])},
+      input.getElementType());
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto weight = cast<RankedTensorType>(adaptor.getWeight().getType());
+  int64_t group = adaptor.getGroup();
+  if (weight.getRank() != 4)
+    return emitOptionalError(loc, "Conv weight must be [F, C/group, KH, KW]");
+  SmallVector<int64_t> kernel{weight.getDimSize(2), weight.getDimSize(3)};
+  if (failed(verifyWindow(loc, "Conv", input, kernel, adaptor.getStrides(),
+                          adaptor.getPads(), adaptor.getDilations())))
+    return failure();
+  int64_t channels = input.getDimSize(1), filters = weight.getDimSize(0);
+  if (group <= 0 || channels % group != 0 || filters % group != 0 ||
+      weight.getDimSize(1) != channels / group)
+    return emitOptionalError(loc, "Conv weight ", weight, " does not match ",
+                             channels, " input channels in ", group,
+                             " groups");
+  if (weight.getElementType() != input.getElementType())
+    return emitOptionalError(loc, "Conv operands differ in element type");
+  if (Value bias = adaptor.getBias()) {
+    auto b = cast<RankedTensorType>(bias.getType());
+    if (b.getRank() != 1 || b.getDimSize(0) != filters)
+      return emitOptionalError(loc, "Conv bias must be [", filters, "]");
+  }
+  types.push_back(windowResult(input, filters, kernel, adaptor.getStrides(),
+                               adaptor.getPads(), adaptor.getDilations()));
+  return success();
+}
+
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  if (failed(verifyWindow(loc, "MaxPool", input, adaptor.getKernel(),
+                          adaptor.getStrides(), adaptor.getPads(),
+                          adaptor.getDilations())))
+    return failure();
+  types.push_back(windowResult(input, input.getDimSize(1), adaptor.getKernel(),
+                               adaptor.getStrides(), adaptor.getPads(),
+                               adaptor.getDilations()));
+  return success();
+}
+
+LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  int64_t ones[] = {1, 1};
+  if (failed(verifyWindow(loc, "AveragePool", input, adaptor.getKernel(),
+                          adaptor.getStrides(), adaptor.getPads(), ones)))
+    return failure();
+  types.push_back(windowResult(input, input.getDimSize(1), adaptor.getKernel(),
+                               adaptor.getStrides(), adaptor.getPads(), ones));
   return success();
 }

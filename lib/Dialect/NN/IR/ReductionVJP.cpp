@@ -38,3 +38,35 @@ LogicalResult ReduceMeanOp::buildVJP(OpBuilder &b, ValueRange dys,
   dxs.push_back(broadcastReduced(nn, scaled, getInput(), getAxes()));
   return success();
 }
+
+/// Adjoint of ReduceMax/ReduceMin: shared evenly by the elements equal to the
+/// extremum (torch.amax/amin).
+static Value buildExtremumReductionVJP(OpBuilder &b, Location loc, Value input,
+                                       Value result, Value dy,
+                                       ArrayRef<int64_t> axes) {
+  NNBuilder nn(b, loc);
+  auto inType = cast<RankedTensorType>(input.getType());
+  Type element = inType.getElementType();
+  Value extremum = broadcastReduced(nn, result, input, axes);
+  Value hit = EqualOp::create(b, loc, input, extremum);
+  Value ones = CastOp::create(
+      b, loc, RankedTensorType::get(inType.getShape(), element), hit);
+  Value count = ReduceSumOp::create(b, loc, ones, axes, /*keepdims=*/true);
+  Value share = nn.div(broadcastReduced(nn, dy, input, axes),
+                       nn.broadcastTo(count, inType));
+  return WhereOp::create(b, loc, hit, share, nn.scalar(element, 0.0));
+}
+
+LogicalResult ReduceMaxOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(buildExtremumReductionVJP(b, getLoc(), getInput(), getResult(),
+                                          dys[0], getAxes()));
+  return success();
+}
+
+LogicalResult ReduceMinOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(buildExtremumReductionVJP(b, getLoc(), getInput(), getResult(),
+                                          dys[0], getAxes()));
+  return success();
+}

@@ -40,3 +40,43 @@ LogicalResult ExpandOp::buildVJP(OpBuilder &b, ValueRange dys,
       nn.sumToShape(dys[0], cast<RankedTensorType>(getInput().getType())));
   return success();
 }
+
+LogicalResult ConcatOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                 SmallVectorImpl<Value> &dxs) {
+  // Each input's adjoint is its slice of the result's adjoint.
+  int64_t offset = 0, axis = getAxis();
+  for (Value input : getInputs()) {
+    auto type = cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+    starts[axis] = offset;
+    offset += type.getDimSize(axis);
+    dxs.push_back(SliceOp::create(b, getLoc(), type, dys[0], starts, steps));
+  }
+  return success();
+}
+
+LogicalResult SliceOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(SliceGradOp::create(b, getLoc(), getInput().getType(), dys[0],
+                                    getStartsAttr(), getStepsAttr()));
+  return success();
+}
+
+LogicalResult GatherOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                 SmallVectorImpl<Value> &dxs) {
+  if (!isa<FloatType>(getElementTypeOrSelf(getData().getType()))) {
+    dxs.append({Value(), Value()});
+    return success();
+  }
+  dxs.push_back(GatherGradOp::create(b, getLoc(), getData().getType(), dys[0],
+                                     getIndices(), getAxisAttr()));
+  dxs.push_back(Value());
+  return success();
+}
+
+LogicalResult TriluOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(
+      TriluOp::create(b, getLoc(), dys[0], getUpperAttr(), getKAttr()));
+  return success();
+}

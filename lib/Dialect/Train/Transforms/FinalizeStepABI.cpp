@@ -51,37 +51,60 @@ LogicalResult finalize(func::FuncOp step) {
 
   step.setType(b.getFunctionType(inputs, type.getResults()));
 
-  // Results: tied ones go back into their argument, scalars into metrics.
+  // Results: tied ones go back into their argument; other tensors into a
+  // new output argument each; f32 scalars into one trailing metrics buffer.
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  SmallVector<Value> outputs(type.getNumResults());
   int64_t numMetrics = 0;
-  for (unsigned i = 0; i < type.getNumResults(); ++i)
-    if (!step.getResultAttr(i, StepAttrs::kTied))
-      ++numMetrics;
-  auto metricsType = MemRefType::get({numMetrics}, b.getF32Type());
-  unsigned metricsIndex = step.getNumArguments();
-  if (failed(step.insertArgument(metricsIndex, metricsType,
-                                 b.getDictionaryAttr({}), loc)))
-    return failure();
-  Value metrics = entry.getArgument(metricsIndex);
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    if (step.getResultAttr(i, StepAttrs::kTied))
+      continue;
+    if (auto tensor = dyn_cast<RankedTensorType>(value.getType())) {
+      if (!tensor.hasStaticShape())
+        return step.emitError("result #")
+               << i << " must have a static shape, not " << tensor;
+      auto memref = MemRefType::get(tensor.getShape(), tensor.getElementType());
+      unsigned index = step.getNumArguments();
+      if (failed(step.insertArgument(index, memref, b.getDictionaryAttr({}),
+                                     loc)))
+        return failure();
+      outputs[i] = entry.getArgument(index);
+      continue;
+    }
+    if (!value.getType().isF32())
+      return step.emitError("untied result #")
+             << i << " must be a tensor or an f32 metric, not "
+             << value.getType();
+    ++numMetrics;
+  }
+  Value metrics;
+  if (numMetrics) {
+    unsigned index = step.getNumArguments();
+    if (failed(step.insertArgument(
+            index, MemRefType::get({numMetrics}, b.getF32Type()),
+            b.getDictionaryAttr({}), loc)))
+      return failure();
+    metrics = entry.getArgument(index);
+  }
 
   b.setInsertionPoint(ret);
   unsigned numStored = 0;
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    Value dest = outputs[i];
     if (auto tied =
             step.getResultAttrOfType<IntegerAttr>(i, StepAttrs::kTied)) {
-      Value dest = entry.getArgument(tied.getInt());
+      dest = entry.getArgument(tied.getInt());
       if (!isa<MemRefType>(dest.getType()))
         return step.emitError("result #")
                << i << " is tied to argument #" << tied.getInt()
                << ", which is not a tensor";
+    }
+    if (dest) {
       bufferization::MaterializeInDestinationOp::create(
           b, ret.getLoc(), TypeRange{}, value, dest, /*restrict=*/true,
           /*writable=*/true);
       continue;
     }
-    if (!value.getType().isF32())
-      return step.emitError("untied result #")
-             << i << " must be an f32 metric, not " << value.getType();
     Value index = arith::ConstantIndexOp::create(b, ret.getLoc(), numStored++);
     memref::StoreOp::create(b, ret.getLoc(), value, metrics, index);
   }

@@ -47,13 +47,58 @@ class NN_UnaryOp<string mnemonic, string onnxName, list<Trait> traits = []>
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def NN_NegOp : NN_UnaryOp<"neg", "Neg">;
+def NN_NegOp : NN_UnaryOp<"neg", "Neg"> {
+  let arguments = (ins NN_Tensor:$input);
+  let results = (outs NN_Tensor:$result);
+  let hasFolder = 1;
+}
 def NN_ExpOp : NN_UnaryOp<"exp", "Exp">;
 def NN_LogOp : NN_UnaryOp<"log", "Log">;
 def NN_SqrtOp : NN_UnaryOp<"sqrt", "Sqrt">;
 def NN_ReluOp : NN_UnaryOp<"relu", "Relu">;
 def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "Sigmoid">;
 def NN_TanhOp : NN_UnaryOp<"tanh", "Tanh">;
+def NN_AbsOp : NN_UnaryOp<"abs", "Abs"> {
+  let arguments = (ins NN_Tensor:$input);
+  let results = (outs NN_Tensor:$result);
+  let hasFolder = 1;
+  let description = [{
+    ONNX [Abs](https://onnx.ai/onnx/operators/onnx__Abs.html), opsets 6 and
+    later. The gradient at 0 is 0, as in PyTorch.
+  }];
+}
+def NN_ErfOp : NN_UnaryOp<"erf", "Erf">;
+
+def NN_ClipOp : NN_Op<"clip", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "clamp to [min, max]";
+  let description = [{
+    ONNX [Clip](https://onnx.ai/onnx/operators/onnx__Clip.html), opsets 6
+    and later; the importer turns constant min/max inputs (opset 11+) into
+    attributes. The gradient passes where `min <= x <= max`, as
+    torch.clamp's does.
+  }];
+  let arguments = (ins NN_Tensor:$input, OptionalAttr<F64Attr>:$min,
+                   OptionalAttr<F64Attr>:$max);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def NN_CastOp : NN_Op<"cast", [Pure,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "convert the element type";
+  let description = [{
+    ONNX [Cast](https://onnx.ai/onnx/operators/onnx__Cast.html), opsets 6
+    and later, between f32, f16, bf16, f64, i64, i32 and i1. Floats convert
+    to integers by truncation toward zero; anything converts to i1 as
+    `x != 0`. Float-to-float casts pass gradients (cast back).
+  }];
+  let arguments = (ins NN_Tensor:$input);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
 
 def NN_IdentityOp : NN_Op<"identity", [Pure, SameOperandsAndResultType,
     DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
@@ -101,6 +146,7 @@ class NN_BinaryOp<string mnemonic, string onnxName, list<Trait> traits = []>
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let hasFolder = 1;
   let extraClassDeclaration = [{
     static ::mlir::Type resultElementType(::mlir::MLIRContext *,
                                           Adaptor adaptor) {
@@ -113,6 +159,20 @@ def NN_AddOp : NN_BinaryOp<"add", "Add", [Commutative]>;
 def NN_SubOp : NN_BinaryOp<"sub", "Sub">;
 def NN_MulOp : NN_BinaryOp<"mul", "Mul", [Commutative]>;
 def NN_DivOp : NN_BinaryOp<"div", "Div">;
+def NN_MaxOp : NN_BinaryOp<"max", "Max", [Commutative]> {
+  let description = [{
+    ONNX [Max](https://onnx.ai/onnx/operators/onnx__Max.html), opsets 8 and
+    later, for two operands (the importer chains more). The adjoint goes to
+    the larger operand; ties split it in half, as torch.maximum does.
+  }];
+}
+def NN_MinOp : NN_BinaryOp<"min", "Min", [Commutative]> {
+  let description = [{
+    ONNX [Min](https://onnx.ai/onnx/operators/onnx__Min.html), opsets 8 and
+    later, for two operands (the importer chains more). The adjoint goes to
+    the smaller operand; ties split it in half, as torch.minimum does.
+  }];
+}
 def NN_PowOp : NN_BinaryOp<"pow", "Pow"> {
   let description = [{
     ONNX [Pow](https://onnx.ai/onnx/operators/onnx__Pow.html), opsets 7 and
@@ -135,6 +195,7 @@ class NN_CompareOp<string mnemonic, string onnxName>
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let hasFolder = 1;
   let extraClassDeclaration = [{
     static ::mlir::Type resultElementType(::mlir::MLIRContext *context,
                                           Adaptor) {
@@ -144,9 +205,44 @@ class NN_CompareOp<string mnemonic, string onnxName>
 }
 
 def NN_GreaterOp : NN_CompareOp<"greater", "Greater">;
+def NN_LessOp : NN_CompareOp<"less", "Less">;
+def NN_EqualOp : NN_CompareOp<"equal", "Equal">;
+
+def NN_AndOp : NN_BroadcastOp<"and", [Commutative]> {
+  let summary = "elementwise logical and with broadcasting";
+  let description = [{
+    ONNX [And](https://onnx.ai/onnx/operators/onnx__And.html), opsets 7 and
+    later, on i1 tensors.
+  }];
+  let arguments = (ins NN_BoolTensor:$lhs, NN_BoolTensor:$rhs);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+  let extraClassDeclaration = [{
+    static ::mlir::Type resultElementType(::mlir::MLIRContext *context,
+                                          Adaptor) {
+      return ::mlir::IntegerType::get(context, 1);
+    }
+  }];
+}
+
+def NN_NotOp : NN_Op<"not", [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise logical not";
+  let description = [{
+    ONNX [Not](https://onnx.ai/onnx/operators/onnx__Not.html), opsets 1 and
+    later.
+  }];
+  let arguments = (ins NN_BoolTensor:$input);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
 
 def NN_WhereOp : NN_BroadcastOp<"where", [
     DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let hasFolder = 1;
   let summary = "elementwise select with broadcasting";
   let description = [{
     ONNX [Where](https://onnx.ai/onnx/operators/onnx__Where.html), opsets 9
@@ -238,6 +334,55 @@ class NN_ReductionOp<string mnemonic, string onnxName>
 
 def NN_ReduceSumOp : NN_ReductionOp<"reduce_sum", "ReduceSum">;
 def NN_ReduceMeanOp : NN_ReductionOp<"reduce_mean", "ReduceMean">;
+def NN_ReduceMaxOp : NN_ReductionOp<"reduce_max", "ReduceMax"> {
+  let description = [{
+    ONNX [ReduceMax](https://onnx.ai/onnx/operators/onnx__ReduceMax.html),
+    opsets 1 and later. The adjoint is shared evenly by the elements equal
+    to the maximum, as torch.amax's is.
+  }];
+}
+def NN_ReduceMinOp : NN_ReductionOp<"reduce_min", "ReduceMin"> {
+  let description = [{
+    ONNX [ReduceMin](https://onnx.ai/onnx/operators/onnx__ReduceMin.html),
+    opsets 1 and later. The adjoint is shared evenly by the elements equal
+    to the minimum, as torch.amin's is.
+  }];
+}
+
+class NN_ArgReductionOp<string mnemonic, string onnxName>
+    : NN_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "index of the " # onnxName # " along an axis";
+  let description = [{
+    ONNX [}] # onnxName # [{](https://onnx.ai/onnx/operators/onnx__}]
+    # onnxName # [{.html), opsets 1 and later: i64 indices of the extreme
+    element along `axis` (the first, or the last with select_last_index).
+    No gradient.
+  }];
+  let arguments = (ins NN_Tensor:$input, I64Attr:$axis,
+                   DefaultValuedAttr<BoolAttr, "true">:$keepdims,
+                   DefaultValuedAttr<BoolAttr, "false">:$select_last_index);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      ::llvm::SmallVector<::mlir::Type> reduced;
+      int64_t axis = adaptor.getAxis();
+      if (::mlir::failed(inferReductionResultType(location,
+              adaptor.getInput().getType(), {axis}, adaptor.getKeepdims(),
+              reduced)))
+        return ::mlir::failure();
+      types.push_back(::mlir::RankedTensorType::get(
+          ::llvm::cast<::mlir::RankedTensorType>(reduced[0]).getShape(),
+          ::mlir::IntegerType::get(context, 64)));
+      return ::mlir::success();
+    }
+  }];
+}
+
+def NN_ArgMaxOp : NN_ArgReductionOp<"argmax", "ArgMax">;
+def NN_ArgMinOp : NN_ArgReductionOp<"argmin", "ArgMin">;
 
 //===----------------------------------------------------------------------===//
 // Shape and data movement
@@ -312,6 +457,97 @@ def NN_ExpandOp : NN_Op<"expand", [Pure,
   let hasFolder = 1;
 }
 
+def NN_ConcatOp : NN_Op<"concat", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "concatenate along an axis";
+  let description = [{
+    ONNX [Concat](https://onnx.ai/onnx/operators/onnx__Concat.html), opsets
+    4 and later; `axis` is non-negative.
+  }];
+  let arguments = (ins Variadic<NN_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def NN_SliceOp : NN_Op<"slice", [Pure,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "strided slice with static bounds";
+  let description = [{
+    ONNX [Slice](https://onnx.ai/onnx/operators/onnx__Slice.html), opsets 1
+    and later, after the importer has resolved starts/ends/axes/steps: along
+    every dimension `d`, result element `i` is input element
+    `starts[d] + i * steps[d]`, for the result's size. Steps may be negative.
+  }];
+  let arguments = (ins NN_Tensor:$input, DenseI64ArrayAttr:$starts,
+                   DenseI64ArrayAttr:$steps);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def NN_SliceGradOp : NN_Op<"slice_grad", [Pure]> {
+  let summary = "adjoint of nn.slice: place a slice into zeros";
+  let description = [{
+    Internal (no ONNX counterpart); emitted by the VJP rule of `nn.slice`.
+    The result is zero except at the positions the slice read, which hold
+    the elements of `input`.
+  }];
+  let arguments = (ins NN_Tensor:$input, DenseI64ArrayAttr:$starts,
+                   DenseI64ArrayAttr:$steps);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_GatherOp : NN_Op<"gather", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "gather slices along an axis";
+  let description = [{
+    ONNX [Gather](https://onnx.ai/onnx/operators/onnx__Gather.html), opsets
+    1 and later: the result has shape `data[:axis] + indices + data[axis+1:]`.
+    Negative indices count from the end. Embedding lookups are Gathers on
+    axis 0; their adjoint scatters-adds into the table.
+  }];
+  let arguments = (ins NN_Tensor:$data, NN_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+}
+
+def NN_GatherGradOp : NN_Op<"gather_grad", [Pure]> {
+  let summary = "adjoint of nn.gather: scatter-add into zeros";
+  let description = [{
+    Internal (no ONNX counterpart); emitted by the VJP rule of `nn.gather`.
+    The result, shaped like the gathered data, is the sum of the slices of
+    `dresult` that each index read.
+  }];
+  let arguments = (ins NN_FloatTensor:$dresult, NN_IndexTensor:$indices,
+                   I64Attr:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $dresult `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_TriluOp : NN_Op<"trilu", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "upper or lower triangle of the last two dimensions";
+  let description = [{
+    ONNX [Trilu](https://onnx.ai/onnx/operators/onnx__Trilu.html), opsets 14
+    and later: keeps elements with `j - i >= k` (upper) or `j - i <= k`
+    (lower), zero elsewhere.
+  }];
+  let arguments = (ins NN_Tensor:$input, BoolAttr:$upper, I64Attr:$k);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+include "accrue/Dialect/NN/IR/NNNeuralOps.td"
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
@@ -357,6 +593,46 @@ def NN_SoftmaxCrossEntropyGradOp : NN_Op<"softmax_cross_entropy_grad", [
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $dloss `,` $scores `,` $labels (`,` $weights^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def NN_NegativeLogLikelihoodLossOp : NN_Op<"negative_log_likelihood_loss", [
+    Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "negative log-likelihood loss";
+  let description = [{
+    ONNX [NegativeLogLikelihoodLoss](https://onnx.ai/onnx/operators/onnx__NegativeLogLikelihoodLoss.html),
+    opsets 12 and later. `input` holds log-probabilities `[N, C, d...]`;
+    per item `l_i = -w[y_i] * input[i, y_i]`, 0 where `y_i` is ignore_index,
+    reduced like softmax_cross_entropy_loss.
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_IndexTensor:$target,
+                   Optional<NN_FloatTensor>:$weights,
+                   NN_LossReductionAttr:$reduction,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs NN_FloatTensor:$loss);
+  let assemblyFormat = [{
+    $input `,` $target (`,` $weights^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def NN_NegativeLogLikelihoodGradOp : NN_Op<"negative_log_likelihood_grad", [
+    Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "adjoint of negative_log_likelihood_loss w.r.t. its input";
+  let description = [{
+    Internal (no ONNX counterpart); emitted by the VJP rule of
+    `nn.negative_log_likelihood_loss`: `-dloss_i * w[y_i]` at the target
+    class of each item (divided by the weight sum for `mean`), 0 elsewhere.
+  }];
+  let arguments = (ins NN_FloatTensor:$dloss, NN_FloatTensor:$input,
+                   NN_IndexTensor:$target, Optional<NN_FloatTensor>:$weights,
+                   NN_LossReductionAttr:$reduction,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $dloss `,` $input `,` $target (`,` $weights^)? attr-dict `:`
     functional-type(operands, results)
   }];
 }

@@ -82,10 +82,11 @@ def TrainFinalizeStepABI
   let description = [{
     Rewrites each function marked `train.step` from tensors in and out to
     the artifact's calling convention: every tensor argument becomes a
-    memref that the step reads, and results tied to an argument (`train.tied`)
-    are written back into it in place; scalar results (loss, grad_norm) are
-    stored into a trailing `memref<Nxf32>` metrics argument. The function
-    gets `llvm.emit_c_interface`.
+    memref that the step reads; results tied to an argument (`train.tied`)
+    are written back into it in place; other tensor results are written
+    into a new output argument each (in result order); f32 scalar results
+    (loss, grad_norm) are stored into one trailing `memref<Nxf32>` metrics
+    argument. The function gets `llvm.emit_c_interface`.
   }];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::memref::MemRefDialect",

@@ -1,0 +1,436 @@
+//===- NeuralHandlers.cpp - import softmax, norms, conv, pooling -*- C++ -*-===//
+//
+// Softmax, LogSoftmax, Conv, pooling and Dropout map to nn ops; the
+// normalizations (LayerNormalization, BatchNormalization) are built from nn
+// reductions and elementwise ops, so their VJPs come from the parts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImporter.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace accrue;
+using namespace accrue::onnx_import;
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+LogicalResult importSoftmax(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  int64_t rank = type.getRank();
+  bool legacy = im.opset < 13;
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", legacy ? 1 : -1), rank);
+  if (failed(axis))
+    return failure();
+  if (!legacy || *axis == rank - 1)
+    return im.setResult(node, im.create<OpTy>(node, *x, im.builder.getI64IntegerAttr(*axis)));
+  // Opsets 1-12 normalize the input coerced to 2-D at the axis.
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < *axis ? rows : cols) *= type.getDimSize(d);
+  auto flat = RankedTensorType::get({rows, cols}, type.getElementType());
+  FailureOr<Value> reshaped = im.create<nn::ReshapeOp>(node, flat, *x);
+  if (failed(reshaped))
+    return failure();
+  FailureOr<Value> soft =
+      im.create<OpTy>(node, *reshaped, im.builder.getI64IntegerAttr(1));
+  if (failed(soft))
+    return failure();
+  return im.setResult(node, im.create<nn::ReshapeOp>(node, type, *soft));
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations
+//===----------------------------------------------------------------------===//
+
+LogicalResult importLayerNormalization(GraphImporter &im,
+                                       const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0), scale = im.input(node, 1);
+  FailureOr<Value> bias = im.optionalInput(node, 2);
+  if (failed(x) || failed(scale) || failed(bias))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", -1), type.getRank());
+  if (failed(axis))
+    return failure();
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  Type element = type.getElementType();
+  SmallVector<int64_t> axes =
+      llvm::to_vector(llvm::seq<int64_t>(*axis, type.getRank()));
+  Value mean = nn::ReduceMeanOp::create(b, loc, *x, axes, /*keepdims=*/true);
+  Value centered = nnb.sub(*x, mean);
+  Value variance = nn::ReduceMeanOp::create(b, loc, nnb.mul(centered, centered),
+                                            axes, /*keepdims=*/true);
+  double epsilon = im.floatAttr(node, "epsilon", 1e-5f);
+  Value invStd = nnb.div(nnb.scalar(element, 1.0),
+                         nn::SqrtOp::create(b, loc, nnb.add(variance,
+                                                            nnb.scalar(element, epsilon))));
+  Value y = nnb.mul(nnb.mul(centered, invStd), *scale);
+  if (*bias)
+    y = nnb.add(y, *bias);
+  FailureOr<Value> result = im.finishOp(nn::IdentityOp::create(b, loc, y));
+  if (failed(result))
+    return failure();
+  im.setOutput(node, 0, *result);
+  im.setOutput(node, 1, mean);
+  im.setOutput(node, 2, invStd);
+  return success();
+}
+
+/// Reshapes a per-channel [C] tensor to [C, 1, ...] to broadcast over NCHW.
+Value perChannel(nn::NNBuilder &nnb, Value v, int64_t rank) {
+  RankedTensorType type = typeOf(v);
+  SmallVector<int64_t> shape{type.getDimSize(0)};
+  shape.append(rank - 2, 1);
+  return nnb.reshape(v, RankedTensorType::get(shape, type.getElementType()));
+}
+
+LogicalResult importBatchNormalization(GraphImporter &im,
+                                       const onnx::NodeProto &node) {
+  SmallVector<Value> in;
+  for (int i = 0; i < 5; ++i) {
+    FailureOr<Value> v = im.input(node, i);
+    if (failed(v))
+      return failure();
+    in.push_back(*v);
+  }
+  Value x = in[0], scale = in[1], bias = in[2], mean = in[3], var = in[4];
+  RankedTensorType type = typeOf(x);
+  int64_t rank = type.getRank();
+  if (rank < 2)
+    return im.error(node) << "needs an input of rank >= 2";
+  bool training = im.opset >= 14 ? im.intAttr(node, "training_mode", 0) != 0
+                                 : node.output_size() > 1 &&
+                                       im.opset < 9 &&
+                                       im.intAttr(node, "is_test", 0) == 0;
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  Type element = type.getElementType();
+  double epsilon = im.floatAttr(node, "epsilon", 1e-5f);
+  Value eps = nnb.scalar(element, epsilon);
+
+  Value useMean = perChannel(nnb, mean, rank), useVar = perChannel(nnb, var, rank);
+  Value batchMean, batchVar;
+  if (training) {
+    if (im.strict)
+      return im.error(node)
+             << "BatchNormalization in training mode normalizes each "
+                "micro-batch with its own statistics, so accumulated steps "
+                "differ from one big batch (--strict)";
+    if (im.training)
+      emitWarning(loc)
+          << "BatchNormalization in training mode normalizes each "
+             "micro-batch with its own statistics; gradient accumulation is "
+             "not equivalent to one big batch for this model";
+    SmallVector<int64_t> axes{0};
+    llvm::append_range(axes, llvm::seq<int64_t>(2, rank));
+    batchMean = nn::ReduceMeanOp::create(b, loc, x, axes, /*keepdims=*/true);
+    Value centered = nnb.sub(x, batchMean);
+    batchVar = nn::ReduceMeanOp::create(b, loc, nnb.mul(centered, centered),
+                                        axes, /*keepdims=*/true);
+    useMean = batchMean;
+    useVar = batchVar;
+  }
+  Value normalized = nnb.div(nnb.sub(x, useMean),
+                             nn::SqrtOp::create(b, loc, nnb.add(useVar, eps)));
+  Value y = nnb.add(nnb.mul(normalized, perChannel(nnb, scale, rank)),
+                    perChannel(nnb, bias, rank));
+  FailureOr<Value> result = im.finishOp(nn::IdentityOp::create(b, loc, y));
+  if (failed(result))
+    return failure();
+  im.setOutput(node, 0, *result);
+  if (training) {
+    // running = input * momentum + current * (1 - momentum).
+    double momentum = im.floatAttr(node, "momentum", 0.9f);
+    auto running = [&](Value input, Value current) {
+      Value flat = nnb.reshape(current, typeOf(input));
+      return nnb.add(nnb.mul(input, nnb.scalar(element, momentum)),
+                     nnb.mul(flat, nnb.scalar(element, 1.0 - momentum)));
+    };
+    im.setOutput(node, 1, running(mean, batchMean));
+    im.setOutput(node, 2, running(var, batchVar));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Windows
+//===----------------------------------------------------------------------===//
+
+/// Resolved 2-D window attributes; pads are (top, left, bottom, right).
+struct Window {
+  SmallVector<int64_t> kernel, strides, pads, dilations;
+};
+
+/// Reads kernel/strides/dilations/pads/auto_pad (and ceil_mode for
+/// pooling) for a 2-D input [N, C, H, W]. A 1-D input [N, C, L] is treated
+/// as [N, C, 1, L] (see toWindowInput).
+FailureOr<Window> resolveWindow(GraphImporter &im, const onnx::NodeProto &node,
+                                RankedTensorType input,
+                                ArrayRef<int64_t> kernel, bool pooling) {
+  bool oneD = input.getRank() == 3;
+  if (input.getRank() != 4 && !oneD)
+    return im.error(node) << "windows over " << input.getRank() - 2
+                          << " dimensions are not supported (1-D and 2-D "
+                             "only)";
+  auto attr = [&](StringRef name, SmallVector<int64_t> fallback) {
+    SmallVector<int64_t> v = im.intsAttr(node, name).value_or(fallback);
+    if (!oneD || v.size() != fallback.size() / 2)
+      return v;
+    // 1-D: prepend the unit height's entries.
+    if (name == "pads")
+      return SmallVector<int64_t>{0, v[0], 0, v[1]};
+    return SmallVector<int64_t>{fallback[0], v[0]};
+  };
+  Window w;
+  w.kernel.assign(kernel.begin(), kernel.end());
+  if (oneD && w.kernel.size() == 1)
+    w.kernel.insert(w.kernel.begin(), 1);
+  w.strides = attr("strides", {1, 1});
+  w.dilations = attr("dilations", {1, 1});
+  w.pads = attr("pads", {0, 0, 0, 0});
+  if (oneD)
+    input = RankedTensorType::get(
+        {input.getDimSize(0), input.getDimSize(1), 1, input.getDimSize(2)},
+        input.getElementType());
+  if (w.kernel.size() != 2 || w.strides.size() != 2 ||
+      w.dilations.size() != 2 || w.pads.size() != 4)
+    return im.error(node) << "needs 2-D kernel_shape, strides, dilations and "
+                             "4 pads";
+  std::string autoPad = im.stringAttr(node, "auto_pad", "NOTSET");
+  for (int d = 0; d < 2; ++d) {
+    int64_t size = input.getDimSize(2 + d);
+    int64_t extent = w.dilations[d] * (w.kernel[d] - 1) + 1;
+    if (autoPad == "VALID") {
+      w.pads[d] = w.pads[2 + d] = 0;
+    } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      int64_t out = (size + w.strides[d] - 1) / w.strides[d];
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * w.strides[d] + extent - size);
+      int64_t small = total / 2, large = total - small;
+      w.pads[d] = autoPad == "SAME_UPPER" ? small : large;
+      w.pads[2 + d] = autoPad == "SAME_UPPER" ? large : small;
+    } else if (autoPad != "NOTSET") {
+      return im.error(node) << "unknown auto_pad '" << autoPad << "'";
+    }
+    if (pooling && im.intAttr(node, "ceil_mode", 0)) {
+      // Rounding the output size up: windows may end in extra padding, but
+      // the last one must start inside the input or its leading padding.
+      int64_t padded = size + w.pads[d] + w.pads[2 + d];
+      int64_t out = (padded - extent + w.strides[d] - 1) / w.strides[d] + 1;
+      if ((out - 1) * w.strides[d] >= size + w.pads[d])
+        --out;
+      int64_t extra = (out - 1) * w.strides[d] + extent - padded;
+      if (extra > 0)
+        w.pads[2 + d] += extra;
+    }
+  }
+  return w;
+}
+
+/// A 1-D [N, C, L] value as [N, C, 1, L]; 2-D values as they are.
+FailureOr<Value> toWindowInput(GraphImporter &im, const onnx::NodeProto &node,
+                               Value x) {
+  RankedTensorType type = typeOf(x);
+  if (type.getRank() != 3)
+    return x;
+  return im.create<nn::ReshapeOp>(
+      node,
+      RankedTensorType::get({type.getDimSize(0), type.getDimSize(1), 1,
+                             type.getDimSize(2)},
+                            type.getElementType()),
+      x);
+}
+
+/// Undoes toWindowInput on a result.
+FailureOr<Value> fromWindowResult(GraphImporter &im,
+                                  const onnx::NodeProto &node, Value original,
+                                  FailureOr<Value> result) {
+  if (failed(result) || typeOf(original).getRank() != 3)
+    return result;
+  RankedTensorType type = typeOf(*result);
+  return im.create<nn::ReshapeOp>(
+      node,
+      RankedTensorType::get(
+          {type.getDimSize(0), type.getDimSize(1), type.getDimSize(3)},
+          type.getElementType()),
+      *result);
+}
+
+LogicalResult importConv(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0), weight = im.input(node, 1);
+  FailureOr<Value> bias = im.optionalInput(node, 2);
+  if (failed(x) || failed(weight) || failed(bias))
+    return failure();
+  RankedTensorType w = typeOf(*weight);
+  if (w.getRank() != typeOf(*x).getRank())
+    return im.error(node) << "weight rank differs from the input's";
+  SmallVector<int64_t> kernel(w.getShape().drop_front(2));
+  FailureOr<Window> win = resolveWindow(im, node, typeOf(*x), kernel, false);
+  FailureOr<Value> input = toWindowInput(im, node, *x);
+  FailureOr<Value> filter = toWindowInput(im, node, *weight);
+  if (failed(win) || failed(input) || failed(filter))
+    return failure();
+  Builder &b = im.builder;
+  return im.setResult(
+      node, fromWindowResult(
+                im, node, *x,
+                im.create<nn::ConvOp>(
+                    node, *input, *filter, *bias,
+                    b.getDenseI64ArrayAttr(win->strides),
+                    b.getDenseI64ArrayAttr(win->pads),
+                    b.getDenseI64ArrayAttr(win->dilations),
+                    b.getI64IntegerAttr(im.intAttr(node, "group", 1)))));
+}
+
+LogicalResult importMaxPool(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  auto kernel = im.intsAttr(node, "kernel_shape");
+  if (!kernel)
+    return im.error(node) << "needs kernel_shape";
+  FailureOr<Window> win = resolveWindow(im, node, typeOf(*x), *kernel, true);
+  FailureOr<Value> input = toWindowInput(im, node, *x);
+  if (failed(win) || failed(input))
+    return failure();
+  (void)im.unsupportedOutput(node, 1, "Indices");
+  Builder &b = im.builder;
+  return im.setResult(
+      node, fromWindowResult(
+                im, node, *x,
+                im.create<nn::MaxPoolOp>(node, *input,
+                                         b.getDenseI64ArrayAttr(win->kernel),
+                                         b.getDenseI64ArrayAttr(win->strides),
+                                         b.getDenseI64ArrayAttr(win->pads),
+                                         b.getDenseI64ArrayAttr(win->dilations))));
+}
+
+LogicalResult importAveragePool(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  auto kernel = im.intsAttr(node, "kernel_shape");
+  if (!kernel)
+    return im.error(node) << "needs kernel_shape";
+  if (auto dilations = im.intsAttr(node, "dilations"))
+    if (llvm::any_of(*dilations, [](int64_t d) { return d != 1; }))
+      return im.error(node) << "dilated average pooling is not supported";
+  FailureOr<Window> plain = resolveWindow(im, node, typeOf(*x), *kernel, false);
+  FailureOr<Window> win = resolveWindow(im, node, typeOf(*x), *kernel, true);
+  FailureOr<Value> input = toWindowInput(im, node, *x);
+  if (failed(plain) || failed(win) || failed(input))
+    return failure();
+  bool includePad = im.intAttr(node, "count_include_pad", 0) != 0;
+  if (includePad && win->pads != plain->pads)
+    return im.error(node) << "ceil_mode with count_include_pad is not "
+                             "supported";
+  if (win->kernel.size() != 2)
+    return im.error(node) << "needs a 1-D or 2-D kernel_shape";
+  Builder &b = im.builder;
+  return im.setResult(
+      node, fromWindowResult(
+                im, node, *x,
+                im.create<nn::AveragePoolOp>(
+                    node, *input, b.getDenseI64ArrayAttr(win->kernel),
+                    b.getDenseI64ArrayAttr(win->strides),
+                    b.getDenseI64ArrayAttr(win->pads), b.getBoolAttr(includePad))));
+}
+
+template <typename OpTy>
+LogicalResult importGlobalPool(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  if (rank < 3)
+    return im.error(node) << "needs an input [N, C, d...]";
+  return im.setResult(node, im.create<OpTy>(
+                                node, *x,
+                                im.builder.getDenseI64ArrayAttr(
+                                    llvm::to_vector(llvm::seq<int64_t>(2, rank))),
+                                im.builder.getBoolAttr(true)));
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+LogicalResult importDropout(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  double ratio = 0.5;
+  bool training = false;
+  if (im.opset >= 12) {
+    if (node.input_size() > 1 && !node.input(1).empty()) {
+      FailureOr<DenseElementsAttr> r = im.constantInput(node, 1, "the ratio");
+      if (failed(r))
+        return failure();
+      ratio = (*r->getValues<APFloat>().begin()).convertToDouble();
+    }
+    if (node.input_size() > 2 && !node.input(2).empty()) {
+      FailureOr<DenseElementsAttr> t =
+          im.constantInput(node, 2, "training_mode");
+      if (failed(t))
+        return failure();
+      training = (*t->getValues<APInt>().begin()).getBoolValue();
+    }
+  } else {
+    ratio = im.floatAttr(node, "ratio", 0.5f);
+  }
+  if (ratio < 0 || ratio >= 1)
+    return im.error(node) << "ratio " << ratio << " is outside [0, 1)";
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  RankedTensorType type = typeOf(*x);
+  if (!training || ratio == 0) {
+    // Inference: the identity, and a mask of ones.
+    im.setOutput(node, 0, *x);
+    auto maskType = RankedTensorType::get(type.getShape(), b.getI1Type());
+    im.setOutput(node, 1,
+                 nn::ConstantOp::create(
+                     b, loc, SplatElementsAttr::get(maskType, b.getBoolAttr(true))));
+    return success();
+  }
+  if (!im.training || !im.stepArg)
+    return im.error(node) << "training-mode Dropout outside a training step is "
+                             "not supported (its mask is random)";
+  (void)im.unsupportedOutput(node, 1, "mask");
+  return im.setResult(
+      node, im.create<nn::DropoutOp>(node, *x, im.stepArg, im.sampleBaseArg,
+                                     b.getF64FloatAttr(ratio),
+                                     b.getI64IntegerAttr(im.intAttr(node, "seed", 0)),
+                                     b.getI64IntegerAttr(im.dropoutCount++)));
+}
+
+} // namespace
+
+void onnx_import::addNeuralHandlers(std::vector<OpRegistration> &list) {
+  list.push_back({"Softmax", 1, importSoftmax<nn::SoftmaxOp>});
+  list.push_back({"LogSoftmax", 1, importSoftmax<nn::LogSoftmaxOp>});
+  list.push_back({"LayerNormalization", 17, importLayerNormalization});
+  list.push_back({"BatchNormalization", 7, importBatchNormalization});
+  list.push_back({"Conv", 1, importConv});
+  list.push_back({"MaxPool", 1, importMaxPool});
+  list.push_back({"AveragePool", 1, importAveragePool});
+  list.push_back({"GlobalAveragePool", 1, importGlobalPool<nn::ReduceMeanOp>});
+  list.push_back({"GlobalMaxPool", 1, importGlobalPool<nn::ReduceMaxOp>});
+  list.push_back({"Dropout", 7, importDropout, {1, 2}});
+}
