@@ -23,17 +23,22 @@ config.environment["PYTHONPATH"] = os.pathsep.join(
      os.path.join(config.test_source_root, "models")])
 config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
 config.environment["OMP_NUM_THREADS"] = "1"
+# lit's own %python is the interpreter running lit; the tests want ours.
+config.substitutions = [s for s in config.substitutions if s[0] != "%python"]
 config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%reference_python", config.reference_python))
 config.substitutions.append(("%models", os.path.join(config.test_source_root, "models")))
 llvm_config.add_tool_substitutions(
     ["accrue-opt", "accrue-compile", "accrue-train"], [config.accrue_tools_dir])
 
 
-def python_has(module):
-    return subprocess.run([config.python_executable, "-c", "import " + module],
+def python_has(module, python=config.python_executable):
+    return subprocess.run([python, "-c", "import " + module],
                           capture_output=True).returncode == 0
 
 
+if python_has("onnx.reference", config.reference_python):
+    config.available_features.add("onnx-reference")
 if python_has("torch"):
     config.available_features.add("torch")
 if os.path.exists("/usr/bin/time"):

@@ -1,0 +1,19 @@
+# ONNX's backend node tests (from Debian's libonnx-testdata), run through
+# Accrue: its own suite, check-accrue-onnx.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "Accrue-ONNX"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.accrue_obj_root, "test", "ONNXBackend")
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+llvm_config.add_tool_substitutions(["accrue-onnx-backend-test"],
+                                   [config.accrue_tools_dir])
+config.substitutions.append(("%node_tests", "/usr/share/libonnx-testdata/data/node"))
+if os.path.isdir("/usr/share/libonnx-testdata/data/node"):
+    config.available_features.add("onnx-testdata")
