@@ -9,6 +9,7 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Verifier.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
@@ -48,6 +49,36 @@ createTargetMachine(const cpu::CPUTargetOptions &options, std::string &error) {
   if (!machine)
     error = "cannot create a target machine for " + triple.str();
   return machine;
+}
+
+/// LLVM's default pipeline at `optLevel`, without loop unrolling: the
+/// generated loop nests have small static trip counts, which LLVM otherwise
+/// unrolls fully into megabytes of code at great compile-time cost, for
+/// little gain. Vectorization stays on.
+llvm::Error optimizeModule(llvm::Module &module, llvm::TargetMachine *machine,
+                           unsigned optLevel) {
+  if (optLevel == 0)
+    return llvm::Error::success();
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = false;
+  tuning.LoopInterleaving = true;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder builder(machine, tuning);
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = optLevel >= 3   ? llvm::OptimizationLevel::O3
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                  : llvm::OptimizationLevel::O1;
+  builder.buildPerModuleDefaultPipeline(level).run(module, mam);
+  return llvm::Error::success();
 }
 
 /// Adds `_mlir_<name>(ptr args)` that loads each argument from args[i] and
@@ -102,9 +133,8 @@ cpu::translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
   llvmModule->setDataLayout(machine->createDataLayout());
   if (llvm::verifyModule(*llvmModule, &llvm::errs()))
     return module.emitError("generated LLVM IR does not verify");
-  auto optimize = makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0,
-                                            machine.get());
-  if (llvm::Error err = optimize(llvmModule.get()))
+  if (llvm::Error err =
+          optimizeModule(*llvmModule, machine.get(), options.optLevel))
     return module.emitError("LLVM optimization failed: ")
            << llvm::toString(std::move(err));
   return llvmModule;
@@ -159,8 +189,10 @@ cpu::createJIT(ModuleOp module, const CPUTargetOptions &options) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   ExecutionEngineOptions engineOptions;
-  engineOptions.transformer =
-      makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0, nullptr);
+  unsigned optLevel = options.optLevel;
+  engineOptions.transformer = [optLevel](llvm::Module *module) {
+    return optimizeModule(*module, nullptr, optLevel);
+  };
   engineOptions.jitCodeGenOptLevel = options.optLevel >= 3
                                          ? llvm::CodeGenOptLevel::Aggressive
                                          : llvm::CodeGenOptLevel::Default;

@@ -1,0 +1,88 @@
+# Models as torch.onnx.export writes them (opsets 13 and 17): an MLP with a
+# squared-error loss, a CNN and a small GPT (tied and untied head, causal
+# attention, padded targets ignored). Each trains 3 optimizer steps with
+# micro-batch 2 x 4 accumulation steps through accrue-compile and
+# accrue-train; the parameters match PyTorch training the same module with
+# a manual accumulation loop and AdamW.
+#
+# REQUIRES: torch
+# RUN: rm -rf %t && mkdir -p %t
+# RUN: %python %s %t
+
+import os
+import sys
+
+import numpy as np
+import torch
+
+import accrue_e2e as e2e
+import zoo
+
+out = sys.argv[1]
+B, K, STEPS, LR, WD, CLIP = 2, 4, 3, 0.02, 0.01, 1.0
+E = B * K
+
+
+def item_count(name, inputs):
+    """How many items a micro-batch's mean loss averages over."""
+    if name.startswith("gpt"):
+        return int((inputs["targets"] != -100).sum())
+    if name == "mse":
+        return inputs["t"].size
+    return len(next(iter(inputs.values())))
+
+
+def pytorch_reference(name, module, data):
+    """Accumulation done right: each micro-batch's mean times its item count
+    over the effective batch's total count."""
+    opt = torch.optim.AdamW(module.parameters(), lr=LR, weight_decay=WD)
+    for step in range(STEPS):
+        window = {k: v[step * E:(step + 1) * E] for k, v in data.items()}
+        total = item_count(name, window)
+        opt.zero_grad()
+        for k in range(K):
+            micro = {n: v[k * B:(k + 1) * B] for n, v in window.items()}
+            loss = module(*(torch.tensor(v) for v in micro.values()))
+            (loss * item_count(name, micro) / total).backward()
+        torch.nn.utils.clip_grad_norm_(module.parameters(), CLIP)
+        opt.step()
+    return {n: p.detach().numpy() for n, p in module.named_parameters()}
+
+
+models = {
+    "mse": lambda opset: zoo.MSEMLP(1),
+    "cnn": lambda opset: zoo.CNN(2),
+    "gpt": lambda opset: zoo.GPT(3, trilu=opset >= 14),
+    "gpt_untied": lambda opset: zoo.GPT(4, tied=False, trilu=opset >= 14),
+}
+rng = np.random.default_rng(5)
+for name, make in models.items():
+    for opset in (13, 17):
+        tag = "%s opset %d" % (name, opset)
+        module = make(opset)
+        data = module.data(STEPS * E, rng)
+        path = os.path.join(out, "%s%d.onnx" % (name, opset))
+        zoo.export(module, data, path, opset)
+        npz = os.path.join(out, "%s%d.npz" % (name, opset))
+        np.savez(npz, **data)
+        art = e2e.compile_model(path, os.path.join(out, "%s%d" % (name, opset)), B,
+                                accumulation_steps=K, optimizer="adamw", lr=LR,
+                                weight_decay=WD, clip_norm=CLIP)
+        trained = os.path.join(out, "%s%d_trained.onnx" % (name, opset))
+        e2e.train(art, npz, STEPS, export=trained)
+        got = e2e.initializers(trained)
+        want = pytorch_reference(name, make(opset), data)
+        initial = dict(module.named_parameters())
+        for pname, value in want.items():
+            # Exported initializer names follow the module's parameter names.
+            assert np.abs(value - initial[pname].detach().numpy()).max() > 0, pname
+            mine = got[pname]
+            if pname.endswith("qkv.bias"):
+                # The key bias shifts every score of a query equally, and
+                # softmax ignores shifts: its exact gradient is zero and
+                # AdamW turns both sides' rounding noise into +-lr steps.
+                d = value.shape[0] // 3
+                keep = np.r_[0:d, 2 * d:3 * d]
+                mine, value = mine[keep], value[keep]
+            e2e.assert_close("%s %s" % (tag, pname), mine, value,
+                             rtol=1e-4, atol=1e-6)
