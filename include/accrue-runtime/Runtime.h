@@ -177,9 +177,11 @@ public:
 
   /// Runs one optimizer step over `samples` rows of each batch input
   /// (samples = micro-batch x number of micro-batches). `inputs[i]` points to
-  /// the first row of batch input i, in its manifest dtype.
+  /// the first row of batch input i, in its manifest dtype; `sampleBase` is
+  /// the index of the first row in the whole dataset (it keys Dropout
+  /// masks).
   StepMetrics step(const std::vector<const void *> &inputs, int64_t samples,
-                   double lr);
+                   double lr, int64_t sampleBase = 0);
 
   /// Completed optimizer steps.
   int64_t completedSteps() const { return completed; }

@@ -41,6 +41,8 @@ json::Value accrue::buildManifest(const ArtifactInfo &info) {
   }
   arg("lr", "lr", "f32", {});
   arg("step", "step", "i64", {});
+  if (info.layout.hasSampleBase)
+    arg("sample_base", "sample_base", "i64", {});
   args.push_back(json::Object{{"role", "metrics"},
                               {"name", "metrics"},
                               {"dtype", "f32"},

@@ -144,7 +144,7 @@ Trainer::Trainer(const std::string &artifactDir)
 }
 
 StepMetrics Trainer::step(const std::vector<const void *> &inputs,
-                          int64_t samples, double lr) {
+                          int64_t samples, double lr, int64_t sampleBase) {
   std::vector<const ArgSpec *> batch = art->batchInputs();
   if (inputs.size() != batch.size())
     throw Error("step: expected " + std::to_string(batch.size()) +
@@ -176,6 +176,8 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
       packed.addScalar(&lrValue);
     } else if (arg.role == "step") {
       packed.addScalar(&stepValue);
+    } else if (arg.role == "sample_base") {
+      packed.addScalar(&sampleBase);
     } else if (arg.role == "metrics") {
       packed.addMemref(metrics, arg.shape);
     } else {

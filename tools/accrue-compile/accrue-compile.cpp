@@ -75,6 +75,15 @@ cl::opt<std::string> targetCpu("target-cpu",
                                cl::desc("host (default) or an LLVM CPU name"),
                                cl::init("host"), cl::cat(category));
 cl::opt<std::string> lld("lld", cl::desc("Path of ld.lld"), cl::cat(category));
+cl::opt<bool> strict("strict",
+                     cl::desc("Refuse operators that make accumulation "
+                              "differ from one big batch (BatchNormalization "
+                              "in training mode) instead of warning"),
+                     cl::cat(category));
+cl::opt<int64_t> seed("seed",
+                      cl::desc("Seed of training-mode Dropout nodes without "
+                               "a seed attribute"),
+                      cl::init(0), cl::cat(category));
 } // namespace
 
 int main(int argc, char **argv) {
@@ -93,6 +102,8 @@ int main(int argc, char **argv) {
   options.import.microBatch = microBatch;
   options.import.lossName = loss;
   options.import.freezeRegex = freeze;
+  options.import.strict = strict;
+  options.import.dropoutSeed = seed;
   options.accumulationSteps = accumulationSteps;
   options.optimizer.name = optimizer;
   options.optimizer.lr = lr;

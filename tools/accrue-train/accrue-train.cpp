@@ -273,7 +273,7 @@ int run(int argc, char **argv) {
       size_t rowBytes = a.data.size() / std::max<int64_t>(a.shape[0], 1);
       inputs[i] = a.data.data() + first * rowBytes;
     }
-    last = trainer.step(inputs, effective, lr);
+    last = trainer.step(inputs, effective, lr, first);
     if (!std::isfinite(last.loss))
       throw Error("step " + std::to_string(last.step) + ": the loss is " +
                   (std::isnan(last.loss) ? "NaN" : "infinite") +

@@ -169,6 +169,8 @@ public:
   mlir::Value stepArg, sampleBaseArg;
   /// Dropout nodes seen so far (each gets its own salt).
   int64_t dropoutCount = 0;
+  /// Seed of Dropout nodes without a seed attribute.
+  int64_t dropoutSeed = 0;
 
 private:
   llvm::StringMap<mlir::Value> values;

@@ -91,6 +91,7 @@ private:
   SmallVector<const onnx::ValueInfoProto *> constantInputs;
   SmallVector<Type> argTypes;
   std::unique_ptr<GraphImporter> graphImporter;
+  bool needsRandomContext = false;
   ImportedModel result;
 };
 
@@ -192,6 +193,11 @@ LogicalResult ModelImporter::sliceAndCheckNodes() {
              << "unsupported operator " << node.op_type() << " (opset "
              << opset << ")";
     handlers[i] = reg;
+    // A training-mode Dropout needs the optimizer step and the global index
+    // of the micro-batch's first sample for its mask.
+    if (training() && node.op_type() == "Dropout" && node.input_size() > 2 &&
+        !node.input(2).empty())
+      needsRandomContext = true;
     for (int j = 0; j < node.input_size(); ++j)
       if (!llvm::is_contained(reg->constantInputs, j))
         regularUse.insert(node.input(j));
@@ -296,6 +302,10 @@ LogicalResult ModelImporter::buildSignature() {
          std::vector<int64_t>(type->getShape().begin(), type->getShape().end()),
          dtypeName(type->getElementType())});
   }
+  if (needsRandomContext) {
+    auto i64 = RankedTensorType::get({}, builder.getI64Type());
+    argTypes.append({i64, i64});
+  }
   return success();
 }
 
@@ -313,6 +323,10 @@ LogicalResult ModelImporter::importBody() {
     attrs.push_back(argAttrs("param", param.name));
   for (const onnx::ValueInfoProto *input : inputProtos)
     attrs.push_back(argAttrs(training() ? "batch" : "input", input->name()));
+  if (needsRandomContext) {
+    attrs.push_back(argAttrs("step", "step"));
+    attrs.push_back(argAttrs("sample_index", "sample_index"));
+  }
 
   // The function returns the loss (training) or every output (inference);
   // result types are known once the body is imported.
@@ -323,9 +337,17 @@ LogicalResult ModelImporter::importBody() {
   forward.setAllArgAttrs(attrs);
   Block *entry = forward.addEntryBlock();
   builder.setInsertionPointToStart(entry);
-  for (auto [i, attr] : llvm::enumerate(attrs))
-    importer.define(cast<StringAttr>(attr.get(train::StepAttrs::kName)),
+  unsigned numNamed = attrs.size() - (needsRandomContext ? 2 : 0);
+  for (unsigned i = 0; i < numNamed; ++i)
+    importer.define(cast<StringAttr>(attrs[i].get(train::StepAttrs::kName)),
                     entry->getArgument(i));
+  importer.training = training();
+  importer.strict = options.strict;
+  importer.dropoutSeed = options.dropoutSeed;
+  if (needsRandomContext) {
+    importer.stepArg = entry->getArgument(attrs.size() - 2);
+    importer.sampleBaseArg = entry->getArgument(attrs.size() - 1);
+  }
 
   // Initializers that are not parameters are constants.
   for (const auto &init : graph.initializer()) {

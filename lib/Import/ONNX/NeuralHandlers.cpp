@@ -416,7 +416,7 @@ LogicalResult importDropout(GraphImporter &im, const onnx::NodeProto &node) {
   return im.setResult(
       node, im.create<nn::DropoutOp>(node, *x, im.stepArg, im.sampleBaseArg,
                                      b.getF64FloatAttr(ratio),
-                                     b.getI64IntegerAttr(im.intAttr(node, "seed", 0)),
+                                     b.getI64IntegerAttr(im.intAttr(node, "seed", im.dropoutSeed)),
                                      b.getI64IntegerAttr(im.dropoutCount++)));
 }
 

@@ -50,6 +50,11 @@ struct ImportOptions {
   /// Float initializers whose name matches this regex (full match) stay
   /// constants instead of becoming trainable parameters. Empty: none.
   std::string freezeRegex;
+  /// Refuse operators that make accumulation differ from one big batch
+  /// (BatchNormalization in training mode) instead of warning.
+  bool strict = false;
+  /// Seed of training-mode Dropout nodes without a seed attribute.
+  int64_t dropoutSeed = 0;
   /// Path of the model, for locations and external data.
   std::string modelPath;
   /// Values (serialized TensorProtos) of graph inputs that feed only

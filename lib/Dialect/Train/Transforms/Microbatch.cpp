@@ -253,6 +253,19 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
       [&](OpBuilder &lb, Location l, Value iv, ValueRange iterArgs) {
         Value offset = arith::MulIOp::create(lb, l, iv, bConst);
         SmallVector<Value> args(op.getArgs());
+        // An argument holding the global index of the batch's first sample
+        // (role sample_index) moves to the micro-batch's first sample.
+        for (unsigned i = 0; i < args.size(); ++i) {
+          auto role = callee.getArgAttrOfType<StringAttr>(i, StepAttrs::kRole);
+          if (!role || role.getValue() != "sample_index")
+            continue;
+          Value base = tensor::ExtractOp::create(lb, l, args[i]);
+          Value shift = arith::IndexCastOp::create(lb, l, lb.getI64Type(),
+                                                   offset);
+          args[i] = tensor::FromElementsOp::create(
+              lb, l, args[i].getType(),
+              ValueRange{arith::AddIOp::create(lb, l, base, shift)});
+        }
         for (unsigned i : batchOperands) {
           auto argType = cast<RankedTensorType>(calleeType.getInput(i));
           SmallVector<OpFoldResult> offsets(argType.getRank(),

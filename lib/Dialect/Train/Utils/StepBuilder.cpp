@@ -21,6 +21,7 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   // Parameters and batch inputs of the forward function, by role.
   StepLayout layout;
   SmallVector<unsigned> paramArgs, batchArgs;
+  std::optional<unsigned> stepArg, sampleIndexArg;
   for (unsigned i = 0; i < fwdType.getNumInputs(); ++i) {
     auto role = forward.getArgAttrOfType<StringAttr>(i, StepAttrs::kRole);
     auto name = forward.getArgAttrOfType<StringAttr>(i, StepAttrs::kName);
@@ -42,6 +43,10 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
       paramArgs.push_back(i);
     } else if (role.getValue() == "batch") {
       batchArgs.push_back(i);
+    } else if (role.getValue() == "step") {
+      stepArg = i;
+    } else if (role.getValue() == "sample_index") {
+      sampleIndexArg = i;
     } else {
       return forward.emitError("argument #")
              << i << " has unknown role '" << role.getValue() << "'";
@@ -86,6 +91,15 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   inputAttrs.push_back(argAttrs("lr", "lr"));
   inputs.push_back(b.getI64Type());
   inputAttrs.push_back(argAttrs("step", "step"));
+  // The global index of the effective batch's first sample (for
+  // training-mode Dropout's mask).
+  std::optional<unsigned> sampleBaseIndex;
+  if (sampleIndexArg) {
+    layout.hasSampleBase = true;
+    sampleBaseIndex = inputs.size();
+    inputs.push_back(b.getI64Type());
+    inputAttrs.push_back(argAttrs("sample_base", "sample_base"));
+  }
 
   SmallVector<Type> results;
   SmallVector<DictionaryAttr> resultAttrs;
@@ -135,6 +149,15 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     callArgs[index] = view;
   for (auto [n, index] : llvm::enumerate(batchArgs))
     callArgs[index] = entry->getArgument(firstBatch + n);
+  auto scalarTensor = [&](Value v) -> Value {
+    return tensor::FromElementsOp::create(
+        b, loc, RankedTensorType::get({}, v.getType()), v);
+  };
+  if (stepArg)
+    callArgs[*stepArg] = scalarTensor(entry->getArgument(lrIndex + 1));
+  if (sampleIndexArg)
+    callArgs[*sampleIndexArg] =
+        scalarTensor(entry->getArgument(*sampleBaseIndex));
   SmallVector<Type> vgTypes(fwdType.getResults());
   llvm::append_range(vgTypes, viewTypes);
   SmallVector<int64_t> wrt;

@@ -46,6 +46,9 @@ struct StepLayout {
   int64_t arenaSize = 0;
   /// Names of the optimizer's state arenas, in argument order.
   std::vector<std::string> stateNames;
+  /// Whether the step takes `sample_base`, the global index of its first
+  /// sample (the forward has training-mode Dropout).
+  bool hasSampleBase = false;
 };
 
 /// Parameter offsets are aligned to this many elements (64 bytes).
