@@ -29,8 +29,10 @@ using OpHandler = llvm::LogicalResult (*)(GraphImporter &importer,
                                           const onnx::NodeProto &node);
 
 /// A handler for `opType` from opset `sinceVersion` on. `constantInputs`
-/// lists the inputs that must be compile-time constants (shapes, axes,
-/// exponents): initializers used there never become parameters.
+/// lists the inputs that are never trained: compile-time constants (shapes,
+/// axes, exponents) and statistics (BatchNormalization's running mean and
+/// variance, buffers in PyTorch). Initializers used only there never become
+/// parameters.
 struct OpRegistration {
   llvm::StringRef opType;
   int64_t sinceVersion;

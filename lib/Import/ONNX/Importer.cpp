@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -419,6 +420,12 @@ LogicalResult ModelImporter::importBody() {
     }
   }
   func::ReturnOp::create(builder, fileLoc, results);
+  // Folding shape subgraphs leaves their constants behind; drop what nothing
+  // uses, last op first so chains go in one sweep.
+  for (Operation &op :
+       llvm::make_early_inc_range(llvm::reverse(forward.front())))
+    if (isOpTriviallyDead(&op))
+      op.erase();
   forward.setType(
       builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   result.forward = forward;

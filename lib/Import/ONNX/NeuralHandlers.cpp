@@ -130,14 +130,15 @@ LogicalResult importBatchNormalization(GraphImporter &im,
   if (training) {
     if (im.strict)
       return im.error(node)
-             << "BatchNormalization in training mode normalizes each "
-                "micro-batch with its own statistics, so accumulated steps "
-                "differ from one big batch (--strict)";
+             << "in training mode, each micro-batch is normalized with its "
+                "own statistics, so accumulated steps differ from one big "
+                "batch (--strict)";
     if (im.training)
       emitWarning(loc)
           << "BatchNormalization in training mode normalizes each "
              "micro-batch with its own statistics; gradient accumulation is "
-             "not equivalent to one big batch for this model";
+             "not equivalent to one big batch for this model, and the "
+             "running mean and variance are not updated";
     SmallVector<int64_t> axes{0};
     llvm::append_range(axes, llvm::seq<int64_t>(2, rank));
     batchMean = nn::ReduceMeanOp::create(b, loc, x, axes, /*keepdims=*/true);
@@ -426,7 +427,7 @@ void onnx_import::addNeuralHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"Softmax", 1, importSoftmax<nn::SoftmaxOp>});
   list.push_back({"LogSoftmax", 1, importSoftmax<nn::LogSoftmaxOp>});
   list.push_back({"LayerNormalization", 17, importLayerNormalization});
-  list.push_back({"BatchNormalization", 7, importBatchNormalization});
+  list.push_back({"BatchNormalization", 7, importBatchNormalization, {3, 4}});
   list.push_back({"Conv", 1, importConv});
   list.push_back({"MaxPool", 1, importMaxPool});
   list.push_back({"AveragePool", 1, importAveragePool});

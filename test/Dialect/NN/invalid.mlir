@@ -156,3 +156,97 @@ func.func @sce_scores_rank(%s: tensor<4xf32>, %y: tensor<4xi64>) {
   return
 }
 
+
+// -----
+
+func.func @cast_shape(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{changes the shape from 'tensor<2x3xf32>' to 'tensor<6xf16>'}}
+  %0 = nn.cast %x : (tensor<2x3xf32>) -> tensor<6xf16>
+  return
+}
+
+// -----
+
+func.func @slice_zero_step(%x: tensor<8xf32>) {
+  // expected-error @+1 {{step 0 is zero}}
+  %0 = nn.slice %x {starts = array<i64: 0>, steps = array<i64: 0>} : (tensor<8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_out_of_bounds(%x: tensor<8xf32>) {
+  // expected-error @+1 {{dimension 0 reads outside the input (start 1, step 2, size 5)}}
+  %0 = nn.slice %x {starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<8xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @slice_starts(%x: tensor<8x2xf32>) {
+  // expected-error @+1 {{needs one start and one step per dimension}}
+  %0 = nn.slice %x {starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<8x2xf32>) -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = nn.softmax %x {axis = 2 : i64} : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @concat_dims(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) {
+  // expected-error @+2 {{Concat inputs differ in dimension}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = nn.concat %a, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @gather_axis(%t: tensor<17x4xf32>, %i: tensor<3xi64>) {
+  // expected-error @+2 {{Gather axis 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = nn.gather %t, %i {axis = 2 : i64} : (tensor<17x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_weight(%x: tensor<2x4x8x8xf32>, %w: tensor<6x3x3x3xf32>) {
+  // expected-error @+2 {{Conv weight 'tensor<6x3x3x3xf32>' does not match}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = nn.conv %x, %w {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<2x4x8x8xf32>, tensor<6x3x3x3xf32>) -> tensor<2x6x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_3d(%x: tensor<2x4x8x8x8xf32>, %w: tensor<6x4x3x3x3xf32>) {
+  // expected-error @+2 {{supports 2-D inputs [N, C, H, W], not}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = nn.conv %x, %w {dilations = array<i64: 1, 1, 1>, pads = array<i64: 0, 0, 0, 0, 0, 0>, strides = array<i64: 1, 1, 1>} : (tensor<2x4x8x8x8xf32>, tensor<6x4x3x3x3xf32>) -> tensor<2x6x6x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @pool_window(%x: tensor<1x1x2x2xf32>) {
+  // expected-error @+2 {{window does not fit the input}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = nn.max_pool %x {dilations = array<i64: 1, 1>, kernel = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>) -> tensor<1x1x1x1xf32>
+  return
+}
+
+// -----
+
+func.func @pool_negative_pads(%x: tensor<1x1x4x4xf32>) {
+  // expected-error @+2 {{pads must be non-negative}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = nn.average_pool %x {kernel = array<i64: 2, 2>, pads = array<i64: -1, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x3xf32>
+  return
+}

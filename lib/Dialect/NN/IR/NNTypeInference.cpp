@@ -341,6 +341,9 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   auto weight = cast<RankedTensorType>(adaptor.getWeight().getType());
   int64_t group = adaptor.getGroup();
+  if (input.getRank() != 4)
+    return emitOptionalError(loc, "Conv supports 2-D inputs [N, C, H, W], not ",
+                             input);
   if (weight.getRank() != 4)
     return emitOptionalError(loc, "Conv weight must be [F, C/group, KH, KW]");
   SmallVector<int64_t> kernel{weight.getDimSize(2), weight.getDimSize(3)};
