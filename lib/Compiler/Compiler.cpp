@@ -13,6 +13,7 @@
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -144,6 +145,11 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   registerAllDialects(registry);
   ctx.appendDialectRegistry(registry);
   ctx.loadAllAvailableDialects();
+  // --mlir-timing reports every phase, passes included.
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope root = timing.getRootScope();
+  TimingScope phase = root.nest("import ONNX and build the step");
 
   auto buffer = llvm::MemoryBuffer::getFile(options.import.modelPath,
                                             /*IsText=*/false,
@@ -175,22 +181,33 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
 
   // The same passes as buildCompilePipeline, in three runs so the step can
   // be measured once bufferized.
-  PassManager trainPM(&ctx);
-  buildTrainPipeline(trainPM, options.pipeline.train);
-  if (failed(trainPM.run(module)))
-    return failure();
-  PassManager bufferizePM(&ctx);
-  buildCPUBufferizationPipeline(bufferizePM, options.pipeline.cpu);
-  if (failed(bufferizePM.run(module)))
+  auto runPasses = [&](StringRef name,
+                       function_ref<void(OpPassManager &)> build) {
+    phase.stop();
+    phase = root.nest(name);
+    PassManager pm(&ctx);
+    build(pm);
+    pm.enableTiming(phase);
+    return failed(applyPassManagerCLOptions(pm)) || failed(pm.run(module))
+               ? failure()
+               : success();
+  };
+  if (failed(runPasses("train passes",
+                       [&](OpPassManager &pm) {
+                         buildTrainPipeline(pm, options.pipeline.train);
+                       })) ||
+      failed(runPasses("bufferize", [&](OpPassManager &pm) {
+        buildCPUBufferizationPipeline(pm, options.pipeline.cpu);
+      })))
     return failure();
   std::optional<int64_t> activationBytes;
   for (auto fn : module.getOps<func::FuncOp>())
     if (fn->hasAttr(train::StepAttrs::kStep))
       activationBytes = train::estimateMicroStepPeakBytes(fn);
 
-  PassManager lowerPM(&ctx);
-  buildCPUToLLVMPipeline(lowerPM);
-  if (failed(lowerPM.run(module)))
+  if (failed(runPasses("lower to LLVM dialect", [&](OpPassManager &pm) {
+        buildCPUToLLVMPipeline(pm);
+      })))
     return failure();
   if (options.emit == EmitKind::MLIR)
     return writeText(ctx, options.output, [&](llvm::raw_ostream &os) {
@@ -198,6 +215,8 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
       os << "\n";
     });
 
+  phase.stop();
+  phase = root.nest("translate to LLVM IR");
   llvm::LLVMContext llvmContext;
   FailureOr<std::unique_ptr<llvm::Module>> llvmModule =
       cpu::translateToLLVMIR(module, llvmContext, options.target);
@@ -230,9 +249,14 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   std::string object = file("step.o");
   std::string lld =
       options.lldPath.empty() ? ACCRUE_DEFAULT_LLD : options.lldPath;
+  phase.stop();
+  phase = root.nest("LLVM -O3 and code generation");
   if (failed(
-          cpu::writeObjectFile(**llvmModule, options.target, object, error)) ||
-      failed(cpu::linkSharedLibrary(object, file("step.so"), lld, error)) ||
+          cpu::writeObjectFile(**llvmModule, options.target, object, error)))
+    return fail(error);
+  phase.stop();
+  phase = root.nest("link and write the artifact");
+  if (failed(cpu::linkSharedLibrary(object, file("step.so"), lld, error)) ||
       failed(writeInitialParameters(info, file("init.safetensors"), error)) ||
       failed(writeExportableModel(bytes, info, file("model.onnx"), error)))
     return fail(error);

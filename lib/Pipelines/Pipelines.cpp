@@ -53,6 +53,10 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
 }
 
 void buildCPUToLLVMPipeline(OpPassManager &pm) {
+  // One function per micro-batch body and per loop nest: LLVM's loop passes
+  // are superlinear in the number of loops in a function.
+  pm.addPass(train::createTrainOutlineMicrobatch());
+  pm.addPass(createOutlineKernels());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

@@ -6,6 +6,7 @@
 #include "accrue/Conversion/Passes.h"
 #include "accrue/Dialect/NN/IR/NN.h"
 #include "accrue/Dialect/Train/IR/Train.h"
+#include "accrue/Dialect/Train/Transforms/BufferizableOpInterfaceImpl.h"
 #include "accrue/Dialect/Train/Transforms/Passes.h"
 #include "accrue/Pipelines/Pipelines.h"
 
@@ -23,6 +24,7 @@ void accrue::registerAllDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
+  train::registerBufferizableOpInterfaceExternalModels(registry);
 }
 
 void accrue::registerAllPasses() {

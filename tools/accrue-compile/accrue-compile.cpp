@@ -10,6 +10,8 @@
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 
@@ -90,6 +92,9 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   // --mlir-print-debuginfo and friends, for --emit import|mlir.
   mlir::registerAsmPrinterCLOptions();
+  // --mlir-timing and friends, to see where compile time goes.
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "Compile an ONNX model with a loss into an "

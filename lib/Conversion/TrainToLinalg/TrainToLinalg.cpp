@@ -2,8 +2,9 @@
 //
 // Arena ops become slices and reshapes (views after bufferization) and
 // elementwise generics that write into their destination arena, so
-// accumulators, parameters and optimizer state are updated in place. Norms
-// accumulate squares in f64.
+// parameters and optimizer state are updated in place; accumulators are
+// updated in place by train.accumulate's bufferization. Norms accumulate
+// squares in f64.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,12 +29,6 @@ using nn::lowering::reshapeTensor;
 namespace {
 
 using utils::IteratorType;
-
-RankedTensorType flatType(Type type) {
-  auto shaped = cast<RankedTensorType>(type);
-  return RankedTensorType::get({shaped.getNumElements()},
-                               shaped.getElementType());
-}
 
 Value slice(OpBuilder &b, Location loc, Value arena, int64_t offset,
             int64_t size) {
@@ -114,35 +109,6 @@ struct UnpackLowering : public OpConversionPattern<UnpackOp> {
       views.push_back(reshapeTensor(rewriter, op.getLoc(), flat, viewType));
     }
     rewriter.replaceOp(op, views);
-    return success();
-  }
-};
-
-struct AccumulateLowering : public OpConversionPattern<AccumulateOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(AccumulateOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value acc = adaptor.getAccumulator();
-    for (auto [offset, grad] :
-         llvm::zip(op.getOffsets(), adaptor.getGradients())) {
-      RankedTensorType flat = flatType(grad.getType());
-      Value g = reshapeTensor(rewriter, loc, grad, flat);
-      Value dest = slice(rewriter, loc, acc, offset, flat.getNumElements());
-      Value sum = updateInPlace(
-          rewriter, loc, g, dest,
-          [](OpBuilder &b, Location l, ValueRange ins, ValueRange outs,
-             SmallVectorImpl<Value> &results) {
-            results.push_back(arith::AddFOp::create(b, l, outs[0], ins[0]));
-          })[0];
-      acc = tensor::InsertSliceOp::create(
-          rewriter, loc, sum, acc,
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(offset)},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(flat.getNumElements())},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
-    }
-    rewriter.replaceOp(op, acc);
     return success();
   }
 };
@@ -255,9 +221,12 @@ struct ConvertTrainToLinalgPass
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
     target.addIllegalDialect<TrainDialect>();
+    // train.accumulate stays until one-shot bufferization, which updates the
+    // accumulator in place (BufferizableOpInterfaceImpl.cpp).
+    target.addLegalOp<AccumulateOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
-    patterns.add<UnpackLowering, AccumulateLowering, GlobalNormLowering,
+    patterns.add<UnpackLowering, GlobalNormLowering,
                  ClipCoefficientLowering, ScaleLowering, UpdateLowering,
                  FusedUpdateLowering>(ctx);
     if (failed(applyPartialConversion(getOperation(), target,

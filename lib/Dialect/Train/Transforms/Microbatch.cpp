@@ -300,6 +300,7 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
         scf::YieldOp::create(lb, l, ValueRange{acc, nSum, dSum});
       });
 
+  loop->setAttr(StepAttrs::kMicrobatchLoop, b.getUnitAttr());
   Value accumulated = loop.getResult(0);
   Value lossSum = loop.getResult(1);
   Value loss = lossSum, gradient = accumulated;

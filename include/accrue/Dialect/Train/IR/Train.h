@@ -46,6 +46,9 @@ struct StepAttrs {
   static constexpr llvm::StringLiteral kTied = "train.tied";
   /// String result attribute: name of a scalar metric (loss, grad_norm).
   static constexpr llvm::StringLiteral kMetric = "train.metric";
+  /// Unit attribute on the scf.for that `train-microbatch` builds: its body
+  /// computes one micro-batch's loss and gradients.
+  static constexpr llvm::StringLiteral kMicrobatchLoop = "train.microbatch_loop";
 };
 
 /// Number of elements of a statically shaped tensor type.

@@ -93,4 +93,20 @@ def TrainFinalizeStepABI
                            "::mlir::arith::ArithDialect"];
 }
 
+def TrainOutlineMicrobatch
+    : Pass<"train-outline-microbatch", "::mlir::ModuleOp"> {
+  let summary = "Move each micro-batch loop body into its own function";
+  let description = [{
+    Runs on buffers, after bufferization. The body of every loop marked
+    `train.microbatch_loop` (one micro-batch's forward and backward pass)
+    becomes a private function `<step>_microbatch<N>` marked noinline, and
+    the loop calls it. LLVM's loop passes (loop rotation, induction variable
+    simplification) then see thousands of small loop nests in a function
+    without an enclosing loop, instead of nests inside one huge loop, where
+    their cost grows with the square of the model depth. The function also
+    names the micro-batch work in profiles.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 #endif // ACCRUE_DIALECT_TRAIN_TRANSFORMS_PASSES_TD

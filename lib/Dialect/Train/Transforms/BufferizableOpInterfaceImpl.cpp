@@ -1,0 +1,112 @@
+//===- BufferizableOpInterfaceImpl.cpp - train ops on buffers ---*- C++ -*-===//
+//
+// `train.accumulate` bufferizes as one op: the accumulator operand and the
+// result are the same buffer, and each gradient is added into a subview of
+// it. Lowering it before bufferization instead gives a chain of
+// extract_slice / add / insert_slice per parameter on one tensor, and
+// one-shot bufferization's conflict analysis walks that chain from every
+// read in it: cubic in the number of parameters (a 12-layer GPT, 150
+// parameters: 39 s of a 53 s compile).
+//
+//===----------------------------------------------------------------------===//
+
+#include "accrue/Dialect/Train/Transforms/BufferizableOpInterfaceImpl.h"
+
+#include "accrue/Dialect/Train/IR/Train.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/DialectRegistry.h"
+
+using namespace mlir;
+using namespace mlir::bufferization;
+using namespace accrue::train;
+
+namespace {
+
+/// The `numElements` elements of `arena` from `offset` on, shaped like
+/// `shape`.
+Value arenaView(OpBuilder &b, Location loc, Value arena, int64_t offset,
+                ArrayRef<int64_t> shape) {
+  int64_t numElements = 1;
+  for (int64_t d : shape)
+    numElements *= d;
+  Value view = memref::SubViewOp::create(
+      b, loc, arena, ArrayRef<OpFoldResult>{b.getIndexAttr(offset)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(numElements)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  if (shape.empty())
+    return memref::CollapseShapeOp::create(b, loc, view,
+                                           ArrayRef<ReassociationIndices>{});
+  if (shape.size() == 1)
+    return view;
+  SmallVector<ReassociationIndices> reassociation{
+      llvm::to_vector(llvm::seq<int64_t>(0, shape.size()))};
+  FailureOr<MemRefType> type = memref::ExpandShapeOp::computeExpandedType(
+      cast<MemRefType>(view.getType()), shape, reassociation);
+  assert(succeeded(type) && "a contiguous slice always expands");
+  return memref::ExpandShapeOp::create(b, loc, *type, view, reassociation);
+}
+
+struct AccumulateOpInterface
+    : public BufferizableOpInterface::ExternalModel<AccumulateOpInterface,
+                                                    AccumulateOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &operand,
+                               const AnalysisState &) const {
+    return operand.getOperandNumber() == 0;
+  }
+
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
+                                      const AnalysisState &) const {
+    if (operand.getOperandNumber() != 0)
+      return {};
+    return {{op->getResult(0), BufferRelation::Equivalent}};
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto accumulate = cast<AccumulateOp>(op);
+    Location loc = op->getLoc();
+    FailureOr<Value> arena =
+        getBuffer(rewriter, accumulate.getAccumulator(), options, state);
+    if (failed(arena))
+      return failure();
+    for (auto [offset, gradient] :
+         llvm::zip(accumulate.getOffsets(), accumulate.getGradients())) {
+      FailureOr<Value> grad = getBuffer(rewriter, gradient, options, state);
+      if (failed(grad))
+        return failure();
+      auto type = cast<MemRefType>(grad->getType());
+      Value view = arenaView(rewriter, loc, *arena, offset, type.getShape());
+      AffineMap identity = rewriter.getMultiDimIdentityMap(type.getRank());
+      SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                                 utils::IteratorType::parallel);
+      linalg::GenericOp::create(
+          rewriter, loc, ValueRange{*grad}, ValueRange{view},
+          ArrayRef<AffineMap>{identity, identity}, iterators,
+          [](OpBuilder &b, Location l, ValueRange args) {
+            Value sum = arith::AddFOp::create(b, l, args[1], args[0]);
+            linalg::YieldOp::create(b, l, sum);
+          });
+    }
+    replaceOpWithBufferizedValues(rewriter, op, *arena);
+    return success();
+  }
+};
+
+} // namespace
+
+void accrue::train::registerBufferizableOpInterfaceExternalModels(
+    DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, TrainDialect *) {
+    AccumulateOp::attachInterface<AccumulateOpInterface>(*ctx);
+  });
+}
