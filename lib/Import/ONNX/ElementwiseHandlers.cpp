@@ -151,6 +151,19 @@ LogicalResult importCast(GraphImporter &im, const onnx::NodeProto &node) {
   return im.setResult(node, im.create<nn::CastOp>(node, type, *x));
 }
 
+/// CastLike (opset 15): Cast to the element type of the second input, whose
+/// values are not read (so a parameter there gets no gradient).
+LogicalResult importCastLike(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  FailureOr<Value> like = im.input(node, 1);
+  if (failed(x) || failed(like))
+    return failure();
+  auto type = RankedTensorType::get(
+      cast<RankedTensorType>(x->getType()).getShape(),
+      cast<RankedTensorType>(like->getType()).getElementType());
+  return im.setResult(node, im.create<nn::CastOp>(node, type, *x));
+}
+
 /// The constant scalar of input `index`, or `fallback` when absent.
 FailureOr<std::optional<double>> optionalScalar(GraphImporter &im,
                                                 const onnx::NodeProto &node,
@@ -315,4 +328,5 @@ void onnx_import::addElementwiseHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"Where", 9, importWhere});
   list.push_back({"Identity", 1, importIdentity});
   list.push_back({"Cast", 6, importCast});
+  list.push_back({"CastLike", 15, importCastLike, {1}});
 }

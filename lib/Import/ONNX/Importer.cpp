@@ -39,6 +39,10 @@ std::string dtypeName(Type type) {
   return "bool";
 }
 
+/// The newest default-domain opset whose operator changes the handlers
+/// know (ONNX 1.16).
+constexpr int64_t kNewestOpset = 21;
+
 /// The default-domain opset the model imports, or 0.
 int64_t defaultOpset(const onnx::ModelProto &model) {
   for (const auto &opset : model.opset_import())
@@ -107,6 +111,10 @@ LogicalResult ModelImporter::parse(StringRef bytes) {
   if (opset == 0)
     return emitError(fileLoc) << "the model imports no opset of the default "
                                  "ONNX domain (truncated file?)";
+  if (opset > kNewestOpset)
+    emitWarning(fileLoc) << "the model imports opset " << opset
+                         << "; Accrue knows opsets up to " << kNewestOpset
+                         << " and imports its operators with those semantics";
   return success();
 }
 
