@@ -10,6 +10,7 @@
 # RUN: %reference_python %s %t
 
 import os
+import zlib
 import sys
 
 import numpy as np
@@ -148,9 +149,9 @@ def binary(op, lhs=normal, rhs=normal):
 
 for op in ["Add", "Sub", "Mul"]:
     binary(op)
-# Shifted so that each operand wins somewhere.
+# b spreads over the range of a + x, so that each operand wins somewhere.
 for op in ["Max", "Min"]:
-    binary(op, normal, lambda *s: normal(*s, scale=0.3) + 0.6)
+    binary(op, normal, lambda n: np.linspace(-0.2, 1.8, n) + normal(n, scale=0.05))
 binary("Div", normal, positive)
 cases.append(Case("Where", {"a": normal(*S), "b": normal(1, 3)},
                   lambda g: g.node("Where", [g.node("Greater", ["x", g.const("z", np.full(S, 0.6, g.dtype))], (N,) + S),
@@ -288,6 +289,13 @@ cases.append(Case("Cast", {"a": normal(*S)},
                                    to=TensorProto.DOUBLE if g.dtype == np.float64 else TensorProto.FLOAT),
                   add_x_to="a"))
 
+cases.append(Case("CastLike", {"a": normal(*S)},
+                  lambda g: g.node("CastLike", ["p_a", g.const("like", np.zeros(1, g.dtype))],
+                                   (N,) + S),
+                  add_x_to="a"))
+cases.append(Case("GlobalMaxPool", {"a": normal(2, 3, 4)},
+                  lambda g: g.node("GlobalMaxPool", ["p_a"], (N, 2, 1, 1)), add_x_to="a"))
+
 
 def node_multi(self, op, inputs, shapes, **attrs):
     names = []
@@ -304,7 +312,9 @@ Graph.node_multi = node_multi
 failures = []
 for case in cases:
     print("==", case.name, flush=True)
-    x = rng.uniform(0.2, 1.0, case.x_shape)
+    # Each case draws its data from its own generator, so adding a case
+    # does not change the others' data.
+    x = np.random.default_rng(zlib.crc32(case.name.encode())).uniform(0.2, 1.0, case.x_shape)
     feeds = {"x": x}
     if case.labels is not None:
         feeds["y"] = case.labels
