@@ -129,6 +129,9 @@ public:
   std::string optimizer;
   std::string loss;
   int64_t activationBytes = -1;
+  /// The step masks padding out of its loss: a partial last window may be
+  /// padded to whole micro-batches.
+  bool partialWindows = false;
   std::string path(const std::string &file) const { return dir + "/" + file; }
   /// Calls the packed entry point.
   void call(void **packedArgs) const;
@@ -179,9 +182,11 @@ public:
   /// (samples = micro-batch x number of micro-batches). `inputs[i]` points to
   /// the first row of batch input i, in its manifest dtype; `sampleBase` is
   /// the index of the first row in the whole dataset (it keys Dropout
-  /// masks).
+  /// masks). Only the first `valid` rows are real samples (default: all);
+  /// the rest pad a partial last window to whole micro-batches and do not
+  /// count, which needs an artifact with `partial_windows`.
   StepMetrics step(const std::vector<const void *> &inputs, int64_t samples,
-                   double lr, int64_t sampleBase = 0);
+                   double lr, int64_t sampleBase = 0, int64_t valid = -1);
 
   /// Completed optimizer steps.
   int64_t completedSteps() const { return completed; }
@@ -200,6 +205,57 @@ private:
   std::unique_ptr<Arena> paramArena, gradArena;
   std::vector<std::unique_ptr<Arena>> stateArenas;
   int64_t completed = 0;
+};
+
+/// One optimizer step's share of a dataset.
+struct Window {
+  /// Dataset index of the first sample.
+  int64_t first = 0;
+  /// Real samples, from `first` on.
+  int64_t valid = 0;
+  /// Rows the step gets: `valid` rounded up to whole micro-batches (the
+  /// rows past `valid` are padding).
+  int64_t samples = 0;
+  /// The pass over the data this window belongs to (from 0).
+  int64_t epoch = 0;
+};
+
+/// Walks a dataset in order, one window of micro-batch x K samples per
+/// optimizer step, pass after pass. A pass whose size is not a multiple of
+/// the window ends with a partial window, padded to whole micro-batches,
+/// unless `dropLast` (then the remainder is skipped).
+class WindowCursor {
+public:
+  WindowCursor(int64_t numSamples, int64_t microBatch, bool dropLast);
+
+  /// The next window of up to microBatch x `k` samples.
+  Window next(int64_t k);
+  /// Windows in one pass when every step takes `k` micro-batches.
+  int64_t windowsPerEpoch(int64_t k) const;
+
+  /// The position, for checkpoints: the pass and the next sample in it.
+  int64_t epoch = 0, offset = 0;
+
+private:
+  int64_t numSamples, microBatch;
+  bool dropLast;
+};
+
+/// Micro-batches per optimizer step as a function of the step: "S:K,..."
+/// means K from S completed steps on ("0:2,100:4,200:8" ramps the batch up).
+class AccumulationSchedule {
+public:
+  /// A constant K.
+  explicit AccumulationSchedule(int64_t k = 1);
+  /// Parses "S:K,S:K,..." (S strictly increasing, the first 0, K >= 1).
+  static AccumulationSchedule parse(const std::string &text);
+
+  /// K for the step after `completedSteps` steps.
+  int64_t at(int64_t completedSteps) const;
+  int64_t max() const;
+
+private:
+  std::vector<std::pair<int64_t, int64_t>> points;
 };
 
 } // namespace accrue::rt

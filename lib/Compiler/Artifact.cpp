@@ -41,6 +41,7 @@ json::Value accrue::buildManifest(const ArtifactInfo &info) {
   }
   arg("lr", "lr", "f32", {});
   arg("step", "step", "i64", {});
+  arg("valid_samples", "valid_samples", "i64", {});
   if (info.layout.hasSampleBase)
     arg("sample_base", "sample_base", "i64", {});
   args.push_back(json::Object{{"role", "metrics"},
@@ -89,6 +90,7 @@ json::Value accrue::buildManifest(const ArtifactInfo &info) {
   };
   if (info.activationBytes)
     manifest["activation_bytes"] = *info.activationBytes;
+  manifest["partial_windows"] = info.partialWindows;
   return manifest;
 }
 

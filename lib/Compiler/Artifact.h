@@ -17,6 +17,9 @@ struct ArtifactInfo {
   train::StepLayout layout;
   /// Estimated peak bytes of temporaries of one micro-step.
   std::optional<int64_t> activationBytes;
+  /// The step masks padded samples out of the loss (see
+  /// train::StepAttrs::kPartialWindows).
+  bool partialWindows = false;
 };
 
 /// The step.json manifest.

@@ -201,9 +201,12 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
       })))
     return failure();
   std::optional<int64_t> activationBytes;
+  bool partialWindows = false;
   for (auto fn : module.getOps<func::FuncOp>())
-    if (fn->hasAttr(train::StepAttrs::kStep))
+    if (fn->hasAttr(train::StepAttrs::kStep)) {
       activationBytes = train::estimateMicroStepPeakBytes(fn);
+      partialWindows = fn->hasAttr(train::StepAttrs::kPartialWindows);
+    }
 
   if (failed(runPasses("lower to LLVM dialect", [&](OpPassManager &pm) {
         buildCPUToLLVMPipeline(pm);
@@ -244,7 +247,8 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
     return std::string(path);
   };
 
-  ArtifactInfo info{&options, &*model, *layout, activationBytes};
+  ArtifactInfo info{&options, &*model, *layout, activationBytes,
+                    partialWindows};
   std::string error;
   std::string object = file("step.o");
   std::string lld =

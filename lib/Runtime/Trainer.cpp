@@ -44,6 +44,7 @@ Artifact::Artifact(const std::string &directory) : dir(directory) {
     lr = manifest.at("optimizer").at("lr").get<double>();
     loss = manifest.value("loss", "");
     activationBytes = manifest.value("activation_bytes", int64_t(-1));
+    partialWindows = manifest.value("partial_windows", false);
     std::string library = path(manifest.at("library").get<std::string>());
     std::string entryName = manifest.at("entry").get<std::string>();
     this->library = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -144,7 +145,8 @@ Trainer::Trainer(const std::string &artifactDir)
 }
 
 StepMetrics Trainer::step(const std::vector<const void *> &inputs,
-                          int64_t samples, double lr, int64_t sampleBase) {
+                          int64_t samples, double lr, int64_t sampleBase,
+                          int64_t valid) {
   std::vector<const ArgSpec *> batch = art->batchInputs();
   if (inputs.size() != batch.size())
     throw Error("step: expected " + std::to_string(batch.size()) +
@@ -153,6 +155,15 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
     throw Error("step: " + std::to_string(samples) +
                 " samples is not a positive multiple of the micro-batch (" +
                 std::to_string(art->microBatch) + ")");
+  if (valid < 0)
+    valid = samples;
+  if (valid == 0 || valid > samples)
+    throw Error("step: " + std::to_string(valid) + " valid samples of " +
+                std::to_string(samples));
+  if (valid < samples && !art->partialWindows)
+    throw Error("step: this artifact cannot mask padding (its loss form is "
+                "not recognized), so every window must be full");
+  int64_t validValue = valid;
   if (art->optimizer == "none")
     gradArena->zero();
 
@@ -176,6 +187,8 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
       packed.addScalar(&lrValue);
     } else if (arg.role == "step") {
       packed.addScalar(&stepValue);
+    } else if (arg.role == "valid_samples") {
+      packed.addScalar(&validValue);
     } else if (arg.role == "sample_base") {
       packed.addScalar(&sampleBase);
     } else if (arg.role == "metrics") {
@@ -186,7 +199,7 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
   }
   art->call(packed.data());
   ++completed;
-  return {completed, metrics[0], metrics[1], lr, samples};
+  return {completed, metrics[0], metrics[1], lr, valid};
 }
 
 std::map<std::string, Array> Trainer::parameterArrays() const {

@@ -13,8 +13,8 @@ func.func private @fwd(%w: tensor<3xf32>, %x: tensor<2x3xf32>) -> tensor<f32> {
 
 // CHECK-LABEL: func.func private @fwd_split
 // CHECK: %[[P:.+]] = nn.mul
-// CHECK: %[[N:.+]] = nn.reduce_sum %[[P]] {axes = array<i64: 0, 1>, keepdims = false}
-// CHECK: %[[D:.+]] = nn.constant dense<6.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[N:.+]] = nn.reduce_sum %[[P]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-DAG: %[[D:.+]] = nn.constant dense<6.000000e+00> : tensor<f32>
 // CHECK: return %[[N]], %[[D]] : tensor<f32>, tensor<f32>
 
 // CHECK-LABEL: func @step
@@ -99,6 +99,63 @@ func.func private @sum(%w: tensor<3xf32>, %x: tensor<2x3xf32>) -> tensor<f32> {
 // CHECK: return %[[L]], %[[LOOP]]#0
 func.func @step(%w: tensor<3xf32>, %x: tensor<?x3xf32>, %acc: tensor<16xf32>) -> (tensor<f32>, tensor<16xf32>) {
   %l, %g = train.value_and_grad @sum(%w, %x) {wrt = array<i64: 0>, micro_batch = 2} : (tensor<3xf32>, tensor<?x3xf32>) -> (tensor<f32>, tensor<3xf32>)
+  %a = train.accumulate %acc, %g {offsets = array<i64: 0>} : tensor<16xf32>, tensor<3xf32>
+  return %l, %a : tensor<f32>, tensor<16xf32>
+}
+
+// -----
+
+// NegativeLogLikelihoodLoss with reduction=mean: like SoftmaxCrossEntropyLoss.
+
+func.func private @nll(%w: tensor<4x3xf32>, %x: tensor<2x4xf32>, %y: tensor<2xi64>) -> tensor<f32> {
+  %0 = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  %1 = nn.log_softmax %0 {axis = 1 : i64} : tensor<2x3xf32>
+  %2 = nn.negative_log_likelihood_loss %1, %y {reduction = #nn<reduction mean>, ignore_index = 0} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
+  return %2 : tensor<f32>
+}
+
+// CHECK-LABEL: func.func private @nll_split
+// CHECK-SAME: %[[Y:[^:]+]]: tensor<2xi64>
+// CHECK: %[[N:.+]] = nn.negative_log_likelihood_loss %{{.+}}, %[[Y]] {ignore_index = 0 : i64, reduction = #nn<reduction sum>}
+// CHECK: %[[D:.+]] = nn.class_weight_sum %[[Y]] {ignore_index = 0 : i64}
+// CHECK: return %[[N]], %[[D]]
+func.func @step(%w: tensor<4x3xf32>, %x: tensor<?x4xf32>, %y: tensor<?xi64>, %acc: tensor<16xf32>) -> (tensor<f32>, tensor<16xf32>) {
+  %l, %g = train.value_and_grad @nll(%w, %x, %y) {wrt = array<i64: 0>, micro_batch = 2} : (tensor<4x3xf32>, tensor<?x4xf32>, tensor<?xi64>) -> (tensor<f32>, tensor<4x3xf32>)
+  %a = train.accumulate %acc, %g {offsets = array<i64: 0>} : tensor<16xf32>, tensor<4x3xf32>
+  return %l, %a : tensor<f32>, tensor<16xf32>
+}
+
+// -----
+
+// A masked token loss divided by the number of real tokens,
+// (l * m).sum() / m.sum().clamp(min=1): N = the masked sum, D = the mask's
+// sum; the clamp applies once, to the total count.
+
+func.func private @masked(%w: tensor<3xf32>, %x: tensor<2x3xf32>, %m: tensor<2x3xi64>) -> tensor<f32> {
+  %0 = nn.mul %x, %w : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %mf = nn.cast %m : (tensor<2x3xi64>) -> tensor<2x3xf32>
+  %1 = nn.mul %0, %mf : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %2 = nn.reduce_sum %1 {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x3xf32>) -> tensor<f32>
+  %3 = nn.reduce_sum %m {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x3xi64>) -> tensor<i64>
+  %4 = nn.cast %3 : (tensor<i64>) -> tensor<f32>
+  %5 = nn.clip %4 {min = 1.0 : f64} : tensor<f32>
+  %6 = nn.div %2, %5 : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %6 : tensor<f32>
+}
+
+// CHECK-LABEL: func.func private @masked_split
+// CHECK: %[[N:.+]] = nn.reduce_sum %{{.+}} : (tensor<2x3xf32>) -> tensor<f32>
+// CHECK: %[[C:.+]] = nn.reduce_sum %{{.+}} : (tensor<2x3xi64>) -> tensor<i64>
+// CHECK: nn.div
+// CHECK-NEXT: %[[D:.+]] = nn.cast %[[C]] : (tensor<i64>) -> tensor<f32>
+// CHECK-NEXT: return %[[N]], %[[D]]
+// CHECK-LABEL: func @step
+// CHECK: %[[LOOP:.+]]:3 = scf.for
+// CHECK: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK: %[[TOTAL:.+]] = arith.maximumf %[[LOOP]]#2, %[[ONE]] : f32
+// CHECK: arith.divf %[[LOOP]]#1, %[[TOTAL]] : f32
+func.func @step(%w: tensor<3xf32>, %x: tensor<?x3xf32>, %m: tensor<?x3xi64>, %acc: tensor<16xf32>) -> (tensor<f32>, tensor<16xf32>) {
+  %l, %g = train.value_and_grad @masked(%w, %x, %m) {wrt = array<i64: 0>, micro_batch = 2} : (tensor<3xf32>, tensor<?x3xf32>, tensor<?x3xi64>) -> (tensor<f32>, tensor<3xf32>)
   %a = train.accumulate %acc, %g {offsets = array<i64: 0>} : tensor<16xf32>, tensor<3xf32>
   return %l, %a : tensor<f32>, tensor<16xf32>
 }

@@ -31,6 +31,8 @@ struct Options {
   std::string log;
   std::string exportPath;
   std::string saveGradients;
+  std::string accumulationSchedule;
+  bool dropLast = false;
   int progress = -1; // -1: when stderr is a terminal
 };
 
@@ -39,7 +41,8 @@ struct Options {
     std::cerr << "accrue-train: error: " << message << "\n";
   std::cerr
       << "usage: accrue-train ARTIFACT_DIR --data DATA.npz [--steps N]\n"
-         "         [--accumulation-steps K] [--lr X] [--log METRICS.jsonl]\n"
+         "         [--accumulation-steps K | --accumulation-schedule S:K,...]\n"
+         "         [--drop-last] [--lr X] [--log METRICS.jsonl]\n"
          "         [--export TRAINED.onnx] [--save-gradients GRADS.npz]\n"
          "         [--progress | --no-progress]\n";
   std::exit(message ? 1 : 0);
@@ -72,7 +75,9 @@ Options parseOptions(int argc, char **argv) {
     Export,
     SaveGrads,
     Progress,
-    NoProgress
+    NoProgress,
+    Schedule,
+    DropLast
   };
   static const option longOptions[] = {
       {"data", required_argument, nullptr, 'd'},
@@ -84,6 +89,8 @@ Options parseOptions(int argc, char **argv) {
       {"save-gradients", required_argument, nullptr, SaveGrads},
       {"progress", no_argument, nullptr, Progress},
       {"no-progress", no_argument, nullptr, NoProgress},
+      {"accumulation-schedule", required_argument, nullptr, Schedule},
+      {"drop-last", no_argument, nullptr, DropLast},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   Options o;
@@ -125,6 +132,12 @@ Options parseOptions(int argc, char **argv) {
     case NoProgress:
       o.progress = 0;
       break;
+    case Schedule:
+      o.accumulationSchedule = optarg;
+      break;
+    case DropLast:
+      o.dropLast = true;
+      break;
     case 'h':
       usage();
     default:
@@ -137,6 +150,9 @@ Options parseOptions(int argc, char **argv) {
   o.artifact = argv[optind];
   if (o.data.empty())
     throw Error("--data is required");
+  if (o.accumulationSteps > 0 && !o.accumulationSchedule.empty())
+    throw Error("--accumulation-steps and --accumulation-schedule exclude "
+                "each other");
   return o;
 }
 
@@ -232,23 +248,49 @@ int run(int argc, char **argv) {
   const Artifact &art = trainer.artifact();
   Dataset data = loadDataset(opts.data, art);
 
-  int64_t k = opts.accumulationSteps > 0 ? opts.accumulationSteps
-                                         : art.accumulationSteps;
+  AccumulationSchedule schedule =
+      !opts.accumulationSchedule.empty()
+          ? AccumulationSchedule::parse(opts.accumulationSchedule)
+          : AccumulationSchedule(opts.accumulationSteps > 0
+                                     ? opts.accumulationSteps
+                                     : art.accumulationSteps);
+  int64_t k = schedule.at(0);
   int64_t effective = art.microBatch * k;
-  if (data.numSamples < effective)
+  // A pass that does not end on a whole effective batch ends with a partial
+  // window, padded and masked, when the step can mask padding.
+  bool dropLast = opts.dropLast || !art.partialWindows;
+  if (!opts.dropLast && !art.partialWindows &&
+      (data.numSamples % effective != 0 || schedule.max() != k))
+    std::cerr << "accrue-train: warning: this model's loss cannot mask "
+                 "padded samples, so samples that do not fill an effective "
+                 "batch at the end of a pass are skipped\n";
+  if (dropLast && data.numSamples < art.microBatch * schedule.max())
     throw Error("'" + opts.data + "' has " + std::to_string(data.numSamples) +
                 " samples, fewer than one effective batch of " +
-                std::to_string(effective) + " (micro-batch " +
-                std::to_string(art.microBatch) + " x " + std::to_string(k) +
-                " accumulation steps)");
-  int64_t windows = data.numSamples / effective;
-  int64_t steps = opts.steps > 0 ? opts.steps : windows;
+                std::to_string(art.microBatch * schedule.max()) +
+                " (micro-batch " + std::to_string(art.microBatch) + " x " +
+                std::to_string(schedule.max()) + " accumulation steps)" +
+                (opts.dropLast ? "; --drop-last skips partial batches"
+                               : "; this model's loss cannot mask padded "
+                                 "samples, so batches must be full"));
+  WindowCursor cursor(data.numSamples, art.microBatch, dropLast);
+  int64_t steps = opts.steps;
+  if (steps <= 0) {
+    // One pass over the data.
+    WindowCursor probe = cursor;
+    for (steps = 0; probe.next(schedule.at(steps)).epoch == 0;)
+      ++steps;
+  }
   double lr = opts.lr >= 0 ? opts.lr : art.lr;
 
   std::cout << "accrue-train: " << art.params.size() << " parameter tensors, "
             << art.arenaSize << " floats; micro-batch " << art.microBatch
             << " x " << k << " accumulation steps = effective batch "
-            << effective << "\n";
+            << effective
+            << (opts.accumulationSchedule.empty()
+                    ? std::string()
+                    : " (schedule " + opts.accumulationSchedule + ")")
+            << "\n";
   if (art.activationBytes >= 0)
     std::cout << "accrue-train: estimated activation memory of one "
                  "micro-batch: "
@@ -265,15 +307,27 @@ int run(int argc, char **argv) {
 
   auto start = std::chrono::steady_clock::now();
   std::vector<const void *> inputs(data.arrays.size());
+  std::vector<std::vector<uint8_t>> staging(data.arrays.size());
   StepMetrics last{};
   for (int64_t s = 0; s < steps; ++s) {
-    int64_t first = (s % windows) * effective;
+    Window window = cursor.next(schedule.at(trainer.completedSteps()));
     for (size_t i = 0; i < data.arrays.size(); ++i) {
       const Array &a = data.arrays[i];
       size_t rowBytes = a.data.size() / std::max<int64_t>(a.shape[0], 1);
-      inputs[i] = a.data.data() + first * rowBytes;
+      const uint8_t *rows = a.data.data() + window.first * rowBytes;
+      if (window.valid == window.samples) {
+        inputs[i] = rows;
+        continue;
+      }
+      // A partial window: its samples, then copies of its first sample up
+      // to whole micro-batches (masked out of the loss by the step).
+      staging[i].resize(window.samples * rowBytes);
+      std::memcpy(staging[i].data(), rows, window.valid * rowBytes);
+      for (int64_t r = window.valid; r < window.samples; ++r)
+        std::memcpy(staging[i].data() + r * rowBytes, rows, rowBytes);
+      inputs[i] = staging[i].data();
     }
-    last = trainer.step(inputs, effective, lr, first);
+    last = trainer.step(inputs, window.samples, lr, window.first, window.valid);
     if (!std::isfinite(last.loss))
       throw Error("step " + std::to_string(last.step) + ": the loss is " +
                   (std::isnan(last.loss) ? "NaN" : "infinite") +

@@ -48,6 +48,8 @@ Value buildSum(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
                RankedTensorType resultType) {
   return buildReduction(b, loc, input, axes, resultType, 0.0,
                         [](OpBuilder &nb, Location nl, Value acc, Value x) {
+                          if (isa<IntegerType>(x.getType()))
+                            return Value(arith::AddIOp::create(nb, nl, acc, x));
                           return Value(arith::AddFOp::create(
                               nb, nl, acc, x, reassocFlags(nb)));
                         });

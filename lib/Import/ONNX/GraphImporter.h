@@ -30,9 +30,9 @@ using OpHandler = llvm::LogicalResult (*)(GraphImporter &importer,
 
 /// A handler for `opType` from opset `sinceVersion` on. `constantInputs`
 /// lists the inputs that are never trained: compile-time constants (shapes,
-/// axes, exponents) and statistics (BatchNormalization's running mean and
-/// variance, buffers in PyTorch). Initializers used only there never become
-/// parameters.
+/// axes, exponents), statistics (BatchNormalization's running mean and
+/// variance) and class weights of losses, buffers in PyTorch. Initializers
+/// used only there never become parameters.
 struct OpRegistration {
   llvm::StringRef opType;
   int64_t sinceVersion;

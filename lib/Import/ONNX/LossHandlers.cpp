@@ -47,8 +47,8 @@ LogicalResult importClassificationLoss(GraphImporter &im,
 void onnx_import::addLossHandlers(std::vector<OpRegistration> &list) {
   list.push_back(
       {"SoftmaxCrossEntropyLoss", 12,
-       importClassificationLoss<nn::SoftmaxCrossEntropyLossOp, true>});
+       importClassificationLoss<nn::SoftmaxCrossEntropyLossOp, true>, {2}});
   list.push_back(
       {"NegativeLogLikelihoodLoss", 12,
-       importClassificationLoss<nn::NegativeLogLikelihoodLossOp, false>});
+       importClassificationLoss<nn::NegativeLogLikelihoodLossOp, false>, {2}});
 }

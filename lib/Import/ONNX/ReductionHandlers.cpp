@@ -54,8 +54,15 @@ LogicalResult importReduction(GraphImporter &im, const onnx::NodeProto &node) {
   if (failed(x))
     return failure();
   auto type = cast<RankedTensorType>(x->getType());
-  if (!isa<FloatType>(type.getElementType()))
-    return im.error(node) << "expects a floating-point input";
+  // Integer sums are counts (`mask.sum()`); other reductions take floats.
+  bool integerSum = std::is_same_v<OpTy, nn::ReduceSumOp> && !Square &&
+                    type.getElementType().isInteger() &&
+                    !type.getElementType().isInteger(1);
+  if (!isa<FloatType>(type.getElementType()) && !integerSum)
+    return im.error(node) << "expects a floating-point input"
+                          << (std::is_same_v<OpTy, nn::ReduceSumOp>
+                                  ? " or 32/64-bit integers"
+                                  : "");
   FailureOr<SmallVector<int64_t>> axes =
       resolveAxes(im, node, type.getRank(), InputSince);
   if (failed(axes))

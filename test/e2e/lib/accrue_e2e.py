@@ -38,7 +38,10 @@ def compile_model(model, out, micro_batch, **flags):
 
 
 def train(artifact, data, steps, export=None, log=None, extra=()):
-    cmd = [tool("accrue-train"), artifact, "--data", data, "--steps", str(steps), "--no-progress"]
+    """accrue-train ARTIFACT --data DATA [--steps N] ...; steps=None: one pass."""
+    cmd = [tool("accrue-train"), artifact, "--data", data, "--no-progress"]
+    if steps is not None:
+        cmd += ["--steps", str(steps)]
     if export:
         cmd += ["--export", export]
     if log:

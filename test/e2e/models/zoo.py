@@ -91,7 +91,7 @@ class GPT(nn.Module):
     padding (-100)."""
 
     def __init__(self, seed, vocab=17, d=16, heads=2, layers=2, block=8,
-                 tied=True, dropout=0.0, trilu=True):
+                 tied=True, dropout=0.0, trilu=True, loss="mean"):
         super().__init__()
         torch.manual_seed(seed)
         self.wte = nn.Embedding(vocab, d)
@@ -103,6 +103,10 @@ class GPT(nn.Module):
         if not tied:
             self.head = nn.Linear(d, vocab, bias=False)
         self.vocab, self.block = vocab, block
+        # "mean": cross_entropy's mean over non-ignored tokens; "masked": the
+        # same written by hand, per-token losses times a mask divided by the
+        # mask's sum (clamped to 1), as training scripts often do.
+        self.loss = loss
 
     def forward(self, idx, targets):
         t = idx.size(1)
@@ -113,8 +117,13 @@ class GPT(nn.Module):
         x = self.ln(x)
         w = self.wte.weight if self.tied else self.head.weight
         logits = x @ w.t()
-        return F.cross_entropy(logits.view(-1, self.vocab), targets.view(-1),
-                               ignore_index=-100)
+        flat = targets.view(-1)
+        if self.loss == "masked":
+            per_token = F.cross_entropy(logits.view(-1, self.vocab), flat,
+                                        ignore_index=-100, reduction="none")
+            mask = flat != -100
+            return (per_token * mask).sum() / mask.sum().clamp(min=1)
+        return F.cross_entropy(logits.view(-1, self.vocab), flat, ignore_index=-100)
 
     def data(self, samples, rng):
         idx = rng.integers(0, self.vocab, (samples, self.block)).astype(np.int64)

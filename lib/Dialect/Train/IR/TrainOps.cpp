@@ -28,6 +28,8 @@ LogicalResult ValueAndGradOp::verify() {
                        "wrt operand");
   if (std::optional<int64_t> mb = getMicroBatch(); mb && *mb <= 0)
     return emitOpError("micro_batch must be positive");
+  if (getValid() && !getMicroBatch())
+    return emitOpError("a valid-sample count needs micro_batch");
   return success();
 }
 

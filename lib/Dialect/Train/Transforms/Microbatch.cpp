@@ -6,6 +6,14 @@
 // count D; N's gradient and both N and D are summed over micro-batches, and
 // the accumulated gradient is divided once by the total D.
 //
+// With a count of valid samples (a partial last window padded to whole
+// micro-batches), padded samples are masked out of N and D. That needs to
+// know which elements of the loss's operand belong to which sample: the pass
+// follows the batch inputs' leading dimension through ops that keep rows of
+// one sample together (elementwise ops, matmuls over a row-major batch,
+// reductions and softmaxes over other axes, reshapes that keep whole
+// samples per row, ...). When it cannot, the step takes full windows only.
+//
 //===----------------------------------------------------------------------===//
 
 #include "accrue/Dialect/Train/Transforms/Passes.h"
@@ -15,6 +23,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+
+#include <limits>
 
 namespace accrue::train {
 #define GEN_PASS_DEF_TRAINMICROBATCH
@@ -41,6 +51,205 @@ enum class LossKind {
 struct SplitLoss {
   func::FuncOp function;
   LossKind kind;
+  /// The loss clamps its count from below (`mask.sum().clamp(min=1)`): the
+  /// clamp applies to the total count of the effective batch.
+  std::optional<double> countFloor;
+  /// The function takes a trailing tensor<i64>: the number of real samples
+  /// of its micro-batch, and masks the others out of N and D.
+  bool masked = false;
+};
+
+/// Which samples a value's elements belong to.
+enum class SampleDep {
+  /// Does not depend on the batch (parameters, constants).
+  Free,
+  /// Dimension 0 is a multiple of the micro-batch size and its rows are
+  /// grouped by sample, in order.
+  Rows,
+  /// Depends on the batch some other way.
+  Other,
+};
+
+/// Masks padded samples out of values of a split forward function.
+class SampleMask {
+public:
+  SampleMask(func::FuncOp function, ArrayRef<unsigned> batchArgs,
+             int64_t microBatch, Value valid)
+      : microBatch(microBatch), valid(valid) {
+    for (unsigned i : batchArgs)
+      deps[function.getArgument(i)] = SampleDep::Rows;
+    function.walk([&](Operation *op) {
+      for (Value result : op->getResults())
+        deps[result] = classify(op, result);
+    });
+  }
+
+  /// Whether `v`'s rows are grouped by sample.
+  bool byRows(Value v) { return dep(v) == SampleDep::Rows; }
+
+  /// `x` with the elements of padded samples set to 0, or null when the
+  /// samples of `x`'s elements are unknown.
+  Value maskValues(OpBuilder &b, Location loc, Value x) {
+    if (dep(x) == SampleDep::Free || !byRows(x))
+      return {};
+    auto type = cast<RankedTensorType>(x.getType());
+    Value keep = keepRows(b, loc, type);
+    Value factor = nn::CastOp::create(
+        b, loc, RankedTensorType::get(cast<RankedTensorType>(keep.getType()).getShape(),
+                                      type.getElementType()),
+        keep);
+    return nn::NNBuilder(b, loc).mul(x, factor);
+  }
+
+  /// `labels` with the labels of padded samples replaced by `ignore`, or
+  /// null when the samples of the labels are unknown.
+  Value maskLabels(OpBuilder &b, Location loc, Value labels, int64_t ignore) {
+    if (!byRows(labels))
+      return {};
+    auto type = cast<RankedTensorType>(labels.getType());
+    Value keep = keepRows(b, loc, type);
+    Value ignored = nn::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(RankedTensorType::get({}, type.getElementType()),
+                               b.getIntegerAttr(type.getElementType(), ignore)));
+    return nn::WhereOp::create(b, loc, type, keep, labels, ignored);
+  }
+
+  int64_t microBatchSize() const { return microBatch; }
+
+  /// The number of valid samples, as a 0-d f32 tensor.
+  Value validCount(OpBuilder &b, Location loc) {
+    return nn::CastOp::create(b, loc,
+                              RankedTensorType::get({}, b.getF32Type()), valid);
+  }
+
+private:
+  SampleDep dep(Value v) {
+    auto it = deps.find(v);
+    return it == deps.end() ? SampleDep::Free : it->second;
+  }
+
+  static int64_t dim0(Value v) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type && type.getRank() > 0 ? type.getDimSize(0) : -1;
+  }
+
+  /// Whether the result keeps its operands' rows: every operand that
+  /// depends on the batch is grouped by rows, of the result's rank and
+  /// dimension 0 (broadcasting elsewhere).
+  bool rowsAligned(Operation *op, Value result) {
+    auto type = cast<RankedTensorType>(result.getType());
+    if (type.getRank() == 0 || type.getDimSize(0) % microBatch != 0)
+      return false;
+    for (Value operand : op->getOperands()) {
+      SampleDep d = dep(operand);
+      if (d == SampleDep::Free)
+        continue;
+      auto t = cast<RankedTensorType>(operand.getType());
+      if (d != SampleDep::Rows || t.getRank() != type.getRank() ||
+          t.getDimSize(0) != type.getDimSize(0))
+        return false;
+    }
+    return true;
+  }
+
+  SampleDep classify(Operation *op, Value result) {
+    bool free = llvm::all_of(op->getOperands(), [&](Value v) {
+      return dep(v) == SampleDep::Free;
+    });
+    if (free)
+      return SampleDep::Free;
+    auto rowsIf = [](bool c) { return c ? SampleDep::Rows : SampleDep::Other; };
+    auto resultType = dyn_cast<RankedTensorType>(result.getType());
+    if (!resultType)
+      return SampleDep::Other;
+    Value in = op->getNumOperands() ? op->getOperand(0) : Value();
+    auto keepsDim0 = [&](ArrayRef<int64_t> axes) {
+      return !llvm::is_contained(axes, 0) && byRows(in) &&
+             dim0(result) == dim0(in);
+    };
+    if (isa<nn::NegOp, nn::AbsOp, nn::ExpOp, nn::LogOp, nn::SqrtOp, nn::ReluOp,
+            nn::SigmoidOp, nn::TanhOp, nn::ErfOp, nn::ClipOp, nn::CastOp,
+            nn::IdentityOp, nn::NotOp, nn::AddOp, nn::SubOp, nn::MulOp,
+            nn::DivOp, nn::MaxOp, nn::MinOp, nn::PowOp, nn::GreaterOp,
+            nn::LessOp, nn::EqualOp, nn::AndOp, nn::WhereOp, nn::TriluOp,
+            nn::ExpandOp, nn::DropoutOp, nn::ConvOp, nn::MaxPoolOp,
+            nn::AveragePoolOp>(op))
+      return rowsIf(rowsAligned(op, result));
+    if (isa<nn::ReshapeOp, nn::FlattenOp>(op))
+      return rowsIf(byRows(in) && resultType.getRank() > 0 &&
+                    resultType.getDimSize(0) % microBatch == 0);
+    if (auto t = dyn_cast<nn::TransposeOp>(op))
+      return rowsIf(t.getPerm()[0] == 0 && byRows(in));
+    if (auto m = dyn_cast<nn::MatMulOp>(op)) {
+      if (resultType.getRank() >= 3)
+        return rowsIf(rowsAligned(op, result));
+      return rowsIf(byRows(m.getLhs()) && dep(m.getRhs()) == SampleDep::Free);
+    }
+    if (auto g = dyn_cast<nn::GemmOp>(op))
+      return rowsIf(!g.getTransA() && byRows(g.getA()) &&
+                    dep(g.getB()) == SampleDep::Free &&
+                    (!g.getC() || dep(g.getC()) == SampleDep::Free));
+    if (auto r = dyn_cast<nn::ReduceSumOp>(op))
+      return rowsIf(keepsDim0(r.getAxes()));
+    if (auto r = dyn_cast<nn::ReduceMeanOp>(op))
+      return rowsIf(keepsDim0(r.getAxes()));
+    if (auto r = dyn_cast<nn::ReduceMaxOp>(op))
+      return rowsIf(keepsDim0(r.getAxes()));
+    if (auto r = dyn_cast<nn::ReduceMinOp>(op))
+      return rowsIf(keepsDim0(r.getAxes()));
+    if (auto a = dyn_cast<nn::ArgMaxOp>(op))
+      return rowsIf(a.getAxis() != 0 && byRows(in) && dim0(result) == dim0(in));
+    if (auto a = dyn_cast<nn::ArgMinOp>(op))
+      return rowsIf(a.getAxis() != 0 && byRows(in) && dim0(result) == dim0(in));
+    if (auto sm = dyn_cast<nn::SoftmaxOp>(op))
+      return rowsIf(sm.getAxis() != 0 && byRows(in));
+    if (auto sm = dyn_cast<nn::LogSoftmaxOp>(op))
+      return rowsIf(sm.getAxis() != 0 && byRows(in));
+    if (auto c = dyn_cast<nn::ConcatOp>(op))
+      return rowsIf(c.getAxis() != 0 && rowsAligned(op, result));
+    if (auto sl = dyn_cast<nn::SliceOp>(op))
+      return rowsIf(sl.getStarts()[0] == 0 && sl.getSteps()[0] == 1 &&
+                    byRows(in) && dim0(result) == dim0(in));
+    if (auto g = dyn_cast<nn::GatherOp>(op)) {
+      if (g.getAxis() == 0)
+        return rowsIf(dep(g.getData()) == SampleDep::Free &&
+                      byRows(g.getIndices()) && resultType.getRank() > 0 &&
+                      dim0(result) == dim0(g.getIndices()));
+      return rowsIf(byRows(g.getData()) &&
+                    dep(g.getIndices()) == SampleDep::Free &&
+                    dim0(result) == dim0(g.getData()));
+    }
+    // Per-item classification losses keep the items' rows.
+    if (auto l = dyn_cast<nn::SoftmaxCrossEntropyLossOp>(op))
+      return rowsIf(l.getReduction() == nn::LossReduction::None &&
+                    rowsAligned(op, result));
+    if (auto l = dyn_cast<nn::NegativeLogLikelihoodLossOp>(op))
+      return rowsIf(l.getReduction() == nn::LossReduction::None &&
+                    rowsAligned(op, result));
+    return SampleDep::Other;
+  }
+
+  /// An i1 tensor broadcastable to `type`: true on the rows of valid samples.
+  Value keepRows(OpBuilder &b, Location loc, RankedTensorType type) {
+    int64_t rows = type.getDimSize(0), perSample = rows / microBatch;
+    SmallVector<int64_t> sample;
+    for (int64_t r = 0; r < rows; ++r)
+      sample.push_back(r / perSample);
+    auto indexType = RankedTensorType::get({rows}, b.getI64Type());
+    Value index = nn::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(indexType, ArrayRef<int64_t>(sample)));
+    Value keep = nn::LessOp::create(
+        b, loc, RankedTensorType::get({rows}, b.getI1Type()), index, valid);
+    SmallVector<int64_t> shape(type.getRank(), 1);
+    shape[0] = rows;
+    return nn::NNBuilder(b, loc).reshape(
+        keep, RankedTensorType::get(shape, b.getI1Type()));
+  }
+
+  int64_t microBatch;
+  Value valid;
+  llvm::DenseMap<Value, SampleDep> deps;
 };
 
 Value lookThroughIdentity(Value v) {
@@ -54,75 +263,223 @@ bool reducesAllAxes(ArrayRef<int64_t> axes, Value input) {
          cast<RankedTensorType>(input.getType()).getRank();
 }
 
-/// Returns N and D for the loss `loss` (built at `builder`), or nothing if
-/// the form is not recognized. Sets `kind`.
+/// A classification loss (SoftmaxCrossEntropyLoss or
+/// NegativeLogLikelihoodLoss) rebuilt as a sum at `builder`, with its count
+/// (the weight sum of the non-ignored targets). With `mask`, padded samples'
+/// labels are ignored; nothing when their labels cannot be told apart.
+template <typename LossOp>
 std::optional<std::pair<Value, Value>>
-splitLossValue(OpBuilder &builder, Value loss, LossKind &kind) {
+splitClassificationLoss(OpBuilder &builder, LossOp op, SampleMask *mask) {
+  Location loc = op.getLoc();
+  auto scalarType = RankedTensorType::get({}, builder.getF32Type());
+  builder.setInsertionPointAfter(op);
+  Value labels = op->getOperand(1);
+  IntegerAttr ignore = op.getIgnoreIndexAttr();
+  if (mask) {
+    auto labelType = cast<RankedTensorType>(labels.getType());
+    // Without an ignore_index, padding gets a label no class can have.
+    int64_t ignoreValue =
+        ignore ? ignore.getInt()
+               : (labelType.getElementType().isInteger(32)
+                      ? std::numeric_limits<int32_t>::min()
+                      : std::numeric_limits<int64_t>::min());
+    labels = mask->maskLabels(builder, loc, labels, ignoreValue);
+    if (!labels)
+      return std::nullopt;
+    ignore = builder.getI64IntegerAttr(ignoreValue);
+  }
+  auto sum = LossOp::create(builder, loc, op->getOperand(0), labels,
+                            op.getWeights(), nn::LossReduction::Sum, ignore);
+  Value count = nn::ClassWeightSumOp::create(builder, loc, scalarType, labels,
+                                             op.getWeights(), ignore);
+  return std::make_pair(Value(sum), count);
+}
+
+/// Whether `v` is a sum over every sample: a ReduceSum over all axes or a
+/// sum-reduced classification loss.
+bool isSumOverSamples(Value v) {
+  v = lookThroughIdentity(v);
+  if (auto sum = v.getDefiningOp<nn::ReduceSumOp>())
+    return reducesAllAxes(sum.getAxes(), sum.getInput());
+  if (auto sce = v.getDefiningOp<nn::SoftmaxCrossEntropyLossOp>())
+    return sce.getReduction() == nn::LossReduction::Sum;
+  if (auto nll = v.getDefiningOp<nn::NegativeLogLikelihoodLossOp>())
+    return nll.getReduction() == nn::LossReduction::Sum;
+  return false;
+}
+
+/// A count computed from the data: a ReduceSum over all axes, possibly cast
+/// (`mask.sum()`) and clamped from below (`.clamp(min=1)`, whose floor is
+/// returned in `floor`), in any order. Returns the unclamped sum.
+Value dataDependentCount(Value v, std::optional<double> &floor) {
+  while (true) {
+    v = lookThroughIdentity(v);
+    if (auto cast = v.getDefiningOp<nn::CastOp>()) {
+      v = cast.getInput();
+      continue;
+    }
+    if (auto clip = v.getDefiningOp<nn::ClipOp>()) {
+      if (clip.getMax() || !clip.getMin() || floor)
+        return {};
+      floor = clip.getMin()->convertToDouble();
+      v = clip.getInput();
+      continue;
+    }
+    break;
+  }
+  auto reduce = v.getDefiningOp<nn::ReduceSumOp>();
+  if (!reduce || !reducesAllAxes(reduce.getAxes(), reduce.getInput()))
+    return {};
+  return reduce;
+}
+
+/// The sum over samples `v` (see isSumOverSamples) rebuilt at `builder`
+/// with padded samples masked out, or null when they cannot be.
+Value maskedSum(OpBuilder &builder, Value v, SampleMask &mask) {
+  v = lookThroughIdentity(v);
+  if (auto sum = v.getDefiningOp<nn::ReduceSumOp>()) {
+    builder.setInsertionPointAfter(sum);
+    Value x = mask.maskValues(builder, sum.getLoc(), sum.getInput());
+    if (!x)
+      return {};
+    return nn::ReduceSumOp::create(builder, sum.getLoc(), x, sum.getAxes(),
+                                   sum.getKeepdims());
+  }
+  std::optional<std::pair<Value, Value>> split;
+  if (auto sce = v.getDefiningOp<nn::SoftmaxCrossEntropyLossOp>())
+    split = splitClassificationLoss(builder, sce, &mask);
+  else if (auto nll = v.getDefiningOp<nn::NegativeLogLikelihoodLossOp>())
+    split = splitClassificationLoss(builder, nll, &mask);
+  return split ? split->first : Value();
+}
+
+/// Returns N and D for the loss `loss` (built at `builder`), or nothing if
+/// the form is not recognized, or, with `mask`, if padded samples cannot be
+/// masked out of it. Sets `kind` (and `floor` for a clamped count).
+std::optional<std::pair<Value, Value>>
+splitLossValue(OpBuilder &builder, Value loss, LossKind &kind,
+               std::optional<double> &floor, SampleMask *mask) {
   nn::NNBuilder nnb(builder, loss.getLoc());
   Value root = lookThroughIdentity(loss);
   auto scalarType = RankedTensorType::get({}, builder.getF32Type());
   auto toScalar = [&](Value v) { return nnb.reshape(v, scalarType); };
+  auto f32 = [&](Value v) -> Value {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getElementType().isF32())
+      return v;
+    return nn::CastOp::create(
+        builder, v.getLoc(),
+        RankedTensorType::get(type.getShape(), builder.getF32Type()), v);
+  };
 
   if (auto mean = root.getDefiningOp<nn::ReduceMeanOp>();
       mean && reducesAllAxes(mean.getAxes(), mean.getInput())) {
     builder.setInsertionPointAfter(mean);
     nnb.loc = mean.getLoc();
     auto inType = cast<RankedTensorType>(mean.getInput().getType());
-    Value sum = nn::ReduceSumOp::create(builder, mean.getLoc(), mean.getInput(),
+    Value input = mean.getInput();
+    Value count;
+    if (!mask) {
+      count = nnb.scalar(builder.getF32Type(),
+                         static_cast<double>(inType.getNumElements()));
+    } else {
+      input = mask->maskValues(builder, mean.getLoc(), input);
+      if (!input)
+        return std::nullopt;
+      // Each valid sample holds numel / b of the elements.
+      count = nnb.mul(mask->validCount(builder, mean.getLoc()),
+                      nnb.scalar(builder.getF32Type(),
+                                 static_cast<double>(inType.getNumElements()) /
+                                     mask->microBatchSize()));
+    }
+    Value sum = nn::ReduceSumOp::create(builder, mean.getLoc(), input,
                                         mean.getAxes(),
                                         /*keepdims=*/false);
     kind = LossKind::Mean;
-    return std::make_pair(
-        toScalar(sum),
-        nnb.scalar(builder.getF32Type(),
-                   static_cast<double>(inType.getNumElements())));
+    return std::make_pair(toScalar(sum), count);
   }
-  if (auto sce = root.getDefiningOp<nn::SoftmaxCrossEntropyLossOp>()) {
-    builder.setInsertionPointAfter(sce);
-    nnb.loc = sce.getLoc();
-    if (sce.getReduction() == nn::LossReduction::Mean) {
-      auto sum = nn::SoftmaxCrossEntropyLossOp::create(
-          builder, sce.getLoc(), sce.getScores(), sce.getLabels(),
-          sce.getWeights(), nn::LossReduction::Sum, sce.getIgnoreIndexAttr());
-      Value count = nn::ClassWeightSumOp::create(
-          builder, sce.getLoc(), scalarType, sce.getLabels(), sce.getWeights(),
-          sce.getIgnoreIndexAttr());
+  if (auto sce = root.getDefiningOp<nn::SoftmaxCrossEntropyLossOp>();
+      sce && sce.getReduction() == nn::LossReduction::Mean) {
+    kind = LossKind::Mean;
+    return splitClassificationLoss(builder, sce, mask);
+  }
+  if (auto nll = root.getDefiningOp<nn::NegativeLogLikelihoodLossOp>();
+      nll && nll.getReduction() == nn::LossReduction::Mean) {
+    kind = LossKind::Mean;
+    return splitClassificationLoss(builder, nll, mask);
+  }
+  // sum(x) / count(data), e.g. a masked token loss divided by the number of
+  // real tokens: both are sums over samples.
+  if (auto div = root.getDefiningOp<nn::DivOp>();
+      div && cast<RankedTensorType>(div.getType()).getNumElements() == 1 &&
+      isSumOverSamples(div.getLhs())) {
+    std::optional<double> clampFloor;
+    if (Value count = dataDependentCount(div.getRhs(), clampFloor)) {
+      Value sum = div.getLhs();
+      if (mask) {
+        sum = maskedSum(builder, sum, *mask);
+        count = sum ? maskedSum(builder, count, *mask) : Value();
+        if (!sum || !count)
+          return std::nullopt;
+      }
+      builder.setInsertionPointAfter(div);
+      nnb.loc = div.getLoc();
       kind = LossKind::Mean;
-      return std::make_pair(Value(sum), count);
-    }
-    if (sce.getReduction() == nn::LossReduction::Sum) {
-      kind = LossKind::Sum;
-      return std::make_pair(loss, nnb.scalar(builder.getF32Type(), 1.0));
+      floor = clampFloor;
+      return std::make_pair(toScalar(sum), toScalar(f32(count)));
     }
   }
-  if (auto sum = root.getDefiningOp<nn::ReduceSumOp>();
-      sum && reducesAllAxes(sum.getAxes(), sum.getInput())) {
-    builder.setInsertionPointAfterValue(loss);
+  if (isSumOverSamples(root)) {
+    Value sum = root;
+    if (mask && !(sum = maskedSum(builder, sum, *mask)))
+      return std::nullopt;
+    builder.setInsertionPointAfterValue(sum);
+    nnb.loc = sum.getLoc();
     kind = LossKind::Sum;
-    return std::make_pair(loss, nnb.scalar(builder.getF32Type(), 1.0));
+    return std::make_pair(toScalar(sum), nnb.scalar(builder.getF32Type(), 1.0));
   }
   return std::nullopt;
 }
 
-/// Clones `forward` into a function returning (N, D).
-SplitLoss splitLoss(func::FuncOp forward, bool exact, SymbolTable &symbols) {
+/// Clones `forward` into a function returning (N, D). With `mask`, the
+/// clone takes the number of valid samples of its micro-batch as a trailing
+/// tensor<i64> and masks the others out; returns nothing (and leaves no
+/// function) when it cannot.
+std::optional<SplitLoss> splitLoss(func::FuncOp forward, bool exact,
+                                   bool mask, ArrayRef<unsigned> batchArgs,
+                                   int64_t microBatch, SymbolTable &symbols) {
   OpBuilder builder(forward);
   auto type = forward.getFunctionType();
   auto scalarType = RankedTensorType::get({}, builder.getF32Type());
+  SmallVector<Type> inputs(type.getInputs());
+  if (mask)
+    inputs.push_back(RankedTensorType::get({}, builder.getI64Type()));
   auto split = func::FuncOp::create(
-      builder, forward.getLoc(), (forward.getSymName() + "_split").str(),
-      builder.getFunctionType(type.getInputs(), {scalarType, scalarType}));
+      builder, forward.getLoc(),
+      (forward.getSymName() + (mask ? "_split_masked" : "_split")).str(),
+      builder.getFunctionType(inputs, {scalarType, scalarType}));
   split.setPrivate();
-  symbols.insert(split);
   IRMapping mapping;
   forward.getBody().cloneInto(&split.getBody(), mapping);
-  auto ret = cast<func::ReturnOp>(split.getBody().front().getTerminator());
+  Block &entry = split.getBody().front();
+  std::optional<SampleMask> sampleMask;
+  if (mask) {
+    Value valid = entry.addArgument(inputs.back(), forward.getLoc());
+    sampleMask.emplace(split, batchArgs, microBatch, valid);
+  }
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
   Value loss = ret.getOperand(0);
 
   LossKind kind = LossKind::MeanOfMeans;
+  std::optional<double> floor;
   std::optional<std::pair<Value, Value>> nd;
   if (exact)
-    nd = splitLossValue(builder, loss, kind);
+    nd = splitLossValue(builder, loss, kind, floor,
+                        sampleMask ? &*sampleMask : nullptr);
+  if (!nd && mask) {
+    split.erase();
+    return std::nullopt;
+  }
   if (!nd) {
     kind = LossKind::MeanOfMeans;
     builder.setInsertionPoint(ret);
@@ -144,7 +501,8 @@ SplitLoss splitLoss(func::FuncOp forward, bool exact, SymbolTable &symbols) {
   func::ReturnOp::create(builder, ret.getLoc(),
                          ValueRange{nd->first, nd->second});
   ret.erase();
-  return {split, kind};
+  symbols.insert(split);
+  return SplitLoss{split, kind, floor, mask};
 }
 
 struct TrainMicrobatchPass
@@ -221,13 +579,25 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   if (batchOperands.empty())
     return op.emitError("no operand holds a whole batch; nothing to split");
 
-  std::string key = op.getCallee().str();
+  // With a count of valid samples, padding is masked out of the loss when
+  // the loss form allows it (and only in exact mode).
+  bool wantMask = op.getValid() && normalization == "exact";
+  std::string key = op.getCallee().str() + (wantMask ? "#masked" : "");
   auto it = splitCache.find(key);
-  if (it == splitCache.end())
-    it = splitCache
-             .emplace(key, splitLoss(callee, normalization == "exact", symbols))
-             .first;
+  if (it == splitCache.end()) {
+    std::optional<SplitLoss> built;
+    if (wantMask)
+      built = splitLoss(callee, /*exact=*/true, /*mask=*/true, batchOperands,
+                        microBatch, symbols);
+    if (!built)
+      built = splitLoss(callee, normalization == "exact", /*mask=*/false,
+                        batchOperands, microBatch, symbols);
+    it = splitCache.emplace(key, *built).first;
+  }
   SplitLoss split = it->second;
+  if (split.masked)
+    op->getParentOfType<func::FuncOp>()->setAttr(StepAttrs::kPartialWindows,
+                                                 UnitAttr::get(op.getContext()));
   if (split.kind == LossKind::MeanOfMeans)
     ++numMeanOfMeans;
   else
@@ -279,11 +649,24 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
           args[i] = tensor::ExtractSliceOp::create(lb, l, argType, args[i],
                                                    offsets, sizes, strides);
         }
+        if (split.masked) {
+          // valid_k = clamp(valid - k * b, 0, b).
+          Value start = arith::IndexCastOp::create(lb, l, lb.getI64Type(),
+                                                   offset);
+          Value left = arith::SubIOp::create(lb, l, op.getValid(), start);
+          Value zero64 = arith::ConstantIntOp::create(lb, l, 0, 64);
+          Value b64 = arith::ConstantIntOp::create(lb, l, microBatch, 64);
+          Value count = arith::MinSIOp::create(
+              lb, l, arith::MaxSIOp::create(lb, l, left, zero64), b64);
+          args.push_back(tensor::FromElementsOp::create(
+              lb, l, RankedTensorType::get({}, lb.getI64Type()),
+              ValueRange{count}));
+        }
         SmallVector<Type> resultTypes{split.function.getResultTypes()};
         llvm::append_range(resultTypes, op.getGradients().getTypes());
         auto step = ValueAndGradOp::create(
-            lb, l, resultTypes, split.function.getSymName(), args, op.getWrt(),
-            /*micro_batch=*/nullptr);
+            lb, l, resultTypes, split.function.getSymName(), args,
+            /*valid=*/Value(), op.getWrt(), /*micro_batch=*/nullptr);
         // The accumulate takes the gradients in its own order.
         SmallVector<Value> grads;
         for (Value g : accumulate.getGradients()) {
@@ -307,6 +690,11 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   if (split.kind != LossKind::Sum) {
     // One division by the total count (for mean of means, the count is K).
     Value count = loop.getResult(2);
+    if (split.countFloor)
+      count = arith::MaximumFOp::create(
+          b, loc, count,
+          arith::ConstantOp::create(
+              b, loc, b.getF32FloatAttr(static_cast<float>(*split.countFloor))));
     loss = arith::DivFOp::create(b, loc, lossSum, count);
     Value inv = arith::DivFOp::create(
         b, loc, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f)),

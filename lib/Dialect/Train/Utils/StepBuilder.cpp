@@ -91,6 +91,11 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   inputAttrs.push_back(argAttrs("lr", "lr"));
   inputs.push_back(b.getI64Type());
   inputAttrs.push_back(argAttrs("step", "step"));
+  // How many of the batch inputs' samples are real (a partial last window is
+  // padded to whole micro-batches).
+  unsigned validIndex = inputs.size();
+  inputs.push_back(b.getI64Type());
+  inputAttrs.push_back(argAttrs("valid_samples", "valid_samples"));
   // The global index of the effective batch's first sample (for
   // training-mode Dropout's mask).
   std::optional<unsigned> sampleBaseIndex;
@@ -163,9 +168,10 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   SmallVector<int64_t> wrt;
   for (unsigned i = 0; i < paramArgs.size(); ++i)
     wrt.push_back(paramArgs[i]);
-  auto vg =
-      ValueAndGradOp::create(b, loc, vgTypes, forward.getSymName(), callArgs,
-                             wrt, b.getI64IntegerAttr(options.microBatch));
+  auto vg = ValueAndGradOp::create(
+      b, loc, vgTypes, forward.getSymName(), callArgs,
+      entry->getArgument(validIndex), wrt,
+      b.getI64IntegerAttr(options.microBatch));
   Value grads =
       AccumulateOp::create(b, loc, accumulator, vg.getGradients(), offsets);
   Value norm = GlobalNormOp::create(b, loc, grads);

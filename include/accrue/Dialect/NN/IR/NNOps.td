@@ -307,7 +307,8 @@ def NN_MatMulOp : NN_Op<"matmul", [Pure, InferTypeOpAdaptor,
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class NN_ReductionOp<string mnemonic, string onnxName>
+class NN_ReductionOp<string mnemonic, string onnxName,
+                     Type tensorType = NN_FloatTensor>
     : NN_Op<mnemonic, [Pure, InferTypeOpAdaptor,
         DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
   let summary = onnxName # " over the given axes";
@@ -317,9 +318,9 @@ class NN_ReductionOp<string mnemonic, string onnxName>
     non-negative and explicit: the importer resolves ONNX's axes input
     (opsets 13/18), negative axes and "empty means all".
   }];
-  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+  let arguments = (ins tensorType:$input, DenseI64ArrayAttr:$axes,
                    DefaultValuedAttr<BoolAttr, "true">:$keepdims);
-  let results = (outs NN_FloatTensor:$result);
+  let results = (outs tensorType:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let extraClassDefinition = [{
@@ -332,7 +333,17 @@ class NN_ReductionOp<string mnemonic, string onnxName>
   }];
 }
 
-def NN_ReduceSumOp : NN_ReductionOp<"reduce_sum", "ReduceSum">;
+def NN_ReduceSumOp
+    : NN_ReductionOp<"reduce_sum", "ReduceSum", RankedTensorOf<[F32, F16, BF16,
+                                                                F64, I64, I32]>> {
+  let description = [{
+    ONNX [ReduceSum](https://onnx.ai/onnx/operators/onnx__ReduceSum.html),
+    opsets 1 and later, on floats and on i32/i64 (token counts such as
+    `mask.sum()`). `axes` is sorted, non-negative and explicit: the importer
+    resolves ONNX's axes input (opsets 13/18), negative axes and "empty
+    means all".
+  }];
+}
 def NN_ReduceMeanOp : NN_ReductionOp<"reduce_mean", "ReduceMean">;
 def NN_ReduceMaxOp : NN_ReductionOp<"reduce_max", "ReduceMax"> {
   let description = [{

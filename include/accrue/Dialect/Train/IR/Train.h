@@ -49,6 +49,10 @@ struct StepAttrs {
   /// Unit attribute on the scf.for that `train-microbatch` builds: its body
   /// computes one micro-batch's loss and gradients.
   static constexpr llvm::StringLiteral kMicrobatchLoop = "train.microbatch_loop";
+  /// Unit attribute on a step function: `train-microbatch` masks padded
+  /// samples out of its loss, so a partial last window may be padded to
+  /// whole micro-batches (its `valid_samples` argument counts the real ones).
+  static constexpr llvm::StringLiteral kPartialWindows = "train.partial_windows";
 };
 
 /// Number of elements of a statically shaped tensor type.

@@ -15,6 +15,7 @@ include "mlir/IR/SymbolInterfaces.td"
 //===----------------------------------------------------------------------===//
 
 def Train_ValueAndGradOp : Train_Op<"value_and_grad", [
+    AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "results of a function and the gradient of its first result";
   let description = [{
@@ -32,16 +33,19 @@ def Train_ValueAndGradOp : Train_Op<"value_and_grad", [
     loop over micro-batches; `train-autodiff` rewrites the plain form into a
     call of a generated gradient function.
 
-    `seed`, when given, multiplies the adjoint of the first result (loss
-    scaling); the first result itself is not scaled.
+    `valid` (with `micro_batch` only) is the number of real samples at the
+    start of the batch operands; the rest is padding that must not count
+    (a partial last window, padded to whole micro-batches).
   }];
   let arguments = (ins FlatSymbolRefAttr:$callee,
                    Variadic<AnyType>:$args,
+                   Optional<I64>:$valid,
                    DenseI64ArrayAttr:$wrt,
                    OptionalAttr<I64Attr>:$micro_batch);
   let results = (outs Variadic<AnyType>:$results);
   let assemblyFormat = [{
-    $callee `(` $args `)` attr-dict `:` functional-type($args, $results)
+    $callee `(` $args `)` (`valid` $valid^)? attr-dict `:`
+    functional-type($args, $results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
