@@ -258,6 +258,27 @@ private:
   std::vector<std::pair<int64_t, int64_t>> points;
 };
 
+/// The learning rate as a function of completed optimizer steps s: the
+/// step after s completed steps uses at(s), so it advances once per
+/// optimizer step, never per micro-batch.
+class LRSchedule {
+public:
+  enum class Kind { Constant, Linear, Cosine };
+
+  /// `Linear` and `Cosine` warm up linearly from 0 over `warmup` steps, then
+  /// decay to 0 at `total` steps (linearly or along a half cosine).
+  LRSchedule(Kind kind, double lr, int64_t warmup = 0, int64_t total = 0);
+  /// "constant", "linear" or "cosine".
+  static Kind parseKind(const std::string &name);
+
+  double at(int64_t completedSteps) const;
+
+private:
+  Kind kind;
+  double lr;
+  int64_t warmup, total;
+};
+
 } // namespace accrue::rt
 
 #endif // ACCRUE_RUNTIME_RUNTIME_H

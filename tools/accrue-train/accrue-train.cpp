@@ -33,6 +33,9 @@ struct Options {
   std::string saveGradients;
   std::string accumulationSchedule;
   bool dropLast = false;
+  std::string lrSchedule = "constant";
+  int64_t warmupSteps = 0;
+  int64_t totalSteps = -1;
   int progress = -1; // -1: when stderr is a terminal
 };
 
@@ -42,7 +45,8 @@ struct Options {
   std::cerr
       << "usage: accrue-train ARTIFACT_DIR --data DATA.npz [--steps N]\n"
          "         [--accumulation-steps K | --accumulation-schedule S:K,...]\n"
-         "         [--drop-last] [--lr X] [--log METRICS.jsonl]\n"
+         "         [--drop-last] [--lr X] [--lr-schedule constant|linear|cosine]\n"
+         "         [--warmup-steps W] [--total-steps T] [--log METRICS.jsonl]\n"
          "         [--export TRAINED.onnx] [--save-gradients GRADS.npz]\n"
          "         [--progress | --no-progress]\n";
   std::exit(message ? 1 : 0);
@@ -77,7 +81,10 @@ Options parseOptions(int argc, char **argv) {
     Progress,
     NoProgress,
     Schedule,
-    DropLast
+    DropLast,
+    LrSchedule,
+    Warmup,
+    Total
   };
   static const option longOptions[] = {
       {"data", required_argument, nullptr, 'd'},
@@ -91,6 +98,9 @@ Options parseOptions(int argc, char **argv) {
       {"no-progress", no_argument, nullptr, NoProgress},
       {"accumulation-schedule", required_argument, nullptr, Schedule},
       {"drop-last", no_argument, nullptr, DropLast},
+      {"lr-schedule", required_argument, nullptr, LrSchedule},
+      {"warmup-steps", required_argument, nullptr, Warmup},
+      {"total-steps", required_argument, nullptr, Total},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   Options o;
@@ -138,6 +148,20 @@ Options parseOptions(int argc, char **argv) {
     case DropLast:
       o.dropLast = true;
       break;
+    case LrSchedule:
+      LRSchedule::parseKind(optarg);
+      o.lrSchedule = optarg;
+      break;
+    case Warmup:
+      o.warmupSteps = parseInt("--warmup-steps", optarg);
+      if (o.warmupSteps < 0)
+        throw Error("--warmup-steps must be >= 0");
+      break;
+    case Total:
+      o.totalSteps = parseInt("--total-steps", optarg);
+      if (o.totalSteps < 1)
+        throw Error("--total-steps must be >= 1");
+      break;
     case 'h':
       usage();
     default:
@@ -150,6 +174,9 @@ Options parseOptions(int argc, char **argv) {
   o.artifact = argv[optind];
   if (o.data.empty())
     throw Error("--data is required");
+  if (o.lrSchedule == "constant" && (o.warmupSteps > 0 || o.totalSteps > 0))
+    throw Error("--warmup-steps and --total-steps need --lr-schedule linear "
+                "or cosine");
   if (o.accumulationSteps > 0 && !o.accumulationSchedule.empty())
     throw Error("--accumulation-steps and --accumulation-schedule exclude "
                 "each other");
@@ -282,6 +309,9 @@ int run(int argc, char **argv) {
       ++steps;
   }
   double lr = opts.lr >= 0 ? opts.lr : art.lr;
+  LRSchedule lrSchedule(LRSchedule::parseKind(opts.lrSchedule), lr,
+                        opts.warmupSteps,
+                        opts.totalSteps > 0 ? opts.totalSteps : steps);
 
   std::cout << "accrue-train: " << art.params.size() << " parameter tensors, "
             << art.arenaSize << " floats; micro-batch " << art.microBatch
@@ -327,7 +357,9 @@ int run(int argc, char **argv) {
         std::memcpy(staging[i].data() + r * rowBytes, rows, rowBytes);
       inputs[i] = staging[i].data();
     }
-    last = trainer.step(inputs, window.samples, lr, window.first, window.valid);
+    last = trainer.step(inputs, window.samples,
+                        lrSchedule.at(trainer.completedSteps()), window.first,
+                        window.valid);
     if (!std::isfinite(last.loss))
       throw Error("step " + std::to_string(last.step) + ": the loss is " +
                   (std::isnan(last.loss) ? "NaN" : "infinite") +
