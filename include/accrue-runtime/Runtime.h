@@ -55,8 +55,10 @@ std::map<std::string, Array> readNpz(const std::string &path);
 void writeNpz(const std::string &path,
               const std::map<std::string, Array> &arrays);
 
-/// Reads a safetensors file.
-std::map<std::string, Array> readSafetensors(const std::string &path);
+/// Reads a safetensors file (and its string metadata, if asked).
+std::map<std::string, Array>
+readSafetensors(const std::string &path,
+                std::map<std::string, std::string> *metadata = nullptr);
 /// Writes a safetensors file atomically (temp file, fsync, rename).
 void writeSafetensors(
     const std::string &path,
@@ -138,6 +140,8 @@ public:
 
   /// The batch inputs, in argument order.
   std::vector<const ArgSpec *> batchInputs() const;
+  /// The optimizer's state arenas (exp_avg, ...), in argument order.
+  std::vector<std::string> stateNames() const;
 
 private:
   void *library = nullptr;
@@ -199,6 +203,16 @@ public:
 
   /// Writes the artifact's model with the current parameters to `path`.
   void exportOnnx(const std::string &path) const;
+
+  /// Writes parameters, optimizer state, the step count and `run` (the
+  /// caller's position and configuration: data cursor, schedules, ...) to
+  /// `path` atomically, as safetensors with a checksum.
+  void saveCheckpoint(const std::string &path,
+                      const std::map<std::string, std::string> &run) const;
+  /// Restores what saveCheckpoint wrote and returns its `run` entries.
+  /// Refuses (Error) a corrupt file or one written for other parameters or
+  /// another optimizer.
+  std::map<std::string, std::string> loadCheckpoint(const std::string &path);
 
 private:
   std::unique_ptr<Artifact> art;

@@ -488,7 +488,8 @@ static const char *safetensorsDType(DType t) {
 }
 
 std::map<std::string, Array>
-accrue::rt::readSafetensors(const std::string &path) {
+accrue::rt::readSafetensors(const std::string &path,
+                            std::map<std::string, std::string> *metadata) {
   std::string bytes = readFile(path);
   if (bytes.size() < 8)
     throw Error("'" + path + "' is not a safetensors file (too short)");
@@ -505,8 +506,18 @@ accrue::rt::readSafetensors(const std::string &path) {
   std::map<std::string, Array> arrays;
   size_t base = 8 + headerLen;
   for (auto &[name, info] : header.items()) {
-    if (name == "__metadata__")
+    if (name == "__metadata__") {
+      if (!metadata)
+        continue;
+      if (!info.is_object())
+        throw Error("'" + path + "' has corrupt metadata");
+      for (auto &[key, value] : info.items()) {
+        if (!value.is_string())
+          throw Error("'" + path + "' has corrupt metadata");
+        (*metadata)[key] = value.get<std::string>();
+      }
       continue;
+    }
     try {
       Array a;
       auto it = types.find(info.at("dtype").get<std::string>());

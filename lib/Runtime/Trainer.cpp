@@ -74,6 +74,14 @@ std::vector<const ArgSpec *> Artifact::batchInputs() const {
   return inputs;
 }
 
+std::vector<std::string> Artifact::stateNames() const {
+  std::vector<std::string> names;
+  for (const ArgSpec &arg : args)
+    if (arg.role == "state")
+      names.push_back(arg.name);
+  return names;
+}
+
 //===----------------------------------------------------------------------===//
 // PackedArgs
 //===----------------------------------------------------------------------===//

@@ -12,9 +12,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <dirent.h>
 #include <getopt.h>
+#include <sys/stat.h>
 #include <iostream>
 #include <unistd.h>
 
@@ -33,6 +36,10 @@ struct Options {
   std::string saveGradients;
   std::string accumulationSchedule;
   bool dropLast = false;
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0;
+  int64_t keepCheckpoints = 2;
+  bool resume = false;
   std::string lrSchedule = "constant";
   int64_t warmupSteps = 0;
   int64_t totalSteps = -1;
@@ -47,6 +54,8 @@ struct Options {
          "         [--accumulation-steps K | --accumulation-schedule S:K,...]\n"
          "         [--drop-last] [--lr X] [--lr-schedule constant|linear|cosine]\n"
          "         [--warmup-steps W] [--total-steps T] [--log METRICS.jsonl]\n"
+         "         [--checkpoint-dir D [--checkpoint-every N]\n"
+         "          [--keep-checkpoints K] [--resume]]\n"
          "         [--export TRAINED.onnx] [--save-gradients GRADS.npz]\n"
          "         [--progress | --no-progress]\n";
   std::exit(message ? 1 : 0);
@@ -84,7 +93,11 @@ Options parseOptions(int argc, char **argv) {
     DropLast,
     LrSchedule,
     Warmup,
-    Total
+    Total,
+    CheckpointDir,
+    CheckpointEvery,
+    KeepCheckpoints,
+    Resume
   };
   static const option longOptions[] = {
       {"data", required_argument, nullptr, 'd'},
@@ -101,6 +114,10 @@ Options parseOptions(int argc, char **argv) {
       {"lr-schedule", required_argument, nullptr, LrSchedule},
       {"warmup-steps", required_argument, nullptr, Warmup},
       {"total-steps", required_argument, nullptr, Total},
+      {"checkpoint-dir", required_argument, nullptr, CheckpointDir},
+      {"checkpoint-every", required_argument, nullptr, CheckpointEvery},
+      {"keep-checkpoints", required_argument, nullptr, KeepCheckpoints},
+      {"resume", no_argument, nullptr, Resume},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   Options o;
@@ -162,6 +179,22 @@ Options parseOptions(int argc, char **argv) {
       if (o.totalSteps < 1)
         throw Error("--total-steps must be >= 1");
       break;
+    case CheckpointDir:
+      o.checkpointDir = optarg;
+      break;
+    case CheckpointEvery:
+      o.checkpointEvery = parseInt("--checkpoint-every", optarg);
+      if (o.checkpointEvery < 1)
+        throw Error("--checkpoint-every must be >= 1");
+      break;
+    case KeepCheckpoints:
+      o.keepCheckpoints = parseInt("--keep-checkpoints", optarg);
+      if (o.keepCheckpoints < 1)
+        throw Error("--keep-checkpoints must be >= 1");
+      break;
+    case Resume:
+      o.resume = true;
+      break;
     case 'h':
       usage();
     default:
@@ -177,6 +210,9 @@ Options parseOptions(int argc, char **argv) {
   if (o.lrSchedule == "constant" && (o.warmupSteps > 0 || o.totalSteps > 0))
     throw Error("--warmup-steps and --total-steps need --lr-schedule linear "
                 "or cosine");
+  if (o.checkpointDir.empty() && (o.resume || o.checkpointEvery > 0))
+    throw Error(std::string(o.resume ? "--resume" : "--checkpoint-every") +
+                " needs --checkpoint-dir");
   if (o.accumulationSteps > 0 && !o.accumulationSchedule.empty())
     throw Error("--accumulation-steps and --accumulation-schedule exclude "
                 "each other");
@@ -269,6 +305,57 @@ void drawProgress(int64_t step, int64_t total, const StepMetrics &m) {
   std::fflush(stderr);
 }
 
+/// `v` with enough digits to read back the same double.
+std::string exactNumber(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+
+/// Checkpoint files in `dir` by step, "step-00000012.safetensors".
+std::map<int64_t, std::string> listCheckpoints(const std::string &dir) {
+  std::map<int64_t, std::string> found;
+  DIR *d = opendir(dir.c_str());
+  if (!d)
+    return found;
+  while (dirent *entry = readdir(d)) {
+    std::string name = entry->d_name;
+    const std::string prefix = "step-", suffix = ".safetensors";
+    if (name.size() <= prefix.size() + suffix.size() ||
+        name.compare(0, prefix.size(), prefix) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    std::string digits = name.substr(
+        prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    found[std::stoll(digits)] = dir + "/" + name;
+  }
+  closedir(d);
+  return found;
+}
+
+std::string checkpointPath(const std::string &dir, int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "step-%08lld.safetensors",
+                static_cast<long long>(step));
+  return dir + "/" + name;
+}
+
+/// The flag that sets each configuration entry a checkpoint records.
+const std::map<std::string, std::string> &configFlags() {
+  static const std::map<std::string, std::string> flags = {
+      {"data_samples", "--data (its number of samples)"},
+      {"micro_batch", "the artifact's micro-batch"},
+      {"accumulation", "--accumulation-steps / --accumulation-schedule"},
+      {"drop_last", "--drop-last"},
+      {"lr", "--lr"},
+      {"lr_schedule", "--lr-schedule"},
+      {"warmup_steps", "--warmup-steps"},
+      {"total_steps", "--total-steps (default: --steps)"}};
+  return flags;
+}
+
 int run(int argc, char **argv) {
   Options opts = parseOptions(argc, argv);
   Trainer trainer(opts.artifact);
@@ -327,9 +414,76 @@ int run(int argc, char **argv) {
               << humanBytes(art.activationBytes) << "\n";
   std::cout.flush();
 
+  // What a checkpoint must agree on to resume bit for bit.
+  std::map<std::string, std::string> config = {
+      {"data_samples", std::to_string(data.numSamples)},
+      {"micro_batch", std::to_string(art.microBatch)},
+      {"accumulation", !opts.accumulationSchedule.empty()
+                           ? opts.accumulationSchedule
+                           : "0:" + std::to_string(k)},
+      {"drop_last", dropLast ? "1" : "0"},
+      {"lr", exactNumber(lr)},
+      {"lr_schedule", opts.lrSchedule}};
+  if (opts.lrSchedule != "constant") {
+    config["warmup_steps"] = std::to_string(opts.warmupSteps);
+    config["total_steps"] =
+        std::to_string(opts.totalSteps > 0 ? opts.totalSteps : steps);
+  }
+  if (!opts.checkpointDir.empty()) {
+    if (::mkdir(opts.checkpointDir.c_str(), 0755) != 0 && errno != EEXIST)
+      throw Error("cannot create --checkpoint-dir '" + opts.checkpointDir +
+                  "': " + std::strerror(errno));
+  }
+  if (opts.resume) {
+    std::map<int64_t, std::string> found = listCheckpoints(opts.checkpointDir);
+    if (found.empty())
+      throw Error("--resume: no checkpoint in '" + opts.checkpointDir + "'");
+    const std::string &path = found.rbegin()->second;
+    std::map<std::string, std::string> saved = trainer.loadCheckpoint(path);
+    for (const auto &[key, flag] : configFlags()) {
+      auto want = config.find(key);
+      auto got = saved.find(key);
+      std::string mine = want == config.end() ? "(unset)" : want->second;
+      std::string theirs = got == saved.end() ? "(unset)" : got->second;
+      if (mine != theirs)
+        throw Error("--resume: checkpoint '" + path + "' was written with " +
+                    flag + " = " + theirs + ", this run has " + mine +
+                    "; resume with the same settings");
+    }
+    try {
+      cursor.epoch = std::stoll(saved.at("epoch"));
+      cursor.offset = std::stoll(saved.at("offset"));
+    } catch (const std::exception &) {
+      throw Error("--resume: checkpoint '" + path +
+                  "' has no valid data position");
+    }
+    if (cursor.offset < 0 || cursor.offset >= data.numSamples)
+      throw Error("--resume: checkpoint '" + path +
+                  "' has a data position outside the data");
+    std::cout << "accrue-train: resumed from " << path << " at step "
+              << trainer.completedSteps() << "\n";
+  }
+  auto saveCheckpoint = [&]() {
+    std::map<std::string, std::string> run = config;
+    run["epoch"] = std::to_string(cursor.epoch);
+    run["offset"] = std::to_string(cursor.offset);
+    // Dropout masks are a function of (seed, step, sample): the step count
+    // and the data position are the whole random state.
+    run["rng"] = "counter-based (seed, step, sample)";
+    run["loss_scale"] = "none";
+    trainer.saveCheckpoint(
+        checkpointPath(opts.checkpointDir, trainer.completedSteps()), run);
+    std::map<int64_t, std::string> found = listCheckpoints(opts.checkpointDir);
+    while (static_cast<int64_t>(found.size()) > opts.keepCheckpoints) {
+      ::unlink(found.begin()->second.c_str());
+      found.erase(found.begin());
+    }
+  };
+
   std::ofstream log;
   if (!opts.log.empty()) {
-    log.open(opts.log, std::ios::trunc);
+    // A resumed run continues the log of the run it resumes.
+    log.open(opts.log, opts.resume ? std::ios::app : std::ios::trunc);
     if (!log)
       throw Error("cannot write '" + opts.log + "'");
   }
@@ -339,7 +493,11 @@ int run(int argc, char **argv) {
   std::vector<const void *> inputs(data.arrays.size());
   std::vector<std::vector<uint8_t>> staging(data.arrays.size());
   StepMetrics last{};
-  for (int64_t s = 0; s < steps; ++s) {
+  int64_t firstStep = trainer.completedSteps();
+  if (firstStep >= steps)
+    std::cout << "accrue-train: the checkpoint has " << firstStep
+              << " steps; --steps " << steps << " asks for no more\n";
+  for (int64_t s = firstStep; s < steps; ++s) {
     Window window = cursor.next(schedule.at(trainer.completedSteps()));
     for (size_t i = 0; i < data.arrays.size(); ++i) {
       const Array &a = data.arrays[i];
@@ -375,12 +533,17 @@ int run(int argc, char **argv) {
     }
     if (progress)
       drawProgress(s + 1, steps, last);
+    if (!opts.checkpointDir.empty() &&
+        ((opts.checkpointEvery > 0 && (s + 1) % opts.checkpointEvery == 0) ||
+         s + 1 == steps))
+      saveCheckpoint();
   }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  std::cout << "accrue-train: " << steps << " steps in " << seconds
-            << " s; final loss " << last.loss << "\n";
+  if (steps > firstStep)
+    std::cout << "accrue-train: " << steps - firstStep << " steps in "
+              << seconds << " s; final loss " << last.loss << "\n";
 
   if (!opts.saveGradients.empty()) {
     std::map<std::string, Array> grads;

@@ -1,0 +1,152 @@
+//===- Checkpoint.cpp - save and restore a training run ---------*- C++ -*-===//
+//
+// A checkpoint is one safetensors file: every parameter under its name,
+// every optimizer state tensor as "<state>/<parameter>", and string metadata
+// (format, step count, optimizer, a CRC-32 of the tensor bytes, and the
+// caller's "run." entries). It is written to a temporary file, fsynced and
+// renamed, so a crash leaves the previous checkpoint intact.
+//
+//===----------------------------------------------------------------------===//
+
+#include "accrue-runtime/Runtime.h"
+
+#include <zlib.h>
+
+#include <cstring>
+
+using namespace accrue::rt;
+
+namespace {
+
+constexpr const char *kFormat = "accrue-checkpoint";
+constexpr const char *kVersion = "1";
+
+/// The named slice of an arena as an array.
+Array slice(const float *arena, const ParamSpec &param) {
+  Array a;
+  a.dtype = DType::F32;
+  a.shape = param.shape;
+  const auto *begin = reinterpret_cast<const uint8_t *>(arena + param.offset);
+  a.data.assign(begin, begin + param.numel * sizeof(float));
+  return a;
+}
+
+uint32_t checksum(const std::vector<std::pair<std::string, const Array *>> &t) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (const auto &[name, array] : t) {
+    crc = crc32(crc, reinterpret_cast<const Bytef *>(name.data()),
+                static_cast<uInt>(name.size()));
+    const uint8_t *data = array->data.data();
+    size_t left = array->data.size();
+    while (left) {
+      uInt chunk = static_cast<uInt>(std::min<size_t>(left, 1u << 30));
+      crc = crc32(crc, data, chunk);
+      data += chunk;
+      left -= chunk;
+    }
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+} // namespace
+
+void Trainer::saveCheckpoint(
+    const std::string &path,
+    const std::map<std::string, std::string> &run) const {
+  std::vector<Array> arrays;
+  arrays.reserve(art->params.size() * (1 + stateArenas.size()));
+  std::vector<std::pair<std::string, const Array *>> tensors;
+  for (const ParamSpec &param : art->params)
+    arrays.push_back(slice(paramArena->data(), param));
+  for (const auto &state : stateArenas)
+    for (const ParamSpec &param : art->params)
+      arrays.push_back(slice(state->data(), param));
+  size_t next = 0;
+  for (const ParamSpec &param : art->params)
+    tensors.push_back({param.name, &arrays[next++]});
+  std::vector<std::string> names = art->stateNames();
+  for (size_t s = 0; s < stateArenas.size(); ++s)
+    for (const ParamSpec &param : art->params)
+      tensors.push_back({names[s] + "/" + param.name, &arrays[next++]});
+
+  std::map<std::string, std::string> metadata;
+  for (const auto &[key, value] : run)
+    metadata["run." + key] = value;
+  metadata["format"] = kFormat;
+  metadata["version"] = kVersion;
+  metadata["step"] = std::to_string(completed);
+  metadata["optimizer"] = art->optimizer;
+  metadata["crc32"] = std::to_string(checksum(tensors));
+  writeSafetensors(path, tensors, metadata);
+}
+
+std::map<std::string, std::string>
+Trainer::loadCheckpoint(const std::string &path) {
+  std::map<std::string, std::string> metadata;
+  std::map<std::string, Array> arrays;
+  try {
+    arrays = readSafetensors(path, &metadata);
+  } catch (const Error &e) {
+    throw Error(std::string("checkpoint ") + e.what());
+  }
+  auto bad = [&](const std::string &why) {
+    return Error("checkpoint '" + path + "' " + why);
+  };
+  if (metadata["format"] != kFormat)
+    throw bad("is not an Accrue checkpoint");
+  if (metadata["version"] != kVersion)
+    throw bad("has format version '" + metadata["version"] +
+              "'; this runtime reads version " + kVersion);
+  if (metadata["optimizer"] != art->optimizer)
+    throw bad("was written for optimizer '" + metadata["optimizer"] +
+              "', but the artifact uses '" + art->optimizer + "'");
+
+  std::vector<std::pair<std::string, const Array *>> tensors;
+  auto find = [&](const std::string &name,
+                  const ParamSpec &param) -> const Array & {
+    auto it = arrays.find(name);
+    if (it == arrays.end())
+      throw bad("has no tensor '" + name + "' (written for another model?)");
+    if (it->second.dtype != DType::F32 || it->second.shape != param.shape)
+      throw bad("tensor '" + name + "' does not match the artifact's shape");
+    tensors.push_back({name, &it->second});
+    return it->second;
+  };
+  for (const ParamSpec &param : art->params)
+    find(param.name, param);
+  std::vector<std::string> names = art->stateNames();
+  for (const std::string &state : names)
+    for (const ParamSpec &param : art->params)
+      find(state + "/" + param.name, param);
+  if (tensors.size() != arrays.size())
+    throw bad("holds tensors the artifact does not have (written for another "
+              "model?)");
+  if (metadata["crc32"] != std::to_string(checksum(tensors)))
+    throw bad("is corrupt (checksum mismatch)");
+  int64_t step;
+  try {
+    step = std::stoll(metadata["step"]);
+  } catch (const std::exception &) {
+    throw bad("has a corrupt step count");
+  }
+
+  // Everything checked: restore.
+  auto restore = [&](float *arena, const std::string &name,
+                     const ParamSpec &param) {
+    std::memcpy(arena + param.offset, arrays.at(name).data.data(),
+                param.numel * sizeof(float));
+  };
+  for (const ParamSpec &param : art->params)
+    restore(paramArena->data(), param.name, param);
+  for (size_t s = 0; s < names.size(); ++s)
+    for (const ParamSpec &param : art->params)
+      restore(stateArenas[s]->data(), names[s] + "/" + param.name, param);
+  gradArena->zero();
+  completed = step;
+
+  std::map<std::string, std::string> run;
+  for (const auto &[key, value] : metadata)
+    if (key.rfind("run.", 0) == 0)
+      run[key.substr(4)] = value;
+  return run;
+}
