@@ -207,6 +207,11 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
       activationBytes = train::estimateMicroStepPeakBytes(fn);
       partialWindows = fn->hasAttr(train::StepAttrs::kPartialWindows);
     }
+  if (options.emit == EmitKind::Linalg)
+    return writeText(ctx, options.output, [&](llvm::raw_ostream &os) {
+      module.print(os);
+      os << "\n";
+    });
 
   if (failed(runPasses("lower to LLVM dialect", [&](OpPassManager &pm) {
         buildCPUToLLVMPipeline(pm);

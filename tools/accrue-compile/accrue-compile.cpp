@@ -71,7 +71,8 @@ cl::opt<bool> noFuseOptimizer(
     cl::desc("Keep clipping and the optimizer as separate passes"),
     cl::cat(category));
 cl::opt<std::string> emit("emit",
-                          cl::desc("import, mlir, llvm or artifact (default)"),
+                          cl::desc("import, linalg, mlir, llvm or artifact "
+                                   "(default)"),
                           cl::init("artifact"), cl::cat(category));
 cl::opt<std::string> targetCpu("target-cpu",
                                cl::desc("host (default) or an LLVM CPU name"),
@@ -129,6 +130,8 @@ int main(int argc, char **argv) {
   options.lldPath = lld;
   if (emit == "import") {
     options.emit = accrue::EmitKind::Import;
+  } else if (emit == "linalg") {
+    options.emit = accrue::EmitKind::Linalg;
   } else if (emit == "mlir") {
     options.emit = accrue::EmitKind::MLIR;
   } else if (emit == "llvm") {
@@ -136,8 +139,8 @@ int main(int argc, char **argv) {
   } else if (emit == "artifact") {
     options.emit = accrue::EmitKind::Artifact;
   } else {
-    errs() << "accrue-compile: error: --emit must be import, mlir, llvm or "
-              "artifact, not '"
+    errs() << "accrue-compile: error: --emit must be import, linalg, mlir, "
+              "llvm or artifact, not '"
            << emit << "'\n";
     return 1;
   }

@@ -41,6 +41,9 @@ struct OptimizerOptions {
 enum class EmitKind {
   /// The imported model with its whole-batch step (input of the pipeline).
   Import,
+  /// The step on buffers: linalg after one-shot bufferization, before the
+  /// lowering to LLVM (where its memory traffic is easiest to read).
+  Linalg,
   /// The module after the whole pipeline (LLVM dialect).
   MLIR,
   /// LLVM IR.
