@@ -65,7 +65,15 @@ json::Value accrue::buildManifest(const ArtifactInfo &info) {
   } else if (opt.name == "adam" || opt.name == "adamw") {
     optimizer["beta1"] = opt.beta1;
     optimizer["beta2"] = opt.beta2;
-    optimizer["eps"] = opt.eps;
+    optimizer["eps"] = opt.eps.value_or(1e-8);
+  } else if (opt.name == "adagrad") {
+    optimizer["lr_decay"] = opt.lrDecay;
+    optimizer["eps"] = opt.eps.value_or(1e-10);
+  } else if (opt.name == "onnx-adam") {
+    optimizer["alpha"] = opt.beta1;
+    optimizer["beta"] = opt.beta2;
+    optimizer["epsilon"] = opt.eps.value_or(1e-6);
+    optimizer["norm_coefficient_post"] = opt.postWeightDecay;
   }
   if (opt.weightDecay)
     optimizer["weight_decay"] = *opt.weightDecay;

@@ -41,9 +41,10 @@ LogicalResult validate(MLIRContext &ctx, const CompilerOptions &options) {
   if (options.accumulationSteps < 1)
     return emitError(loc) << "--accumulation-steps must be >= 1, got "
                           << options.accumulationSteps;
-  if (!llvm::is_contained({"sgd", "adam", "adamw", "none"}, opt.name))
-    return emitError(loc) << "--optimizer must be sgd, adam, adamw or none, "
-                             "not '"
+  if (!llvm::is_contained(
+          {"sgd", "adam", "adamw", "adagrad", "onnx-adam", "none"}, opt.name))
+    return emitError(loc) << "--optimizer must be sgd, adam, adamw, adagrad, "
+                             "onnx-adam or none, not '"
                           << opt.name << "'";
   auto finite = [](double v) { return std::isfinite(v); };
   if (!finite(opt.lr) || opt.lr < 0)
@@ -57,8 +58,10 @@ LogicalResult validate(MLIRContext &ctx, const CompilerOptions &options) {
     return emitError(loc) << "--beta1 must be in [0, 1)";
   if (!(opt.beta2 >= 0 && opt.beta2 < 1))
     return emitError(loc) << "--beta2 must be in [0, 1)";
-  if (!(opt.eps > 0) || !finite(opt.eps))
+  if (opt.eps && (!(*opt.eps > 0) || !finite(*opt.eps)))
     return emitError(loc) << "--eps must be positive";
+  if (!(opt.lrDecay >= 0) || !finite(opt.lrDecay))
+    return emitError(loc) << "--lr-decay must be >= 0";
   if (opt.weightDecay && (!finite(*opt.weightDecay) || *opt.weightDecay < 0))
     return emitError(loc) << "--weight-decay must be >= 0";
   if (opt.clipNorm && !(*opt.clipNorm > 0 && finite(*opt.clipNorm)))
@@ -83,11 +86,21 @@ train::OptimizerAttrInterface buildOptimizer(MLIRContext &ctx,
     return train::SGDAttr::get(&ctx, f(opt.momentum), f(opt.dampening),
                                opt.nesterov, f(opt.weightDecay.value_or(0.0)));
   if (opt.name == "adam")
-    return train::AdamAttr::get(&ctx, f(opt.beta1), f(opt.beta2), f(opt.eps),
+    return train::AdamAttr::get(&ctx, f(opt.beta1), f(opt.beta2),
+                                f(opt.eps.value_or(1e-8)),
                                 f(opt.weightDecay.value_or(0.0)));
   if (opt.name == "adamw")
-    return train::AdamWAttr::get(&ctx, f(opt.beta1), f(opt.beta2), f(opt.eps),
+    return train::AdamWAttr::get(&ctx, f(opt.beta1), f(opt.beta2),
+                                 f(opt.eps.value_or(1e-8)),
                                  f(opt.weightDecay.value_or(0.01)));
+  if (opt.name == "adagrad")
+    return train::AdagradAttr::get(&ctx, f(opt.lrDecay),
+                                   f(opt.weightDecay.value_or(0.0)),
+                                   f(opt.eps.value_or(1e-10)));
+  if (opt.name == "onnx-adam")
+    return train::OnnxAdamAttr::get(
+        &ctx, f(opt.beta1), f(opt.beta2), f(opt.eps.value_or(1e-6)),
+        f(opt.weightDecay.value_or(0.0)), f(opt.postWeightDecay));
   return {};
 }
 

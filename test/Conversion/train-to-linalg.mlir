@@ -46,7 +46,7 @@ func.func @fused(%p: tensor<16xf32>, %a: tensor<16xf32>, %m: tensor<16xf32>, %v:
 
 // -----
 
-// SGD with momentum: the buffer starts as the first gradient (step == 1).
+// SGD with momentum: the first step (step == 1) takes the whole gradient.
 // CHECK-LABEL: func @sgd_momentum
 // CHECK: linalg.generic {{.*}} ins(%{{.+}} : tensor<16xf32>) outs(%{{.+}}, %{{.+}} : tensor<16xf32>, tensor<16xf32>)
 // CHECK: arith.constant 0.899999976 : f32

@@ -161,6 +161,10 @@ const llvm::StringMap<StringRef> &knownDisagreements() {
       {"test_castlike_FLOAT_to_BFLOAT16_expanded",
        "ONNX 1.12's test data truncates to bfloat16; Accrue rounds to "
        "nearest even like ONNX >= 1.14 and PyTorch"},
+      {"test_adam_multiple",
+       "the stored outputs were computed with epsilon = 1e-2, which the node "
+       "does not set (the operator's default is 1e-6; "
+       "onnx/backend/test/case/node/adam.py)"},
   };
   return tests;
 }
@@ -175,15 +179,15 @@ Result runTest(StringRef dir) {
   onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes))
     return {Outcome::Skip, "unreadable model"};
-  int64_t opset = 0;
+  llvm::StringMap<int64_t> opsets;
   for (const auto &o : model.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx")
-      opset = o.version();
+    opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
   for (const auto &node : model.graph().node()) {
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
-      return {Outcome::Skip, "op " + node.domain() + "." + node.op_type()};
-    if (!onnx_import::isSupportedOperator(node.op_type(), opset))
-      return {Outcome::Skip, "op " + node.op_type()};
+    std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    if (!onnx_import::isSupportedOperator(domain, node.op_type(),
+                                          opsets.lookup(domain)))
+      return {Outcome::Skip, "op " + (domain.empty() ? "" : domain + ".") +
+                                 node.op_type()};
   }
 
   MLIRContext context(MLIRContext::Threading::DISABLED);

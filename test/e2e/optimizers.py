@@ -1,4 +1,5 @@
-# Every optimizer x {no clipping, global-norm clipping} x {constant LR,
+# Every optimizer (SGD, momentum with dampening, Nesterov, Adam, AdamW,
+# Adagrad) x {no clipping, global-norm clipping} x {constant LR,
 # linear warmup then cosine decay} for 10 optimizer steps (micro-batch 4 x
 # 2) against torch.optim, torch.nn.utils.clip_grad_norm_ and
 # torch.optim.lr_scheduler.LambdaLR on the same module: parameters after
@@ -42,6 +43,9 @@ OPTIMIZERS = {
                                         weight_decay=0.01)),
     "adamw": ({"weight_decay": 0.05},
               lambda p: torch.optim.AdamW(p, lr=LR, weight_decay=0.05)),
+    "adagrad": ({"lr_decay": 0.05, "weight_decay": 0.01, "eps": 1e-8},
+                lambda p: torch.optim.Adagrad(p, lr=LR, lr_decay=0.05, weight_decay=0.01,
+                                              eps=1e-8)),
 }
 
 

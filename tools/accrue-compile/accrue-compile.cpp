@@ -34,7 +34,8 @@ cl::opt<int64_t> accumulationSteps(
     cl::desc("Micro-batches per optimizer step (default for accrue-train)"),
     cl::init(1), cl::cat(category));
 cl::opt<std::string> optimizer("optimizer",
-                               cl::desc("sgd, adam, adamw or none"),
+                               cl::desc("sgd, adam, adamw, adagrad, onnx-adam "
+                                        "or none"),
                                cl::init("adamw"), cl::cat(category));
 cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(1e-3),
                    cl::cat(category));
@@ -44,11 +45,17 @@ cl::opt<double> dampening("dampening", cl::desc("SGD dampening"), cl::init(0.0),
                           cl::cat(category));
 cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
                        cl::cat(category));
-cl::opt<double> beta1("beta1", cl::desc("Adam beta1"), cl::init(0.9),
+cl::opt<double> lrDecay("lr-decay", cl::desc("Adagrad learning-rate decay"),
+                        cl::init(0.0), cl::cat(category));
+cl::opt<double> beta1("beta1", cl::desc("Adam beta1 (ONNX Adam alpha)"),
+                      cl::init(0.9),
                       cl::cat(category));
-cl::opt<double> beta2("beta2", cl::desc("Adam beta2"), cl::init(0.999),
+cl::opt<double> beta2("beta2", cl::desc("Adam beta2 (ONNX Adam beta)"),
+                      cl::init(0.999),
                       cl::cat(category));
-cl::opt<double> eps("eps", cl::desc("Adam epsilon"), cl::init(1e-8),
+cl::opt<double> eps("eps",
+                    cl::desc("Epsilon (default: 1e-8 adam/adamw, 1e-10 "
+                             "adagrad, 1e-6 onnx-adam)"),
                     cl::cat(category));
 cl::opt<double> weightDecay("weight-decay",
                             cl::desc("Weight decay (default: 0.01 for adamw, "
@@ -118,7 +125,9 @@ int main(int argc, char **argv) {
   options.optimizer.nesterov = nesterov;
   options.optimizer.beta1 = beta1;
   options.optimizer.beta2 = beta2;
-  options.optimizer.eps = eps;
+  if (eps.getNumOccurrences())
+    options.optimizer.eps = eps;
+  options.optimizer.lrDecay = lrDecay;
   if (weightDecay.getNumOccurrences())
     options.optimizer.weightDecay = weightDecay;
   if (clipNorm.getNumOccurrences())

@@ -22,7 +22,9 @@ namespace accrue {
 
 /// Optimizer hyperparameters, with PyTorch's names and defaults.
 struct OptimizerOptions {
-  /// "sgd", "adam", "adamw" or "none" (gradients only).
+  /// "sgd", "adam", "adamw", "adagrad", "onnx-adam" (ONNX's preview
+  /// training Adam: alpha = beta1, beta = beta2, norm_coefficient =
+  /// weight decay) or "none" (gradients only).
   std::string name = "adamw";
   double lr = 1e-3;
   double momentum = 0.0;
@@ -30,7 +32,13 @@ struct OptimizerOptions {
   bool nesterov = false;
   double beta1 = 0.9;
   double beta2 = 0.999;
-  double eps = 1e-8;
+  /// Unset: the optimizer's default (1e-8 Adam/AdamW, 1e-10 Adagrad, 1e-6
+  /// ONNX Adam).
+  std::optional<double> eps;
+  /// Adagrad's learning-rate decay.
+  double lrDecay = 0.0;
+  /// ONNX Adam's norm_coefficient_post.
+  double postWeightDecay = 0.0;
   /// Unset: the optimizer's default (0 for SGD and Adam, 0.01 for AdamW).
   std::optional<double> weightDecay;
   /// Global-norm clipping threshold; unset means no clipping.

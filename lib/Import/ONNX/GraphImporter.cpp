@@ -24,23 +24,29 @@ static const std::vector<OpRegistration> &allHandlers() {
     addShapeHandlers(list);
     addLossHandlers(list);
     addNeuralHandlers(list);
+    addTrainingHandlers(list);
     return list;
   }();
   return handlers;
 }
 
-const OpRegistration *onnx_import::lookupHandler(StringRef opType,
+const OpRegistration *onnx_import::lookupHandler(StringRef domain,
+                                                 StringRef opType,
                                                  int64_t opset) {
+  if (domain == "ai.onnx")
+    domain = "";
   const OpRegistration *best = nullptr;
   for (const OpRegistration &reg : allHandlers())
-    if (reg.opType == opType && reg.sinceVersion <= opset &&
+    if (reg.domain == domain && reg.opType == opType &&
+        reg.sinceVersion <= opset &&
         (!best || reg.sinceVersion > best->sinceVersion))
       best = &reg;
   return best;
 }
 
-bool onnx_import::isSupportedOperator(StringRef opType, int64_t opset) {
-  return lookupHandler(opType, opset) != nullptr;
+bool onnx_import::isSupportedOperator(StringRef domain, StringRef opType,
+                                      int64_t opset) {
+  return lookupHandler(domain, opType, opset) != nullptr;
 }
 
 //===----------------------------------------------------------------------===//

@@ -38,11 +38,17 @@ struct OpRegistration {
   int64_t sinceVersion;
   OpHandler handler;
   std::vector<int> constantInputs = {};
+  /// The operator set: empty for ONNX's default domain.
+  llvm::StringRef domain = {};
 };
+
+/// ONNX's domain of training operators (Adam, Momentum, Adagrad, Gradient).
+constexpr llvm::StringLiteral kTrainingDomain = "ai.onnx.preview.training";
 
 /// The handler of `opType` for `opset`: the registration with the largest
 /// sinceVersion <= opset, or null.
-const OpRegistration *lookupHandler(llvm::StringRef opType, int64_t opset);
+const OpRegistration *lookupHandler(llvm::StringRef domain,
+                                    llvm::StringRef opType, int64_t opset);
 
 /// Handler families, one function per file (registrations appended).
 void addElementwiseHandlers(std::vector<OpRegistration> &handlers);
@@ -51,6 +57,7 @@ void addReductionHandlers(std::vector<OpRegistration> &handlers);
 void addShapeHandlers(std::vector<OpRegistration> &handlers);
 void addLossHandlers(std::vector<OpRegistration> &handlers);
 void addNeuralHandlers(std::vector<OpRegistration> &handlers);
+void addTrainingHandlers(std::vector<OpRegistration> &handlers);
 
 /// Converts an ONNX element type to MLIR; null for unsupported types.
 mlir::Type convertElementType(mlir::MLIRContext *context, int32_t onnxType);

@@ -7,6 +7,8 @@
 #include "accrue/Dialect/NN/IR/NN.h"
 #include "accrue/Dialect/Train/IR/Train.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -43,11 +45,14 @@ std::string dtypeName(Type type) {
 /// know (ONNX 1.16).
 constexpr int64_t kNewestOpset = 21;
 
-/// The default-domain opset the model imports, or 0.
-int64_t defaultOpset(const onnx::ModelProto &model) {
-  for (const auto &opset : model.opset_import())
-    if (opset.domain().empty() || opset.domain() == "ai.onnx")
+/// The opset the model imports for `domain` ("" is the default domain), or
+/// 0.
+int64_t importedOpset(const onnx::ModelProto &model, StringRef domain) {
+  for (const auto &opset : model.opset_import()) {
+    StringRef d = opset.domain() == "ai.onnx" ? "" : StringRef(opset.domain());
+    if (d == domain)
       return opset.version();
+  }
   return 0;
 }
 
@@ -107,8 +112,8 @@ LogicalResult ModelImporter::parse(StringRef bytes) {
                                  "not parse (truncated or not ONNX)";
   if (!model.has_graph() || model.graph().node_size() == 0)
     return emitError(fileLoc) << "not an ONNX model: it has no graph";
-  opset = defaultOpset(model);
-  if (opset == 0)
+  opset = importedOpset(model, "");
+  if (model.opset_import_size() == 0)
     return emitError(fileLoc) << "the model imports no opset of the default "
                                  "ONNX domain (truncated file?)";
   if (opset > kNewestOpset)
@@ -192,15 +197,23 @@ LogicalResult ModelImporter::sliceAndCheckNodes() {
   for (int i : order) {
     const onnx::NodeProto &node = graph.node(i);
     graphImporter->nameNode(node, i);
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
+    StringRef domain = node.domain();
+    if (domain == "ai.onnx")
+      domain = "";
+    int64_t version = importedOpset(model, domain);
+    if (version == 0)
       return graphImporter->error(node)
-             << "operators of domain '" << node.domain()
-             << "' are not supported";
-    const OpRegistration *reg = lookupHandler(node.op_type(), opset);
+             << "the model does not import the operator set '"
+             << (domain.empty() ? "ai.onnx" : domain) << "'";
+    if (!domain.empty() && domain != kTrainingDomain)
+      return graphImporter->error(node)
+             << "operators of domain '" << domain << "' are not supported";
+    const OpRegistration *reg = lookupHandler(domain, node.op_type(), version);
     if (!reg)
       return graphImporter->error(node)
-             << "unsupported operator " << node.op_type() << " (opset "
-             << opset << ")";
+             << "unsupported operator " << node.op_type() << " ("
+             << (domain.empty() ? "" : domain.str() + " ") << "opset "
+             << version << ")";
     handlers[i] = reg;
     // A training-mode Dropout needs the optimizer step and the global index
     // of the micro-batch's first sample for its mask.
@@ -442,7 +455,8 @@ LogicalResult ModelImporter::importBody() {
 }
 
 FailureOr<ImportedModel> ModelImporter::run(StringRef bytes) {
-  context->loadDialect<nn::NNDialect, func::FuncDialect>();
+  context->loadDialect<nn::NNDialect, train::TrainDialect, func::FuncDialect,
+                       arith::ArithDialect, tensor::TensorDialect>();
   if (failed(parse(bytes)) || failed(chooseOutputs()) ||
       failed(sliceAndCheckNodes()) || failed(buildSignature()) ||
       failed(importBody()))

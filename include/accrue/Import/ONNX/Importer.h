@@ -115,7 +115,8 @@ llvm::FailureOr<TensorData> readTensorProtoBytes(llvm::StringRef bytes,
                                                  mlir::Location loc);
 
 /// Whether the importer handles `opType` of the default domain at `opset`.
-bool isSupportedOperator(llvm::StringRef opType, int64_t opset);
+bool isSupportedOperator(llvm::StringRef domain, llvm::StringRef opType,
+                         int64_t opset);
 
 /// Imports the serialized ModelProto in `bytes`. On failure, emits one error
 /// (naming the ONNX node, input or output at fault) through the context's

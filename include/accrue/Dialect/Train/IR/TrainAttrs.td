@@ -81,4 +81,41 @@ def Train_AdamWAttr : Train_AdamAttrBase<"AdamW", "adamw", "0.01"> {
   }];
 }
 
+def Train_AdagradAttr : Train_Attr<"Adagrad", "adagrad", [
+    DeclareAttrInterfaceMethods<Train_OptimizerAttrInterface>]> {
+  let summary = "torch.optim.Adagrad, which is also ONNX's Adagrad";
+  let description = [{
+    `clr = lr / (1 + (t-1) * lr_decay)`; `g += weight_decay * p`;
+    `sum += g^2`; `p -= clr * g / (sqrt(sum) + eps)`. State: `sum`
+    (starting at zero). ONNX's `ai.onnx.preview.training.Adagrad` is the
+    same rule with `T = t - 1`, `decay_factor = lr_decay`,
+    `norm_coefficient = weight_decay` and `H = sum`.
+  }];
+  let parameters = (ins
+    Train_HyperParameter<"0.0">:$lr_decay,
+    Train_HyperParameter<"0.0">:$weight_decay,
+    Train_HyperParameter<"1e-10">:$eps);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Train_OnnxAdamAttr : Train_Attr<"OnnxAdam", "onnx_adam", [
+    DeclareAttrInterfaceMethods<Train_OptimizerAttrInterface>]> {
+  let summary = "ONNX's ai.onnx.preview.training.Adam";
+  let description = [{
+    With `T = t - 1` updates conducted: `g += norm_coefficient * p`;
+    `V = alpha*V + (1-alpha)*g`; `H = beta*H + (1-beta)*g^2`;
+    `r = T > 0 ? lr * sqrt(1 - beta^T) / (1 - alpha^T) : lr`;
+    `p = (1 - norm_coefficient_post) * (p - r * V / (sqrt(H) + epsilon))`.
+    Unlike torch.optim.Adam, epsilon is added to the uncorrected root and
+    the first update is not bias-corrected. States: `V`, `H`.
+  }];
+  let parameters = (ins
+    Train_HyperParameter<"0.9">:$alpha,
+    Train_HyperParameter<"0.999">:$beta,
+    Train_HyperParameter<"1e-6">:$epsilon,
+    Train_HyperParameter<"0.0">:$norm_coefficient,
+    Train_HyperParameter<"0.0">:$norm_coefficient_post);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 #endif // ACCRUE_DIALECT_TRAIN_IR_TRAINATTRS_TD

@@ -1,0 +1,150 @@
+//===- TrainingHandlers.cpp - ONNX's preview training optimizers -*- C++ -*-===//
+//
+// Adam, Momentum and Adagrad of the ai.onnx.preview.training domain, outside
+// a TrainingInfoProto (as ONNX's node tests use them): one train.update per
+// optimized tensor, with the optimizer attribute that encodes the operator's
+// formula, so an artifact's optimizer and these operators share one
+// implementation. ONNX's update count T is the number of updates conducted
+// before this one; train.update's step is 1-based, so step = T + 1.
+//
+// Momentum is torch.optim.SGD's momentum rule (alpha = momentum, beta =
+// 1 - dampening, norm_coefficient = weight_decay); Adagrad is
+// torch.optim.Adagrad's (decay_factor = lr_decay).
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImporter.h"
+
+#include "accrue/Dialect/NN/IR/NN.h"
+#include "accrue/Dialect/Train/IR/Train.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace accrue;
+using namespace accrue::onnx_import;
+
+namespace {
+
+/// Applies `optimizer` to each group of inputs R, T, X..., G..., S1..., S2...
+/// (`numStates` state groups) and binds X_new..., S1_new..., S2_new....
+LogicalResult importOptimizer(GraphImporter &im, const onnx::NodeProto &node,
+                              train::OptimizerAttrInterface optimizer,
+                              unsigned numStates) {
+  if (im.training)
+    return im.error(node)
+           << "an optimizer is not differentiable and cannot be part of a "
+              "loss; training graphs carry their optimizer in a "
+              "TrainingInfoProto";
+  unsigned groups = 2 + numStates;
+  int numInputs = node.input_size();
+  if (numInputs < 2 + static_cast<int>(groups) || (numInputs - 2) % groups)
+    return im.error(node) << "expects R, T and " << groups
+                          << " inputs per optimized tensor, got "
+                          << numInputs << " inputs";
+  unsigned n = (numInputs - 2) / groups;
+  if (node.output_size() != static_cast<int>(n * (1 + numStates)))
+    return im.error(node) << "expects " << n * (1 + numStates) << " outputs";
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  FailureOr<Value> r = im.input(node, 0), t = im.input(node, 1);
+  if (failed(r) || failed(t))
+    return failure();
+  auto rType = cast<RankedTensorType>(r->getType());
+  auto tType = cast<RankedTensorType>(t->getType());
+  if (rType.getNumElements() != 1 || !isa<FloatType>(rType.getElementType()))
+    return im.error(node) << "the learning rate R must be a float scalar";
+  if (tType.getNumElements() != 1 || !tType.getElementType().isInteger(64))
+    return im.error(node) << "the update count T must be an int64 scalar";
+  auto scalar = [&](Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    Value flat = nn::NNBuilder(b, loc).reshape(
+        v, RankedTensorType::get({}, type.getElementType()));
+    return tensor::ExtractOp::create(b, loc, flat).getResult();
+  };
+  Value lr = scalar(*r);
+  if (!lr.getType().isF32())
+    lr = lr.getType().getIntOrFloatBitWidth() > 32
+             ? arith::TruncFOp::create(b, loc, b.getF32Type(), lr).getResult()
+             : arith::ExtFOp::create(b, loc, b.getF32Type(), lr).getResult();
+  Value step = arith::AddIOp::create(
+      b, loc, scalar(*t),
+      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1)));
+
+  for (unsigned i = 0; i < n; ++i) {
+    SmallVector<Value> operands;
+    for (unsigned g = 0; g < groups; ++g) {
+      FailureOr<Value> v = im.input(node, 2 + g * n + i);
+      if (failed(v))
+        return failure();
+      operands.push_back(*v);
+    }
+    auto type = cast<RankedTensorType>(operands[0].getType());
+    if (!type.getElementType().isF32())
+      return im.error(node) << "optimizes f32 tensors only, not " << type;
+    for (Value v : operands)
+      if (v.getType() != type)
+        return im.error(node) << "tensor " << i
+                              << "'s gradient and states must have its type "
+                              << type;
+    nn::NNBuilder nnb(b, loc);
+    auto flat = RankedTensorType::get({type.getNumElements()}, b.getF32Type());
+    SmallVector<Value> flats;
+    for (Value v : operands)
+      flats.push_back(nnb.reshape(v, flat));
+    auto update = train::UpdateOp::create(
+        b, loc, flats[0], flats[1], ArrayRef<Value>(flats).drop_front(2), lr,
+        step, optimizer);
+    im.setOutput(node, i, nnb.reshape(update.getNewParams(), type));
+    for (unsigned s = 0; s < numStates; ++s)
+      im.setOutput(node, (1 + s) * n + i,
+                   nnb.reshape(update.getNewStates()[s], type));
+  }
+  return success();
+}
+
+llvm::APFloat attrValue(GraphImporter &im, const onnx::NodeProto &node,
+                        StringRef name, float fallback) {
+  return llvm::APFloat(static_cast<double>(im.floatAttr(node, name, fallback)));
+}
+
+LogicalResult importAdam(GraphImporter &im, const onnx::NodeProto &node) {
+  auto attr = train::OnnxAdamAttr::get(
+      im.builder.getContext(), attrValue(im, node, "alpha", 0.9f),
+      attrValue(im, node, "beta", 0.999f),
+      attrValue(im, node, "epsilon", 1e-6f),
+      attrValue(im, node, "norm_coefficient", 0.0f),
+      attrValue(im, node, "norm_coefficient_post", 0.0f));
+  return importOptimizer(im, node, attr, 2);
+}
+
+LogicalResult importMomentum(GraphImporter &im, const onnx::NodeProto &node) {
+  std::string mode = im.stringAttr(node, "mode", "standard");
+  if (mode != "standard" && mode != "nesterov")
+    return im.error(node) << "unknown mode '" << mode << "'";
+  float alpha = im.floatAttr(node, "alpha", 0.0f);
+  if (alpha == 0.0f)
+    return im.error(node) << "alpha = 0 (no momentum) is not supported";
+  auto attr = train::SGDAttr::get(
+      im.builder.getContext(), llvm::APFloat(static_cast<double>(alpha)),
+      llvm::APFloat(1.0 - static_cast<double>(im.floatAttr(node, "beta", 1.0f))),
+      mode == "nesterov", attrValue(im, node, "norm_coefficient", 0.0f));
+  return importOptimizer(im, node, attr, 1);
+}
+
+LogicalResult importAdagrad(GraphImporter &im, const onnx::NodeProto &node) {
+  auto attr = train::AdagradAttr::get(
+      im.builder.getContext(), attrValue(im, node, "decay_factor", 0.0f),
+      attrValue(im, node, "norm_coefficient", 0.0f),
+      attrValue(im, node, "epsilon", 0.0f));
+  return importOptimizer(im, node, attr, 1);
+}
+
+} // namespace
+
+void onnx_import::addTrainingHandlers(std::vector<OpRegistration> &list) {
+  list.push_back({"Adam", 1, importAdam, {}, kTrainingDomain});
+  list.push_back({"Momentum", 1, importMomentum, {}, kTrainingDomain});
+  list.push_back({"Adagrad", 1, importAdagrad, {}, kTrainingDomain});
+}
