@@ -57,7 +57,7 @@ json::Value accrue::buildManifest(const ArtifactInfo &info) {
                                   {"offset", slot.offset},
                                   {"numel", slot.numElements}});
 
-  json::Object optimizer{{"name", opt.name}, {"lr", opt.lr}};
+  json::Object optimizer{{"name", opt.name}, {"lr", opt.lr.value_or(1e-3)}};
   if (opt.name == "sgd") {
     optimizer["momentum"] = opt.momentum;
     optimizer["dampening"] = opt.dampening;

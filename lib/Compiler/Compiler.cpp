@@ -41,13 +41,14 @@ LogicalResult validate(MLIRContext &ctx, const CompilerOptions &options) {
   if (options.accumulationSteps < 1)
     return emitError(loc) << "--accumulation-steps must be >= 1, got "
                           << options.accumulationSteps;
-  if (!llvm::is_contained(
+  if (!opt.name.empty() &&
+      !llvm::is_contained(
           {"sgd", "adam", "adamw", "adagrad", "onnx-adam", "none"}, opt.name))
     return emitError(loc) << "--optimizer must be sgd, adam, adamw, adagrad, "
                              "onnx-adam or none, not '"
                           << opt.name << "'";
   auto finite = [](double v) { return std::isfinite(v); };
-  if (!finite(opt.lr) || opt.lr < 0)
+  if (opt.lr && (!finite(*opt.lr) || *opt.lr < 0))
     return emitError(loc) << "--lr must be a finite, non-negative number";
   if (!finite(opt.momentum) || opt.momentum < 0)
     return emitError(loc) << "--momentum must be >= 0";
@@ -102,6 +103,38 @@ train::OptimizerAttrInterface buildOptimizer(MLIRContext &ctx,
         &ctx, f(opt.beta1), f(opt.beta2), f(opt.eps.value_or(1e-6)),
         f(opt.weightDecay.value_or(0.0)), f(opt.postWeightDecay));
   return {};
+}
+
+/// Fills what the options leave to the model: the optimizer of its
+/// TrainingInfoProto (with that optimizer's hyperparameters) and its
+/// learning rate, else AdamW at 1e-3.
+void resolveOptimizer(OptimizerOptions &opt,
+                      const onnx_import::ImportedModel &model) {
+  if (opt.name.empty() && model.optimizer) {
+    const onnx_import::ImportedOptimizer &from = *model.optimizer;
+    opt.name = from.name;
+    auto param = [&](StringRef key, double fallback) {
+      auto it = from.params.find(key.str());
+      return it == from.params.end() ? fallback : it->second;
+    };
+    opt.beta1 = param("beta1", opt.beta1);
+    opt.beta2 = param("beta2", opt.beta2);
+    if (from.params.count("eps"))
+      opt.eps = param("eps", 0);
+    if (from.params.count("weight_decay"))
+      opt.weightDecay = param("weight_decay", 0);
+    opt.postWeightDecay = param("post_weight_decay", opt.postWeightDecay);
+    opt.momentum = param("momentum", opt.momentum);
+    opt.dampening = param("dampening", opt.dampening);
+    opt.nesterov = param("nesterov", opt.nesterov) != 0;
+    opt.lrDecay = param("lr_decay", opt.lrDecay);
+    if (!opt.lr && from.lr)
+      opt.lr = from.lr;
+  }
+  if (opt.name.empty())
+    opt.name = "adamw";
+  if (!opt.lr)
+    opt.lr = 1e-3;
 }
 
 /// Writes `text` to `path` ("-" is stdout).
@@ -180,8 +213,14 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
 
   train::StepOptions stepOptions;
   stepOptions.microBatch = options.import.microBatch;
-  stepOptions.optimizer = buildOptimizer(ctx, options.optimizer);
-  stepOptions.maxNorm = options.optimizer.clipNorm;
+  CompilerOptions resolved = options;
+  resolveOptimizer(resolved.optimizer, *model);
+  if (resolved.optimizer.name == "none" && resolved.optimizer.clipNorm)
+    return emitError(UnknownLoc::get(&ctx))
+           << "--clip-norm needs an optimizer; --optimizer none only computes "
+              "gradients";
+  stepOptions.optimizer = buildOptimizer(ctx, resolved.optimizer);
+  stepOptions.maxNorm = resolved.optimizer.clipNorm;
   FailureOr<train::StepLayout> layout =
       train::buildTrainStep(module, model->forward, stepOptions);
   if (failed(layout))
@@ -265,7 +304,7 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
     return std::string(path);
   };
 
-  ArtifactInfo info{&options, &*model, *layout, activationBytes,
+  ArtifactInfo info{&resolved, &*model, *layout, activationBytes,
                     partialWindows};
   std::string error;
   std::string object = file("step.o");

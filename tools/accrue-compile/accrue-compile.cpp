@@ -35,9 +35,12 @@ cl::opt<int64_t> accumulationSteps(
     cl::init(1), cl::cat(category));
 cl::opt<std::string> optimizer("optimizer",
                                cl::desc("sgd, adam, adamw, adagrad, onnx-adam "
-                                        "or none"),
-                               cl::init("adamw"), cl::cat(category));
-cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(1e-3),
+                                        "or none (default: the model's "
+                                        "TrainingInfoProto, else adamw)"),
+                               cl::cat(category));
+cl::opt<double> lr("lr",
+                   cl::desc("Learning rate (default: the model's "
+                            "TrainingInfoProto, else 1e-3)"),
                    cl::cat(category));
 cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
                          cl::cat(category));
@@ -118,8 +121,10 @@ int main(int argc, char **argv) {
   options.import.strict = strict;
   options.import.dropoutSeed = seed;
   options.accumulationSteps = accumulationSteps;
-  options.optimizer.name = optimizer;
-  options.optimizer.lr = lr;
+  if (optimizer.getNumOccurrences())
+    options.optimizer.name = optimizer;
+  if (lr.getNumOccurrences())
+    options.optimizer.lr = lr;
   options.optimizer.momentum = momentum;
   options.optimizer.dampening = dampening;
   options.optimizer.nesterov = nesterov;

@@ -24,9 +24,11 @@ namespace accrue {
 struct OptimizerOptions {
   /// "sgd", "adam", "adamw", "adagrad", "onnx-adam" (ONNX's preview
   /// training Adam: alpha = beta1, beta = beta2, norm_coefficient =
-  /// weight decay) or "none" (gradients only).
-  std::string name = "adamw";
-  double lr = 1e-3;
+  /// weight decay) or "none" (gradients only). Empty: the optimizer of the
+  /// model's TrainingInfoProto with its hyperparameters, else "adamw".
+  std::string name;
+  /// Unset: the model's TrainingInfoProto's constant R, else 1e-3.
+  std::optional<double> lr;
   double momentum = 0.0;
   double dampening = 0.0;
   bool nesterov = false;

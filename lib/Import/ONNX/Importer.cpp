@@ -76,6 +76,7 @@ private:
   }
 
   LogicalResult parse(StringRef bytes);
+  LogicalResult readTrainingInfo();
   LogicalResult chooseOutputs();
   LogicalResult sliceAndCheckNodes();
   LogicalResult buildSignature();
@@ -90,6 +91,10 @@ private:
 
   onnx::ModelProto model;
   int64_t opset = 0;
+  /// From a TrainingInfoProto's Gradient node: the loss and the tensors it
+  /// differentiates (the only trainable initializers).
+  std::string trainingInfoLoss;
+  std::optional<llvm::StringSet<>> trainable;
   std::vector<std::string> outputNames;
   SmallVector<int> order;
   llvm::StringSet<> neededNames;
@@ -123,11 +128,131 @@ LogicalResult ModelImporter::parse(StringRef bytes) {
   return success();
 }
 
+/// A TrainingInfoProto (ONNX's training algorithm) names the loss and the
+/// tensors to train through a Gradient node, and its optimizer node gives
+/// the optimizer: Adam, Momentum or Adagrad of ai.onnx.preview.training.
+/// The algorithm graph itself is not imported: Accrue builds the
+/// accumulated step from the same information.
+LogicalResult ModelImporter::readTrainingInfo() {
+  if (!training() || model.training_info_size() == 0)
+    return success();
+  if (model.training_info_size() > 1)
+    return emitError(fileLoc) << "the model has "
+                              << model.training_info_size()
+                              << " TrainingInfoProtos; Accrue runs one";
+  const onnx::GraphProto &algorithm = model.training_info(0).algorithm();
+  const onnx::NodeProto *gradient = nullptr, *optimizer = nullptr;
+  auto where = [&](const onnx::NodeProto &node) {
+    return namedLoc("node", node.name().empty() ? node.op_type() : node.name());
+  };
+  for (const onnx::NodeProto &node : algorithm.node()) {
+    if (node.domain() != kTrainingDomain)
+      continue;
+    if (node.op_type() == "Gradient") {
+      if (gradient)
+        return emitError(where(node))
+               << "the training algorithm has more than one Gradient node";
+      gradient = &node;
+    } else if (llvm::is_contained({"Adam", "Momentum", "Adagrad"},
+                                  node.op_type())) {
+      if (optimizer)
+        return emitError(where(node))
+               << "the training algorithm has more than one optimizer node";
+      optimizer = &node;
+    } else {
+      return emitError(where(node)) << "training operator " << node.op_type()
+                                    << " is not supported";
+    }
+  }
+  if (!gradient)
+    return emitError(fileLoc) << "the TrainingInfoProto's algorithm has no "
+                                 "ai.onnx.preview.training.Gradient node";
+  auto attribute = [](const onnx::NodeProto &node,
+                      StringRef name) -> const onnx::AttributeProto * {
+    for (const auto &a : node.attribute())
+      if (a.name() == name)
+        return &a;
+    return nullptr;
+  };
+  const onnx::AttributeProto *xs = attribute(*gradient, "xs");
+  const onnx::AttributeProto *y = attribute(*gradient, "y");
+  if (!xs || !y || y->s().empty())
+    return emitError(where(*gradient)) << "Gradient needs attributes xs and y";
+  trainingInfoLoss = y->s();
+  trainable.emplace();
+  for (const std::string &x : xs->strings())
+    trainable->insert(x);
+
+  if (!optimizer)
+    return success();
+  ImportedOptimizer opt;
+  opt.nodeName = optimizer->name();
+  auto f = [&](StringRef name, double fallback) {
+    const onnx::AttributeProto *a = attribute(*optimizer, name);
+    return a ? static_cast<double>(a->f()) : fallback;
+  };
+  if (optimizer->op_type() == "Adam") {
+    opt.name = "onnx-adam";
+    opt.params = {{"beta1", f("alpha", 0.9f)},
+                  {"beta2", f("beta", 0.999f)},
+                  {"eps", f("epsilon", 1e-6f)},
+                  {"weight_decay", f("norm_coefficient", 0.0)},
+                  {"post_weight_decay", f("norm_coefficient_post", 0.0)}};
+  } else if (optimizer->op_type() == "Momentum") {
+    const onnx::AttributeProto *mode = attribute(*optimizer, "mode");
+    bool nesterov = mode && mode->s() == "nesterov";
+    if (f("alpha", 0.0) == 0.0)
+      return emitError(where(*optimizer))
+             << "Momentum with alpha = 0 (no momentum) is not supported";
+    opt.name = "sgd";
+    opt.params = {{"momentum", f("alpha", 0.0)},
+                  {"dampening", 1.0 - f("beta", 1.0)},
+                  {"nesterov", nesterov ? 1.0 : 0.0},
+                  {"weight_decay", f("norm_coefficient", 0.0)}};
+  } else {
+    opt.name = "adagrad";
+    opt.params = {{"lr_decay", f("decay_factor", 0.0)},
+                  {"eps", f("epsilon", 0.0)},
+                  {"weight_decay", f("norm_coefficient", 0.0)}};
+  }
+  // The learning rate: a constant R of the algorithm or of the model.
+  if (optimizer->input_size() > 0) {
+    const onnx::TensorProto *r = nullptr;
+    for (const auto &init : algorithm.initializer())
+      if (init.name() == optimizer->input(0))
+        r = &init;
+    for (const auto &init : model.graph().initializer())
+      if (!r && init.name() == optimizer->input(0))
+        r = &init;
+    if (r) {
+      FailureOr<TensorData> data = readTensorData(
+          *r, context, options.modelPath, namedLoc("initializer", r->name()));
+      if (failed(data))
+        return failure();
+      if (data->numElements() == 1 && data->elementType.isF32()) {
+        float value;
+        std::memcpy(&value, data->bytes.data(), sizeof value);
+        opt.lr = value;
+      } else if (data->numElements() == 1 && data->elementType.isF64()) {
+        double value;
+        std::memcpy(&value, data->bytes.data(), sizeof value);
+        opt.lr = value;
+      }
+    }
+  }
+  result.optimizer = std::move(opt);
+  return success();
+}
+
 LogicalResult ModelImporter::chooseOutputs() {
   const onnx::GraphProto &graph = model.graph();
   if (!training()) {
     for (const auto &output : graph.output())
       outputNames.push_back(output.name());
+    return success();
+  }
+  if (options.lossName.empty() && !trainingInfoLoss.empty()) {
+    outputNames.push_back(trainingInfoLoss);
     return success();
   }
   if (!options.lossName.empty()) {
@@ -286,7 +411,8 @@ LogicalResult ModelImporter::buildSignature() {
     if (training() && neededNames.contains(init.name()) &&
         init.data_type() == onnx::TensorProto::FLOAT &&
         regularUse.contains(init.name()) &&
-        !(freeze && freeze->match(init.name())))
+        !(freeze && freeze->match(init.name())) &&
+        (!trainable || trainable->contains(init.name())))
       paramProtos.push_back(&init);
   }
 
@@ -457,7 +583,8 @@ LogicalResult ModelImporter::importBody() {
 FailureOr<ImportedModel> ModelImporter::run(StringRef bytes) {
   context->loadDialect<nn::NNDialect, train::TrainDialect, func::FuncDialect,
                        arith::ArithDialect, tensor::TensorDialect>();
-  if (failed(parse(bytes)) || failed(chooseOutputs()) ||
+  if (failed(parse(bytes)) || failed(readTrainingInfo()) ||
+      failed(chooseOutputs()) ||
       failed(sliceAndCheckNodes()) || failed(buildSignature()) ||
       failed(importBody()))
     return failure();

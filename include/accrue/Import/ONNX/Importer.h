@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 
 namespace onnx {
 class TensorProto;
@@ -79,6 +80,21 @@ struct ImportedInput {
   std::string dtype;
 };
 
+/// The optimizer of a model's TrainingInfoProto (ONNX's preview training
+/// domain), expressed as accrue-compile's optimizer flags would.
+struct ImportedOptimizer {
+  /// The node, for messages.
+  std::string nodeName;
+  /// "onnx-adam", "sgd" (ONNX Momentum) or "adagrad".
+  std::string name;
+  /// The learning rate R, when it is a constant of the algorithm.
+  std::optional<double> lr;
+  /// Named hyperparameters in the compiler's terms: beta1, beta2, eps,
+  /// weight_decay, post_weight_decay, momentum, dampening, nesterov,
+  /// lr_decay.
+  std::map<std::string, double> params;
+};
+
 /// The result of importing a model.
 struct ImportedModel {
   mlir::OwningOpRef<mlir::ModuleOp> module;
@@ -89,6 +105,8 @@ struct ImportedModel {
   /// Training: the loss. Inference: every graph output, in order.
   std::vector<ImportedInput> outputs;
   std::string lossName;
+  /// Training: the optimizer the model's TrainingInfoProto runs, if any.
+  std::optional<ImportedOptimizer> optimizer;
 };
 
 /// The contents of a TensorProto: element type, shape and little-endian
