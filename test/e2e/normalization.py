@@ -114,4 +114,40 @@ for name, value in exact[(8, 1)][0].items():
                      rtol=1e-5, atol=1e-6)
 framework = train_all(path, npz, [(2, 4)], loss_normalization="per-micro-batch")
 assert max_rel_diff(framework[(2, 4)][0], exact[(8, 1)][0]) > 1e-3
+
+
+# 3. A constant divisor: the per-sample mean written by hand,
+#    sum / x.shape[0] (a count the importer finds to grow with the batch),
+#    and a fixed scale, sum / 1000 (the loss is a scaled sum): both match
+#    the whole batch, and a partial last window (20 samples at 8 per step)
+#    stays exact for the per-sample mean.
+class HandWritten(torch.nn.Module):
+    def __init__(self, divisor):
+        super().__init__()
+        torch.manual_seed(2)
+        self.fc = torch.nn.Linear(5, 4)
+        self.divisor = divisor
+
+    def forward(self, x, y):
+        total = F.cross_entropy(self.fc(x), y, reduction="sum")
+        return total / (x.shape[0] if self.divisor == "batch" else 1000.0)
+
+
+x = rng.standard_normal((20, 5)).astype(np.float32)
+y = rng.integers(0, 4, 20).astype(np.int64)
+data = {"x": x, "y": y}
+npz = os.path.join(out, "hand.npz")
+np.savez(npz, **data)
+for divisor in ["batch", "fixed"]:
+    path = os.path.join(out, "hand_%s.onnx" % divisor)
+    zoo.export(HandWritten(divisor), data, path, 13)
+    compile_log = e2e.run([e2e.tool("accrue-compile"), path, "-o", os.path.join(out, "probe"),
+                           "--micro-batch", "1"])
+    assert "mean of means" not in compile_log.stderr, compile_log.stderr
+    exact = train_all(path, npz, [(8, 1), (1, 8), (4, 2)])
+    for key in [(1, 8), (4, 2)]:
+        assert [r["samples"] for r in exact[key][1]] == [8, 8, 4], exact[key][1]
+        for name, value in exact[(8, 1)][0].items():
+            e2e.assert_close("%s b=%d,K=%d %s" % ((divisor,) + key + (name,)),
+                             exact[key][0][name], value, rtol=1e-5, atol=1e-6)
 print("ok")

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
@@ -426,8 +427,10 @@ LogicalResult ModelImporter::buildSignature() {
     ImportedParameter param;
     param.name = proto->name();
     param.shape.assign(data->shape.begin(), data->shape.end());
-    param.values.resize(data->numElements());
-    std::memcpy(param.values.data(), data->bytes.data(), data->bytes.size());
+    if (options.loadParameterValues) {
+      param.values.resize(data->numElements());
+      std::memcpy(param.values.data(), data->bytes.data(), data->bytes.size());
+    }
     argTypes.push_back(RankedTensorType::get(data->shape, builder.getF32Type()));
     result.parameters.push_back(std::move(param));
   }
@@ -591,12 +594,66 @@ FailureOr<ImportedModel> ModelImporter::run(StringRef bytes) {
   return std::move(result);
 }
 
+/// The constant scalar divisor of a loss `x / c`, and the nn.div.
+std::optional<std::pair<nn::DivOp, double>> constantDivisor(func::FuncOp f) {
+  Value loss = f.front().getTerminator()->getOperand(0);
+  while (auto id = loss.getDefiningOp<nn::IdentityOp>())
+    loss = id.getInput();
+  auto div = loss.getDefiningOp<nn::DivOp>();
+  DenseElementsAttr value;
+  if (!div || !matchPattern(div.getRhs(), m_Constant(&value)) ||
+      value.getNumElements() != 1 ||
+      !isa<FloatType>(value.getElementType()))
+    return std::nullopt;
+  return std::make_pair(
+      div, (*value.getValues<APFloat>().begin()).convertToDouble());
+}
+
+/// A loss `sum / c` with a constant c is a mean when c counts the samples
+/// (PyTorch's `x.sum() / x.shape[0]`, folded at import) and a scaled sum
+/// when c is a plain number. The graph alone cannot tell, so the model is
+/// imported again at micro-batch b + 1 and the two values of c compared;
+/// the nn.div is annotated for train-microbatch (StepAttrs).
+void annotateConstantDivisor(MLIRContext *context, StringRef bytes,
+                             const ImportOptions &options,
+                             ImportedModel &model) {
+  auto divisor = constantDivisor(model.forward);
+  if (!divisor)
+    return;
+  ImportOptions other = options;
+  other.microBatch = options.microBatch + 1;
+  other.loadParameterValues = false;
+  FailureOr<ImportedModel> shadow;
+  {
+    // Whatever the second import says has been said by the first.
+    ScopedDiagnosticHandler quiet(context, [](Diagnostic &) {
+      return success();
+    });
+    shadow = ModelImporter(context, other).run(bytes);
+  }
+  if (failed(shadow))
+    return;
+  auto shadowDivisor = constantDivisor(shadow->forward);
+  if (!shadowDivisor)
+    return;
+  auto [div, c] = *divisor;
+  double perSample = shadowDivisor->second - c;
+  if (perSample == 0.0)
+    div->setAttr(train::StepAttrs::kFixedDivisor, UnitAttr::get(context));
+  else if (c == perSample * static_cast<double>(options.microBatch))
+    div->setAttr(train::StepAttrs::kDivisorPerSample,
+                 FloatAttr::get(Float64Type::get(context), perSample));
+}
+
 } // namespace
 
 FailureOr<ImportedModel>
 onnx_import::importModel(MLIRContext *context, StringRef bytes,
                          const ImportOptions &options) {
-  return ModelImporter(context, options).run(bytes);
+  FailureOr<ImportedModel> model = ModelImporter(context, options).run(bytes);
+  if (succeeded(model) && options.mode == ImportMode::Training)
+    annotateConstantDivisor(context, bytes, options, *model);
+  return model;
 }
 
 FailureOr<ImportedModel>

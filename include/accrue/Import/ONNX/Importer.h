@@ -58,6 +58,9 @@ struct ImportOptions {
   int64_t dropoutSeed = 0;
   /// Path of the model, for locations and external data.
   std::string modelPath;
+  /// Copy the initial values of parameters into the result (off for
+  /// imports that only look at the graph).
+  bool loadParameterValues = true;
   /// Values (serialized TensorProtos) of graph inputs that feed only
   /// compile-time-constant operands (shapes, axes, exponents): those inputs
   /// become constants. Inputs used as data stay arguments. ONNX's node tests

@@ -408,6 +408,33 @@ splitLossValue(OpBuilder &builder, Value loss, LossKind &kind,
     kind = LossKind::Mean;
     return splitClassificationLoss(builder, nll, mask);
   }
+  // sum(x) / c with a constant c the importer classified: a count of d per
+  // sample (x.sum() / x.shape[0]) or a fixed scale.
+  if (auto div = root.getDefiningOp<nn::DivOp>();
+      div && isSumOverSamples(div.getLhs()) &&
+      (div->hasAttr(StepAttrs::kDivisorPerSample) ||
+       div->hasAttr(StepAttrs::kFixedDivisor))) {
+    Value sum = div.getLhs();
+    if (mask && !(sum = maskedSum(builder, sum, *mask)))
+      return std::nullopt;
+    builder.setInsertionPointAfter(div);
+    nnb.loc = div.getLoc();
+    if (div->hasAttr(StepAttrs::kFixedDivisor)) {
+      kind = LossKind::Sum;
+      return std::make_pair(toScalar(nnb.div(sum, div.getRhs())),
+                            nnb.scalar(builder.getF32Type(), 1.0));
+    }
+    kind = LossKind::Mean;
+    Value count = div.getRhs();
+    if (mask) {
+      double perSample =
+          div->getAttrOfType<FloatAttr>(StepAttrs::kDivisorPerSample)
+              .getValueAsDouble();
+      count = nnb.mul(mask->validCount(builder, div.getLoc()),
+                      nnb.scalar(builder.getF32Type(), perSample));
+    }
+    return std::make_pair(toScalar(sum), toScalar(f32(count)));
+  }
   // sum(x) / count(data), e.g. a masked token loss divided by the number of
   // real tokens: both are sums over samples.
   if (auto div = root.getDefiningOp<nn::DivOp>();
