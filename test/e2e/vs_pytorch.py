@@ -77,3 +77,18 @@ for opset, optimizer in [(13, "adamw"), (17, "adamw"), (13, "sgd")]:
     original, exported = onnx.load(model), onnx.load(trained)
     onnx.checker.check_model(exported)
     assert [n.op_type for n in original.graph.node] == [n.op_type for n in exported.graph.node]
+    # ... and it imports again: compiled as a gradient-only step over the
+    # whole data, it reports the trained model's loss (PyTorch with the
+    # reference parameters).
+    evaluate = e2e.compile_model(trained, os.path.join(out, "eval%d%s" % (opset, optimizer)), B,
+                                 optimizer="none")
+    eval_log = os.path.join(out, "eval%d%s.jsonl" % (opset, optimizer))
+    e2e.train(evaluate, data, 1, log=eval_log,
+              extra=["--accumulation-steps", str(STEPS * K)])
+    reference = mlp.MLP(seed=opset)
+    with torch.no_grad():
+        for name, p in reference.named_parameters():
+            p.copy_(torch.tensor(want[name]))
+        trained_loss = F.cross_entropy(reference.logits(torch.tensor(x)), torch.tensor(y)).item()
+    e2e.assert_close("%s exported model's loss" % tag, e2e.read_jsonl(eval_log)[0]["loss"],
+                     trained_loss, rtol=1e-5, atol=1e-7)
