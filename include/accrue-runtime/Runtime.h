@@ -112,6 +112,14 @@ struct ParamSpec {
   int64_t numel;
 };
 
+/// Loss scaling settings from step.json; the Trainer keeps the scale.
+struct LossScaling {
+  /// "none", "static" or "dynamic" (torch.amp.GradScaler's rule).
+  std::string mode = "none";
+  double init = 1.0, growth = 2.0, backoff = 0.5;
+  int64_t interval = 2000;
+};
+
 /// A loaded artifact: manifest and entry point.
 class Artifact {
 public:
@@ -134,6 +142,7 @@ public:
   /// The step masks padding out of its loss: a partial last window may be
   /// padded to whole micro-batches.
   bool partialWindows = false;
+  LossScaling lossScaling;
   std::string path(const std::string &file) const { return dir + "/" + file; }
   /// Calls the packed entry point.
   void call(void **packedArgs) const;
@@ -167,12 +176,19 @@ private:
 
 /// What one optimizer step reports.
 struct StepMetrics {
+  /// Completed optimizer steps after this one.
   int64_t step;
   double loss;
   double gradNorm;
   double lr;
   int64_t samples;
+  /// The loss scale this step used (0 without loss scaling).
+  double lossScale = 0;
+  /// The gradient overflowed: parameters, optimizer state and the step
+  /// count are unchanged, the scale backed off.
+  bool skipped = false;
 };
+
 
 /// Owns the arenas of a step and runs it.
 class Trainer {
@@ -192,8 +208,12 @@ public:
   StepMetrics step(const std::vector<const void *> &inputs, int64_t samples,
                    double lr, int64_t sampleBase = 0, int64_t valid = -1);
 
-  /// Completed optimizer steps.
+  /// Completed optimizer steps (skipped ones do not count).
   int64_t completedSteps() const { return completed; }
+  /// The loss scale the next step uses, and the finite steps since it last
+  /// changed (dynamic scaling grows it after `interval` of them).
+  double lossScale() const { return scale; }
+  int64_t finiteStreak() const { return streak; }
 
   Arena &params() { return *paramArena; }
   Arena &grads() { return *gradArena; }
@@ -219,6 +239,8 @@ private:
   std::unique_ptr<Arena> paramArena, gradArena;
   std::vector<std::unique_ptr<Arena>> stateArenas;
   int64_t completed = 0;
+  double scale = 1.0;
+  int64_t streak = 0;
 };
 
 /// One optimizer step's share of a dataset.

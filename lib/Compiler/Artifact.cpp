@@ -42,6 +42,8 @@ json::Value accrue::buildManifest(const ArtifactInfo &info) {
   arg("lr", "lr", "f32", {});
   arg("step", "step", "i64", {});
   arg("valid_samples", "valid_samples", "i64", {});
+  if (info.layout.hasLossScale)
+    arg("loss_scale", "loss_scale", "f32", {});
   if (info.layout.hasSampleBase)
     arg("sample_base", "sample_base", "i64", {});
   args.push_back(json::Object{{"role", "metrics"},
@@ -99,6 +101,17 @@ json::Value accrue::buildManifest(const ArtifactInfo &info) {
   if (info.activationBytes)
     manifest["activation_bytes"] = *info.activationBytes;
   manifest["partial_windows"] = info.partialWindows;
+  const LossScaleOptions &scaling = opts.lossScale;
+  json::Object lossScale{{"mode", scaling.mode}};
+  if (scaling.mode == "static")
+    lossScale["scale"] = scaling.scale;
+  if (scaling.mode == "dynamic") {
+    lossScale["init"] = scaling.scale;
+    lossScale["growth"] = scaling.growth;
+    lossScale["backoff"] = scaling.backoff;
+    lossScale["interval"] = scaling.interval;
+  }
+  manifest["loss_scale"] = std::move(lossScale);
   return manifest;
 }
 

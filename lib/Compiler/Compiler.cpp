@@ -183,6 +183,63 @@ LogicalResult installDirectory(MLIRContext &ctx, StringRef tmp,
 
 } // namespace
 
+FailureOr<LossScaleOptions> accrue::parseLossScale(StringRef text,
+                                                   std::string &error) {
+  LossScaleOptions options;
+  auto fail = [&](const Twine &why) {
+    error = ("--loss-scale '" + text + "': " + why +
+             " (expected none, static:S or dynamic[:init=S,growth=G,"
+             "backoff=B,interval=N])")
+                .str();
+    return failure();
+  };
+  auto [mode, rest] = text.split(':');
+  options.mode = mode.str();
+  if (mode == "none") {
+    if (!rest.empty())
+      return fail("none takes no settings");
+    return options;
+  }
+  auto number = [&](StringRef digits, double &value) {
+    return !digits.getAsDouble(value) && std::isfinite(value);
+  };
+  if (mode == "static") {
+    if (!number(rest, options.scale) || !(options.scale > 0))
+      return fail("static needs a positive scale");
+    return options;
+  }
+  if (mode != "dynamic")
+    return fail("unknown mode '" + mode + "'");
+  SmallVector<StringRef> settings;
+  if (!rest.empty())
+    rest.split(settings, ',');
+  for (StringRef setting : settings) {
+    auto [key, value] = setting.split('=');
+    double v;
+    if (!number(value, v))
+      return fail("'" + setting + "' is not KEY=NUMBER");
+    if (key == "init")
+      options.scale = v;
+    else if (key == "growth")
+      options.growth = v;
+    else if (key == "backoff")
+      options.backoff = v;
+    else if (key == "interval")
+      options.interval = static_cast<int64_t>(v);
+    else
+      return fail("unknown setting '" + key + "'");
+  }
+  if (!(options.scale > 0))
+    return fail("init must be positive");
+  if (!(options.growth > 1))
+    return fail("growth must exceed 1");
+  if (!(options.backoff > 0 && options.backoff < 1))
+    return fail("backoff must be in (0, 1)");
+  if (options.interval < 1)
+    return fail("interval must be >= 1");
+  return options;
+}
+
 LogicalResult accrue::compileModel(MLIRContext &ctx,
                                    const CompilerOptions &options) {
   if (failed(validate(ctx, options)))
@@ -221,6 +278,11 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
               "gradients";
   stepOptions.optimizer = buildOptimizer(ctx, resolved.optimizer);
   stepOptions.maxNorm = resolved.optimizer.clipNorm;
+  stepOptions.lossScale = resolved.lossScale.mode != "none";
+  if (stepOptions.lossScale && resolved.optimizer.name == "none")
+    return emitError(UnknownLoc::get(&ctx))
+           << "--loss-scale needs an optimizer: with --optimizer none "
+              "nothing skips an overflowing step";
   FailureOr<train::StepLayout> layout =
       train::buildTrainStep(module, model->forward, stepOptions);
   if (failed(layout))

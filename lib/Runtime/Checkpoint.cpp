@@ -12,6 +12,7 @@
 
 #include <zlib.h>
 
+#include <cstdio>
 #include <cstring>
 
 using namespace accrue::rt;
@@ -75,6 +76,12 @@ void Trainer::saveCheckpoint(
   metadata["format"] = kFormat;
   metadata["version"] = kVersion;
   metadata["step"] = std::to_string(completed);
+  {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.17g %lld", scale,
+                  static_cast<long long>(streak));
+    metadata["loss_scale"] = text;
+  }
   metadata["optimizer"] = art->optimizer;
   metadata["crc32"] = std::to_string(checksum(tensors));
   writeSafetensors(path, tensors, metadata);
@@ -124,9 +131,17 @@ Trainer::loadCheckpoint(const std::string &path) {
   if (metadata["crc32"] != std::to_string(checksum(tensors)))
     throw bad("is corrupt (checksum mismatch)");
   int64_t step;
+  double savedScale = scale;
+  long long savedStreak = streak;
   try {
     step = std::stoll(metadata["step"]);
-  } catch (const std::exception &) {
+    if (metadata.count("loss_scale") &&
+        std::sscanf(metadata["loss_scale"].c_str(), "%lf %lld", &savedScale,
+                    &savedStreak) != 2)
+      throw bad("has a corrupt loss scale");
+  } catch (const std::invalid_argument &) {
+    throw bad("has a corrupt step count");
+  } catch (const std::out_of_range &) {
     throw bad("has a corrupt step count");
   }
 
@@ -143,6 +158,8 @@ Trainer::loadCheckpoint(const std::string &path) {
       restore(stateArenas[s]->data(), names[s] + "/" + param.name, param);
   gradArena->zero();
   completed = step;
+  scale = savedScale;
+  streak = savedStreak;
 
   std::map<std::string, std::string> run;
   for (const auto &[key, value] : metadata)

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -46,6 +47,18 @@ Artifact::Artifact(const std::string &directory) : dir(directory) {
     loss = manifest.value("loss", "");
     activationBytes = manifest.value("activation_bytes", int64_t(-1));
     partialWindows = manifest.value("partial_windows", false);
+    if (manifest.contains("loss_scale")) {
+      const auto &ls = manifest.at("loss_scale");
+      lossScaling.mode = ls.at("mode").get<std::string>();
+      if (lossScaling.mode == "static")
+        lossScaling.init = ls.at("scale").get<double>();
+      if (lossScaling.mode == "dynamic") {
+        lossScaling.init = ls.at("init").get<double>();
+        lossScaling.growth = ls.at("growth").get<double>();
+        lossScaling.backoff = ls.at("backoff").get<double>();
+        lossScaling.interval = ls.at("interval").get<int64_t>();
+      }
+    }
     std::string library = path(manifest.at("library").get<std::string>());
     std::string entryName = manifest.at("entry").get<std::string>();
     this->library = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -149,6 +162,7 @@ static void keepFreedMemoryForReuse() {
 Trainer::Trainer(const std::string &artifactDir)
     : art(std::make_unique<Artifact>(artifactDir)) {
   keepFreedMemoryForReuse();
+  scale = art->lossScaling.mode == "none" ? 1.0 : art->lossScaling.init;
   paramArena = std::make_unique<Arena>(art->arenaSize);
   gradArena = std::make_unique<Arena>(art->arenaSize);
   for (const ArgSpec &arg : art->args)
@@ -196,6 +210,7 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
   PackedArgs packed;
   float lrValue = static_cast<float>(lr);
   int64_t stepValue = completed + 1;
+  float scaleValue = static_cast<float>(scale);
   float metrics[2] = {0, 0};
   size_t nextState = 0, nextInput = 0;
   for (const ArgSpec &arg : art->args) {
@@ -213,6 +228,8 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
       packed.addScalar(&lrValue);
     } else if (arg.role == "step") {
       packed.addScalar(&stepValue);
+    } else if (arg.role == "loss_scale") {
+      packed.addScalar(&scaleValue);
     } else if (arg.role == "valid_samples") {
       packed.addScalar(&validValue);
     } else if (arg.role == "sample_base") {
@@ -224,8 +241,35 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
     }
   }
   art->call(packed.data());
-  ++completed;
-  return {completed, metrics[0], metrics[1], lr, valid};
+  StepMetrics result{completed, metrics[0], metrics[1], lr, valid};
+  if (art->lossScaling.mode == "none") {
+    result.step = ++completed;
+    return result;
+  }
+  // GradScaler's rule: an overflow skips the step (the compiled step left
+  // parameters and state alone) and backs the scale off; `interval` finite
+  // steps in a row grow it.
+  result.lossScale = scale;
+  result.skipped = !std::isfinite(metrics[1]);
+  const LossScaling &ls = art->lossScaling;
+  if (result.skipped) {
+    streak = 0;
+    if (ls.mode == "dynamic") {
+      scale *= ls.backoff;
+      if (scale < 1e-30)
+        throw Error("step " + std::to_string(completed + 1) +
+                    ": the gradient is not finite at any loss scale (NaN "
+                    "data, or a diverged model)");
+    }
+  } else {
+    ++completed;
+    if (ls.mode == "dynamic" && ++streak == ls.interval) {
+      scale *= ls.growth;
+      streak = 0;
+    }
+  }
+  result.step = completed;
+  return result;
 }
 
 std::map<std::string, Array> Trainer::parameterArrays() const {

@@ -56,3 +56,23 @@ func.func @sgd_momentum(%p: tensor<16xf32>, %g: tensor<16xf32>, %b: tensor<16xf3
   %p1, %b1 = train.update %p, %g states(%b) lr %lr step %t {optimizer = #train.sgd<momentum = 0.9>} : tensor<16xf32>, tensor<16xf32>
   return %p1, %b1 : tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// skip_nonfinite: a norm that is not finite keeps parameters and states
+// (an overflow under loss scaling); the accumulator is zeroed either way.
+// CHECK-LABEL: func @skipping
+// CHECK: %[[NORM:.+]] = arith.truncf
+// CHECK: %[[ABS:.+]] = math.absf %[[NORM]] : f32
+// CHECK: %[[FINITE:.+]] = arith.cmpf olt, %[[ABS]], %{{.+}} : f32
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[P:.+]]: f32, %[[A:.+]]: f32, %[[M:.+]]: f32):
+// CHECK: %[[NEWP:.+]] = arith.select %[[FINITE]], %{{.+}}, %[[P]] : f32
+// CHECK: %[[NEWM:.+]] = arith.select %[[FINITE]], %{{.+}}, %[[M]] : f32
+// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: linalg.yield %[[NEWP]], %[[ZERO]], %[[NEWM]]
+func.func @skipping(%p: tensor<16xf32>, %a: tensor<16xf32>, %m: tensor<16xf32>, %s: f32, %lr: f32, %t: i64)
+    -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, f32) {
+  %p1, %a1, %m1, %n = train.fused_update %p, %a states(%m) grad_scale %s lr %lr step %t {optimizer = #train.sgd<momentum = 0.9>, skip_nonfinite} : tensor<16xf32>, tensor<16xf32>
+  return %p1, %a1, %m1, %n : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, f32
+}

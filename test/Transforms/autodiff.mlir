@@ -81,3 +81,28 @@ func.func @twice(%w: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
   %l1, %g1 = train.value_and_grad @shared(%w) {wrt = array<i64: 0>} : (tensor<3xf32>) -> (tensor<f32>, tensor<3xf32>)
   return %g0, %g1 : tensor<3xf32>, tensor<3xf32>
 }
+
+// -----
+
+// A seed (loss scaling) starts the backward instead of 1; the function
+// takes it as a trailing argument.
+
+func.func private @scaled(%w: tensor<3xf32>, %x: tensor<2x3xf32>) -> tensor<f32> {
+  %0 = nn.mul %x, %w : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = nn.reduce_sum %0 {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x3xf32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// CHECK-LABEL: func.func private @scaled_grad_seeded
+// CHECK-SAME: (%{{.+}}: tensor<3xf32>, %[[X:.+]]: tensor<2x3xf32>, %[[S:.+]]: tensor<f32>) -> (tensor<f32>, tensor<3xf32>)
+// CHECK-NOT: dense<1.000000e+00>
+// CHECK: %[[S2:.+]] = nn.reshape %[[S]] : (tensor<f32>) -> tensor<1x1xf32>
+// CHECK: %[[DS:.+]] = nn.expand %[[S2]] : (tensor<1x1xf32>) -> tensor<2x3xf32>
+// CHECK: nn.mul %[[DS]], %[[X]]
+// CHECK-LABEL: func @use_seed
+// CHECK: %[[T:.+]] = tensor.from_elements %{{.+}} : tensor<f32>
+// CHECK: call @scaled_grad_seeded(%{{.+}}, %{{.+}}, %[[T]])
+func.func @use_seed(%w: tensor<3xf32>, %x: tensor<2x3xf32>, %s: f32) -> (tensor<f32>, tensor<3xf32>) {
+  %l, %g = train.value_and_grad @scaled(%w, %x) seed %s {wrt = array<i64: 0>} : (tensor<3xf32>, tensor<2x3xf32>) -> (tensor<f32>, tensor<3xf32>)
+  return %l, %g : tensor<f32>, tensor<3xf32>
+}

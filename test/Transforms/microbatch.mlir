@@ -159,3 +159,27 @@ func.func @step(%w: tensor<3xf32>, %x: tensor<?x3xf32>, %m: tensor<?x3xi64>, %ac
   %a = train.accumulate %acc, %g {offsets = array<i64: 0>} : tensor<16xf32>, tensor<3xf32>
   return %l, %a : tensor<f32>, tensor<16xf32>
 }
+
+// -----
+
+// With a seed (loss scaling), the gradient is divided by count x seed once.
+
+func.func private @seeded(%w: tensor<3xf32>, %x: tensor<2x3xf32>) -> tensor<f32> {
+  %0 = nn.mul %x, %w : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = nn.reduce_mean %0 {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x3xf32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// CHECK-LABEL: func @step
+// CHECK-SAME: %[[S:[^:]+]]: f32
+// CHECK: %[[LOOP:.+]]:3 = scf.for
+// CHECK: train.value_and_grad @seeded_split(%{{.+}}, %{{.+}}) seed %[[S]]
+// CHECK: arith.divf %[[LOOP]]#1, %[[LOOP]]#2 : f32
+// CHECK: %[[DIV:.+]] = arith.mulf %[[LOOP]]#2, %[[S]] : f32
+// CHECK: %[[INV:.+]] = arith.divf %{{.+}}, %[[DIV]] : f32
+// CHECK: train.scale %[[LOOP]]#0, %[[INV]]
+func.func @step(%w: tensor<3xf32>, %x: tensor<?x3xf32>, %s: f32, %acc: tensor<16xf32>) -> (tensor<f32>, tensor<16xf32>) {
+  %l, %g = train.value_and_grad @seeded(%w, %x) seed %s {wrt = array<i64: 0>, micro_batch = 2} : (tensor<3xf32>, tensor<?x3xf32>) -> (tensor<f32>, tensor<3xf32>)
+  %a = train.accumulate %acc, %g {offsets = array<i64: 0>} : tensor<16xf32>, tensor<3xf32>
+  return %l, %a : tensor<f32>, tensor<16xf32>
+}

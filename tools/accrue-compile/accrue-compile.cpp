@@ -67,6 +67,11 @@ cl::opt<double> weightDecay("weight-decay",
 cl::opt<double> clipNorm("clip-norm",
                          cl::desc("Clip the global gradient L2 norm to this"),
                          cl::cat(category));
+cl::opt<std::string> lossScale(
+    "loss-scale",
+    cl::desc("none (default), static:S or dynamic[:init=65536,growth=2,"
+             "backoff=0.5,interval=2000]"),
+    cl::init("none"), cl::cat(category));
 cl::opt<std::string> loss("loss", cl::desc("Name of the loss output"),
                           cl::cat(category));
 cl::opt<std::string> freeze("freeze",
@@ -137,6 +142,14 @@ int main(int argc, char **argv) {
     options.optimizer.weightDecay = weightDecay;
   if (clipNorm.getNumOccurrences())
     options.optimizer.clipNorm = clipNorm;
+  std::string scaleError;
+  FailureOr<accrue::LossScaleOptions> scaling =
+      accrue::parseLossScale(lossScale, scaleError);
+  if (failed(scaling)) {
+    errs() << "accrue-compile: error: " << scaleError << "\n";
+    return 1;
+  }
+  options.lossScale = *scaling;
   options.pipeline.train.lossNormalization = lossNormalization;
   options.pipeline.train.fuseOptimizer = !noFuseOptimizer;
   options.target.cpu = targetCpu;

@@ -434,6 +434,7 @@ int run(int argc, char **argv) {
       throw Error("cannot create --checkpoint-dir '" + opts.checkpointDir +
                   "': " + std::strerror(errno));
   }
+  int64_t iterations = 0;
   if (opts.resume) {
     std::map<int64_t, std::string> found = listCheckpoints(opts.checkpointDir);
     if (found.empty())
@@ -453,6 +454,7 @@ int run(int argc, char **argv) {
     try {
       cursor.epoch = std::stoll(saved.at("epoch"));
       cursor.offset = std::stoll(saved.at("offset"));
+      iterations = std::stoll(saved.at("iterations"));
     } catch (const std::exception &) {
       throw Error("--resume: checkpoint '" + path +
                   "' has no valid data position");
@@ -461,16 +463,16 @@ int run(int argc, char **argv) {
       throw Error("--resume: checkpoint '" + path +
                   "' has a data position outside the data");
     std::cout << "accrue-train: resumed from " << path << " at step "
-              << trainer.completedSteps() << "\n";
+              << iterations << "\n";
   }
   auto saveCheckpoint = [&]() {
     std::map<std::string, std::string> run = config;
     run["epoch"] = std::to_string(cursor.epoch);
+    run["iterations"] = std::to_string(iterations);
     run["offset"] = std::to_string(cursor.offset);
     // Dropout masks are a function of (seed, step, sample): the step count
     // and the data position are the whole random state.
     run["rng"] = "counter-based (seed, step, sample)";
-    run["loss_scale"] = "none";
     trainer.saveCheckpoint(
         checkpointPath(opts.checkpointDir, trainer.completedSteps()), run);
     std::map<int64_t, std::string> found = listCheckpoints(opts.checkpointDir);
@@ -493,10 +495,13 @@ int run(int argc, char **argv) {
   std::vector<const void *> inputs(data.arrays.size());
   std::vector<std::vector<uint8_t>> staging(data.arrays.size());
   StepMetrics last{};
-  int64_t firstStep = trainer.completedSteps();
+  // Steps are windows of data consumed: with loss scaling an overflowing
+  // one is skipped and does not count as an optimizer step.
+  int64_t firstStep = iterations;
   if (firstStep >= steps)
     std::cout << "accrue-train: the checkpoint has " << firstStep
               << " steps; --steps " << steps << " asks for no more\n";
+  bool scaling = art.lossScaling.mode != "none";
   for (int64_t s = firstStep; s < steps; ++s) {
     Window window = cursor.next(schedule.at(trainer.completedSteps()));
     for (size_t i = 0; i < data.arrays.size(); ++i) {
@@ -518,16 +523,22 @@ int run(int argc, char **argv) {
     last = trainer.step(inputs, window.samples,
                         lrSchedule.at(trainer.completedSteps()), window.first,
                         window.valid);
-    if (!std::isfinite(last.loss))
-      throw Error("step " + std::to_string(last.step) + ": the loss is " +
+    iterations = s + 1;
+    if (!std::isfinite(last.loss) && !last.skipped)
+      throw Error("step " + std::to_string(s + 1) + ": the loss is " +
                   (std::isnan(last.loss) ? "NaN" : "infinite") +
                   "; stopping (check labels, data and learning rate)");
     if (log.is_open()) {
-      nlohmann::json record = {{"step", last.step},
+      nlohmann::json record = {{"step", s + 1},
                                {"loss", last.loss},
                                {"lr", last.lr},
                                {"grad_norm", last.gradNorm},
                                {"samples", last.samples}};
+      if (scaling) {
+        record["loss_scale"] = last.lossScale;
+        record["skipped"] = last.skipped;
+        record["optimizer_steps"] = last.step;
+      }
       log << record.dump() << "\n";
       log.flush();
     }

@@ -62,6 +62,23 @@ enum class EmitKind {
   Artifact,
 };
 
+/// Loss scaling (the runtime keeps the scale; these are its settings).
+struct LossScaleOptions {
+  /// "none", "static" (a fixed scale) or "dynamic" (GradScaler's rule).
+  std::string mode = "none";
+  /// The static scale, or the dynamic scale's initial value.
+  double scale = 65536.0;
+  double growth = 2.0;
+  double backoff = 0.5;
+  int64_t interval = 2000;
+};
+
+/// Parses --loss-scale: none | static:S |
+/// dynamic[:init=S,growth=G,backoff=B,interval=N]. The message of a
+/// failure names the flag.
+llvm::FailureOr<LossScaleOptions> parseLossScale(llvm::StringRef text,
+                                                 std::string &error);
+
 struct CompilerOptions {
   /// Path of the ONNX model; micro-batch, loss and freeze settings.
   onnx_import::ImportOptions import;
@@ -69,6 +86,7 @@ struct CompilerOptions {
   /// manifest; the compiled step takes any number at run time).
   int64_t accumulationSteps = 1;
   OptimizerOptions optimizer;
+  LossScaleOptions lossScale;
   CompileOptions pipeline;
   cpu::CPUTargetOptions target;
   EmitKind emit = EmitKind::Artifact;

@@ -13,6 +13,8 @@
 
 #include "../NNToLinalg/LoweringUtils.h"
 
+#include <limits>
+
 namespace accrue {
 #define GEN_PASS_DEF_CONVERTTRAINTOLINALG
 #include "accrue/Conversion/Passes.h.inc"
@@ -153,6 +155,22 @@ struct ScaleLowering : public OpConversionPattern<ScaleOp> {
   }
 };
 
+/// i1: `norm` is finite (false for +-inf and NaN).
+Value isFinite(OpBuilder &b, Location loc, Value norm) {
+  Value inf = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(std::numeric_limits<float>::infinity()));
+  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                               math::AbsFOp::create(b, loc, norm), inf);
+}
+
+/// Keeps `old` (parameters and states) instead of `updated` where `apply`
+/// is false: a skipped step.
+void keepUnlessApplied(OpBuilder &b, Location loc, Value apply,
+                       ValueRange old, SmallVectorImpl<Value> &updated) {
+  for (auto [value, previous] : llvm::zip(updated, old))
+    value = arith::SelectOp::create(b, loc, apply, value, previous);
+}
+
 struct UpdateLowering : public OpConversionPattern<UpdateOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -162,12 +180,21 @@ struct UpdateLowering : public OpConversionPattern<UpdateOp> {
     llvm::append_range(outputs, adaptor.getStates());
     OptimizerAttrInterface optimizer = op.getOptimizer();
     Value lr = adaptor.getLr(), step = adaptor.getStep();
+    // Skipping on overflow needs a finiteness check: its own pass here (the
+    // fused update gets it from the norm it computes anyway).
+    Value apply;
+    if (op.getSkipNonfinite())
+      apply = isFinite(rewriter, op.getLoc(),
+                       sumOfSquaresNorm(rewriter, op.getLoc(),
+                                        adaptor.getGrads(), Value()));
     ValueRange results = updateInPlace(
         rewriter, op.getLoc(), adaptor.getGrads(), outputs,
         [&](OpBuilder &b, Location l, ValueRange ins, ValueRange outs,
             SmallVectorImpl<Value> &newValues) {
           optimizer.buildElementUpdate(b, l, outs[0], ins[0], outs.drop_front(),
                                        lr, step, newValues);
+          if (apply)
+            keepUnlessApplied(b, l, apply, outs, newValues);
         });
     rewriter.replaceOp(op, results);
     return success();
@@ -187,6 +214,7 @@ struct FusedUpdateLowering : public OpConversionPattern<FusedUpdateOp> {
     Value coef;
     if (std::optional<APFloat> maxNorm = op.getMaxNorm())
       coef = clipCoefficient(rewriter, loc, norm, maxNorm->convertToDouble());
+    Value apply = op.getSkipNonfinite() ? isFinite(rewriter, loc, norm) : Value();
     // Pass 2: gradient, optimizer and accumulator reset per element.
     SmallVector<Value> outputs{adaptor.getParams(), adaptor.getAccumulator()};
     llvm::append_range(outputs, adaptor.getStates());
@@ -202,6 +230,11 @@ struct FusedUpdateLowering : public OpConversionPattern<FusedUpdateOp> {
           SmallVector<Value> updated;
           optimizer.buildElementUpdate(b, l, outs[0], g, outs.drop_front(2), lr,
                                        step, updated);
+          if (apply) {
+            SmallVector<Value> old{outs[0]};
+            llvm::append_range(old, outs.drop_front(2));
+            keepUnlessApplied(b, l, apply, old, updated);
+          }
           newValues.push_back(updated[0]);
           newValues.push_back(
               arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f)));

@@ -95,7 +95,7 @@ LogicalResult importOptimizer(GraphImporter &im, const onnx::NodeProto &node,
       flats.push_back(nnb.reshape(v, flat));
     auto update = train::UpdateOp::create(
         b, loc, flats[0], flats[1], ArrayRef<Value>(flats).drop_front(2), lr,
-        step, optimizer);
+        step, optimizer, /*skip_nonfinite=*/UnitAttr());
     im.setOutput(node, i, nnb.reshape(update.getNewParams(), type));
     for (unsigned s = 0; s < numStates; ++s)
       im.setOutput(node, (1 + s) * n + i,

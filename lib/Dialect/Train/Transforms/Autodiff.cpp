@@ -11,6 +11,7 @@
 
 #include "accrue/Dialect/Train/Transforms/Passes.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
@@ -32,9 +33,12 @@ bool isFloatTensor(Value v) {
 }
 
 /// Builds `@<callee>_grad...`: the callee's results followed by the gradient
-/// of result 0 with respect to the arguments in `wrt`.
+/// of result 0 with respect to the arguments in `wrt`. With `seeded`, the
+/// function takes a trailing tensor<f32>, the adjoint of result 0 the
+/// backward starts from (loss scaling), instead of 1.
 FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp callee,
                                               ArrayRef<int64_t> wrt,
+                                              bool seeded,
                                               SymbolTable &symbols) {
   if (!callee.getBody().hasOneBlock())
     return callee.emitError("cannot differentiate '")
@@ -46,15 +50,22 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp callee,
     resultTypes.push_back(type.getInput(index));
 
   OpBuilder builder(callee);
+  SmallVector<Type> inputs(type.getInputs());
+  if (seeded)
+    inputs.push_back(RankedTensorType::get({}, builder.getF32Type()));
   auto gradFn = func::FuncOp::create(
-      builder, callee.getLoc(), (callee.getSymName() + "_grad").str(),
-      builder.getFunctionType(type.getInputs(), resultTypes));
+      builder, callee.getLoc(),
+      (callee.getSymName() + (seeded ? "_grad_seeded" : "_grad")).str(),
+      builder.getFunctionType(inputs, resultTypes));
   gradFn.setPrivate();
   symbols.insert(gradFn); // renames on collision
   IRMapping mapping;
   callee.getBody().cloneInto(&gradFn.getBody(), gradFn.getBody().begin(),
                              mapping);
   Block &body = gradFn.getBody().front();
+  Value seed;
+  if (seeded)
+    seed = body.addArgument(inputs.back(), callee.getLoc());
   auto ret = cast<func::ReturnOp>(body.getTerminator());
 
   // Activity: values that depend on a differentiated argument (forward) and
@@ -91,7 +102,7 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp callee,
   nn::NNBuilder nnb(builder, ret.getLoc());
   Value loss = ret.getOperand(0);
   if (isActive(loss))
-    adjoints[loss] = nnb.scalar(builder.getF32Type(), 1.0);
+    adjoints[loss] = seed ? seed : nnb.scalar(builder.getF32Type(), 1.0);
 
   SmallVector<Operation *> forwardOps;
   for (Operation &op : body.without_terminator())
@@ -159,19 +170,24 @@ struct TrainAutodiffPass
         op.emitError("unknown callee '") << op.getCallee() << "'";
         return signalPassFailure();
       }
-      auto key = std::make_pair(op.getCallee().str(),
+      bool seeded = static_cast<bool>(op.getSeed());
+      auto key = std::make_pair(op.getCallee().str() + (seeded ? "#seed" : ""),
                                 SmallVector<int64_t>(op.getWrt()));
       func::FuncOp &gradFn = cache[key];
       if (!gradFn) {
         FailureOr<func::FuncOp> built =
-            buildGradientFunction(callee, op.getWrt(), symbols);
+            buildGradientFunction(callee, op.getWrt(), seeded, symbols);
         if (failed(built))
           return signalPassFailure();
         gradFn = *built;
       }
       OpBuilder builder(op);
-      auto call =
-          func::CallOp::create(builder, op.getLoc(), gradFn, op.getArgs());
+      SmallVector<Value> args(op.getArgs());
+      if (seeded)
+        args.push_back(tensor::FromElementsOp::create(
+            builder, op.getLoc(), RankedTensorType::get({}, op.getSeed().getType()),
+            ValueRange{op.getSeed()}));
+      auto call = func::CallOp::create(builder, op.getLoc(), gradFn, args);
       op.replaceAllUsesWith(call.getResults());
       op.erase();
     }

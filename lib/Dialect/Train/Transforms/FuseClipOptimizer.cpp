@@ -118,7 +118,8 @@ struct TrainFuseClipOptimizerPass
       gradScale = arith::MulFOp::create(b, loc, gradScale, factor);
     auto fused = FusedUpdateOp::create(
         b, loc, update.getParams(), accumulator, update.getStates(), gradScale,
-        update.getLr(), update.getStep(), update.getOptimizer(), maxNorm);
+        update.getLr(), update.getStep(), update.getOptimizer(), maxNorm,
+        update.getSkipNonfiniteAttr());
     update.getNewParams().replaceAllUsesWith(fused.getNewParams());
     update.getNewStates().replaceAllUsesWith(fused.getNewStates());
     if (norm)

@@ -693,7 +693,8 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
         llvm::append_range(resultTypes, op.getGradients().getTypes());
         auto step = ValueAndGradOp::create(
             lb, l, resultTypes, split.function.getSymName(), args,
-            /*valid=*/Value(), op.getWrt(), /*micro_batch=*/nullptr);
+            /*valid=*/Value(), op.getSeed(), op.getWrt(),
+            /*micro_batch=*/nullptr);
         // The accumulate takes the gradients in its own order.
         SmallVector<Value> grads;
         for (Value g : accumulate.getGradients()) {
@@ -714,8 +715,10 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   Value accumulated = loop.getResult(0);
   Value lossSum = loop.getResult(1);
   Value loss = lossSum, gradient = accumulated;
+  // The gradient is divided once by the total count (for mean of means,
+  // the count is K) and by the loss-scaling seed.
+  Value divisor = op.getSeed();
   if (split.kind != LossKind::Sum) {
-    // One division by the total count (for mean of means, the count is K).
     Value count = loop.getResult(2);
     if (split.countFloor)
       count = arith::MaximumFOp::create(
@@ -723,9 +726,13 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
           arith::ConstantOp::create(
               b, loc, b.getF32FloatAttr(static_cast<float>(*split.countFloor))));
     loss = arith::DivFOp::create(b, loc, lossSum, count);
+    divisor = divisor ? arith::MulFOp::create(b, loc, count, divisor).getResult()
+                      : count;
+  }
+  if (divisor) {
     Value inv = arith::DivFOp::create(
         b, loc, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f)),
-        count);
+        divisor);
     gradient = ScaleOp::create(b, loc, accumulated, inv);
   }
   Value lossTensor = tensor::FromElementsOp::create(

@@ -96,6 +96,14 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   unsigned validIndex = inputs.size();
   inputs.push_back(b.getI64Type());
   inputAttrs.push_back(argAttrs("valid_samples", "valid_samples"));
+  // The loss scale the backward starts from.
+  std::optional<unsigned> lossScaleIndex;
+  if (options.lossScale) {
+    layout.hasLossScale = true;
+    lossScaleIndex = inputs.size();
+    inputs.push_back(b.getF32Type());
+    inputAttrs.push_back(argAttrs("loss_scale", "loss_scale"));
+  }
   // The global index of the effective batch's first sample (for
   // training-mode Dropout's mask).
   std::optional<unsigned> sampleBaseIndex;
@@ -170,7 +178,8 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     wrt.push_back(paramArgs[i]);
   auto vg = ValueAndGradOp::create(
       b, loc, vgTypes, forward.getSymName(), callArgs,
-      entry->getArgument(validIndex), wrt,
+      entry->getArgument(validIndex),
+      lossScaleIndex ? entry->getArgument(*lossScaleIndex) : Value(), wrt,
       b.getI64IntegerAttr(options.microBatch));
   Value grads =
       AccumulateOp::create(b, loc, accumulator, vg.getGradients(), offsets);
@@ -188,9 +197,10 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     SmallVector<Value> states;
     for (unsigned s = 0; s < numStates; ++s)
       states.push_back(entry->getArgument(2 + s));
-    auto update =
-        UpdateOp::create(b, loc, params, g, states, entry->getArgument(lrIndex),
-                         entry->getArgument(lrIndex + 1), options.optimizer);
+    auto update = UpdateOp::create(
+        b, loc, params, g, states, entry->getArgument(lrIndex),
+        entry->getArgument(lrIndex + 1), options.optimizer,
+        options.lossScale ? b.getUnitAttr() : UnitAttr());
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
     Value reset = linalg::FillOp::create(b, loc, zero, grads).getResult(0);
     returned.push_back(update.getNewParams());

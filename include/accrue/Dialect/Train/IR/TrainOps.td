@@ -36,15 +36,20 @@ def Train_ValueAndGradOp : Train_Op<"value_and_grad", [
     `valid` (with `micro_batch` only) is the number of real samples at the
     start of the batch operands; the rest is padding that must not count
     (a partial last window, padded to whole micro-batches).
+
+    `seed`, when given, is the adjoint the backward pass starts from instead
+    of 1 (loss scaling): the gradients come out multiplied by it, the first
+    result does not.
   }];
   let arguments = (ins FlatSymbolRefAttr:$callee,
                    Variadic<AnyType>:$args,
                    Optional<I64>:$valid,
+                   Optional<F32>:$seed,
                    DenseI64ArrayAttr:$wrt,
                    OptionalAttr<I64Attr>:$micro_batch);
   let results = (outs Variadic<AnyType>:$results);
   let assemblyFormat = [{
-    $callee `(` $args `)` (`valid` $valid^)? attr-dict `:`
+    $callee `(` $args `)` (`valid` $valid^)? (`seed` $seed^)? attr-dict `:`
     functional-type($args, $results)
   }];
   let hasVerifier = 1;
@@ -138,11 +143,14 @@ def Train_UpdateOp : Train_Op<"update", [Pure, InferTypeOpAdaptor,
     Applies `optimizer` to every element of `params` with the final
     gradient `grads` and the optimizer's state arenas; `lr` is this step's
     learning rate and `step` the 1-based optimizer step. Returns the new
-    parameters followed by the new states.
+    parameters followed by the new states. With `skip_nonfinite`, a
+    gradient with a non-finite element (an overflow under loss scaling)
+    leaves parameters and states unchanged.
   }];
   let arguments = (ins Train_Arena:$params, Train_Arena:$grads,
                    Variadic<Train_Arena>:$states, F32:$lr, I64:$step,
-                   Train_OptimizerAttrInterface:$optimizer);
+                   Train_OptimizerAttrInterface:$optimizer,
+                   UnitAttr:$skip_nonfinite);
   let results = (outs Train_Arena:$new_params,
                  Variadic<Train_Arena>:$new_states);
   let assemblyFormat = [{
@@ -164,11 +172,14 @@ def Train_FusedUpdateOp : Train_Op<"fused_update", [Pure,
     and returns the new parameters, a zeroed accumulator, the new states and
     `norm` (before clipping). `grad_scale` folds the exact loss
     normalization (`1 / count`) and loss-scale unscaling into one factor.
+    With `skip_nonfinite`, a norm that is not finite (an overflow under
+    loss scaling) leaves parameters and states unchanged; the accumulator
+    is zeroed either way.
   }];
   let arguments = (ins Train_Arena:$params, Train_Arena:$accumulator,
                    Variadic<Train_Arena>:$states, F32:$grad_scale, F32:$lr,
                    I64:$step, Train_OptimizerAttrInterface:$optimizer,
-                   OptionalAttr<F32Attr>:$max_norm);
+                   OptionalAttr<F32Attr>:$max_norm, UnitAttr:$skip_nonfinite);
   let results = (outs Train_Arena:$new_params, Train_Arena:$new_accumulator,
                  Variadic<Train_Arena>:$new_states, F32:$norm);
   let assemblyFormat = [{

@@ -29,6 +29,9 @@ struct StepOptions {
   OptimizerAttrInterface optimizer;
   /// Global-norm clipping threshold, if any.
   std::optional<double> maxNorm;
+  /// Loss scaling: the step takes `loss_scale` (f32), seeds the backward
+  /// with it, unscales, and skips the update when the gradient overflows.
+  bool lossScale = false;
 };
 
 /// Where one parameter lives in the flat arenas.
@@ -49,6 +52,8 @@ struct StepLayout {
   /// Whether the step takes `sample_base`, the global index of its first
   /// sample (the forward has training-mode Dropout).
   bool hasSampleBase = false;
+  /// Whether the step takes `loss_scale`.
+  bool hasLossScale = false;
 };
 
 /// Parameter offsets are aligned to this many elements (64 bytes).

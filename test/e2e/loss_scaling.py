@@ -1,0 +1,102 @@
+# Loss scaling: power-of-two scales are exact, so a statically scaled run
+# equals an unscaled one bit for bit. With dynamic scaling, a window whose
+# scaled gradient overflows is skipped: parameters, Adam's moments and the
+# optimizer step count stay as they were (the run equals, bit for bit, an
+# unscaled run on the data without that window), the accumulator is
+# cleared, the scale backs off, and it grows again after `interval` finite
+# steps. metrics.jsonl shows loss_scale and skipped.
+#
+# RUN: rm -rf %t && mkdir -p %t
+# RUN: %python %s %t
+
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import accrue_e2e as e2e
+
+out = sys.argv[1]
+B, K = 4, 2
+E = B * K
+
+# Linear regression with a mean squared error: a huge input makes a huge
+# but finite loss whose gradient overflows f32 once scaled by 65536.
+rng = np.random.default_rng(0)
+nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["p"]),
+         helper.make_node("Sub", ["p", "y"], ["d"]),
+         helper.make_node("Mul", ["d", "d"], ["e"]),
+         helper.make_node("ReduceMean", ["e"], ["loss"], keepdims=0)]
+graph = helper.make_graph(
+    nodes, "regression",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4]),
+     helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1])],
+    [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+    [numpy_helper.from_array(rng.standard_normal((4, 1)).astype(np.float32), "w"),
+     numpy_helper.from_array(np.zeros(1, np.float32), "b")])
+model = os.path.join(out, "regression.onnx")
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+
+x = rng.standard_normal((5 * E, 4)).astype(np.float32)
+y = rng.standard_normal((5 * E, 1)).astype(np.float32)
+clean = os.path.join(out, "clean.npz")
+np.savez(clean, x=x, y=y)
+poisoned_x = x.copy()
+poisoned_x[2 * E + 3] = 1e17  # window 3
+poisoned = os.path.join(out, "poisoned.npz")
+np.savez(poisoned, x=poisoned_x, y=y)
+without = os.path.join(out, "without3.npz")
+keep = np.r_[0:2 * E, 3 * E:5 * E]
+np.savez(without, x=x[keep], y=y[keep])
+
+
+def run(tag, data, steps, scale, extra=()):
+    art = e2e.compile_model(model, os.path.join(out, tag), B, accumulation_steps=K,
+                            optimizer="adam", lr=0.05, loss_scale=scale)
+    trained, log = os.path.join(out, tag + ".onnx"), os.path.join(out, tag + ".jsonl")
+    e2e.train(art, data, steps, export=trained, log=log, extra=list(extra))
+    return e2e.initializers(trained), e2e.read_jsonl(log), art
+
+
+def same(a, b, what):
+    for name in a:
+        assert np.array_equal(a[name], b[name]), "%s: %s differs" % (what, name)
+
+
+# 1. Static scaling is exact.
+plain, plain_log, _ = run("plain", clean, 5, "none")
+static, static_log, art = run("static", clean, 5, "static:1024")
+same(static, plain, "static:1024 vs none")
+assert json.load(open(os.path.join(art, "step.json")))["loss_scale"] == \
+    {"mode": "static", "scale": 1024.0}
+assert all(r["loss_scale"] == 1024 and not r["skipped"] for r in static_log)
+assert "loss_scale" not in plain_log[0]
+
+# 2. An overflow at window 3 is skipped.
+two, _, _ = run("two", poisoned, 2, "dynamic")
+three, log3, _ = run("three", poisoned, 3, "dynamic")
+same(three, two, "the skipped step")
+assert [r["skipped"] for r in log3] == [False, False, True], log3
+assert log3[2]["grad_norm"] is None  # not finite: JSON null
+five, log5, _ = run("five", poisoned, 5, "dynamic")
+assert [r["loss_scale"] for r in log5] == [65536, 65536, 65536, 32768, 32768], log5
+assert [r["optimizer_steps"] for r in log5] == [1, 2, 2, 3, 4], log5
+# Windows 1, 2, 4, 5 without scaling, as four plain steps: the same
+# parameters, so the skip left Adam's moments and step count alone and
+# cleared the accumulator.
+reference, _, _ = run("reference", without, 4, "none")
+same(five, reference, "training after the skip")
+
+# 3. The scale grows after `interval` finite steps.
+_, grow_log, _ = run("grow", clean, 5, "dynamic:init=8,interval=2")
+assert [r["loss_scale"] for r in grow_log] == [8, 8, 16, 16, 32], grow_log
+
+# 4. Bad settings name the flag.
+bad = e2e.run([e2e.tool("accrue-compile"), model, "-o", os.path.join(out, "bad"),
+               "--micro-batch", "4", "--loss-scale", "dynamic:growth=0.5"], expect_ok=False)
+assert bad.returncode == 1 and "--loss-scale 'dynamic:growth=0.5': growth must exceed 1" \
+    in bad.stderr, bad.stderr
+print("ok")
