@@ -90,6 +90,7 @@ json::Value accrue::buildManifest(const ArtifactInfo &info) {
       {"model", "model.onnx"},
       {"loss", info.model->lossName},
       {"loss_normalization", opts.pipeline.train.lossNormalization},
+      {"precision", opts.pipeline.train.precision},
       {"micro_batch", opts.import.microBatch},
       {"accumulation_steps", opts.accumulationSteps},
       {"optimizer", std::move(optimizer)},

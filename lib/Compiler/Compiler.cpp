@@ -70,6 +70,10 @@ LogicalResult validate(MLIRContext &ctx, const CompilerOptions &options) {
   if (opt.clipNorm && opt.name == "none")
     return emitError(loc) << "--clip-norm needs an optimizer; --optimizer none "
                              "only computes gradients";
+  const std::string &precision = options.pipeline.train.precision;
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+    return emitError(loc) << "--precision must be fp32, bf16 or fp16, not '"
+                          << precision << "'";
   const std::string &norm = options.pipeline.train.lossNormalization;
   if (norm != "exact" && norm != "per-micro-batch")
     return emitError(loc) << "--loss-normalization must be exact or "

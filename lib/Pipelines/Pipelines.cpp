@@ -6,10 +6,12 @@
 #include "accrue/Dialect/Train/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -23,6 +25,11 @@ void buildTrainPipeline(OpPassManager &pm,
                         const TrainPipelineOptions &options) {
   train::TrainMicrobatchOptions microbatch;
   microbatch.normalization = options.lossNormalization;
+  if (options.precision != "fp32") {
+    train::TrainMixedPrecisionOptions mixed;
+    mixed.precision = options.precision;
+    pm.addPass(train::createTrainMixedPrecision(mixed));
+  }
   pm.addPass(train::createTrainMicrobatch(microbatch));
   pm.addPass(train::createTrainAutodiff());
   pm.addPass(createInlinerPass());
@@ -53,6 +60,12 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
 }
 
 void buildCPUToLLVMPipeline(OpPassManager &pm) {
+  // bf16/f16 arithmetic and math run in f32, rounded back after each op.
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16", "f16"};
+  emulate.targetTypeStr = "f32";
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+  pm.addPass(math::createMathExtendToSupportedTypes());
   // One function per micro-batch body and per loop nest: LLVM's loop passes
   // are superlinear in the number of loops in a function.
   pm.addPass(train::createTrainOutlineMicrobatch());
@@ -93,6 +106,9 @@ struct CompilePipelineCLOptions
       *this, "fuse-optimizer",
       llvm::cl::desc("Fuse clipping and the optimizer into one update"),
       llvm::cl::init(true)};
+  PassOptions::Option<std::string> precision{
+      *this, "precision", llvm::cl::desc("fp32, bf16 or fp16"),
+      llvm::cl::init("fp32")};
   PassOptions::Option<bool> fuseElementwise{
       *this, "fuse-elementwise",
       llvm::cl::desc("Fuse elementwise linalg ops before bufferization"),
@@ -102,6 +118,7 @@ struct CompilePipelineCLOptions
     CompileOptions options;
     options.train.lossNormalization = lossNormalization;
     options.train.fuseOptimizer = fuseOptimizer;
+    options.train.precision = precision;
     options.cpu.fuseElementwise = fuseElementwise;
     return options;
   }

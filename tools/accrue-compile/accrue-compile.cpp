@@ -67,6 +67,11 @@ cl::opt<double> weightDecay("weight-decay",
 cl::opt<double> clipNorm("clip-norm",
                          cl::desc("Clip the global gradient L2 norm to this"),
                          cl::cat(category));
+cl::opt<std::string> precision(
+    "precision",
+    cl::desc("Compute precision: fp32 (default), bf16 or fp16 (parameters, "
+             "gradients and optimizer state stay fp32)"),
+    cl::init("fp32"), cl::cat(category));
 cl::opt<std::string> lossScale(
     "loss-scale",
     cl::desc("none (default), static:S or dynamic[:init=65536,growth=2,"
@@ -151,6 +156,7 @@ int main(int argc, char **argv) {
   }
   options.lossScale = *scaling;
   options.pipeline.train.lossNormalization = lossNormalization;
+  options.pipeline.train.precision = precision;
   options.pipeline.train.fuseOptimizer = !noFuseOptimizer;
   options.target.cpu = targetCpu;
   options.output = output;

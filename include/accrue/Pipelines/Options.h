@@ -22,6 +22,10 @@ struct TrainPipelineOptions {
   /// Fuse normalization, clipping, the optimizer and the accumulator reset
   /// into one train.fused_update (train-fuse-clip-optimizer).
   bool fuseOptimizer = true;
+  /// Compute precision of the forward and backward: "fp32", "bf16" or
+  /// "fp16" (train-mixed-precision; parameters, gradients and optimizer
+  /// state stay fp32).
+  std::string precision = "fp32";
 };
 
 /// How a tensor-level step is lowered for the CPU.

@@ -5,6 +5,27 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TrainMixedPrecision : Pass<"train-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Compute the forward (and so the backward) in bf16 or fp16";
+  let description = [{
+    Rewrites the callee of every `train.value_and_grad` the way
+    torch.autocast runs a model: matmuls, Gemms and convolutions take
+    low-precision operands (casting fp32 parameters and activations);
+    exp, log, pow, softmax, log-softmax, sums, means and the losses run in
+    fp32; every other op runs in the widest precision of its operands. The
+    loss stays fp32. Parameters remain fp32 arguments (master weights),
+    cast where used, so their gradients, the accumulator and the optimizer
+    state stay fp32; the casts' adjoints bring low-precision gradients back
+    to fp32. Contractions and reductions on low-precision values accumulate
+    in fp32 when lowered.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16\"",
+           "bf16 or fp16">,
+  ];
+  let dependentDialects = ["::accrue::nn::NNDialect"];
+}
+
 def TrainMicrobatch : Pass<"train-microbatch", "::mlir::ModuleOp"> {
   let summary = "Split whole-batch gradients into an accumulation loop";
   let description = [{

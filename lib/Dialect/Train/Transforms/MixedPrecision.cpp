@@ -1,0 +1,148 @@
+//===- MixedPrecision.cpp - autocast for nn functions -----------*- C++ -*-===//
+//
+// One forward walk over each differentiated function. Every value has a
+// precision (its element type); an op's precision is decided by its class
+// (low, fp32 or "widest of its operands", as torch.autocast's lists), its
+// float operands are cast to it (one cast per value and type), and its
+// float results take it. nn ops infer result element types from operands,
+// so changing types in place keeps them valid; the function is verified
+// afterwards.
+//
+//===----------------------------------------------------------------------===//
+
+#include "accrue/Dialect/Train/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
+
+namespace accrue::train {
+#define GEN_PASS_DEF_TRAINMIXEDPRECISION
+#include "accrue/Dialect/Train/Transforms/Passes.h.inc"
+} // namespace accrue::train
+
+using namespace mlir;
+using namespace accrue;
+using namespace accrue::train;
+
+namespace {
+
+enum class Precision { Low, FP32, Widest, Keep };
+
+/// torch.autocast's classes, for nn ops.
+Precision classify(Operation *op) {
+  if (isa<nn::MatMulOp, nn::GemmOp, nn::ConvOp>(op))
+    return Precision::Low;
+  if (isa<nn::ExpOp, nn::LogOp, nn::PowOp, nn::SoftmaxOp, nn::LogSoftmaxOp,
+          nn::ReduceSumOp, nn::ReduceMeanOp, nn::SoftmaxCrossEntropyLossOp,
+          nn::NegativeLogLikelihoodLossOp>(op))
+    return Precision::FP32;
+  // Explicit casts and constants keep the model's types.
+  if (isa<nn::CastOp, nn::ConstantOp>(op))
+    return Precision::Keep;
+  return Precision::Widest;
+}
+
+bool isFloatTensor(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+Type withElement(Type type, Type element) {
+  auto tensor = cast<RankedTensorType>(type);
+  return RankedTensorType::get(tensor.getShape(), element);
+}
+
+LogicalResult autocast(func::FuncOp function, FloatType low) {
+  OpBuilder b(function.getContext());
+  Type f32 = b.getF32Type();
+  DenseMap<std::pair<Value, Type>, Value> casts;
+  auto castTo = [&](Value v, Type element) -> Value {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getElementType() == element)
+      return v;
+    Value &cached = casts[{v, element}];
+    if (!cached) {
+      b.setInsertionPointAfterValue(v);
+      cached = nn::CastOp::create(b, v.getLoc(), withElement(type, element), v);
+    }
+    return cached;
+  };
+
+  for (Operation &op : function.front().without_terminator()) {
+    if (op.getDialect() != function.getContext()->getLoadedDialect("nn"))
+      continue;
+    Precision precision = classify(&op);
+    if (precision == Precision::Keep)
+      continue;
+    Type element;
+    if (precision == Precision::Low) {
+      element = low;
+    } else if (precision == Precision::FP32) {
+      element = f32;
+    } else {
+      // The widest float operand; ops without float operands keep theirs.
+      for (Value operand : op.getOperands())
+        if (isFloatTensor(operand)) {
+          Type e = cast<RankedTensorType>(operand.getType()).getElementType();
+          if (!element || e.getIntOrFloatBitWidth() >
+                              element.getIntOrFloatBitWidth())
+            element = e;
+        }
+      if (!element)
+        continue;
+    }
+    for (OpOperand &operand : op.getOpOperands())
+      if (isFloatTensor(operand.get()) &&
+          cast<RankedTensorType>(operand.get().getType()).getElementType() !=
+              element)
+        operand.set(castTo(operand.get(), element));
+    for (Value result : op.getResults())
+      if (isFloatTensor(result))
+        result.setType(withElement(result.getType(), element));
+  }
+
+  // The loss, and any other result, keeps its declared type.
+  auto ret = cast<func::ReturnOp>(function.front().getTerminator());
+  FunctionType type = function.getFunctionType();
+  for (OpOperand &operand : ret->getOpOperands()) {
+    Type declared = type.getResult(operand.getOperandNumber());
+    if (operand.get().getType() != declared) {
+      b.setInsertionPoint(ret);
+      operand.set(nn::CastOp::create(b, ret.getLoc(), declared, operand.get()));
+    }
+  }
+  return verify(function);
+}
+
+struct TrainMixedPrecisionPass
+    : train::impl::TrainMixedPrecisionBase<TrainMixedPrecisionPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FloatType low;
+    if (precision == "bf16") {
+      low = BFloat16Type::get(&getContext());
+    } else if (precision == "fp16") {
+      low = Float16Type::get(&getContext());
+    } else {
+      module.emitError("train-mixed-precision: precision must be bf16 or "
+                       "fp16, not '")
+          << precision << "'";
+      return signalPassFailure();
+    }
+    SymbolTable symbols(module);
+    llvm::DenseSet<Operation *> done;
+    WalkResult result = module.walk([&](ValueAndGradOp op) {
+      auto callee = symbols.lookup<func::FuncOp>(op.getCallee());
+      if (!callee || !done.insert(callee).second)
+        return WalkResult::advance();
+      return failed(autocast(callee, low)) ? WalkResult::interrupt()
+                                           : WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,38 @@
+// RUN: accrue-opt %s -train-mixed-precision=precision=bf16 | FileCheck %s
+// RUN: accrue-opt %s -train-mixed-precision=precision=bf16 -convert-nn-to-linalg | FileCheck %s --check-prefix=WIDE
+
+// torch.autocast's classes: the Gemm runs in bf16 (parameters and the input
+// cast where used), the elementwise op follows its operands, the softmax
+// and the loss run in fp32; the loss stays fp32 and the parameters stay
+// fp32 arguments.
+// CHECK-LABEL: func.func private @fwd
+// CHECK-SAME: (%[[W:.+]]: tensor<3x4xf32>, %[[B:.+]]: tensor<3xf32>, %[[X:.+]]: tensor<2x4xf32>, %[[Y:.+]]: tensor<2xi64>) -> tensor<f32>
+// CHECK-DAG: %[[WL:.+]] = nn.cast %[[W]] : (tensor<3x4xf32>) -> tensor<3x4xbf16>
+// CHECK-DAG: %[[BL:.+]] = nn.cast %[[B]] : (tensor<3xf32>) -> tensor<3xbf16>
+// CHECK-DAG: %[[XL:.+]] = nn.cast %[[X]] : (tensor<2x4xf32>) -> tensor<2x4xbf16>
+// CHECK: %[[H:.+]] = nn.gemm %[[XL]], %[[WL]], %[[BL]] {transB = true} : (tensor<2x4xbf16>, tensor<3x4xbf16>, tensor<3xbf16>) -> tensor<2x3xbf16>
+// CHECK: %[[R:.+]] = nn.relu %[[H]] : tensor<2x3xbf16>
+// CHECK: %[[RF:.+]] = nn.cast %[[R]] : (tensor<2x3xbf16>) -> tensor<2x3xf32>
+// CHECK: %[[S:.+]] = nn.log_softmax %[[RF]] {axis = 1 : i64} : tensor<2x3xf32>
+// CHECK: %[[L:.+]] = nn.negative_log_likelihood_loss %[[S]], %[[Y]]
+// CHECK: return %[[L]] : tensor<f32>
+
+// Lowered, the bf16 Gemm accumulates in f32 and rounds once.
+// WIDE-LABEL: func.func private @fwd
+// WIDE: arith.extf %{{.+}} : bf16 to f32
+// WIDE: linalg.generic
+// WIDE: arith.mulf %{{.+}}, %{{.+}} {{.*}}: f32
+// WIDE: arith.addf %{{.+}}, %{{.+}} {{.*}}: f32
+// WIDE: arith.truncf %{{.+}} : f32 to bf16
+func.func private @fwd(%w: tensor<3x4xf32>, %b: tensor<3xf32>, %x: tensor<2x4xf32>, %y: tensor<2xi64>) -> tensor<f32> {
+  %0 = nn.gemm %x, %w, %b {transB = true} : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = nn.relu %0 : tensor<2x3xf32>
+  %2 = nn.log_softmax %1 {axis = 1 : i64} : tensor<2x3xf32>
+  %3 = nn.negative_log_likelihood_loss %2, %y {reduction = #nn<reduction mean>} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
+  return %3 : tensor<f32>
+}
+
+func.func @step(%w: tensor<3x4xf32>, %b: tensor<3xf32>, %x: tensor<2x4xf32>, %y: tensor<2xi64>) -> (tensor<f32>, tensor<3x4xf32>) {
+  %l, %g = train.value_and_grad @fwd(%w, %b, %x, %y) {wrt = array<i64: 0>} : (tensor<3x4xf32>, tensor<3xf32>, tensor<2x4xf32>, tensor<2xi64>) -> (tensor<f32>, tensor<3x4xf32>)
+  return %l, %g : tensor<f32>, tensor<3x4xf32>
+}
