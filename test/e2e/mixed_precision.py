@@ -76,6 +76,26 @@ for precision in ["bf16", "fp16"]:
     low, low_log = run(gpt, gdata, "gpt_" + precision, 2, 2, precision, lr=0.003)
     compare("GPT", low, low_log, ref, ref_log, e2e.initializers(gpt), precision)
 
+# fp16 with dynamic loss scaling, as fp16 is meant to run. From
+# GradScaler's initial 65536 the GPT's scaled fp16 adjoints overflow: the
+# early steps that overflow are skipped, each halving the scale, until it
+# settles (here at 4096: 16 steps are applied out of 20, none skipped in
+# the second half).
+_, scaled_log = run(gpt, gdata, "gpt_fp16_scaled", 2, 2, "fp16", lr=0.003,
+                    loss_scale="dynamic")
+skips = [r["skipped"] for r in scaled_log]
+print("fp16 loss scale by step:", [r["loss_scale"] for r in scaled_log])
+assert any(skips[:10]) and not any(skips[10:]), skips
+settled = scaled_log[-1]["loss_scale"]
+assert settled == 65536 / 2 ** sum(skips), (settled, skips)
+assert scaled_log[-1]["optimizer_steps"] == STEPS - sum(skips)
+# Started at the settled scale, nothing is skipped and the run stays within
+# fp16's tolerance of fp32.
+low, low_log = run(gpt, gdata, "gpt_fp16_fits", 2, 2, "fp16", lr=0.003,
+                   loss_scale="dynamic:init=%d" % settled)
+assert not any(r["skipped"] for r in low_log)
+compare("GPT (loss scaling)", low, low_log, ref, ref_log, e2e.initializers(gpt), "fp16")
+
 # fp16 gradients of 4 x K samples against fp32's, for K = 4, 16 and 64.
 errors = {}
 for k in [4, 16, 64]:
