@@ -143,6 +143,10 @@ public:
   /// padded to whole micro-batches.
   bool partialWindows = false;
   LossScaling lossScaling;
+  /// "none", or how the step sums gradients over data-parallel ranks:
+  /// "deferred" (once per step) or "per-micro-batch".
+  std::string collectives = "none";
+  bool dataParallel() const { return collectives != "none"; }
   std::string path(const std::string &file) const { return dir + "/" + file; }
   /// Calls the packed entry point.
   void call(void **packedArgs) const;
@@ -313,6 +317,34 @@ private:
   Kind kind;
   double lr;
   int64_t warmup, total;
+};
+
+/// The process group of data-parallel training (MPI_COMM_WORLD; one rank
+/// when not launched by mpirun). Compiled steps of data-parallel artifacts
+/// sum their gradients, loss sum and count over it once per optimizer step.
+class Collectives {
+public:
+  /// Initializes MPI once per process (idempotent).
+  static Collectives &get();
+  int rank() const { return rankId; }
+  int size() const { return worldSize; }
+  /// Sums `count` floats in place over all ranks.
+  void allReduceSum(float *data, int64_t count);
+  /// All-reduces performed so far (for the metrics).
+  int64_t calls() const { return numCalls; }
+  /// Every rank's copy of `data` becomes rank 0's.
+  void broadcast(float *data, int64_t count);
+  /// Whether all ranks pass the same value (a cheap consistency check).
+  bool agree(int64_t value);
+  /// Ends every rank after an error on one (the others may be waiting in
+  /// a collective); a no-op unless MPI runs with several ranks.
+  static void abortIfParallel(int code);
+
+private:
+  Collectives();
+  ~Collectives();
+  int rankId = 0, worldSize = 1;
+  int64_t numCalls = 0;
 };
 
 } // namespace accrue::rt

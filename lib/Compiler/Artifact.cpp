@@ -91,6 +91,7 @@ json::Value accrue::buildManifest(const ArtifactInfo &info) {
       {"loss", info.model->lossName},
       {"loss_normalization", opts.pipeline.train.lossNormalization},
       {"precision", opts.pipeline.train.precision},
+      {"collectives", opts.pipeline.train.collectives},
       {"micro_batch", opts.import.microBatch},
       {"accumulation_steps", opts.accumulationSteps},
       {"optimizer", std::move(optimizer)},

@@ -70,6 +70,12 @@ LogicalResult validate(MLIRContext &ctx, const CompilerOptions &options) {
   if (opt.clipNorm && opt.name == "none")
     return emitError(loc) << "--clip-norm needs an optimizer; --optimizer none "
                              "only computes gradients";
+  const std::string &collectives = options.pipeline.train.collectives;
+  if (collectives != "none" && collectives != "deferred" &&
+      collectives != "per-micro-batch")
+    return emitError(loc) << "--collectives must be deferred or "
+                             "per-micro-batch, not '"
+                          << collectives << "'";
   const std::string &precision = options.pipeline.train.precision;
   if (precision != "fp32" && precision != "bf16" && precision != "fp16")
     return emitError(loc) << "--precision must be fp32, bf16 or fp16, not '"

@@ -25,6 +25,7 @@ void buildTrainPipeline(OpPassManager &pm,
                         const TrainPipelineOptions &options) {
   train::TrainMicrobatchOptions microbatch;
   microbatch.normalization = options.lossNormalization;
+  microbatch.collectives = options.collectives;
   if (options.precision != "fp32") {
     train::TrainMixedPrecisionOptions mixed;
     mixed.precision = options.precision;
@@ -109,6 +110,10 @@ struct CompilePipelineCLOptions
   PassOptions::Option<std::string> precision{
       *this, "precision", llvm::cl::desc("fp32, bf16 or fp16"),
       llvm::cl::init("fp32")};
+  PassOptions::Option<std::string> collectives{
+      *this, "collectives",
+      llvm::cl::desc("none, deferred or per-micro-batch"),
+      llvm::cl::init("none")};
   PassOptions::Option<bool> fuseElementwise{
       *this, "fuse-elementwise",
       llvm::cl::desc("Fuse elementwise linalg ops before bufferization"),
@@ -119,6 +124,7 @@ struct CompilePipelineCLOptions
     options.train.lossNormalization = lossNormalization;
     options.train.fuseOptimizer = fuseOptimizer;
     options.train.precision = precision;
+    options.train.collectives = collectives;
     options.cpu.fuseElementwise = fuseElementwise;
     return options;
   }

@@ -47,6 +47,7 @@ Artifact::Artifact(const std::string &directory) : dir(directory) {
     loss = manifest.value("loss", "");
     activationBytes = manifest.value("activation_bytes", int64_t(-1));
     partialWindows = manifest.value("partial_windows", false);
+    collectives = manifest.value("collectives", std::string("none"));
     if (manifest.contains("loss_scale")) {
       const auto &ls = manifest.at("loss_scale");
       lossScaling.mode = ls.at("mode").get<std::string>();
@@ -182,6 +183,9 @@ Trainer::Trainer(const std::string &artifactDir)
     std::memcpy(paramArena->data() + param.offset, a.data.data(),
                 param.numel * sizeof(float));
   }
+  // Data-parallel ranks start from rank 0's parameters.
+  if (art->dataParallel())
+    Collectives::get().broadcast(paramArena->data(), art->arenaSize);
 }
 
 StepMetrics Trainer::step(const std::vector<const void *> &inputs,
@@ -191,13 +195,16 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
   if (inputs.size() != batch.size())
     throw Error("step: expected " + std::to_string(batch.size()) +
                 " batch inputs, got " + std::to_string(inputs.size()));
-  if (samples <= 0 || samples % art->microBatch != 0)
+  // A data-parallel rank may get no sample of a partial window; it still
+  // runs the step, whose all-reduce every rank must join.
+  bool idleRank = art->dataParallel() && samples == 0 && valid == 0;
+  if (!idleRank && (samples <= 0 || samples % art->microBatch != 0))
     throw Error("step: " + std::to_string(samples) +
                 " samples is not a positive multiple of the micro-batch (" +
                 std::to_string(art->microBatch) + ")");
   if (valid < 0)
     valid = samples;
-  if (valid == 0 || valid > samples)
+  if ((valid == 0 && !idleRank) || valid > samples)
     throw Error("step: " + std::to_string(valid) + " valid samples of " +
                 std::to_string(samples));
   if (valid < samples && !art->partialWindows)

@@ -25,9 +25,9 @@ func.func private @fwd(%w: tensor<3xf32>, %x: tensor<2x3xf32>) -> tensor<f32> {
 // CHECK:   %[[OFF:.+]] = arith.muli %[[I]], %{{.+}} : index
 // CHECK:   %[[XS:.+]] = tensor.extract_slice %[[X]][%[[OFF]], 0] [2, 3] [1, 1] : tensor<?x3xf32> to tensor<2x3xf32>
 // CHECK:   %[[VG:.+]]:3 = train.value_and_grad @fwd_split(%[[W]], %[[XS]]) {wrt = array<i64: 0>}
-// CHECK:   %[[A2:.+]] = train.accumulate %[[A]], %[[VG]]#2 {offsets = array<i64: 0>}
 // CHECK:   %[[N:.+]] = tensor.extract %[[VG]]#0[]
 // CHECK:   %[[D:.+]] = tensor.extract %[[VG]]#1[]
+// CHECK:   %[[A2:.+]] = train.accumulate %[[A]], %[[VG]]#2 {offsets = array<i64: 0>}
 // CHECK:   %[[NS2:.+]] = arith.addf %[[NS]], %[[N]] : f32
 // CHECK:   %[[DS2:.+]] = arith.addf %[[DS]], %[[D]] : f32
 // CHECK:   scf.yield %[[A2]], %[[NS2]], %[[DS2]]

@@ -43,3 +43,12 @@ if python_has("torch"):
     config.available_features.add("torch")
 if os.path.exists("/usr/bin/time"):
     config.available_features.add("gnu-time")
+# Data parallelism: two ranks on this machine (oversubscribed on 2 cores;
+# CI runs as root, which Open MPI refuses unless told).
+import shutil
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    config.environment["ACCRUE_MPIRUN"] = shutil.which("mpirun")
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    config.environment["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"

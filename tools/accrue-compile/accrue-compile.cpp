@@ -72,6 +72,17 @@ cl::opt<std::string> precision(
     cl::desc("Compute precision: fp32 (default), bf16 or fp16 (parameters, "
              "gradients and optimizer state stay fp32)"),
     cl::init("fp32"), cl::cat(category));
+cl::opt<bool> dataParallel(
+    "data-parallel",
+    cl::desc("Sum gradients over the ranks of `mpirun -np G accrue-train` "
+             "once per optimizer step"),
+    cl::cat(category));
+cl::opt<std::string> collectives(
+    "collectives",
+    cl::desc("With --data-parallel: deferred (default; one all-reduce after "
+             "the micro-batch loop) or per-micro-batch (one per micro-batch, "
+             "for comparison)"),
+    cl::init("deferred"), cl::cat(category));
 cl::opt<std::string> lossScale(
     "loss-scale",
     cl::desc("none (default), static:S or dynamic[:init=65536,growth=2,"
@@ -157,6 +168,8 @@ int main(int argc, char **argv) {
   options.lossScale = *scaling;
   options.pipeline.train.lossNormalization = lossNormalization;
   options.pipeline.train.precision = precision;
+  options.pipeline.train.collectives =
+      dataParallel ? std::string(collectives) : std::string("none");
   options.pipeline.train.fuseOptimizer = !noFuseOptimizer;
   options.target.cpu = targetCpu;
   options.output = output;

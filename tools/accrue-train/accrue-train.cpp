@@ -361,6 +361,16 @@ int run(int argc, char **argv) {
   Trainer trainer(opts.artifact);
   const Artifact &art = trainer.artifact();
   Dataset data = loadDataset(opts.data, art);
+  // Data parallelism: each of the G ranks takes its b x K slice of every
+  // global window of b x K x G samples; rank 0 alone writes.
+  int ranks = art.dataParallel() ? Collectives::get().size() : 1;
+  int rank = art.dataParallel() ? Collectives::get().rank() : 0;
+  bool writer = rank == 0;
+  if (!art.dataParallel() && std::getenv("OMPI_COMM_WORLD_SIZE") &&
+      std::atoi(std::getenv("OMPI_COMM_WORLD_SIZE")) > 1)
+    throw Error("launched by mpirun with several ranks, but the artifact was "
+                "compiled without --data-parallel: every rank would train "
+                "alone");
 
   AccumulationSchedule schedule =
       !opts.accumulationSchedule.empty()
@@ -369,7 +379,7 @@ int run(int argc, char **argv) {
                                      ? opts.accumulationSteps
                                      : art.accumulationSteps);
   int64_t k = schedule.at(0);
-  int64_t effective = art.microBatch * k;
+  int64_t effective = art.microBatch * k * ranks;
   // A pass that does not end on a whole effective batch ends with a partial
   // window, padded and masked, when the step can mask padding.
   bool dropLast = opts.dropLast || !art.partialWindows;
@@ -378,12 +388,14 @@ int run(int argc, char **argv) {
     std::cerr << "accrue-train: warning: this model's loss cannot mask "
                  "padded samples, so samples that do not fill an effective "
                  "batch at the end of a pass are skipped\n";
-  if (dropLast && data.numSamples < art.microBatch * schedule.max())
+  if (dropLast && data.numSamples < art.microBatch * schedule.max() * ranks)
     throw Error("'" + opts.data + "' has " + std::to_string(data.numSamples) +
                 " samples, fewer than one effective batch of " +
-                std::to_string(art.microBatch * schedule.max()) +
+                std::to_string(art.microBatch * schedule.max() * ranks) +
                 " (micro-batch " + std::to_string(art.microBatch) + " x " +
-                std::to_string(schedule.max()) + " accumulation steps)" +
+                std::to_string(schedule.max()) + " accumulation steps" +
+                (ranks > 1 ? " x " + std::to_string(ranks) + " ranks" : "") +
+                ")" +
                 (opts.dropLast ? "; --drop-last skips partial batches"
                                : "; this model's loss cannot mask padded "
                                  "samples, so batches must be full"));
@@ -392,7 +404,7 @@ int run(int argc, char **argv) {
   if (steps <= 0) {
     // One pass over the data.
     WindowCursor probe = cursor;
-    for (steps = 0; probe.next(schedule.at(steps)).epoch == 0;)
+    for (steps = 0; probe.next(schedule.at(steps) * ranks).epoch == 0;)
       ++steps;
   }
   double lr = opts.lr >= 0 ? opts.lr : art.lr;
@@ -400,10 +412,13 @@ int run(int argc, char **argv) {
                         opts.warmupSteps,
                         opts.totalSteps > 0 ? opts.totalSteps : steps);
 
+  if (!writer)
+    std::cout.setstate(std::ios::failbit);
   std::cout << "accrue-train: " << art.params.size() << " parameter tensors, "
             << art.arenaSize << " floats; micro-batch " << art.microBatch
-            << " x " << k << " accumulation steps = effective batch "
-            << effective
+            << " x " << k << " accumulation steps"
+            << (ranks > 1 ? " x " + std::to_string(ranks) + " ranks" : "")
+            << " = effective batch " << effective
             << (opts.accumulationSchedule.empty()
                     ? std::string()
                     : " (schedule " + opts.accumulationSchedule + ")")
@@ -483,7 +498,7 @@ int run(int argc, char **argv) {
   };
 
   std::ofstream log;
-  if (!opts.log.empty()) {
+  if (!opts.log.empty() && writer) {
     // A resumed run continues the log of the run it resumes.
     log.open(opts.log, opts.resume ? std::ios::app : std::ios::trunc);
     if (!log)
@@ -503,26 +518,38 @@ int run(int argc, char **argv) {
               << " steps; --steps " << steps << " asks for no more\n";
   bool scaling = art.lossScaling.mode != "none";
   for (int64_t s = firstStep; s < steps; ++s) {
-    Window window = cursor.next(schedule.at(trainer.completedSteps()));
+    int64_t kNow = schedule.at(trainer.completedSteps());
+    Window window = cursor.next(kNow * ranks);
+    // This rank's share of the window.
+    int64_t perRank = art.microBatch * kNow;
+    int64_t first = window.first + rank * perRank;
+    int64_t valid =
+        std::min(std::max<int64_t>(window.valid - rank * perRank, 0), perRank);
+    int64_t samples =
+        (valid + art.microBatch - 1) / art.microBatch * art.microBatch;
     for (size_t i = 0; i < data.arrays.size(); ++i) {
       const Array &a = data.arrays[i];
       size_t rowBytes = a.data.size() / std::max<int64_t>(a.shape[0], 1);
-      const uint8_t *rows = a.data.data() + window.first * rowBytes;
-      if (window.valid == window.samples) {
-        inputs[i] = rows;
+      const uint8_t *rows = a.data.data() + std::min(first, window.first) *
+                                                rowBytes;
+      if (valid == samples) {
+        inputs[i] = valid ? a.data.data() + first * rowBytes : rows;
         continue;
       }
       // A partial window: its samples, then copies of its first sample up
       // to whole micro-batches (masked out of the loss by the step).
-      staging[i].resize(window.samples * rowBytes);
-      std::memcpy(staging[i].data(), rows, window.valid * rowBytes);
-      for (int64_t r = window.valid; r < window.samples; ++r)
+      rows = a.data.data() + first * rowBytes;
+      staging[i].resize(samples * rowBytes);
+      std::memcpy(staging[i].data(), rows, valid * rowBytes);
+      for (int64_t r = valid; r < samples; ++r)
         std::memcpy(staging[i].data() + r * rowBytes, rows, rowBytes);
       inputs[i] = staging[i].data();
     }
-    last = trainer.step(inputs, window.samples,
-                        lrSchedule.at(trainer.completedSteps()), window.first,
-                        window.valid);
+    int64_t collectivesBefore =
+        art.dataParallel() ? Collectives::get().calls() : 0;
+    last = trainer.step(inputs, samples,
+                        lrSchedule.at(trainer.completedSteps()), first, valid);
+    last.samples = window.valid;
     iterations = s + 1;
     if (!std::isfinite(last.loss) && !last.skipped)
       throw Error("step " + std::to_string(s + 1) + ": the loss is " +
@@ -534,6 +561,9 @@ int run(int argc, char **argv) {
                                {"lr", last.lr},
                                {"grad_norm", last.gradNorm},
                                {"samples", last.samples}};
+      if (art.dataParallel())
+        record["all_reduces"] =
+            Collectives::get().calls() - collectivesBefore;
       if (scaling) {
         record["loss_scale"] = last.lossScale;
         record["skipped"] = last.skipped;
@@ -542,9 +572,9 @@ int run(int argc, char **argv) {
       log << record.dump() << "\n";
       log.flush();
     }
-    if (progress)
+    if (progress && writer)
       drawProgress(s + 1, steps, last);
-    if (!opts.checkpointDir.empty() &&
+    if (writer && !opts.checkpointDir.empty() &&
         ((opts.checkpointEvery > 0 && (s + 1) % opts.checkpointEvery == 0) ||
          s + 1 == steps))
       saveCheckpoint();
@@ -556,7 +586,7 @@ int run(int argc, char **argv) {
     std::cout << "accrue-train: " << steps - firstStep << " steps in "
               << seconds << " s; final loss " << last.loss << "\n";
 
-  if (!opts.saveGradients.empty()) {
+  if (!opts.saveGradients.empty() && writer) {
     std::map<std::string, Array> grads;
     for (const ParamSpec &param : art.params) {
       Array a;
@@ -568,7 +598,7 @@ int run(int argc, char **argv) {
     }
     writeNpz(opts.saveGradients, grads);
   }
-  if (!opts.exportPath.empty()) {
+  if (!opts.exportPath.empty() && writer) {
     trainer.exportOnnx(opts.exportPath);
     std::cout << "accrue-train: wrote " << opts.exportPath << "\n";
   }
@@ -582,9 +612,11 @@ int main(int argc, char **argv) {
     return run(argc, argv);
   } catch (const Error &e) {
     std::cerr << "accrue-train: error: " << e.what() << "\n";
+    Collectives::abortIfParallel(1);
     return 1;
   } catch (const std::exception &e) {
     std::cerr << "accrue-train: error: " << e.what() << "\n";
+    Collectives::abortIfParallel(1);
     return 1;
   }
 }

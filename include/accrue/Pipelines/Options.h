@@ -26,6 +26,9 @@ struct TrainPipelineOptions {
   /// "fp16" (train-mixed-precision; parameters, gradients and optimizer
   /// state stay fp32).
   std::string precision = "fp32";
+  /// Data-parallel gradient sums: "none", "deferred" or "per-micro-batch"
+  /// (see train-microbatch's collectives option).
+  std::string collectives = "none";
 };
 
 /// How a tensor-level step is lowered for the CPU.

@@ -257,6 +257,8 @@ struct ConvertTrainToLinalgPass
     // train.accumulate stays until one-shot bufferization, which updates the
     // accumulator in place (BufferizableOpInterfaceImpl.cpp).
     target.addLegalOp<AccumulateOp>();
+    // So does train.all_reduce, which becomes a call of the runtime.
+    target.addLegalOp<AllReduceOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
     patterns.add<UnpackLowering, GlobalNormLowering,

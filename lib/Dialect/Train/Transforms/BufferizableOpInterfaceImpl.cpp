@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -102,11 +103,82 @@ struct AccumulateOpInterface
   }
 };
 
+/// The runtime's all-reduce, declared once per module: sums a rank-1 f32
+/// buffer and a buffer of scalars over the ranks (see
+/// lib/Runtime/Collectives.cpp; called through MLIR's C interface).
+func::FuncOp allReduceFunction(RewriterBase &rewriter, Operation *from) {
+  auto module = from->getParentOfType<ModuleOp>();
+  constexpr StringLiteral name = "accrue_all_reduce";
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  MLIRContext *ctx = rewriter.getContext();
+  auto buffer = MemRefType::get(
+      {ShapedType::kDynamic}, Float32Type::get(ctx),
+      StridedLayoutAttr::get(ctx, ShapedType::kDynamic, {ShapedType::kDynamic}));
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(module.getBody());
+  auto fn = func::FuncOp::create(rewriter, module.getLoc(), name,
+                                 rewriter.getFunctionType({buffer, buffer}, {}));
+  fn.setPrivate();
+  fn->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+  return fn;
+}
+
+struct AllReduceOpInterface
+    : public BufferizableOpInterface::ExternalModel<AllReduceOpInterface,
+                                                    AllReduceOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &operand,
+                               const AnalysisState &) const {
+    return operand.getOperandNumber() == 0;
+  }
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
+                                      const AnalysisState &) const {
+    if (operand.getOperandNumber() != 0)
+      return {};
+    return {{op->getResult(0), BufferRelation::Equivalent}};
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto reduce = cast<AllReduceOp>(op);
+    Location loc = op->getLoc();
+    FailureOr<Value> arena =
+        getBuffer(rewriter, reduce.getAccumulator(), options, state);
+    if (failed(arena))
+      return failure();
+    func::FuncOp callee = allReduceFunction(rewriter, op);
+    Type bufferType = callee.getFunctionType().getInput(0);
+    // The scalars travel in a two-element buffer next to the arena.
+    auto pairType = MemRefType::get({2}, rewriter.getF32Type());
+    Value pair = memref::AllocaOp::create(rewriter, loc, pairType);
+    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    memref::StoreOp::create(rewriter, loc, reduce.getLossSum(), pair,
+                            ValueRange{c0});
+    memref::StoreOp::create(rewriter, loc, reduce.getCount(), pair,
+                            ValueRange{c1});
+    func::CallOp::create(
+        rewriter, loc, callee,
+        ValueRange{memref::CastOp::create(rewriter, loc, bufferType, *arena),
+                   memref::CastOp::create(rewriter, loc, bufferType, pair)});
+    Value sum = memref::LoadOp::create(rewriter, loc, pair, ValueRange{c0});
+    Value count = memref::LoadOp::create(rewriter, loc, pair, ValueRange{c1});
+    replaceOpWithBufferizedValues(rewriter, op, {*arena, sum, count});
+    return success();
+  }
+};
+
 } // namespace
 
 void accrue::train::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, TrainDialect *) {
     AccumulateOp::attachInterface<AccumulateOpInterface>(*ctx);
+    AllReduceOp::attachInterface<AllReduceOpInterface>(*ctx);
   });
 }

@@ -537,6 +537,13 @@ struct TrainMicrobatchPass
   using Base::Base;
 
   void runOnOperation() override {
+    if (collectives != "none" && collectives != "deferred" &&
+        collectives != "per-micro-batch") {
+      getOperation().emitError("train-microbatch: collectives must be 'none', "
+                               "'deferred' or 'per-micro-batch', not '")
+          << collectives << "'";
+      return signalPassFailure();
+    }
     if (normalization != "exact" && normalization != "per-micro-batch") {
       getOperation().emitError("train-microbatch: normalization must be "
                                "'exact' or 'per-micro-batch', not '")
@@ -702,10 +709,30 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
               cast<OpResult>(g).getResultNumber() - op.getNumCalleeResults();
           grads.push_back(step.getResult(2 + index));
         }
-        Value acc = AccumulateOp::create(lb, l, iterArgs[0], grads,
-                                         accumulate.getOffsets());
         Value n = tensor::ExtractOp::create(lb, l, step.getResult(0));
         Value d = tensor::ExtractOp::create(lb, l, step.getResult(1));
+        Value acc;
+        if (collectives == "per-micro-batch") {
+          // What a data-parallel step without deferral does: sum each
+          // micro-batch's gradients over the ranks, then accumulate.
+          auto arenaType = cast<RankedTensorType>(iterArgs[0].getType());
+          Value empty = tensor::EmptyOp::create(lb, l, arenaType.getShape(),
+                                                arenaType.getElementType());
+          Value zero = arith::ConstantOp::create(lb, l, lb.getF32FloatAttr(0));
+          Value fresh =
+              linalg::FillOp::create(lb, l, zero, empty).getResult(0);
+          Value mine = AccumulateOp::create(lb, l, fresh, grads,
+                                            accumulate.getOffsets());
+          auto reduced = AllReduceOp::create(lb, l, mine, n, d);
+          acc = AccumulateOp::create(lb, l, iterArgs[0],
+                                     ValueRange{reduced.getResult()},
+                                     ArrayRef<int64_t>{0});
+          n = reduced.getNewLossSum();
+          d = reduced.getNewCount();
+        } else {
+          acc = AccumulateOp::create(lb, l, iterArgs[0], grads,
+                                     accumulate.getOffsets());
+        }
         Value nSum = arith::AddFOp::create(lb, l, iterArgs[1], n);
         Value dSum = arith::AddFOp::create(lb, l, iterArgs[2], d);
         scf::YieldOp::create(lb, l, ValueRange{acc, nSum, dSum});
@@ -714,12 +741,22 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   loop->setAttr(StepAttrs::kMicrobatchLoop, b.getUnitAttr());
   Value accumulated = loop.getResult(0);
   Value lossSum = loop.getResult(1);
+  Value totalCount = loop.getResult(2);
+  if (collectives == "deferred") {
+    // Once per optimizer step: the accumulated gradients, the loss sum and
+    // the count, summed over the ranks in one collective.
+    auto reduced =
+        AllReduceOp::create(b, loc, accumulated, lossSum, totalCount);
+    accumulated = reduced.getResult();
+    lossSum = reduced.getNewLossSum();
+    totalCount = reduced.getNewCount();
+  }
   Value loss = lossSum, gradient = accumulated;
   // The gradient is divided once by the total count (for mean of means,
   // the count is K) and by the loss-scaling seed.
   Value divisor = op.getSeed();
   if (split.kind != LossKind::Sum) {
-    Value count = loop.getResult(2);
+    Value count = totalCount;
     if (split.countFloor)
       count = arith::MaximumFOp::create(
           b, loc, count,

@@ -102,6 +102,25 @@ def Train_AccumulateOp : Train_Op<"accumulate", [Pure,
   let hasVerifier = 1;
 }
 
+def Train_AllReduceOp : Train_Op<"all_reduce", [
+    AllTypesMatch<["accumulator", "result"]>]> {
+  let summary = "sum an arena and scalars over the data-parallel ranks";
+  let description = [{
+    Returns `accumulator`, `loss_sum` and `count` summed over every rank of the
+    data-parallel group, in one collective (the runtime coalesces them into
+    one buffer). Not pure: it communicates, so it is neither moved nor
+    removed by generic transformations. After bufferization it reduces the
+    accumulator in place. `train-microbatch` places one after the
+    micro-batch loop of a data-parallel step, on the accumulated gradients,
+    the loss sum and the loss count.
+  }];
+  let arguments = (ins Train_Arena:$accumulator, F32:$loss_sum, F32:$count);
+  let results = (outs Train_Arena:$result, F32:$new_loss_sum, F32:$new_count);
+  let assemblyFormat = [{
+    $accumulator `,` $loss_sum `,` $count attr-dict `:` type($accumulator)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Clipping and optimizers
 //===----------------------------------------------------------------------===//

@@ -56,6 +56,12 @@ def TrainMicrobatch : Pass<"train-microbatch", "::mlir::ModuleOp"> {
     Option<"normalization", "normalization", "std::string", "\"exact\"",
            "Loss normalization: 'exact' (sum and count) or 'per-micro-batch' "
            "(mean of the micro-batch means, as frameworks do)">,
+    Option<"collectives", "collectives", "std::string", "\"none\"",
+           "Data-parallel gradient sums: 'none' (one process), 'deferred' "
+           "(one train.all_reduce after the loop, on the accumulator, the "
+           "loss sum and the count) or 'per-micro-batch' (one inside the "
+           "loop per micro-batch, as a naive data-parallel step does; for "
+           "comparison)">,
   ];
   let statistics = [
     Statistic<"numExact", "exact-normalizations",
