@@ -25,13 +25,19 @@ void buildTrainPipeline(OpPassManager &pm,
                         const TrainPipelineOptions &options) {
   train::TrainMicrobatchOptions microbatch;
   microbatch.normalization = options.lossNormalization;
-  microbatch.collectives = options.collectives;
+  // A data-parallel step sums each micro-batch's gradients over the ranks,
+  // as a step graph would; train-defer-collectives then moves that sum after
+  // the loop unless the naive placement is asked for.
+  microbatch.collectives =
+      options.collectives == "none" ? "none" : "per-micro-batch";
   if (options.precision != "fp32") {
     train::TrainMixedPrecisionOptions mixed;
     mixed.precision = options.precision;
     pm.addPass(train::createTrainMixedPrecision(mixed));
   }
   pm.addPass(train::createTrainMicrobatch(microbatch));
+  if (options.collectives == "deferred")
+    pm.addPass(train::createTrainDeferCollectives());
   pm.addPass(train::createTrainAutodiff());
   pm.addPass(createInlinerPass());
   pm.addPass(createSymbolDCEPass());

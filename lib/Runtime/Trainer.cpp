@@ -196,9 +196,11 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
     throw Error("step: expected " + std::to_string(batch.size()) +
                 " batch inputs, got " + std::to_string(inputs.size()));
   // A data-parallel rank may get no sample of a partial window; it still
-  // runs the step, whose all-reduce every rank must join.
-  bool idleRank = art->dataParallel() && samples == 0 && valid == 0;
-  if (!idleRank && (samples <= 0 || samples % art->microBatch != 0))
+  // runs the step, whose all-reduce every rank must join (on padding only,
+  // when the artifact reduces per micro-batch).
+  bool idleRank = art->dataParallel() && valid == 0;
+  if (!(idleRank && samples == 0) &&
+      (samples <= 0 || samples % art->microBatch != 0))
     throw Error("step: " + std::to_string(samples) +
                 " samples is not a positive multiple of the micro-batch (" +
                 std::to_string(art->microBatch) + ")");

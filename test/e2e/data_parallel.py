@@ -5,7 +5,7 @@
 # all-reduce runs exactly once per optimizer step (the runtime's counter in
 # metrics.jsonl), never per micro-batch; the per-micro-batch placement
 # (--collectives per-micro-batch) gives the same parameters with K
-# all-reduces per step. Only rank 0 writes.
+# all-reduces per step, padding ranks short of samples. Only rank 0 writes.
 #
 # REQUIRES: mpi, torch
 # RUN: rm -rf %t && mkdir -p %t
@@ -80,4 +80,10 @@ one, one_log = train(model, d19, "p_1x4", 2, 4, 1, steps=3)
 two, two_log = train(model, d19, "p_2x2", 2, 2, 2, steps=3)
 assert [r["samples"] for r in two_log] == [8, 8, 3], two_log
 same(two, one, "partial window over 2 ranks")
+# With an all-reduce per micro-batch every rank must run as many micro-batches
+# as the others: rank 1 runs two of masked padding.
+naive, naive_log = train(model, d19, "p_2x2_naive", 2, 2, 2, steps=3,
+                         collectives="per-micro-batch")
+assert [r["all_reduces"] for r in naive_log] == [2, 2, 2], naive_log
+same(naive, one, "partial window, per-micro-batch all-reduce")
 print("ok")

@@ -527,6 +527,10 @@ int run(int argc, char **argv) {
         std::min(std::max<int64_t>(window.valid - rank * perRank, 0), perRank);
     int64_t samples =
         (valid + art.microBatch - 1) / art.microBatch * art.microBatch;
+    // An all-reduce per micro-batch needs the same number of micro-batches
+    // on every rank: ranks short of samples run masked padding.
+    if (art.collectives == "per-micro-batch")
+      samples = perRank;
     for (size_t i = 0; i < data.arrays.size(); ++i) {
       const Array &a = data.arrays[i];
       size_t rowBytes = a.data.size() / std::max<int64_t>(a.shape[0], 1);
@@ -538,7 +542,7 @@ int run(int argc, char **argv) {
       }
       // A partial window: its samples, then copies of its first sample up
       // to whole micro-batches (masked out of the loss by the step).
-      rows = a.data.data() + first * rowBytes;
+      rows = a.data.data() + (valid ? first : window.first) * rowBytes;
       staging[i].resize(samples * rowBytes);
       std::memcpy(staging[i].data(), rows, valid * rowBytes);
       for (int64_t r = valid; r < samples; ++r)

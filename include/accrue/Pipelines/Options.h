@@ -26,8 +26,9 @@ struct TrainPipelineOptions {
   /// "fp16" (train-mixed-precision; parameters, gradients and optimizer
   /// state stay fp32).
   std::string precision = "fp32";
-  /// Data-parallel gradient sums: "none", "deferred" or "per-micro-batch"
-  /// (see train-microbatch's collectives option).
+  /// Data-parallel gradient sums: "none" (one process), "deferred" (one
+  /// all-reduce per optimizer step, after the micro-batch loop) or
+  /// "per-micro-batch" (one per micro-batch, for comparison).
   std::string collectives = "none";
 };
 

@@ -51,3 +51,12 @@ func.func @more_optimizers(%p: tensor<16xf32>, %g: tensor<16xf32>, %m: tensor<16
   %p1, %m1, %v1 = train.update %p0, %g states(%m, %v) lr %lr step %t {optimizer = #train.onnx_adam<alpha = 0.95, norm_coefficient_post = 0.01>} : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
   return %p1, %v1 : tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @all_reduce
+func.func @all_reduce(%acc: tensor<32xf32>, %n: f32, %d: f32) -> (tensor<32xf32>, f32, f32) {
+  // CHECK: %{{.+}}, %{{.+}}, %{{.+}} = train.all_reduce %{{.+}}, %{{.+}}, %{{.+}} : tensor<32xf32>
+  %r, %rn, %rd = train.all_reduce %acc, %n, %d : tensor<32xf32>
+  return %r, %rn, %rd : tensor<32xf32>, f32, f32
+}

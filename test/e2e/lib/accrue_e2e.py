@@ -15,9 +15,16 @@ def tool(name):
     return os.path.join(TOOLS, name) if TOOLS else name
 
 
-def run(cmd, expect_ok=True):
-    """Runs a command; on unexpected failure, prints its output and exits."""
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+def run(cmd, expect_ok=True, timeout=600):
+    """Runs a command; on unexpected failure or a hang (a collective that
+    some rank never joins), prints its output and exits."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        text = lambda b: b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+        sys.stderr.write("command timed out after %d s: %s\n%s%s" % (
+            timeout, " ".join(cmd), text(e.stdout), text(e.stderr)))
+        sys.exit(1)
     if expect_ok and proc.returncode != 0:
         sys.stderr.write("command failed: %s\n%s%s" % (" ".join(cmd), proc.stdout, proc.stderr))
         sys.exit(1)

@@ -2,8 +2,11 @@
 
 #include "accrue/Dialect/Train/IR/Train.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace accrue::train;
@@ -140,6 +143,36 @@ LogicalResult UnpackOp::verify() {
 LogicalResult AccumulateOp::verify() {
   return verifyArenaLayout(*this, getAccumulator().getType(), getOffsets(),
                            getGradients().getTypes());
+}
+
+namespace {
+/// `accumulate(%acc, accumulate(zeros, %g...) at 0)` adds `%g...` to `%acc`
+/// directly, without the temporary arena.
+struct AccumulateThroughZeros : OpRewritePattern<AccumulateOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AccumulateOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getGradients().size() != 1 || op.getOffsets()[0] != 0)
+      return failure();
+    auto inner = op.getGradients()[0].getDefiningOp<AccumulateOp>();
+    if (!inner || inner.getType() != op.getType() ||
+        !inner.getResult().hasOneUse())
+      return failure();
+    auto fill = inner.getAccumulator().getDefiningOp<linalg::FillOp>();
+    if (!fill || !matchPattern(fill.value(), m_AnyZeroFloat()))
+      return failure();
+    rewriter.replaceOpWithNewOp<AccumulateOp>(op, op.getAccumulator(),
+                                              inner.getGradients(),
+                                              inner.getOffsets());
+    return success();
+  }
+};
+} // namespace
+
+void AccumulateOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                               MLIRContext *context) {
+  results.add<AccumulateThroughZeros>(context);
 }
 
 //===----------------------------------------------------------------------===//

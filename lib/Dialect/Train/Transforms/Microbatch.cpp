@@ -537,10 +537,9 @@ struct TrainMicrobatchPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (collectives != "none" && collectives != "deferred" &&
-        collectives != "per-micro-batch") {
-      getOperation().emitError("train-microbatch: collectives must be 'none', "
-                               "'deferred' or 'per-micro-batch', not '")
+    if (collectives != "none" && collectives != "per-micro-batch") {
+      getOperation().emitError("train-microbatch: collectives must be 'none' "
+                               "or 'per-micro-batch', not '")
           << collectives << "'";
       return signalPassFailure();
     }
@@ -713,8 +712,9 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
         Value d = tensor::ExtractOp::create(lb, l, step.getResult(1));
         Value acc;
         if (collectives == "per-micro-batch") {
-          // What a data-parallel step without deferral does: sum each
-          // micro-batch's gradients over the ranks, then accumulate.
+          // What a data-parallel step graph does: sum each micro-batch's
+          // gradients over the ranks, then accumulate.
+          // train-defer-collectives moves the sum after the loop.
           auto arenaType = cast<RankedTensorType>(iterArgs[0].getType());
           Value empty = tensor::EmptyOp::create(lb, l, arenaType.getShape(),
                                                 arenaType.getElementType());
@@ -742,15 +742,6 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   Value accumulated = loop.getResult(0);
   Value lossSum = loop.getResult(1);
   Value totalCount = loop.getResult(2);
-  if (collectives == "deferred") {
-    // Once per optimizer step: the accumulated gradients, the loss sum and
-    // the count, summed over the ranks in one collective.
-    auto reduced =
-        AllReduceOp::create(b, loc, accumulated, lossSum, totalCount);
-    accumulated = reduced.getResult();
-    lossSum = reduced.getNewLossSum();
-    totalCount = reduced.getNewCount();
-  }
   Value loss = lossSum, gradient = accumulated;
   // The gradient is divided once by the total count (for mean of means,
   // the count is K) and by the loss-scaling seed.

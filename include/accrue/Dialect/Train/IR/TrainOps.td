@@ -90,6 +90,9 @@ def Train_AccumulateOp : Train_Op<"accumulate", [Pure,
     Adds `gradients[i]`, flattened, to the slice of `accumulator` that starts
     at `offsets[i]` (the layout of the matching `train.unpack`). After
     bufferization the accumulator is updated in place.
+
+    Canonicalization adds the gradients of a whole-arena operand that is
+    itself an accumulation into zeros directly (no temporary arena).
   }];
   let arguments = (ins Train_Arena:$accumulator,
                    Variadic<RankedTensorOf<[F32]>>:$gradients,
@@ -100,6 +103,7 @@ def Train_AccumulateOp : Train_Op<"accumulate", [Pure,
     type($gradients)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Train_AllReduceOp : Train_Op<"all_reduce", [

@@ -57,17 +57,47 @@ def TrainMicrobatch : Pass<"train-microbatch", "::mlir::ModuleOp"> {
            "Loss normalization: 'exact' (sum and count) or 'per-micro-batch' "
            "(mean of the micro-batch means, as frameworks do)">,
     Option<"collectives", "collectives", "std::string", "\"none\"",
-           "Data-parallel gradient sums: 'none' (one process), 'deferred' "
-           "(one train.all_reduce after the loop, on the accumulator, the "
-           "loss sum and the count) or 'per-micro-batch' (one inside the "
-           "loop per micro-batch, as a naive data-parallel step does; for "
-           "comparison)">,
+           "Data-parallel gradient sums: 'none' (one process) or "
+           "'per-micro-batch' (a train.all_reduce of each micro-batch's "
+           "gradients, loss sum and count inside the loop, as a data-parallel "
+           "step graph has it; train-defer-collectives moves it after the "
+           "loop)">,
   ];
   let statistics = [
     Statistic<"numExact", "exact-normalizations",
               "Losses split into sum and count">,
     Statistic<"numMeanOfMeans", "mean-of-means",
               "Losses averaged over micro-batches">,
+  ];
+}
+
+def TrainDeferCollectives
+    : Pass<"train-defer-collectives", "::mlir::ModuleOp"> {
+  let summary = "Move gradient all-reduces out of the micro-batch loop";
+  let description = [{
+    A `train.all_reduce` inside an `scf.for` whose results are only summed
+    into loop-carried values (the arena by a whole-arena `train.accumulate`
+    of the carried accumulator, the loss sum and the count by an
+    `arith.addf` of the carried scalar, each yielded back to its own
+    iter_arg and used nowhere else) sums the same values when it runs once
+    after the loop on the loop's results: a sum over ranks of sums over
+    micro-batches is a sum over micro-batches of sums over ranks. The pass
+    then makes the loop accumulate the local values and places one
+    all-reduce after it, on the accumulator, the loss sum and the count
+    together. A carried value that does not provably start at zero (a zero
+    constant or fill, or the step's `accumulator` argument, which the step
+    ABI zeroes before every step) starts the loop at zero instead and is
+    added after the all-reduce.
+
+    An all-reduce that does not have that form stays where it is, with a
+    warning saying which use prevents the move.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numDeferred", "deferred", "All-reduces moved after a loop">,
+    Statistic<"numKept", "kept", "All-reduces left inside a loop">,
   ];
 }
 
