@@ -26,27 +26,11 @@ import tempfile
 import time
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+
+from benchlib import build_linear_model, seconds_per_step, write_linear_data
 
 IN, OUT = 2560, 4096
 PARAMS = IN * OUT
-
-
-def build_model(path):
-    rng = np.random.default_rng(0)
-    w = (rng.standard_normal((IN, OUT)) / np.sqrt(IN)).astype(np.float32)
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["p"]),
-             helper.make_node("Sub", ["p", "y"], ["d"]),
-             helper.make_node("Mul", ["d", "d"], ["e"]),
-             helper.make_node("ReduceMean", ["e"], ["loss"], keepdims=0)]
-    graph = helper.make_graph(
-        nodes, "linear",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", IN]),
-         helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", OUT])],
-        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
-        [numpy_helper.from_array(w, "w")])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
 def arena_bytes_per_param(linalg_ir):
@@ -82,12 +66,6 @@ def arena_bytes_per_param(linalg_ir):
     return total, ops
 
 
-def seconds_per_step(trainer, artifact, data, steps):
-    out = subprocess.run([trainer, artifact, "--data", data, "--steps", str(steps),
-                          "--no-progress"], capture_output=True, text=True, check=True)
-    return float(re.search(r"(\d+) steps in ([0-9.e+-]+) s", out.stdout).group(2)) / steps
-
-
 def copy_bandwidth():
     """numpy's copy of a 42 MB array, bytes read + written per second (the
     named baseline: what this machine's memory moves)."""
@@ -113,11 +91,9 @@ def main():
     compiler = os.path.join(args.build, "bin", "accrue-compile")
     trainer = os.path.join(args.build, "bin", "accrue-train")
     model = os.path.join(out, "linear.onnx")
-    build_model(model)
-    rng = np.random.default_rng(1)
+    build_linear_model(model, IN, OUT)
     data = os.path.join(out, "data.npz")
-    np.savez(data, x=rng.standard_normal((64, IN)).astype(np.float32),
-             y=rng.standard_normal((64, OUT)).astype(np.float32))
+    write_linear_data(data, 64, IN, OUT)
 
     variants = [("none (baseline)", ["--optimizer", "none"]),
                 ("AdamW + clip, fused", ["--optimizer", "adamw", "--clip-norm", "1.0"]),
@@ -135,8 +111,8 @@ def main():
     # Interleaved runs, best of each: the machine's noise hits all alike.
     for _ in range(args.runs):
         for row in rows:
-            row[4] = min(row[4], seconds_per_step(trainer, os.path.join(out, row[3]), data,
-                                                  args.steps))
+            row[4] = min(row[4], seconds_per_step(
+                [trainer, os.path.join(out, row[3]), "--data", data], args.steps))
     bandwidth = copy_bandwidth()
 
     print("Clipping + AdamW over a %.1fM-parameter arena (micro-batch 1, K=1; best of %d "

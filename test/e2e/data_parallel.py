@@ -5,7 +5,8 @@
 # all-reduce runs exactly once per optimizer step (the runtime's counter in
 # metrics.jsonl), never per micro-batch; the per-micro-batch placement
 # (--collectives per-micro-batch) gives the same parameters with K
-# all-reduces per step, padding ranks short of samples. Only rank 0 writes.
+# all-reduces per step, padding ranks short of samples. Only rank 0 writes;
+# a checkpointed 2-rank run resumes bit-identically.
 #
 # REQUIRES: mpi, torch
 # RUN: rm -rf %t && mkdir -p %t
@@ -58,6 +59,20 @@ for a, b in zip(two_log, one_log):
 naive, naive_log = train(model, data, "mlp_2x2_naive", 4, 2, 2, collectives="per-micro-batch")
 same(naive, one, "per-micro-batch all-reduce")
 assert all(r["all_reduces"] == 2 for r in naive_log), naive_log
+
+# Checkpoints: rank 0 writes them, every rank resumes from them; 3 + 2 steps
+# end bit-identical to the 5 uninterrupted ones. The checkpoint records the
+# number of ranks: resuming it on one process is refused.
+ckpt = os.path.join(out, "ckpt")
+art = os.path.join(out, "mlp_2x2")
+resumed = os.path.join(out, "resumed.onnx")
+base = [e2e.tool("accrue-train"), art, "--data", data, "--no-progress", "--checkpoint-dir", ckpt]
+e2e.run(MPIRUN + base + ["--steps", "3"])
+e2e.run(MPIRUN + base + ["--steps", "5", "--resume", "--export", resumed])
+for name, value in two.items():
+    assert np.array_equal(e2e.initializers(resumed)[name], value), "resumed " + name
+proc = e2e.run(base + ["--steps", "5", "--resume"], expect_ok=False)
+assert proc.returncode != 0 and "mpirun -np" in proc.stderr, proc.stderr
 
 # 2. A GPT with a masked-token loss over padded sequences: each rank holds a
 #    different number of real tokens, and the mean is over all of them.

@@ -352,7 +352,8 @@ const std::map<std::string, std::string> &configFlags() {
       {"lr", "--lr"},
       {"lr_schedule", "--lr-schedule"},
       {"warmup_steps", "--warmup-steps"},
-      {"total_steps", "--total-steps (default: --steps)"}};
+      {"total_steps", "--total-steps (default: --steps)"},
+      {"ranks", "the number of data-parallel ranks (mpirun -np)"}};
   return flags;
 }
 
@@ -439,6 +440,7 @@ int run(int argc, char **argv) {
       {"drop_last", dropLast ? "1" : "0"},
       {"lr", exactNumber(lr)},
       {"lr_schedule", opts.lrSchedule}};
+  config["ranks"] = std::to_string(ranks);
   if (opts.lrSchedule != "constant") {
     config["warmup_steps"] = std::to_string(opts.warmupSteps);
     config["total_steps"] =
@@ -456,6 +458,8 @@ int run(int argc, char **argv) {
       throw Error("--resume: no checkpoint in '" + opts.checkpointDir + "'");
     const std::string &path = found.rbegin()->second;
     std::map<std::string, std::string> saved = trainer.loadCheckpoint(path);
+    // Checkpoints older than data parallelism were written by one process.
+    saved.emplace("ranks", "1");
     for (const auto &[key, flag] : configFlags()) {
       auto want = config.find(key);
       auto got = saved.find(key);

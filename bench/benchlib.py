@@ -1,0 +1,40 @@
+"""Shared by the benchmarks: a linear model whose size sets the arena, and
+the step time `accrue-train` reports."""
+import re
+import subprocess
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def build_linear_model(path, inputs, outputs):
+    """y ~ x @ w with a mean squared error: one MatMul whose `inputs x
+    outputs` weight is the whole parameter arena."""
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((inputs, outputs)) / np.sqrt(inputs)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["p"]),
+             helper.make_node("Sub", ["p", "y"], ["d"]),
+             helper.make_node("Mul", ["d", "d"], ["e"]),
+             helper.make_node("ReduceMean", ["e"], ["loss"], keepdims=0)]
+    graph = helper.make_graph(
+        nodes, "linear",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", inputs]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", outputs])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+        [numpy_helper.from_array(w, "w")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def write_linear_data(path, samples, inputs, outputs):
+    rng = np.random.default_rng(1)
+    np.savez(path, x=rng.standard_normal((samples, inputs)).astype(np.float32),
+             y=rng.standard_normal((samples, outputs)).astype(np.float32))
+
+
+def seconds_per_step(command, steps):
+    """Runs `command` (an accrue-train command line, possibly under mpirun)
+    for `steps` steps; the seconds per step of its training loop."""
+    out = subprocess.run(command + ["--steps", str(steps), "--no-progress"],
+                         capture_output=True, text=True, check=True)
+    return float(re.search(r"(\d+) steps in ([0-9.e+-]+) s", out.stdout).group(2)) / steps
