@@ -32,9 +32,17 @@ def write_linear_data(path, samples, inputs, outputs):
              y=rng.standard_normal((samples, outputs)).astype(np.float32))
 
 
-def seconds_per_step(command, steps):
+def seconds_per_step(command, steps, copies=1):
     """Runs `command` (an accrue-train command line, possibly under mpirun)
-    for `steps` steps; the seconds per step of its training loop."""
-    out = subprocess.run(command + ["--steps", str(steps), "--no-progress"],
-                         capture_output=True, text=True, check=True)
-    return float(re.search(r"(\d+) steps in ([0-9.e+-]+) s", out.stdout).group(2)) / steps
+    for `steps` steps, `copies` of it at once; the seconds per step of the
+    slowest one's training loop."""
+    procs = [subprocess.Popen(command + ["--steps", str(steps), "--no-progress"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(copies)]
+    worst = 0.0
+    for proc in procs:
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            raise SystemExit("%s failed:\n%s%s" % (" ".join(command), out, err))
+        worst = max(worst, float(re.search(r"(\d+) steps in ([0-9.e+-]+) s", out).group(2)))
+    return worst / steps

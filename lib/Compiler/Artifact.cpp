@@ -139,8 +139,17 @@ std::string accrue::buildHeader(const ArtifactInfo &info) {
     os << "] */\n";
   }
   os << "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
-        "void _mlir_train_step(void **args);\n"
-        "#ifdef __cplusplus\n}\n#endif\n#endif\n";
+        "void _mlir_train_step(void **args);\n";
+  if (info.options->pipeline.train.collectives != "none")
+    os << "\n/* Data parallelism: the host provides this. Once per optimizer\n"
+          " * step (per micro-batch with --collectives per-micro-batch) the\n"
+          " * step calls it on one buffer, the gradient accumulator whose\n"
+          " * tail holds the loss sum and count; it must sum the buffer over\n"
+          " * all ranks in place (accrue-train does it with MPI_Allreduce). */\n"
+          "struct AccrueBuffer {\n  float *allocated, *aligned;\n"
+          "  int64_t offset, size, stride;\n};\n"
+          "void _mlir_ciface_accrue_all_reduce(struct AccrueBuffer *buffer);\n";
+  os << "#ifdef __cplusplus\n}\n#endif\n#endif\n";
   return text;
 }
 

@@ -289,6 +289,7 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   stepOptions.optimizer = buildOptimizer(ctx, resolved.optimizer);
   stepOptions.maxNorm = resolved.optimizer.clipNorm;
   stepOptions.lossScale = resolved.lossScale.mode != "none";
+  stepOptions.dataParallel = options.pipeline.train.collectives != "none";
   if (stepOptions.lossScale && resolved.optimizer.name == "none")
     return emitError(UnknownLoc::get(&ctx))
            << "--loss-scale needs an optimizer: with --optimizer none "

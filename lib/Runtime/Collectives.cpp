@@ -2,10 +2,9 @@
 //
 // The runtime side of train.all_reduce. A data-parallel step calls
 // _mlir_ciface_accrue_all_reduce once per optimizer step, after its
-// micro-batch loop, with the gradient accumulator and the loss sum and
-// count; the runtime reduces them in one MPI_Allreduce over a staging
-// buffer (the accumulator followed by the scalars). The CUDA backend will
-// implement the same entry with NCCL.
+// micro-batch loop, with one buffer: the gradient accumulator, whose tail
+// holds the loss sum and count; the runtime sums it in place with one
+// MPI_Allreduce. The CUDA backend will implement the same entry with NCCL.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,8 +12,8 @@
 
 #include <mpi.h>
 
-#include <cstring>
-#include <vector>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace accrue::rt;
 
@@ -103,23 +102,16 @@ bool Collectives::agree(int64_t value) {
   return low == high;
 }
 
-/// Called by compiled data-parallel steps: sums the gradient accumulator and
-/// the scalars (loss sum, count) over all ranks in one collective.
-extern "C" void _mlir_ciface_accrue_all_reduce(MemRef1D *grads,
-                                               MemRef1D *scalars) {
-  Collectives &c = Collectives::get();
-  float *g = grads->aligned + grads->offset;
-  float *s = scalars->aligned + scalars->offset;
-  if (c.size() == 1) {
-    c.allReduceSum(g, 0);
-    return;
+/// Called by compiled data-parallel steps: sums one buffer (the gradient
+/// accumulator with the loss sum and count in its tail) over all ranks, in
+/// place.
+extern "C" void _mlir_ciface_accrue_all_reduce(MemRef1D *buffer) {
+  // Called from compiled code: no exception may cross it.
+  if (buffer->stride != 1) {
+    std::fprintf(stderr, "accrue_all_reduce: the buffer is not contiguous\n");
+    Collectives::abortIfParallel(1);
+    std::abort();
   }
-  // One buffer for one collective: the gradients, then the scalars.
-  static std::vector<float> staging;
-  staging.resize(grads->size + scalars->size);
-  std::memcpy(staging.data(), g, grads->size * sizeof(float));
-  std::memcpy(staging.data() + grads->size, s, scalars->size * sizeof(float));
-  c.allReduceSum(staging.data(), static_cast<int64_t>(staging.size()));
-  std::memcpy(g, staging.data(), grads->size * sizeof(float));
-  std::memcpy(s, staging.data() + grads->size, scalars->size * sizeof(float));
+  Collectives::get().allReduceSum(buffer->aligned + buffer->offset,
+                                  buffer->size);
 }

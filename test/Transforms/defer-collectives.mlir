@@ -16,7 +16,7 @@
 // CHECK:   %[[NS2:.+]] = arith.addf %[[NS]], %[[N]] : f32
 // CHECK:   %[[DS2:.+]] = arith.addf %[[D]], %[[DS]] : f32
 // CHECK:   scf.yield %[[A2]], %[[NS2]], %[[DS2]]
-// CHECK: %[[R:[^,]+]], %[[RN:[^,]+]], %[[RD:[^ ]+]] = train.all_reduce %[[LOOP]]#0, %[[LOOP]]#1, %[[LOOP]]#2 : tensor<16xf32>
+// CHECK: %[[R:[^,]+]], %[[RN:[^,]+]], %[[RD:[^ ]+]] = train.all_reduce %[[LOOP]]#0, %[[LOOP]]#1, %[[LOOP]]#2 scalars_at 14 : tensor<16xf32>
 // CHECK: %[[LOSS:.+]] = arith.divf %[[RN]], %[[RD]]
 // CHECK: return %[[R]], %[[LOSS]]
 func.func @step(%acc: tensor<16xf32> {train.role = "accumulator"}, %g: tensor<3xf32>, %n: f32, %d: f32, %k: index) -> (tensor<16xf32>, f32) {
@@ -27,7 +27,7 @@ func.func @step(%acc: tensor<16xf32> {train.role = "accumulator"}, %g: tensor<3x
     %empty = tensor.empty() : tensor<16xf32>
     %fresh = linalg.fill ins(%zero : f32) outs(%empty : tensor<16xf32>) -> tensor<16xf32>
     %mine = train.accumulate %fresh, %g {offsets = array<i64: 4>} : tensor<16xf32>, tensor<3xf32>
-    %sum:3 = train.all_reduce %mine, %n, %d : tensor<16xf32>
+    %sum:3 = train.all_reduce %mine, %n, %d scalars_at 14 : tensor<16xf32>
     %a2 = train.accumulate %a, %sum#0 {offsets = array<i64: 0>} : tensor<16xf32>, tensor<16xf32>
     %ns2 = arith.addf %ns, %sum#1 : f32
     %ds2 = arith.addf %sum#2, %ds : f32
@@ -53,7 +53,7 @@ func.func @step(%acc: tensor<16xf32> {train.role = "accumulator"}, %g: tensor<3x
 // CHECK: %[[LOOP:.+]]:2 = scf.for %{{.+}} iter_args(%[[A:.+]] = %[[FILL]], %[[NS:.+]] = %[[ZERO]])
 // CHECK:   train.accumulate %[[A]], %[[G]] {offsets = array<i64: 0>}
 // CHECK:   arith.addf %[[NS]], %[[N]]
-// CHECK: %[[R:[^,]+]], %[[RN:[^,]+]], %{{.+}} = train.all_reduce %[[LOOP]]#0, %[[LOOP]]#1, %[[ZERO]] : tensor<16xf32>
+// CHECK: %[[R:[^,]+]], %[[RN:[^,]+]], %{{.+}} = train.all_reduce %[[LOOP]]#0, %[[LOOP]]#1, %[[ZERO]] scalars_at 14 : tensor<16xf32>
 // CHECK: %[[TOTAL:.+]] = train.accumulate %[[ACC]], %[[R]] {offsets = array<i64: 0>}
 // CHECK: %[[NTOTAL:.+]] = arith.addf %[[RN]], %[[ONE]]
 // CHECK: return %[[TOTAL]], %[[NTOTAL]]
@@ -62,7 +62,7 @@ func.func @nonzero_start(%acc: tensor<16xf32>, %g: tensor<16xf32>, %n: f32, %d: 
   %c1 = arith.constant 1 : index
   %one = arith.constant 1.0 : f32
   %r:2 = scf.for %i = %c0 to %k step %c1 iter_args(%a = %acc, %ns = %one) -> (tensor<16xf32>, f32) {
-    %sum:3 = train.all_reduce %g, %n, %d : tensor<16xf32>
+    %sum:3 = train.all_reduce %g, %n, %d scalars_at 14 : tensor<16xf32>
     %a2 = train.accumulate %a, %sum#0 {offsets = array<i64: 0>} : tensor<16xf32>, tensor<16xf32>
     %ns2 = arith.addf %ns, %sum#1 : f32
     scf.yield %a2, %ns2 : tensor<16xf32>, f32
@@ -84,7 +84,7 @@ func.func @used_in_loop(%acc: tensor<16xf32> {train.role = "accumulator"}, %g: t
   %zero = arith.constant 0.0 : f32
   %r:3 = scf.for %i = %c0 to %k step %c1 iter_args(%a = %acc, %ns = %zero, %ds = %zero) -> (tensor<16xf32>, f32, f32) {
     // expected-warning @+1 {{this all-reduce stays inside the loop (once per iteration): result #1 has 2 uses; it must only be summed into a loop-carried value}}
-    %sum:3 = train.all_reduce %g, %n, %d : tensor<16xf32>
+    %sum:3 = train.all_reduce %g, %n, %d scalars_at 14 : tensor<16xf32>
     %a2 = train.accumulate %a, %sum#0 {offsets = array<i64: 0>} : tensor<16xf32>, tensor<16xf32>
     %ns2 = arith.addf %ns, %sum#1 : f32
     %ds2 = arith.maximumf %ds, %sum#1 : f32
@@ -103,7 +103,7 @@ func.func @not_a_sum(%acc: tensor<16xf32> {train.role = "accumulator"}, %g: tens
   %zero = arith.constant 0.0 : f32
   %r:2 = scf.for %i = %c0 to %k step %c1 iter_args(%a = %acc, %ns = %zero) -> (tensor<16xf32>, f32) {
     // expected-warning @+1 {{result #1 is used by 'arith.maximumf', which is not a sum into a loop-carried value}}
-    %sum:3 = train.all_reduce %g, %n, %d : tensor<16xf32>
+    %sum:3 = train.all_reduce %g, %n, %d scalars_at 14 : tensor<16xf32>
     %a2 = train.accumulate %a, %sum#0 {offsets = array<i64: 0>} : tensor<16xf32>, tensor<16xf32>
     %ns2 = arith.maximumf %ns, %sum#1 : f32
     scf.yield %a2, %ns2 : tensor<16xf32>, f32
@@ -121,7 +121,7 @@ func.func @partial_sums_read(%acc: tensor<16xf32> {train.role = "accumulator"}, 
   %zero = arith.constant 0.0 : f32
   %r:2 = scf.for %i = %c0 to %k step %c1 iter_args(%a = %acc, %norm = %zero) -> (tensor<16xf32>, f32) {
     // expected-warning @+1 {{result #0 is summed into iter_arg #0, whose partial sums are also used inside the loop}}
-    %sum:3 = train.all_reduce %g, %n, %d : tensor<16xf32>
+    %sum:3 = train.all_reduce %g, %n, %d scalars_at 14 : tensor<16xf32>
     %a2 = train.accumulate %a, %sum#0 {offsets = array<i64: 0>} : tensor<16xf32>, tensor<16xf32>
     %norm2 = train.global_norm %a : tensor<16xf32>
     scf.yield %a2, %norm2 : tensor<16xf32>, f32
@@ -138,7 +138,7 @@ func.func @partial_arena(%acc: tensor<32xf32> {train.role = "accumulator"}, %g: 
   %c1 = arith.constant 1 : index
   %r = scf.for %i = %c0 to %k step %c1 iter_args(%a = %acc) -> (tensor<32xf32>) {
     // expected-warning @+1 {{result #0 is accumulated into part of an arena, not added to a whole one}}
-    %sum:3 = train.all_reduce %g, %n, %d : tensor<16xf32>
+    %sum:3 = train.all_reduce %g, %n, %d scalars_at 14 : tensor<16xf32>
     %a2 = train.accumulate %a, %sum#0 {offsets = array<i64: 16>} : tensor<32xf32>, tensor<16xf32>
     scf.yield %a2 : tensor<32xf32>
   }
@@ -155,7 +155,7 @@ func.func @conditional(%acc: tensor<16xf32> {train.role = "accumulator"}, %g: te
   %r = scf.for %i = %c0 to %k step %c1 iter_args(%a = %acc) -> (tensor<16xf32>) {
     %a2 = scf.if %c -> tensor<16xf32> {
       // expected-warning @+1 {{it is nested in a region inside the loop}}
-      %sum:3 = train.all_reduce %g, %n, %d : tensor<16xf32>
+      %sum:3 = train.all_reduce %g, %n, %d scalars_at 14 : tensor<16xf32>
       %s = train.accumulate %a, %sum#0 {offsets = array<i64: 0>} : tensor<16xf32>, tensor<16xf32>
       scf.yield %s : tensor<16xf32>
     } else {
@@ -173,6 +173,6 @@ func.func @conditional(%acc: tensor<16xf32> {train.role = "accumulator"}, %g: te
 // CHECK-LABEL: func @after_loop
 // CHECK: train.all_reduce
 func.func @after_loop(%g: tensor<16xf32>, %n: f32, %d: f32) -> tensor<16xf32> {
-  %sum:3 = train.all_reduce %g, %n, %d : tensor<16xf32>
+  %sum:3 = train.all_reduce %g, %n, %d scalars_at 14 : tensor<16xf32>
   return %sum#0 : tensor<16xf32>
 }

@@ -13,7 +13,7 @@
 // NAIVE:   %[[D:.+]] = tensor.extract %[[VG]]#1[]
 // NAIVE:   %[[FRESH:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<16xf32>)
 // NAIVE:   %[[MINE:.+]] = train.accumulate %[[FRESH]], %[[VG]]#2 {offsets = array<i64: 0>}
-// NAIVE:   %[[R:[^,]+]], %[[RN:[^,]+]], %[[RD:[^ ]+]] = train.all_reduce %[[MINE]], %[[N]], %[[D]]
+// NAIVE:   %[[R:[^,]+]], %[[RN:[^,]+]], %[[RD:[^ ]+]] = train.all_reduce %[[MINE]], %[[N]], %[[D]] scalars_at 3 :
 // NAIVE:   train.accumulate %{{.+}}, %[[R]] {offsets = array<i64: 0>}
 // NAIVE:   arith.addf %{{.+}}, %[[RN]]
 // NAIVE:   arith.addf %{{.+}}, %[[RD]]
@@ -35,7 +35,7 @@
 // DEFER:   arith.addf %[[NS]], %[[N]]
 // DEFER:   arith.addf %[[DS]], %[[D]]
 // DEFER: } {train.microbatch_loop}
-// DEFER: %[[R:[^,]+]], %[[RN:[^,]+]], %[[RD:[^ ]+]] = train.all_reduce %[[LOOP]]#0, %[[LOOP]]#1, %[[LOOP]]#2 : tensor<16xf32>
+// DEFER: %[[R:[^,]+]], %[[RN:[^,]+]], %[[RD:[^ ]+]] = train.all_reduce %[[LOOP]]#0, %[[LOOP]]#1, %[[LOOP]]#2 scalars_at 3 : tensor<16xf32>
 // DEFER-NOT: train.all_reduce
 // DEFER-DAG: %[[LOSS:.+]] = arith.divf %[[RN]], %[[RD]] : f32
 // DEFER-DAG: %[[INV:.+]] = arith.divf %{{.+}}, %[[RD]] : f32

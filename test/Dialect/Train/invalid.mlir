@@ -97,3 +97,11 @@ func.func @fused_max_norm(%p: tensor<16xf32>, %a: tensor<16xf32>, %s: f32, %lr: 
   %p1, %a1, %n = train.fused_update %p, %a grad_scale %s lr %lr step %t {optimizer = #train.sgd<>, max_norm = -1.0 : f32} : tensor<16xf32>
   return
 }
+
+// -----
+
+func.func @all_reduce_no_room(%acc: tensor<16xf32>, %n: f32, %d: f32) {
+  // expected-error @+1 {{scalars_at 15 leaves no room for two scalars in an arena of 16 elements}}
+  %r, %rn, %rd = train.all_reduce %acc, %n, %d scalars_at 15 : tensor<16xf32>
+  return
+}

@@ -56,7 +56,7 @@ func.func @more_optimizers(%p: tensor<16xf32>, %g: tensor<16xf32>, %m: tensor<16
 
 // CHECK-LABEL: func @all_reduce
 func.func @all_reduce(%acc: tensor<32xf32>, %n: f32, %d: f32) -> (tensor<32xf32>, f32, f32) {
-  // CHECK: %{{.+}}, %{{.+}}, %{{.+}} = train.all_reduce %{{.+}}, %{{.+}}, %{{.+}} : tensor<32xf32>
-  %r, %rn, %rd = train.all_reduce %acc, %n, %d : tensor<32xf32>
+  // CHECK: %{{.+}}, %{{.+}}, %{{.+}} = train.all_reduce %{{.+}}, %{{.+}}, %{{.+}} scalars_at 30 : tensor<32xf32>
+  %r, %rn, %rd = train.all_reduce %acc, %n, %d scalars_at 30 : tensor<32xf32>
   return %r, %rn, %rd : tensor<32xf32>, f32, f32
 }

@@ -145,6 +145,17 @@ LogicalResult AccumulateOp::verify() {
                            getGradients().getTypes());
 }
 
+LogicalResult AllReduceOp::verify() {
+  auto type = cast<RankedTensorType>(getAccumulator().getType());
+  int64_t size = type.isDynamicDim(0) ? ShapedType::kDynamic : type.getDimSize(0);
+  if (getScalarsAt() < 0 ||
+      (size != ShapedType::kDynamic && getScalarsAt() + 2 > size))
+    return emitOpError("scalars_at ")
+           << getScalarsAt() << " leaves no room for two scalars in an arena of "
+           << size << " elements";
+  return success();
+}
+
 namespace {
 /// `accumulate(%acc, accumulate(zeros, %g...) at 0)` adds `%g...` to `%acc`
 /// directly, without the temporary arena.

@@ -104,8 +104,8 @@ struct AccumulateOpInterface
 };
 
 /// The runtime's all-reduce, declared once per module: sums a rank-1 f32
-/// buffer and a buffer of scalars over the ranks (see
-/// lib/Runtime/Collectives.cpp; called through MLIR's C interface).
+/// buffer over the ranks, in place (see lib/Runtime/Collectives.cpp; called
+/// through MLIR's C interface).
 func::FuncOp allReduceFunction(RewriterBase &rewriter, Operation *from) {
   auto module = from->getParentOfType<ModuleOp>();
   constexpr StringLiteral name = "accrue_all_reduce";
@@ -118,7 +118,7 @@ func::FuncOp allReduceFunction(RewriterBase &rewriter, Operation *from) {
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(module.getBody());
   auto fn = func::FuncOp::create(rewriter, module.getLoc(), name,
-                                 rewriter.getFunctionType({buffer, buffer}, {}));
+                                 rewriter.getFunctionType({buffer}, {}));
   fn.setPrivate();
   fn->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
   return fn;
@@ -153,21 +153,30 @@ struct AllReduceOpInterface
       return failure();
     func::FuncOp callee = allReduceFunction(rewriter, op);
     Type bufferType = callee.getFunctionType().getInput(0);
-    // The scalars travel in a two-element buffer next to the arena.
-    auto pairType = MemRefType::get({2}, rewriter.getF32Type());
-    Value pair = memref::AllocaOp::create(rewriter, loc, pairType);
-    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    memref::StoreOp::create(rewriter, loc, reduce.getLossSum(), pair,
-                            ValueRange{c0});
-    memref::StoreOp::create(rewriter, loc, reduce.getCount(), pair,
-                            ValueRange{c1});
+    // The scalars ride in the two free elements at scalars_at, so that the
+    // gradients and the scalars are one buffer, summed in place.
+    int64_t at = reduce.getScalarsAt();
+    Value sumAt = arith::ConstantIndexOp::create(rewriter, loc, at);
+    Value countAt = arith::ConstantIndexOp::create(rewriter, loc, at + 1);
+    memref::StoreOp::create(rewriter, loc, reduce.getLossSum(), *arena,
+                            ValueRange{sumAt});
+    memref::StoreOp::create(rewriter, loc, reduce.getCount(), *arena,
+                            ValueRange{countAt});
+    Value prefix = memref::SubViewOp::create(
+        rewriter, loc, *arena, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(at + 2)},
+        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
     func::CallOp::create(
         rewriter, loc, callee,
-        ValueRange{memref::CastOp::create(rewriter, loc, bufferType, *arena),
-                   memref::CastOp::create(rewriter, loc, bufferType, pair)});
-    Value sum = memref::LoadOp::create(rewriter, loc, pair, ValueRange{c0});
-    Value count = memref::LoadOp::create(rewriter, loc, pair, ValueRange{c1});
+        ValueRange{memref::CastOp::create(rewriter, loc, bufferType, prefix)});
+    Value sum = memref::LoadOp::create(rewriter, loc, *arena, ValueRange{sumAt});
+    Value count =
+        memref::LoadOp::create(rewriter, loc, *arena, ValueRange{countAt});
+    // Nothing else sees them: the slots are zero again.
+    Value zero =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
+    memref::StoreOp::create(rewriter, loc, zero, *arena, ValueRange{sumAt});
+    memref::StoreOp::create(rewriter, loc, zero, *arena, ValueRange{countAt});
     replaceOpWithBufferizedValues(rewriter, op, {*arena, sum, count});
     return success();
   }

@@ -196,7 +196,7 @@ LogicalResult TrainDeferCollectivesPass::defer(AllReduceOp op, scf::ForOp loop,
             : arith::ConstantOp::create(rewriter, loc,
                                         rewriter.getF32FloatAttr(0)));
   auto reduced = AllReduceOp::create(rewriter, loc, operands[0], operands[1],
-                                     operands[2]);
+                                     operands[2], op.getScalarsAt());
   for (auto [i, sum] : llvm::enumerate(sums)) {
     if (!sum)
       continue;

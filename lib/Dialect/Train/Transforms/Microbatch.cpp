@@ -602,6 +602,20 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
       !accumulate.getAccumulator().getDefiningOp()->isBeforeInBlock(op))
     return accumulate.emitError("accumulator must be defined before the "
                                 "value_and_grad");
+  // A data-parallel step's loss sum and count ride in the accumulator, after
+  // its last gradient, so that one collective on one buffer sums them all.
+  int64_t scalarsAt = 0;
+  for (auto [offset, gradient] :
+       llvm::zip(accumulate.getOffsets(), accumulate.getGradients()))
+    scalarsAt = std::max(
+        scalarsAt,
+        offset + cast<RankedTensorType>(gradient.getType()).getNumElements());
+  auto arena = cast<RankedTensorType>(accumulate.getType());
+  if (collectives != "none" &&
+      (!arena.hasStaticShape() || scalarsAt + 2 > arena.getNumElements()))
+    return accumulate.emitError("the accumulator has no room after its last "
+                                "gradient for the all-reduce's loss sum and "
+                                "count (two elements)");
 
   // Which operands are whole batches (they get sliced per micro-batch).
   FunctionType calleeType = callee.getFunctionType();
@@ -723,7 +737,8 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
               linalg::FillOp::create(lb, l, zero, empty).getResult(0);
           Value mine = AccumulateOp::create(lb, l, fresh, grads,
                                             accumulate.getOffsets());
-          auto reduced = AllReduceOp::create(lb, l, mine, n, d);
+          auto reduced =
+              AllReduceOp::create(lb, l, mine, n, d, scalarsAt);
           acc = AccumulateOp::create(lb, l, iterArgs[0],
                                      ValueRange{reduced.getResult()},
                                      ArrayRef<int64_t>{0});

@@ -56,6 +56,8 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     return forward.emitError("the model has no trainable parameters");
   if (batchArgs.empty())
     return forward.emitError("the model has no batch inputs");
+  if (options.dataParallel)
+    layout.arenaSize += kArenaAlignment;
   layout.arenaSize = std::max<int64_t>(layout.arenaSize, kArenaAlignment);
 
   // Signature.

@@ -111,18 +111,23 @@ def Train_AllReduceOp : Train_Op<"all_reduce", [
   let summary = "sum an arena and scalars over the data-parallel ranks";
   let description = [{
     Returns `accumulator`, `loss_sum` and `count` summed over every rank of the
-    data-parallel group, in one collective (the runtime coalesces them into
-    one buffer). Not pure: it communicates, so it is neither moved nor
-    removed by generic transformations. After bufferization it reduces the
-    accumulator in place. `train-microbatch` places one after the
-    micro-batch loop of a data-parallel step, on the accumulated gradients,
-    the loss sum and the loss count.
+    data-parallel group, in one collective on one buffer: elements
+    `[scalars_at, scalars_at + 2)` of the arena hold no gradient (they are
+    zero), so the scalars travel there and the arena prefix
+    `[0, scalars_at + 2)` is summed in place; those two elements are zero
+    again afterwards. Not pure: it communicates, so it is neither moved nor
+    removed by generic transformations. `train-microbatch` places one per
+    micro-batch of a data-parallel step (as a step graph would) and
+    `train-defer-collectives` moves it after the loop.
   }];
-  let arguments = (ins Train_Arena:$accumulator, F32:$loss_sum, F32:$count);
+  let arguments = (ins Train_Arena:$accumulator, F32:$loss_sum, F32:$count,
+                   I64Attr:$scalars_at);
   let results = (outs Train_Arena:$result, F32:$new_loss_sum, F32:$new_count);
   let assemblyFormat = [{
-    $accumulator `,` $loss_sum `,` $count attr-dict `:` type($accumulator)
+    $accumulator `,` $loss_sum `,` $count `scalars_at` $scalars_at attr-dict
+    `:` type($accumulator)
   }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

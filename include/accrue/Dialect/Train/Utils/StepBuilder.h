@@ -32,6 +32,9 @@ struct StepOptions {
   /// Loss scaling: the step takes `loss_scale` (f32), seeds the backward
   /// with it, unscales, and skips the update when the gradient overflows.
   bool lossScale = false;
+  /// Data parallelism: the arenas end with kArenaAlignment elements that no
+  /// parameter uses, where the all-reduce carries the loss sum and count.
+  bool dataParallel = false;
 };
 
 /// Where one parameter lives in the flat arenas.
