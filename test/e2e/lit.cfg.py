@@ -52,3 +52,10 @@ if shutil.which("mpirun"):
     config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
     config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
     config.environment["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"
+
+# scripts/test installs everything the suite uses; there a missing feature
+# is an install bug, not a reason to skip tests quietly.
+for feature in filter(None, os.environ.get("ACCRUE_E2E_REQUIRE", "").split(",")):
+    if feature not in config.available_features:
+        lit_config.fatal("feature '%s' is required (ACCRUE_E2E_REQUIRE) but not available"
+                         % feature)
