@@ -5,8 +5,9 @@
 # all-reduce runs exactly once per optimizer step (the runtime's counter in
 # metrics.jsonl), never per micro-batch; the per-micro-batch placement
 # (--collectives per-micro-batch) gives the same parameters with K
-# all-reduces per step, padding ranks short of samples. Only rank 0 writes;
-# a checkpointed 2-rank run resumes bit-identically.
+# all-reduces per step, padding ranks short of samples. fp16 with dynamic
+# loss scaling skips the same steps on 2 ranks as on one. Only rank 0
+# writes; a checkpointed 2-rank run resumes bit-identically.
 #
 # REQUIRES: mpi, torch
 # RUN: rm -rf %t && mkdir -p %t
@@ -59,6 +60,21 @@ for a, b in zip(two_log, one_log):
 naive, naive_log = train(model, data, "mlp_2x2_naive", 4, 2, 2, collectives="per-micro-batch")
 same(naive, one, "per-micro-batch all-reduce")
 assert all(r["all_reduces"] == 2 for r in naive_log), naive_log
+
+# fp16 with dynamic loss scaling: the overflow check runs on the summed
+# gradient, so every rank skips the same steps and backs off alike; the
+# scale and skip sequence equal one rank's, and so do the parameters (to
+# fp16's rounding of parameters that differ in the last f32 bit).
+half_one, half_one_log = train(model, data, "mlp_fp16_1x4", 4, 4, 1, precision="fp16",
+                               loss_scale="dynamic:init=1e5,backoff=0.25,interval=2")
+half_two, half_two_log = train(model, data, "mlp_fp16_2x2", 4, 2, 2, precision="fp16",
+                               loss_scale="dynamic:init=1e5,backoff=0.25,interval=2")
+trace = lambda log: [(r["loss_scale"], r["skipped"]) for r in log]
+assert trace(half_two_log) == trace(half_one_log), (trace(half_two_log), trace(half_one_log))
+assert any(skipped for _, skipped in trace(half_two_log)), "no overflow was exercised"
+assert not all(skipped for _, skipped in trace(half_two_log)), "nothing trained"
+for name, value in half_one.items():
+    e2e.assert_close("fp16 2 ranks " + name, half_two[name], value, rtol=1e-3, atol=1e-5)
 
 # Checkpoints: rank 0 writes them, every rank resumes from them; 3 + 2 steps
 # end bit-identical to the 5 uninterrupted ones. The checkpoint records the
