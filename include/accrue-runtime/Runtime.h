@@ -339,6 +339,9 @@ public:
   /// Ends every rank after an error on one (the others may be waiting in
   /// a collective); a no-op unless MPI runs with several ranks.
   static void abortIfParallel(int code);
+  /// This process's rank when MPI runs with several ranks, else -1 (does
+  /// not start MPI).
+  static int rankIfParallel();
 
 private:
   Collectives();

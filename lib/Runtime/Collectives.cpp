@@ -56,14 +56,19 @@ Collectives::~Collectives() {
     MPI_Finalize();
 }
 
-void Collectives::abortIfParallel(int code) {
-  int initialized = 0, finalized = 0, size = 1;
+int Collectives::rankIfParallel() {
+  int initialized = 0, finalized = 0, size = 1, rank = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (!initialized || finalized)
-    return;
+    return -1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size > 1)
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return size > 1 ? rank : -1;
+}
+
+void Collectives::abortIfParallel(int code) {
+  if (rankIfParallel() >= 0)
     MPI_Abort(MPI_COMM_WORLD, code);
 }
 

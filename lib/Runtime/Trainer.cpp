@@ -184,8 +184,12 @@ Trainer::Trainer(const std::string &artifactDir)
                 param.numel * sizeof(float));
   }
   // Data-parallel ranks start from rank 0's parameters.
-  if (art->dataParallel())
+  if (art->dataParallel()) {
+    if (!Collectives::get().agree(art->arenaSize))
+      throw Error("the ranks loaded different artifacts (their arena sizes "
+                  "differ); give every rank the same artifact");
     Collectives::get().broadcast(paramArena->data(), art->arenaSize);
+  }
 }
 
 StepMetrics Trainer::step(const std::vector<const void *> &inputs,

@@ -14,6 +14,7 @@
 # RUN: %python %s %t
 
 import os
+import re
 import sys
 
 import numpy as np
@@ -117,4 +118,17 @@ naive, naive_log = train(model, d19, "p_2x2_naive", 2, 2, 2, steps=3,
                          collectives="per-micro-batch")
 assert [r["all_reduces"] for r in naive_log] == [2, 2, 2], naive_log
 same(naive, one, "partial window, per-micro-batch all-reduce")
+# Ranks given different runs are refused before the first collective
+# (instead of waiting forever for a rank that stopped earlier), naming the
+# rank; so is a rank that cannot read its data.
+mpmd = [os.environ["ACCRUE_MPIRUN"], "--oversubscribe", "--quiet"]
+one_rank = lambda n: ["-np", "1", e2e.tool("accrue-train"), art, "--data", data, "--steps", str(n),
+                      "--no-progress"]
+proc = e2e.run(mpmd + one_rank(3) + [":"] + one_rank(4), expect_ok=False, timeout=120)
+# (The first rank to fail aborts the others, which may not get to print.)
+assert proc.returncode != 0 and re.search(r"\(rank [01]\): the ranks disagree on the run",
+                                          proc.stderr), proc.stderr
+proc = e2e.run(MPIRUN + [e2e.tool("accrue-train"), art, "--data", os.path.join(out, "none.npz")],
+               expect_ok=False, timeout=120)
+assert proc.returncode != 0 and re.search(r"\(rank [01]\): cannot read", proc.stderr), proc.stderr
 print("ok")

@@ -517,6 +517,20 @@ int run(int argc, char **argv) {
   // Steps are windows of data consumed: with loss scaling an overflowing
   // one is skipped and does not count as an optimizer step.
   int64_t firstStep = iterations;
+  if (ranks > 1) {
+    // Ranks that disagree on the data, the steps or the schedule would wait
+    // forever in a collective that another rank never calls.
+    std::string settings = std::to_string(steps) + "/" +
+                           std::to_string(firstStep) + "/" +
+                           std::to_string(cursor.epoch) + "/" +
+                           std::to_string(cursor.offset);
+    for (const auto &[key, value] : config)
+      settings += "/" + key + "=" + value;
+    if (!Collectives::get().agree(
+            static_cast<int64_t>(std::hash<std::string>{}(settings))))
+      throw Error("the ranks disagree on the run: every rank must get the "
+                  "same --data, --steps, schedule flags and checkpoint");
+  }
   if (firstStep >= steps)
     std::cout << "accrue-train: the checkpoint has " << firstStep
               << " steps; --steps " << steps << " asks for no more\n";
@@ -613,18 +627,25 @@ int run(int argc, char **argv) {
   return 0;
 }
 
+/// Reports an error (naming the rank under mpirun) and ends every rank.
+int fail(const char *what) {
+  int rank = Collectives::rankIfParallel();
+  // One write, so that the ranks' lines do not interleave.
+  std::cerr << "accrue-train: error" +
+                   (rank >= 0 ? " (rank " + std::to_string(rank) + ")"
+                              : std::string()) +
+                   ": " + what + "\n"
+            << std::flush;
+  Collectives::abortIfParallel(1);
+  return 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   try {
     return run(argc, argv);
-  } catch (const Error &e) {
-    std::cerr << "accrue-train: error: " << e.what() << "\n";
-    Collectives::abortIfParallel(1);
-    return 1;
   } catch (const std::exception &e) {
-    std::cerr << "accrue-train: error: " << e.what() << "\n";
-    Collectives::abortIfParallel(1);
-    return 1;
+    return fail(e.what());
   }
 }
