@@ -1,9 +1,9 @@
 # Data parallelism over MPI: `mpirun -np 2 accrue-train` with K=2 gives the
 # parameters of one rank with K=4 (rtol 1e-5) over 5 AdamW steps with
 # clipping, also for a masked-token GPT whose ranks hold different token
-# counts and for a partial last window that leaves one rank idle. The
-# all-reduce runs exactly once per optimizer step (the runtime's counter in
-# metrics.jsonl), never per micro-batch; the per-micro-batch placement
+# counts, for a GPT with Dropout, and for a partial last window that leaves
+# one rank idle. The all-reduce runs exactly once per optimizer step (the
+# runtime's counter in metrics.jsonl), never per micro-batch; the per-micro-batch placement
 # (--collectives per-micro-batch) gives the same parameters with K
 # all-reduces per step, padding ranks short of samples. fp16 with dynamic
 # loss scaling skips the same steps on 2 ranks as on one. Only rank 0
@@ -102,6 +102,18 @@ np.savez(gdata, **tokens)
 one, _ = train(gpt, gdata, "gpt_1x4", 1, 4, 1)
 two, _ = train(gpt, gdata, "gpt_2x2", 1, 2, 2)
 same(two, one, "GPT 2 ranks")
+
+# A GPT with training-mode Dropout: masks are keyed by the global sample
+# index, so rank 1's samples get the masks they get on one process.
+drop = zoo.GPT(7, dropout=0.3)
+dtokens = drop.data(STEPS * 4, np.random.default_rng(8))
+dgpt = os.path.join(out, "gpt_dropout.onnx")
+zoo.export(drop, dtokens, dgpt, 17)
+ddata = os.path.join(out, "gpt_dropout.npz")
+np.savez(ddata, **dtokens)
+one, _ = train(dgpt, ddata, "drop_1x4", 1, 4, 1)
+two, _ = train(dgpt, ddata, "drop_2x2", 1, 2, 2)
+same(two, one, "dropout GPT 2 ranks")
 
 # 3. 19 samples in windows of 8 (2 ranks x 2 x 2): the third window has 3
 #    samples, all on rank 0; rank 1 runs an empty step and joins the sum.
