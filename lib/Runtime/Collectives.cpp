@@ -6,14 +6,25 @@
 // holds the loss sum and count; the runtime sums it in place with one
 // MPI_Allreduce. The CUDA backend will implement the same entry with NCCL.
 //
+// Open MPI is loaded with dlopen when a data-parallel run starts, so the
+// runtime (and every single-process run) does not depend on it. mpi.h gives
+// the types and signatures only; its predefined handles (MPI_COMM_WORLD,
+// MPI_FLOAT, MPI_SUM, ...) are the addresses of library globals, looked up
+// by name.
+//
 //===----------------------------------------------------------------------===//
 
 #include "accrue-runtime/Runtime.h"
 
 #include <mpi.h>
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 using namespace accrue::rt;
 
@@ -28,9 +39,90 @@ struct MemRef1D {
   int64_t stride;
 };
 
+/// The part of Open MPI the runtime uses, resolved from the loaded library.
+struct Mpi {
+  decltype(&MPI_Init) init;
+  decltype(&MPI_Initialized) initialized;
+  decltype(&MPI_Finalized) finalized;
+  decltype(&MPI_Finalize) finalize;
+  decltype(&MPI_Comm_rank) commRank;
+  decltype(&MPI_Comm_size) commSize;
+  decltype(&MPI_Allreduce) allreduce;
+  decltype(&MPI_Bcast) bcast;
+  decltype(&MPI_Abort) abort;
+  MPI_Comm world;
+  MPI_Datatype f32, i64;
+  MPI_Op sum, min, max;
+};
+
+/// Set once MPI is loaded and initialized; until then no run is parallel.
+Mpi *loadedMpi = nullptr;
+
+/// Loads Open MPI (ACCRUE_MPI_LIBRARY, else libmpi.so.40, Open MPI 4's
+/// soname). RTLD_GLOBAL: Open MPI's own plugins resolve symbols against it.
+Mpi loadMpi() {
+  const char *override = std::getenv("ACCRUE_MPI_LIBRARY");
+  std::vector<std::string> names;
+  if (override && *override)
+    names.push_back(override);
+  else
+    names = {"libmpi.so.40", "libmpi.so"};
+  void *library = nullptr;
+  std::string errors;
+  for (const std::string &name : names) {
+    library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (library)
+      break;
+    errors += std::string("\n  ") + ::dlerror();
+  }
+  if (!library)
+    throw Error("this artifact is data-parallel and needs Open MPI, which "
+                "could not be loaded (apt install openmpi-bin, or set "
+                "ACCRUE_MPI_LIBRARY):" +
+                errors);
+  auto symbol = [&](const char *name) {
+    void *address = ::dlsym(library, name);
+    if (!address)
+      throw Error(std::string("the MPI library has no '") + name +
+                  "' (Accrue needs Open MPI 4 or later)");
+    return address;
+  };
+  Mpi mpi;
+  auto bind = [&](auto &function, const char *name) {
+    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
+        symbol(name));
+  };
+  bind(mpi.init, "MPI_Init");
+  bind(mpi.initialized, "MPI_Initialized");
+  bind(mpi.finalized, "MPI_Finalized");
+  bind(mpi.finalize, "MPI_Finalize");
+  bind(mpi.commRank, "MPI_Comm_rank");
+  bind(mpi.commSize, "MPI_Comm_size");
+  bind(mpi.allreduce, "MPI_Allreduce");
+  bind(mpi.bcast, "MPI_Bcast");
+  bind(mpi.abort, "MPI_Abort");
+  mpi.world = static_cast<MPI_Comm>(symbol("ompi_mpi_comm_world"));
+  mpi.f32 = static_cast<MPI_Datatype>(symbol("ompi_mpi_float"));
+  mpi.i64 = static_cast<MPI_Datatype>(symbol("ompi_mpi_long_long_int"));
+  mpi.sum = static_cast<MPI_Op>(symbol("ompi_mpi_op_sum"));
+  mpi.min = static_cast<MPI_Op>(symbol("ompi_mpi_op_min"));
+  mpi.max = static_cast<MPI_Op>(symbol("ompi_mpi_op_max"));
+  return mpi;
+}
+
 void check(int status, const char *what) {
   if (status != MPI_SUCCESS)
     throw Error(std::string("MPI: ") + what + " failed");
+}
+
+/// Whether MPI is loaded, initialized and not finalized.
+Mpi *activeMpi() {
+  if (!loadedMpi)
+    return nullptr;
+  int initialized = 0, finalized = 0;
+  loadedMpi->initialized(&initialized);
+  loadedMpi->finalized(&finalized);
+  return initialized && !finalized ? loadedMpi : nullptr;
 }
 
 } // namespace
@@ -41,35 +133,34 @@ Collectives &Collectives::get() {
 }
 
 Collectives::Collectives() {
+  static Mpi mpi = loadMpi();
   int initialized = 0;
-  MPI_Initialized(&initialized);
+  mpi.initialized(&initialized);
   if (!initialized)
-    check(MPI_Init(nullptr, nullptr), "MPI_Init");
-  MPI_Comm_rank(MPI_COMM_WORLD, &rankId);
-  MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
+    check(mpi.init(nullptr, nullptr), "MPI_Init");
+  loadedMpi = &mpi;
+  mpi.commRank(mpi.world, &rankId);
+  mpi.commSize(mpi.world, &worldSize);
 }
 
 Collectives::~Collectives() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized)
-    MPI_Finalize();
+  if (Mpi *mpi = activeMpi())
+    mpi->finalize();
 }
 
 int Collectives::rankIfParallel() {
-  int initialized = 0, finalized = 0, size = 1, rank = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized)
+  Mpi *mpi = activeMpi();
+  if (!mpi)
     return -1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int size = 1, rank = 0;
+  mpi->commSize(mpi->world, &size);
+  mpi->commRank(mpi->world, &rank);
   return size > 1 ? rank : -1;
 }
 
 void Collectives::abortIfParallel(int code) {
   if (rankIfParallel() >= 0)
-    MPI_Abort(MPI_COMM_WORLD, code);
+    loadedMpi->abort(loadedMpi->world, code);
 }
 
 void Collectives::allReduceSum(float *data, int64_t count) {
@@ -78,8 +169,8 @@ void Collectives::allReduceSum(float *data, int64_t count) {
     return;
   for (int64_t done = 0; done < count;) {
     int chunk = static_cast<int>(std::min<int64_t>(count - done, 1 << 30));
-    check(MPI_Allreduce(MPI_IN_PLACE, data + done, chunk, MPI_FLOAT, MPI_SUM,
-                        MPI_COMM_WORLD),
+    check(loadedMpi->allreduce(MPI_IN_PLACE, data + done, chunk, loadedMpi->f32,
+                               loadedMpi->sum, loadedMpi->world),
           "MPI_Allreduce");
     done += chunk;
   }
@@ -90,7 +181,8 @@ void Collectives::broadcast(float *data, int64_t count) {
     return;
   for (int64_t done = 0; done < count;) {
     int chunk = static_cast<int>(std::min<int64_t>(count - done, 1 << 30));
-    check(MPI_Bcast(data + done, chunk, MPI_FLOAT, 0, MPI_COMM_WORLD),
+    check(loadedMpi->bcast(data + done, chunk, loadedMpi->f32, 0,
+                           loadedMpi->world),
           "MPI_Bcast");
     done += chunk;
   }
@@ -100,9 +192,11 @@ bool Collectives::agree(int64_t value) {
   if (worldSize == 1)
     return true;
   long long mine = value, low = 0, high = 0;
-  check(MPI_Allreduce(&mine, &low, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD),
+  check(loadedMpi->allreduce(&mine, &low, 1, loadedMpi->i64, loadedMpi->min,
+                             loadedMpi->world),
         "MPI_Allreduce");
-  check(MPI_Allreduce(&mine, &high, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD),
+  check(loadedMpi->allreduce(&mine, &high, 1, loadedMpi->i64, loadedMpi->max,
+                             loadedMpi->world),
         "MPI_Allreduce");
   return low == high;
 }
@@ -112,11 +206,14 @@ bool Collectives::agree(int64_t value) {
 /// place.
 extern "C" void _mlir_ciface_accrue_all_reduce(MemRef1D *buffer) {
   // Called from compiled code: no exception may cross it.
-  if (buffer->stride != 1) {
-    std::fprintf(stderr, "accrue_all_reduce: the buffer is not contiguous\n");
+  try {
+    if (buffer->stride != 1)
+      throw Error("the buffer is not contiguous");
+    Collectives::get().allReduceSum(buffer->aligned + buffer->offset,
+                                    buffer->size);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "accrue_all_reduce: %s\n", e.what());
     Collectives::abortIfParallel(1);
     std::abort();
   }
-  Collectives::get().allReduceSum(buffer->aligned + buffer->offset,
-                                  buffer->size);
 }

@@ -15,7 +15,8 @@ config.excludes = ["models", "lib", "lit.cfg.py"]
 
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
-llvm_config.add_tool_substitutions(["not", "split-file"], [config.llvm_tools_dir])
+llvm_config.add_tool_substitutions(["not", "split-file", "llvm-readelf"],
+                                   [config.llvm_tools_dir])
 
 config.environment["ACCRUE_TOOLS"] = config.accrue_tools_dir
 config.environment["PYTHONPATH"] = os.pathsep.join(
@@ -28,6 +29,8 @@ config.substitutions = [s for s in config.substitutions if s[0] != "%python"]
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%reference_python", config.reference_python))
 config.substitutions.append(("%models", os.path.join(config.test_source_root, "models")))
+config.substitutions.append(("%accrue_train_path",
+                             os.path.join(config.accrue_tools_dir, "accrue-train")))
 llvm_config.add_tool_substitutions(
     ["accrue-opt", "accrue-compile", "accrue-train"], [config.accrue_tools_dir])
 
