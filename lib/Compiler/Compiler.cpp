@@ -339,7 +339,7 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
     });
 
   if (failed(runPasses("lower to LLVM dialect", [&](OpPassManager &pm) {
-        buildCPUToLLVMPipeline(pm);
+        buildCPUToLLVMPipeline(pm, options.pipeline.cpu);
       })))
     return failure();
   if (options.emit == EmitKind::MLIR)

@@ -66,7 +66,8 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
   pm.addPass(createExpandStridedCopies());
 }
 
-void buildCPUToLLVMPipeline(OpPassManager &pm) {
+void buildCPUToLLVMPipeline(OpPassManager &pm,
+                            const CPULoweringOptions &options) {
   // bf16/f16 arithmetic and math run in f32, rounded back after each op.
   arith::ArithEmulateUnsupportedFloatsOptions emulate;
   emulate.sourceTypeStrs = {"bf16", "f16"};
@@ -77,8 +78,11 @@ void buildCPUToLLVMPipeline(OpPassManager &pm) {
   // are superlinear in the number of loops in a function.
   pm.addPass(train::createTrainOutlineMicrobatch());
   pm.addPass(createOutlineKernels());
+  if (options.vectorize)
+    pm.addNestedPass<func::FuncOp>(createVectorizeContractions());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
@@ -94,7 +98,7 @@ void buildCPUToLLVMPipeline(OpPassManager &pm) {
 void buildCPULoweringPipeline(OpPassManager &pm,
                               const CPULoweringOptions &options) {
   buildCPUBufferizationPipeline(pm, options);
-  buildCPUToLLVMPipeline(pm);
+  buildCPUToLLVMPipeline(pm, options);
 }
 
 void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options) {
@@ -124,6 +128,10 @@ struct CompilePipelineCLOptions
       *this, "fuse-elementwise",
       llvm::cl::desc("Fuse elementwise linalg ops before bufferization"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> vectorize{
+      *this, "vectorize",
+      llvm::cl::desc("Register-tile and vectorize contractions"),
+      llvm::cl::init(true)};
 
   CompileOptions toOptions() const {
     CompileOptions options;
@@ -132,6 +140,7 @@ struct CompilePipelineCLOptions
     options.train.precision = precision;
     options.train.collectives = collectives;
     options.cpu.fuseElementwise = fuseElementwise;
+    options.cpu.vectorize = vectorize;
     return options;
   }
 };

@@ -63,4 +63,32 @@ def OutlineKernels : Pass<"outline-kernels", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def VectorizeContractions
+    : Pass<"vectorize-contractions", "::mlir::func::FuncOp"> {
+  let summary = "Register-tile and vectorize contractions on buffers";
+  let description = [{
+    Each f32 contraction on static buffers (`linalg.generic` or a named
+    matmul; C[.., m, n] += A[.., m, k] * B[.., k, n] with C and B contiguous
+    along n, A in either layout) is tiled into `tile-m` x `tile-n` blocks of
+    C with the k loop innermost, and each block becomes a `vector.contract`
+    lowered to outer products: per k, one row of B is loaded once and
+    `tile-m` broadcast FMAs update the block, which stays in registers for
+    the whole k loop (its read and write are hoisted out). Smaller tiles are
+    used when the extents do not divide; contractions of another layout
+    (B contiguous along k) keep their scalar loops.
+  }];
+  let options = [
+    Option<"tileM", "tile-m", "int64_t", "8", "Rows of C per register block">,
+    Option<"tileN", "tile-n", "int64_t", "32",
+           "Columns of C per register block">,
+  ];
+  let statistics = [
+    Statistic<"numVectorized", "vectorized", "Contractions vectorized">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // ACCRUE_CONVERSION_PASSES_TD

@@ -36,6 +36,8 @@ struct TrainPipelineOptions {
 struct CPULoweringOptions {
   /// Fuse chains of elementwise linalg ops before bufferization.
   bool fuseElementwise = true;
+  /// Register-tile and vectorize contractions (vectorize-contractions).
+  bool vectorize = true;
 };
 
 /// Everything accrue-compile runs between the imported module and LLVM IR.

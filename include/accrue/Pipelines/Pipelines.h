@@ -23,7 +23,8 @@ void buildCPUBufferizationPipeline(mlir::OpPassManager &pm,
                                    const CPULoweringOptions &options);
 
 /// A bufferized step to the LLVM dialect.
-void buildCPUToLLVMPipeline(mlir::OpPassManager &pm);
+void buildCPUToLLVMPipeline(mlir::OpPassManager &pm,
+                            const CPULoweringOptions &options);
 
 /// Both of the above.
 void buildCPULoweringPipeline(mlir::OpPassManager &pm,
