@@ -45,10 +45,15 @@ bool innermostIs(AffineMap map, unsigned dim) {
 /// How one contraction is computed: its loop dimensions, which operand is
 /// A (m, k) and which is B (k, n), and the block of C held in registers.
 struct Plan {
+  /// OuterProduct: B and C contiguous along n; a tileM x tileN block of C
+  /// in registers, one row of B and tileM broadcasts of A per k.
+  /// Dot: A and B contiguous along k; tileM x tileN partial sums, each a
+  /// vector of `width` consecutive k, reduced into C at the end.
+  enum class Kind { OuterProduct, Dot } kind;
   SmallVector<unsigned> batch;
   unsigned m, n, k;
   unsigned a, b;
-  int64_t tileM, tileN;
+  int64_t tileM, tileN, width = 1;
 };
 
 /// Whether the last dimension of `value`'s memref is contiguous.
@@ -76,29 +81,47 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
       return failure();
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(op);
-  if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
+  if (failed(dims) || dims->m.empty() || dims->n.size() != 1 ||
       dims->k.size() != 1)
     return failure();
+  // The last m dimension is blocked; the others (say, a batch dimension
+  // the right-hand side is broadcast over) are outer loops, as batch
+  // dimensions are.
   Plan plan;
   plan.batch.assign(dims->batch.begin(), dims->batch.end());
-  plan.m = dims->m[0];
+  plan.batch.append(dims->m.begin(), dims->m.end() - 1);
+  plan.m = dims->m.back();
   plan.n = dims->n[0];
   plan.k = dims->k[0];
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   AffineExpr n = getAffineDimExpr(plan.n, op.getContext());
   plan.b = maps[0].getResultPosition(n) ? 0 : 1;
   plan.a = 1 - plan.b;
-  // A row of B and a row of C are one vector load each.
-  if (!innermostIs(maps[2], plan.n) || !innermostIs(maps[plan.b], plan.n) ||
-      !unitInnerStride(op->getOperand(2)) ||
-      !unitInnerStride(op->getOperand(plan.b)))
-    return failure();
   SmallVector<int64_t> bounds = op.getStaticLoopRanges();
-  plan.tileM = largestDivisor(bounds[plan.m], {tileM, 4, 2, 1});
-  plan.tileN = largestDivisor(bounds[plan.n], {tileN, 16, 8});
-  if (!plan.tileM || !plan.tileN)
-    return failure();
-  return plan;
+  // A row of B and a row of C are one vector load each.
+  if (innermostIs(maps[2], plan.n) && innermostIs(maps[plan.b], plan.n) &&
+      unitInnerStride(op->getOperand(2)) &&
+      unitInnerStride(op->getOperand(plan.b))) {
+    plan.kind = Plan::Kind::OuterProduct;
+    plan.tileM = largestDivisor(bounds[plan.m], {tileM, 4, 2, 1});
+    plan.tileN = largestDivisor(bounds[plan.n], {tileN, 16, 8});
+    if (!plan.tileM || !plan.tileN)
+      return failure();
+    return plan;
+  }
+  // A row of A and a row of B along k are one vector load each.
+  if (innermostIs(maps[plan.a], plan.k) && innermostIs(maps[plan.b], plan.k) &&
+      unitInnerStride(op->getOperand(plan.a)) &&
+      unitInnerStride(op->getOperand(plan.b))) {
+    plan.kind = Plan::Kind::Dot;
+    plan.width = largestDivisor(bounds[plan.k], {16, 8});
+    plan.tileM = largestDivisor(bounds[plan.m], {4, 2, 1});
+    plan.tileN = largestDivisor(bounds[plan.n], {4, 2, 1});
+    if (!plan.width)
+      return failure();
+    return plan;
+  }
+  return failure();
 }
 
 /// The indices into an operand indexed by `map` at loop position `ivs`.
@@ -177,6 +200,88 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                             indicesOf(maps[2], atRow(rewriter, i)));
 }
 
+/// Replaces `op` by loops over blocks of C (tileM x tileN), each the dot
+/// products of tileM rows of A with tileN rows of B along k: tileM x tileN
+/// vector partial sums over `width` consecutive k, reduced and added to C.
+void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
+                    const Plan &plan) {
+  Location loc = op.getLoc();
+  SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  Value a = op->getOperand(plan.a), b = op->getOperand(plan.b),
+        c = op->getOperand(2);
+  auto vectorType = VectorType::get({plan.width}, rewriter.getF32Type());
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
+  };
+  Value zero = constant(0);
+
+  SmallVector<Value> ivs(bounds.size(), zero);
+  SmallVector<std::pair<unsigned, int64_t>> outer;
+  for (unsigned d : plan.batch)
+    outer.push_back({d, 1});
+  outer.push_back({plan.m, plan.tileM});
+  outer.push_back({plan.n, plan.tileN});
+  OpBuilder::InsertionGuard guard(rewriter);
+  for (auto [dim, step] : outer) {
+    auto loop = scf::ForOp::create(rewriter, loc, zero, constant(bounds[dim]),
+                                   constant(step));
+    ivs[dim] = loop.getInductionVar();
+    rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+  }
+  auto offset = [&](unsigned dim, int64_t i) {
+    return i == 0 ? ivs[dim]
+                  : arith::AddIOp::create(rewriter, loc, ivs[dim], constant(i))
+                        .getResult();
+  };
+  auto at = [&](std::initializer_list<std::pair<unsigned, Value>> values) {
+    SmallVector<Value> position(ivs);
+    for (auto [dim, value] : values)
+      position[dim] = value;
+    return position;
+  };
+  Value zeros = arith::ConstantOp::create(
+      rewriter, loc, vectorType, rewriter.getZeroAttr(vectorType));
+  SmallVector<Value> rowsOfM, rowsOfN;
+  for (int64_t i = 0; i < plan.tileM; ++i)
+    rowsOfM.push_back(offset(plan.m, i));
+  for (int64_t j = 0; j < plan.tileN; ++j)
+    rowsOfN.push_back(offset(plan.n, j));
+  SmallVector<Value> sums(plan.tileM * plan.tileN, zeros);
+  auto kLoop = scf::ForOp::create(rewriter, loc, zero, constant(bounds[plan.k]),
+                                  constant(plan.width), sums);
+  {
+    OpBuilder::InsertionGuard inner(rewriter);
+    rewriter.setInsertionPointToStart(kLoop.getBody());
+    Value k = kLoop.getInductionVar();
+    SmallVector<Value> as, bs, next;
+    for (Value row : rowsOfM)
+      as.push_back(vector::LoadOp::create(
+          rewriter, loc, vectorType, a,
+          indicesOf(maps[plan.a], at({{plan.m, row}, {plan.k, k}}))));
+    for (Value row : rowsOfN)
+      bs.push_back(vector::LoadOp::create(
+          rewriter, loc, vectorType, b,
+          indicesOf(maps[plan.b], at({{plan.n, row}, {plan.k, k}}))));
+    for (int64_t i = 0; i < plan.tileM; ++i)
+      for (int64_t j = 0; j < plan.tileN; ++j)
+        next.push_back(vector::FMAOp::create(
+            rewriter, loc, as[i], bs[j],
+            kLoop.getRegionIterArgs()[i * plan.tileN + j]));
+    scf::YieldOp::create(rewriter, loc, next);
+  }
+  for (int64_t i = 0; i < plan.tileM; ++i)
+    for (int64_t j = 0; j < plan.tileN; ++j) {
+      SmallVector<Value> position = indicesOf(
+          maps[2], at({{plan.m, rowsOfM[i]}, {plan.n, rowsOfN[j]}}));
+      Value old = memref::LoadOp::create(rewriter, loc, c, position);
+      Value sum = vector::ReductionOp::create(
+          rewriter, loc, vector::CombiningKind::ADD,
+          kLoop.getResult(i * plan.tileN + j), old);
+      memref::StoreOp::create(rewriter, loc, sum, c, position);
+    }
+}
+
 struct VectorizeContractionsPass
     : accrue::impl::VectorizeContractionsBase<VectorizeContractionsPass> {
   using Base::Base;
@@ -191,7 +296,10 @@ struct VectorizeContractionsPass
       if (failed(plan))
         continue;
       rewriter.setInsertionPoint(op);
-      emitBlockedContraction(rewriter, op, *plan);
+      if (plan->kind == Plan::Kind::OuterProduct)
+        emitBlockedContraction(rewriter, op, *plan);
+      else
+        emitBlockedDot(rewriter, op, *plan);
       rewriter.eraseOp(op);
       ++numVectorized;
     }
