@@ -110,26 +110,30 @@ def main():
     trainer = os.path.join(args.build, "bin", "accrue-train")
     cores = os.cpu_count()
     print("PyTorch %s, BLAS: %s" % (torch.__version__, pytorch_blas()))
-    print("| model | params | micro-batch x K | Accrue ms | PyTorch 1 thread ms | "
-          "PyTorch %d threads ms | Accrue / PyTorch 1 thread |" % cores)
-    print("|---|---|---|---|---|---|---|")
+    print("| model | params | micro-batch x K | Accrue ms | Accrue --no-vectorize ms | "
+          "PyTorch 1 thread ms | PyTorch %d threads ms | Accrue / PyTorch 1 thread |" % cores)
+    print("|---|---|---|---|---|---|---|---|")
     for name in args.models.split(","):
         module, data, b, path = build(name, out, args.steps)
         params = sum(p.numel() for p in module.parameters())
-        artifact = os.path.join(out, name)
-        subprocess.run([compiler, path, "-o", artifact, "--micro-batch", str(b),
-                        "--accumulation-steps", str(K), "--optimizer", "adamw",
-                        "--lr", str(LR), "--weight-decay", "0.01", "--clip-norm", str(CLIP)],
-                       check=True)
         npz = os.path.join(out, name + ".npz")
         np.savez(npz, **data)
-        accrue = min(seconds_per_step([trainer, artifact, "--data", npz], args.steps)
-                     for _ in range(args.runs))
+        times = []
+        for tag, extra in [("", []), ("_scalar", ["--no-vectorize"])]:
+            artifact = os.path.join(out, name + tag)
+            subprocess.run([compiler, path, "-o", artifact, "--micro-batch", str(b),
+                            "--accumulation-steps", str(K), "--optimizer", "adamw",
+                            "--lr", str(LR), "--weight-decay", "0.01", "--clip-norm",
+                            str(CLIP)] + extra, check=True)
+            times.append(min(seconds_per_step([trainer, artifact, "--data", npz], args.steps)
+                             for _ in range(args.runs)))
+        accrue, scalar = times
         one = min(pytorch_step_seconds(module, data, b, args.steps, 1) for _ in range(args.runs))
         many = min(pytorch_step_seconds(module, data, b, args.steps, cores)
                    for _ in range(args.runs))
-        print("| %s | %.1fM | %d x %d | %.0f | %.0f | %.0f | %.2f |" % (
-            name, params / 1e6, b, K, accrue * 1e3, one * 1e3, many * 1e3, accrue / one))
+        print("| %s | %.1fM | %d x %d | %.0f | %.0f | %.0f | %.0f | %.2f |" % (
+            name, params / 1e6, b, K, accrue * 1e3, scalar * 1e3, one * 1e3, many * 1e3,
+            accrue / one))
 
 
 if __name__ == "__main__":

@@ -81,6 +81,11 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
   if (options.vectorize)
     pm.addNestedPass<func::FuncOp>(createVectorizeContractions());
   pm.addPass(createConvertLinalgToLoopsPass());
+  {
+    ApproximateMathOptions approximate;
+    approximate.ops = {"math.exp", "math.log", "math.tanh", "math.erf"};
+    pm.addPass(createApproximateMath(approximate));
+  }
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

@@ -101,6 +101,11 @@ cl::opt<bool> noFuseOptimizer(
     "no-fuse-optimizer",
     cl::desc("Keep clipping and the optimizer as separate passes"),
     cl::cat(category));
+cl::opt<bool> noVectorize(
+    "no-vectorize",
+    cl::desc("Keep contractions as scalar loops (no register-blocked vector "
+             "kernels; for comparison)"),
+    cl::cat(category));
 cl::opt<std::string> emit("emit",
                           cl::desc("import, linalg, mlir, llvm or artifact "
                                    "(default)"),
@@ -171,6 +176,7 @@ int main(int argc, char **argv) {
   options.pipeline.train.collectives =
       dataParallel ? std::string(collectives) : std::string("none");
   options.pipeline.train.fuseOptimizer = !noFuseOptimizer;
+  options.pipeline.cpu.vectorize = !noVectorize;
   options.target.cpu = targetCpu;
   options.output = output;
   options.lldPath = lld;

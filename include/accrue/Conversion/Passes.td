@@ -91,4 +91,22 @@ def VectorizeContractions
                            "::mlir::arith::ArithDialect"];
 }
 
+def ApproximateMath : Pass<"approximate-math"> {
+  let summary = "Inline polynomial approximations of f32 math functions";
+  let description = [{
+    Replaces the `math` ops named by `ops` (`math.exp`, ...) with
+    MLIR's polynomial approximations: straight-line arithmetic that LLVM
+    vectorizes with the loop around it, where a call to libm's scalar
+    function (and its slow path for special inputs, such as exp(-inf) on
+    every masked attention score) blocks vectorization.
+  }];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "Mnemonics of the math ops to approximate">,
+  ];
+  let dependentDialects = ["::mlir::math::MathDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // ACCRUE_CONVERSION_PASSES_TD
