@@ -132,6 +132,31 @@ SmallVector<Value> indicesOf(AffineMap map, ArrayRef<Value> ivs) {
   return indices;
 }
 
+/// Loops over the batch dimensions and the blocks of m and n (the other
+/// loop positions are 0); leaves the insertion point in the innermost body.
+/// Returns the position of every loop dimension.
+SmallVector<Value> buildBlockLoops(RewriterBase &rewriter, Location loc,
+                                   const Plan &plan,
+                                   ArrayRef<int64_t> bounds) {
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
+  };
+  Value zero = constant(0);
+  SmallVector<Value> ivs(bounds.size(), zero);
+  SmallVector<std::pair<unsigned, int64_t>> outer;
+  for (unsigned d : plan.batch)
+    outer.push_back({d, 1});
+  outer.push_back({plan.m, plan.tileM});
+  outer.push_back({plan.n, plan.tileN});
+  for (auto [dim, step] : outer) {
+    auto loop = scf::ForOp::create(rewriter, loc, zero, constant(bounds[dim]),
+                                   constant(step));
+    ivs[dim] = loop.getInductionVar();
+    rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+  }
+  return ivs;
+}
+
 /// Replaces `op` by loops over blocks of C (tileM rows of tileN), each
 /// accumulated in registers over the whole k extent: per k, one row of B is
 /// loaded and each row of the block gets a broadcast FMA with its element
@@ -149,20 +174,8 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
   };
   Value zero = constant(0);
 
-  // Outer loops: batch dimensions, then blocks of m and n.
-  SmallVector<Value> ivs(bounds.size(), zero);
-  SmallVector<std::pair<unsigned, int64_t>> outer;
-  for (unsigned d : plan.batch)
-    outer.push_back({d, 1});
-  outer.push_back({plan.m, plan.tileM});
-  outer.push_back({plan.n, plan.tileN});
   OpBuilder::InsertionGuard guard(rewriter);
-  for (auto [dim, step] : outer) {
-    auto loop = scf::ForOp::create(rewriter, loc, zero, constant(bounds[dim]),
-                                   constant(step));
-    ivs[dim] = loop.getInductionVar();
-    rewriter.setInsertionPoint(loop.getBody()->getTerminator());
-  }
+  SmallVector<Value> ivs = buildBlockLoops(rewriter, loc, plan, bounds);
   Value rowStart = ivs[plan.m];
   auto atRow = [&](OpBuilder &builder, int64_t i) {
     SmallVector<Value> at(ivs);
@@ -216,19 +229,8 @@ void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
   };
   Value zero = constant(0);
 
-  SmallVector<Value> ivs(bounds.size(), zero);
-  SmallVector<std::pair<unsigned, int64_t>> outer;
-  for (unsigned d : plan.batch)
-    outer.push_back({d, 1});
-  outer.push_back({plan.m, plan.tileM});
-  outer.push_back({plan.n, plan.tileN});
   OpBuilder::InsertionGuard guard(rewriter);
-  for (auto [dim, step] : outer) {
-    auto loop = scf::ForOp::create(rewriter, loc, zero, constant(bounds[dim]),
-                                   constant(step));
-    ivs[dim] = loop.getInductionVar();
-    rewriter.setInsertionPoint(loop.getBody()->getTerminator());
-  }
+  SmallVector<Value> ivs = buildBlockLoops(rewriter, loc, plan, bounds);
   auto offset = [&](unsigned dim, int64_t i) {
     return i == 0 ? ivs[dim]
                   : arith::AddIOp::create(rewriter, loc, ivs[dim], constant(i))
