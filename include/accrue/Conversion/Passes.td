@@ -73,7 +73,8 @@ def VectorizeContractions
     C with the k loop innermost, and each block becomes a `vector.contract`
     lowered to outer products: per k, one row of B is loaded once and
     `tile-m` broadcast FMAs update the block, which stays in registers for
-    the whole k loop (its read and write are hoisted out). Smaller tiles are
+    a block of `tile-k` steps of k (k blocks are the outer loop, so one
+    block's rows of B stay in cache for every block of C). Smaller tiles are
     used when the extents do not divide; contractions of another layout
     (B contiguous along k) keep their scalar loops.
   }];
@@ -81,6 +82,9 @@ def VectorizeContractions
     Option<"tileM", "tile-m", "int64_t", "8", "Rows of C per register block">,
     Option<"tileN", "tile-n", "int64_t", "32",
            "Columns of C per register block">,
+    Option<"tileK", "tile-k", "int64_t", "256",
+           "Reduction steps per cache block (the outermost loop after batch "
+           "dimensions)">,
   ];
   let statistics = [
     Statistic<"numVectorized", "vectorized", "Contractions vectorized">,

@@ -54,6 +54,10 @@ struct Plan {
   unsigned m, n, k;
   unsigned a, b;
   int64_t tileM, tileN, width = 1;
+  /// k is split into blocks of tileK, the outermost loop after the batch:
+  /// the rows of B (and A) of one k block stay in cache while every block
+  /// of C accumulates them.
+  int64_t tileK;
 };
 
 /// Whether the last dimension of `value`'s memref is contiguous.
@@ -66,7 +70,7 @@ bool unitInnerStride(Value value) {
 }
 
 FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
-                                int64_t tileN) {
+                                int64_t tileN, int64_t tileK) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
     return failure();
@@ -107,6 +111,9 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
     plan.tileN = largestDivisor(bounds[plan.n], {tileN, 16, 8});
     if (!plan.tileM || !plan.tileN)
       return failure();
+    plan.tileK = largestDivisor(bounds[plan.k], {tileK, 128, 64, 32, 16, 8});
+    if (!plan.tileK)
+      plan.tileK = bounds[plan.k];
     return plan;
   }
   // A row of A and a row of B along k are one vector load each.
@@ -119,6 +126,9 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
     plan.tileN = largestDivisor(bounds[plan.n], {4, 2, 1});
     if (!plan.width)
       return failure();
+    plan.tileK = largestDivisor(bounds[plan.k], {tileK, 128, 64, 32, 16, 8});
+    if (plan.tileK % plan.width)
+      plan.tileK = bounds[plan.k];
     return plan;
   }
   return failure();
@@ -132,9 +142,9 @@ SmallVector<Value> indicesOf(AffineMap map, ArrayRef<Value> ivs) {
   return indices;
 }
 
-/// Loops over the batch dimensions and the blocks of m and n (the other
-/// loop positions are 0); leaves the insertion point in the innermost body.
-/// Returns the position of every loop dimension.
+/// Loops over the batch dimensions and the blocks of k, n and m, in that
+/// order; leaves the insertion point in the innermost body. Returns the
+/// position of every loop dimension (the start of its block).
 SmallVector<Value> buildBlockLoops(RewriterBase &rewriter, Location loc,
                                    const Plan &plan,
                                    ArrayRef<int64_t> bounds) {
@@ -146,8 +156,9 @@ SmallVector<Value> buildBlockLoops(RewriterBase &rewriter, Location loc,
   SmallVector<std::pair<unsigned, int64_t>> outer;
   for (unsigned d : plan.batch)
     outer.push_back({d, 1});
-  outer.push_back({plan.m, plan.tileM});
+  outer.push_back({plan.k, plan.tileK});
   outer.push_back({plan.n, plan.tileN});
+  outer.push_back({plan.m, plan.tileM});
   for (auto [dim, step] : outer) {
     auto loop = scf::ForOp::create(rewriter, loc, zero, constant(bounds[dim]),
                                    constant(step));
@@ -189,8 +200,10 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
   for (int64_t i = 0; i < plan.tileM; ++i)
     block.push_back(vector::LoadOp::create(rewriter, loc, rowType, c,
                                            indicesOf(maps[2], atRow(rewriter, i))));
-  auto kLoop = scf::ForOp::create(rewriter, loc, zero, constant(bounds[plan.k]),
-                                  constant(1), block);
+  Value kStart = ivs[plan.k];
+  Value kEnd = arith::AddIOp::create(rewriter, loc, kStart, constant(plan.tileK));
+  auto kLoop =
+      scf::ForOp::create(rewriter, loc, kStart, kEnd, constant(1), block);
   {
     OpBuilder::InsertionGuard inner(rewriter);
     rewriter.setInsertionPointToStart(kLoop.getBody());
@@ -227,7 +240,6 @@ void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
   auto constant = [&](int64_t v) {
     return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
   };
-  Value zero = constant(0);
 
   OpBuilder::InsertionGuard guard(rewriter);
   SmallVector<Value> ivs = buildBlockLoops(rewriter, loc, plan, bounds);
@@ -250,7 +262,9 @@ void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
   for (int64_t j = 0; j < plan.tileN; ++j)
     rowsOfN.push_back(offset(plan.n, j));
   SmallVector<Value> sums(plan.tileM * plan.tileN, zeros);
-  auto kLoop = scf::ForOp::create(rewriter, loc, zero, constant(bounds[plan.k]),
+  Value kStart = ivs[plan.k];
+  Value kEnd = arith::AddIOp::create(rewriter, loc, kStart, constant(plan.tileK));
+  auto kLoop = scf::ForOp::create(rewriter, loc, kStart, kEnd,
                                   constant(plan.width), sums);
   {
     OpBuilder::InsertionGuard inner(rewriter);
@@ -294,7 +308,7 @@ struct VectorizeContractionsPass
     func.walk([&](linalg::LinalgOp op) { contractions.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : contractions) {
-      FailureOr<Plan> plan = planContraction(op, tileM, tileN);
+      FailureOr<Plan> plan = planContraction(op, tileM, tileN, tileK);
       if (failed(plan))
         continue;
       rewriter.setInsertionPoint(op);
