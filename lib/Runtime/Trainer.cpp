@@ -153,6 +153,10 @@ void Arena::zero() { std::memset(values, 0, count * sizeof(float)); }
 static void keepFreedMemoryForReuse() {
   static bool done = [] {
     mallopt(M_MMAP_THRESHOLD, 32 << 20); // glibc's largest allowed value
+    // Blocks over that threshold would still be mapped and unmapped each
+    // time (a 64 MB weight gradient of a 4096 x 4096 Linear, every
+    // micro-batch): serve every block from the heap.
+    mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
     mallopt(M_TOP_PAD, 64 << 20);
     return true;
