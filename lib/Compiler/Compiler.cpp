@@ -338,8 +338,11 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
       os << "\n";
     });
 
+  // The vector kernels' blocks fit the target's registers.
+  CPULoweringOptions lowering = options.pipeline.cpu;
+  lowering.vectorBits = cpu::vectorRegisterBits(options.target);
   if (failed(runPasses("lower to LLVM dialect", [&](OpPassManager &pm) {
-        buildCPUToLLVMPipeline(pm, options.pipeline.cpu);
+        buildCPUToLLVMPipeline(pm, lowering);
       })))
     return failure();
   if (options.emit == EmitKind::MLIR)

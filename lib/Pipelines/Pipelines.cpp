@@ -55,7 +55,7 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertTrainToLinalg());
   pm.addPass(createCanonicalizerPass());
   if (options.fuseElementwise)
-    pm.addPass(createLinalgElementwiseOpFusionPass());
+    pm.addPass(createFuseElementwise());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Accumulators carried by scf.for stay in place; temporaries of a
@@ -78,8 +78,13 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
   // are superlinear in the number of loops in a function.
   pm.addPass(train::createTrainOutlineMicrobatch());
   pm.addPass(createOutlineKernels());
-  if (options.vectorize)
-    pm.addNestedPass<func::FuncOp>(createVectorizeContractions());
+  if (options.vectorize) {
+    VectorizeContractionsOptions vectorize;
+    int64_t lanes = std::max<int64_t>(options.vectorBits / 32, 4);
+    vectorize.tileN = 2 * lanes;
+    vectorize.dotWidth = lanes;
+    pm.addNestedPass<func::FuncOp>(createVectorizeContractions(vectorize));
+  }
   pm.addPass(createConvertLinalgToLoopsPass());
   {
     ApproximateMathOptions approximate;
@@ -137,6 +142,10 @@ struct CompilePipelineCLOptions
       *this, "vectorize",
       llvm::cl::desc("Register-tile and vectorize contractions"),
       llvm::cl::init(true)};
+  PassOptions::Option<int64_t> vectorBits{
+      *this, "vector-bits",
+      llvm::cl::desc("The target's vector register width (512, 256, 128)"),
+      llvm::cl::init(512)};
 
   CompileOptions toOptions() const {
     CompileOptions options;
@@ -146,6 +155,7 @@ struct CompilePipelineCLOptions
     options.train.collectives = collectives;
     options.cpu.fuseElementwise = fuseElementwise;
     options.cpu.vectorize = vectorize;
+    options.cpu.vectorBits = vectorBits;
     return options;
   }
 };

@@ -82,6 +82,8 @@ def VectorizeContractions
     Option<"tileM", "tile-m", "int64_t", "8", "Rows of C per register block">,
     Option<"tileN", "tile-n", "int64_t", "32",
            "Columns of C per register block">,
+    Option<"dotWidth", "dot-width", "int64_t", "16",
+           "Consecutive k per vector in the dot-product kernel">,
     Option<"tileK", "tile-k", "int64_t", "256",
            "Reduction steps per cache block (the outermost loop after batch "
            "dimensions)">,
@@ -93,6 +95,24 @@ def VectorizeContractions
                            "::mlir::vector::VectorDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def FuseElementwise : Pass<"fuse-elementwise"> {
+  let summary = "Fuse elementwise producers into consumers without recomputing";
+  let description = [{
+    Upstream's `linalg-fuse-elementwise-ops` (elementwise fusion, folding
+    of reshapes by expansion, linalg canonicalizations and constant
+    folding), with one more condition on fusing a producer into a
+    consumer: the consumer must read the producer's result through a
+    permutation of all of its loops. A producer read through a map that
+    leaves out consumer loops (an activation's gradient read by the
+    contraction that computes a weight gradient) would be recomputed for
+    every value of those loops, and the consumer would no longer be a plain
+    contraction that `vectorize-contractions` handles.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::affine::AffineDialect"];
 }
 
 def ApproximateMath : Pass<"approximate-math"> {

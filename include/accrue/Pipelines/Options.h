@@ -38,6 +38,9 @@ struct CPULoweringOptions {
   bool fuseElementwise = true;
   /// Register-tile and vectorize contractions (vectorize-contractions).
   bool vectorize = true;
+  /// The target's vector register width in bits; sizes the kernels' blocks
+  /// (rows of 2 registers, dot products over one register).
+  int64_t vectorBits = 512;
 };
 
 /// Everything accrue-compile runs between the imported module and LLVM IR.

@@ -70,7 +70,8 @@ bool unitInnerStride(Value value) {
 }
 
 FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
-                                int64_t tileN, int64_t tileK) {
+                                int64_t tileN, int64_t tileK,
+                                int64_t dotWidth) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
     return failure();
@@ -121,7 +122,7 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
       unitInnerStride(op->getOperand(plan.a)) &&
       unitInnerStride(op->getOperand(plan.b))) {
     plan.kind = Plan::Kind::Dot;
-    plan.width = largestDivisor(bounds[plan.k], {16, 8});
+    plan.width = largestDivisor(bounds[plan.k], {dotWidth, 8});
     plan.tileM = largestDivisor(bounds[plan.m], {4, 2, 1});
     plan.tileN = largestDivisor(bounds[plan.n], {4, 2, 1});
     if (!plan.width)
@@ -308,7 +309,7 @@ struct VectorizeContractionsPass
     func.walk([&](linalg::LinalgOp op) { contractions.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : contractions) {
-      FailureOr<Plan> plan = planContraction(op, tileM, tileN, tileK);
+      FailureOr<Plan> plan = planContraction(op, tileM, tileN, tileK, dotWidth);
       if (failed(plan))
         continue;
       rewriter.setInsertionPoint(op);

@@ -10,6 +10,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
@@ -138,6 +139,20 @@ cpu::translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
     return module.emitError("LLVM optimization failed: ")
            << llvm::toString(std::move(err));
   return llvmModule;
+}
+
+int64_t cpu::vectorRegisterBits(const CPUTargetOptions &options) {
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createTargetMachine(options, error);
+  if (!machine)
+    return 128;
+  const llvm::MCSubtargetInfo *info = machine->getMCSubtargetInfo();
+  if (info->checkFeatures("+avx512f"))
+    return 512;
+  if (info->checkFeatures("+avx"))
+    return 256;
+  return 128;
 }
 
 LogicalResult cpu::writeObjectFile(llvm::Module &module,

@@ -33,6 +33,10 @@ struct CPUTargetOptions {
   unsigned optLevel = 3;
 };
 
+/// The widest vector registers of the target CPU, in bits: 512 with
+/// AVX-512, 256 with AVX, else 128.
+int64_t vectorRegisterBits(const CPUTargetOptions &options);
+
 /// Translates an LLVM-dialect module to optimized LLVM IR for the target,
 /// with packed entry points added.
 llvm::FailureOr<std::unique_ptr<llvm::Module>>

@@ -1,0 +1,54 @@
+//===- FuseElementwise.cpp - elementwise fusion without recompute -*- C++ -*-===//
+
+#include "accrue/Conversion/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace accrue {
+#define GEN_PASS_DEF_FUSEELEMENTWISE
+#include "accrue/Conversion/Passes.h.inc"
+} // namespace accrue
+
+using namespace mlir;
+
+namespace {
+
+/// Fuse a single-use producer only where the consumer reads each of its
+/// values once (a permutation of all the consumer's loops).
+bool fusesWithoutRecompute(OpOperand *fused) {
+  Operation *producer = fused->get().getDefiningOp();
+  if (!producer || !producer->hasOneUse())
+    return false;
+  auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+  if (!consumer)
+    return true;
+  return consumer.getMatchingIndexingMap(fused).isPermutation();
+}
+
+struct FuseElementwisePass
+    : accrue::impl::FuseElementwiseBase<FuseElementwisePass> {
+  void runOnOperation() override {
+    MLIRContext *context = &getContext();
+    RewritePatternSet patterns(context);
+    linalg::ControlFusionFn control = fusesWithoutRecompute;
+    linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
+    tensor::populateBubbleUpExpandShapePatterns(patterns);
+    affine::AffineApplyOp::getCanonicalizationPatterns(patterns, context);
+    linalg::GenericOp::getCanonicalizationPatterns(patterns, context);
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, context);
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, context);
+    context->getLoadedDialect<linalg::LinalgDialect>()
+        ->getCanonicalizationPatterns(patterns);
+    linalg::populateConstantFoldLinalgOperations(patterns, control);
+    if (failed(applyPatternsGreedily(
+            getOperation(), std::move(patterns),
+            GreedyRewriteConfig().setUseTopDownTraversal(true))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
