@@ -83,6 +83,8 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
     int64_t lanes = std::max<int64_t>(options.vectorBits / 32, 4);
     vectorize.tileN = 2 * lanes;
     vectorize.dotWidth = lanes;
+    // 16 registers of the block (8 rows of 2) with AVX; SSE has 16 in all.
+    vectorize.tileM = lanes >= 8 ? 8 : 4;
     pm.addNestedPass<func::FuncOp>(createVectorizeContractions(vectorize));
   }
   pm.addPass(createConvertLinalgToLoopsPass());

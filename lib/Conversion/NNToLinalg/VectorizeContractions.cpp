@@ -1,13 +1,16 @@
 //===- VectorizeContractions.cpp - register-tiled matmuls --------*- C++ -*-===//
 //
 // Scalar loops leave a CPU's vector units mostly idle on the contractions
-// that dominate a training step. Each contraction on buffers whose output
-// and right-hand side are contiguous along n (C[m, n] += A[m, k] * B[k, n],
-// either operand possibly transposed on the other dims) is tiled into
-// Tm x Tn blocks of C with k innermost, each block becomes a vector.contract
-// lowered to outer products (Tm broadcast FMAs of a Tn-wide row of B per
-// k), and the block of C is hoisted out of the k loop, so it lives in
-// registers while the whole k extent streams through.
+// that dominate a training step. A contraction on static f32 buffers,
+// C[.., m, n] += A[.., m, k] * B[.., k, n] in any layout of its operands,
+// is replaced by loops over blocks of C whose body keeps the block in
+// vector registers for a block of k:
+//   - outer products when B and C are contiguous along n: per k, one row of
+//     B and a broadcast FMA per row of the block;
+//   - dot products when A and B are contiguous along k: per step of k, one
+//     vector of each row of A and of B, an FMA per pair; the vectors are
+//     reduced into C after the k block.
+// Other layouts keep their scalar loops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +34,7 @@ namespace {
 /// The largest of `candidates` that divides `extent`, or 0.
 int64_t largestDivisor(int64_t extent, ArrayRef<int64_t> candidates) {
   for (int64_t c : candidates)
-    if (extent % c == 0)
+    if (c > 0 && extent % c == 0)
       return c;
   return 0;
 }
@@ -109,7 +112,7 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
       unitInnerStride(op->getOperand(plan.b))) {
     plan.kind = Plan::Kind::OuterProduct;
     plan.tileM = largestDivisor(bounds[plan.m], {tileM, 4, 2, 1});
-    plan.tileN = largestDivisor(bounds[plan.n], {tileN, 16, 8});
+    plan.tileN = largestDivisor(bounds[plan.n], {tileN, tileN / 2});
     if (!plan.tileM || !plan.tileN)
       return failure();
     plan.tileK = largestDivisor(bounds[plan.k], {tileK, 128, 64, 32, 16, 8});
@@ -122,7 +125,7 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
       unitInnerStride(op->getOperand(plan.a)) &&
       unitInnerStride(op->getOperand(plan.b))) {
     plan.kind = Plan::Kind::Dot;
-    plan.width = largestDivisor(bounds[plan.k], {dotWidth, 8});
+    plan.width = largestDivisor(bounds[plan.k], {dotWidth, dotWidth / 2});
     plan.tileM = largestDivisor(bounds[plan.m], {4, 2, 1});
     plan.tileN = largestDivisor(bounds[plan.n], {4, 2, 1});
     if (!plan.width)
