@@ -51,9 +51,11 @@ Value arenaView(OpBuilder &b, Location loc, Value arena, int64_t offset,
   return memref::ExpandShapeOp::create(b, loc, *type, view, reassociation);
 }
 
-struct AccumulateOpInterface
-    : public BufferizableOpInterface::ExternalModel<AccumulateOpInterface,
-                                                    AccumulateOp> {
+/// The analysis of an op that reads all its operands and updates its first
+/// (an arena) in place, as its first result.
+template <typename Concrete, typename Op>
+struct UpdatesFirstOperandInPlace
+    : public BufferizableOpInterface::ExternalModel<Concrete, Op> {
   bool bufferizesToMemoryRead(Operation *, OpOperand &,
                               const AnalysisState &) const {
     return true;
@@ -70,6 +72,10 @@ struct AccumulateOpInterface
       return {};
     return {{op->getResult(0), BufferRelation::Equivalent}};
   }
+};
+
+struct AccumulateOpInterface
+    : public UpdatesFirstOperandInPlace<AccumulateOpInterface, AccumulateOp> {
 
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
@@ -125,23 +131,7 @@ func::FuncOp allReduceFunction(RewriterBase &rewriter, Operation *from) {
 }
 
 struct AllReduceOpInterface
-    : public BufferizableOpInterface::ExternalModel<AllReduceOpInterface,
-                                                    AllReduceOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &operand,
-                               const AnalysisState &) const {
-    return operand.getOperandNumber() == 0;
-  }
-  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
-                                      const AnalysisState &) const {
-    if (operand.getOperandNumber() != 0)
-      return {};
-    return {{op->getResult(0), BufferRelation::Equivalent}};
-  }
-
+    : public UpdatesFirstOperandInPlace<AllReduceOpInterface, AllReduceOp> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
