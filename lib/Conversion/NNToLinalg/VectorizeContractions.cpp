@@ -138,167 +138,157 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
   return failure();
 }
 
-/// The indices into an operand indexed by `map` at loop position `ivs`.
-SmallVector<Value> indicesOf(AffineMap map, ArrayRef<Value> ivs) {
-  SmallVector<Value> indices;
-  for (AffineExpr e : map.getResults())
-    indices.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
-  return indices;
-}
-
-/// Loops over the batch dimensions and the blocks of k, n and m, in that
-/// order; leaves the insertion point in the innermost body. Returns the
-/// position of every loop dimension (the start of its block).
-SmallVector<Value> buildBlockLoops(RewriterBase &rewriter, Location loc,
-                                   const Plan &plan,
-                                   ArrayRef<int64_t> bounds) {
-  auto constant = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
-  };
-  Value zero = constant(0);
-  SmallVector<Value> ivs(bounds.size(), zero);
-  SmallVector<std::pair<unsigned, int64_t>> outer;
-  for (unsigned d : plan.batch)
-    outer.push_back({d, 1});
-  outer.push_back({plan.k, plan.tileK});
-  outer.push_back({plan.n, plan.tileN});
-  outer.push_back({plan.m, plan.tileM});
-  for (auto [dim, step] : outer) {
-    auto loop = scf::ForOp::create(rewriter, loc, zero, constant(bounds[dim]),
-                                   constant(step));
-    ivs[dim] = loop.getInductionVar();
-    rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+/// What both kernels are built from: the contraction's operands and maps,
+/// the loops over its blocks (batch dimensions, then blocks of k, n and m,
+/// created by the constructor, which leaves the insertion point in the
+/// innermost body) and the position of each loop dimension there.
+struct BlockedContraction {
+  BlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
+                     const Plan &plan)
+      : rewriter(rewriter), loc(op.getLoc()), plan(plan),
+        maps(op.getIndexingMapsArray()), a(op->getOperand(plan.a)),
+        b(op->getOperand(plan.b)), c(op->getOperand(2)) {
+    SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+    Value zero = constant(0);
+    ivs.assign(bounds.size(), zero);
+    SmallVector<std::pair<unsigned, int64_t>> loops;
+    for (unsigned d : plan.batch)
+      loops.push_back({d, 1});
+    loops.push_back({plan.k, plan.tileK});
+    loops.push_back({plan.n, plan.tileN});
+    loops.push_back({plan.m, plan.tileM});
+    for (auto [dim, step] : loops) {
+      auto loop = scf::ForOp::create(rewriter, loc, zero,
+                                     constant(bounds[dim]), constant(step));
+      ivs[dim] = loop.getInductionVar();
+      rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+    }
   }
-  return ivs;
-}
+
+  Value constant(int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  }
+
+  /// The first `count` positions of block dimension `dim`.
+  SmallVector<Value> positions(unsigned dim, int64_t count) {
+    SmallVector<Value> values{ivs[dim]};
+    for (int64_t i = 1; i < count; ++i)
+      values.push_back(arith::AddIOp::create(rewriter, loc, ivs[dim],
+                                             constant(i)));
+    return values;
+  }
+
+  /// The indices into an operand indexed by `map`, at the block's position
+  /// with the given dimensions moved.
+  SmallVector<Value>
+  indices(AffineMap map, ArrayRef<std::pair<unsigned, Value>> moved) {
+    SmallVector<Value> position(ivs);
+    for (auto [dim, value] : moved)
+      position[dim] = value;
+    SmallVector<Value> result;
+    for (AffineExpr e : map.getResults())
+      result.push_back(position[cast<AffineDimExpr>(e).getPosition()]);
+    return result;
+  }
+
+  /// The loop over this block of k in steps of `step`, carrying `init`;
+  /// `body` gets k and the carried values and returns the next ones.
+  scf::ForOp kLoop(int64_t step, ValueRange init,
+                   function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    Value start = ivs[plan.k];
+    Value end = arith::AddIOp::create(rewriter, loc, start,
+                                      constant(plan.tileK));
+    auto loop =
+        scf::ForOp::create(rewriter, loc, start, end, constant(step), init);
+    OpBuilder::InsertionGuard inner(rewriter);
+    rewriter.setInsertionPointToStart(loop.getBody());
+    scf::YieldOp::create(
+        rewriter, loc,
+        body(loop.getInductionVar(), loop.getRegionIterArgs()));
+    return loop;
+  }
+
+  RewriterBase &rewriter;
+  Location loc;
+  const Plan &plan;
+  SmallVector<AffineMap> maps;
+  Value a, b, c;
+  SmallVector<Value> ivs;
+};
 
 /// Replaces `op` by loops over blocks of C (tileM rows of tileN), each
-/// accumulated in registers over the whole k extent: per k, one row of B is
+/// accumulated in registers over a block of k: per k, one row of B is
 /// loaded and each row of the block gets a broadcast FMA with its element
 /// of A.
 void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                             const Plan &plan) {
-  Location loc = op.getLoc();
-  SmallVector<int64_t> bounds = op.getStaticLoopRanges();
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  Value a = op->getOperand(plan.a), b = op->getOperand(plan.b),
-        c = op->getOperand(2);
-  auto rowType = VectorType::get({plan.tileN}, rewriter.getF32Type());
-  auto constant = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
-  };
-  Value zero = constant(0);
-
   OpBuilder::InsertionGuard guard(rewriter);
-  SmallVector<Value> ivs = buildBlockLoops(rewriter, loc, plan, bounds);
-  Value rowStart = ivs[plan.m];
-  auto atRow = [&](OpBuilder &builder, int64_t i) {
-    SmallVector<Value> at(ivs);
-    at[plan.m] = i == 0 ? rowStart
-                        : arith::AddIOp::create(builder, loc, rowStart,
-                                                constant(i))
-                              .getResult();
-    return at;
-  };
+  BlockedContraction blocks(rewriter, op, plan);
+  Location loc = blocks.loc;
+  auto rowType = VectorType::get({plan.tileN}, rewriter.getF32Type());
+  SmallVector<Value> rows = blocks.positions(plan.m, plan.tileM);
   SmallVector<Value> block;
-  for (int64_t i = 0; i < plan.tileM; ++i)
-    block.push_back(vector::LoadOp::create(rewriter, loc, rowType, c,
-                                           indicesOf(maps[2], atRow(rewriter, i))));
-  Value kStart = ivs[plan.k];
-  Value kEnd = arith::AddIOp::create(rewriter, loc, kStart, constant(plan.tileK));
-  auto kLoop =
-      scf::ForOp::create(rewriter, loc, kStart, kEnd, constant(1), block);
-  {
-    OpBuilder::InsertionGuard inner(rewriter);
-    rewriter.setInsertionPointToStart(kLoop.getBody());
-    ivs[plan.k] = kLoop.getInductionVar();
-    Value row =
-        vector::LoadOp::create(rewriter, loc, rowType, b, indicesOf(maps[plan.b], ivs));
+  for (Value row : rows)
+    block.push_back(vector::LoadOp::create(
+        rewriter, loc, rowType, blocks.c, blocks.indices(blocks.maps[2], {{plan.m, row}})));
+  scf::ForOp loop = blocks.kLoop(1, block, [&](Value kPos, ValueRange sums) {
+    Value rowOfB = vector::LoadOp::create(
+        rewriter, loc, rowType, blocks.b, blocks.indices(blocks.maps[plan.b], {{plan.k, kPos}}));
     SmallVector<Value> next;
-    for (int64_t i = 0; i < plan.tileM; ++i) {
+    for (auto [row, sum] : llvm::zip(rows, sums)) {
       Value element = memref::LoadOp::create(
-          rewriter, loc, a, indicesOf(maps[plan.a], atRow(rewriter, i)));
+          rewriter, loc, blocks.a,
+          blocks.indices(blocks.maps[plan.a], {{plan.m, row}, {plan.k, kPos}}));
       Value splat = vector::BroadcastOp::create(rewriter, loc, rowType, element);
-      next.push_back(vector::FMAOp::create(rewriter, loc, splat, row,
-                                           kLoop.getRegionIterArgs()[i]));
+      next.push_back(vector::FMAOp::create(rewriter, loc, splat, rowOfB, sum));
     }
-    scf::YieldOp::create(rewriter, loc, next);
-  }
-  ivs[plan.k] = zero;
-  for (int64_t i = 0; i < plan.tileM; ++i)
-    vector::StoreOp::create(rewriter, loc, kLoop.getResult(i), c,
-                            indicesOf(maps[2], atRow(rewriter, i)));
+    return next;
+  });
+  for (auto [row, sum] : llvm::zip(rows, loop.getResults()))
+    vector::StoreOp::create(rewriter, loc, sum, blocks.c,
+                            blocks.indices(blocks.maps[2], {{plan.m, row}}));
 }
 
 /// Replaces `op` by loops over blocks of C (tileM x tileN), each the dot
-/// products of tileM rows of A with tileN rows of B along k: tileM x tileN
-/// vector partial sums over `width` consecutive k, reduced and added to C.
+/// products of tileM rows of A with tileN rows of B along a block of k:
+/// tileM x tileN vector partial sums over `width` consecutive k, reduced
+/// and added to C.
 void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
                     const Plan &plan) {
-  Location loc = op.getLoc();
-  SmallVector<int64_t> bounds = op.getStaticLoopRanges();
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  Value a = op->getOperand(plan.a), b = op->getOperand(plan.b),
-        c = op->getOperand(2);
-  auto vectorType = VectorType::get({plan.width}, rewriter.getF32Type());
-  auto constant = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
-  };
-
   OpBuilder::InsertionGuard guard(rewriter);
-  SmallVector<Value> ivs = buildBlockLoops(rewriter, loc, plan, bounds);
-  auto offset = [&](unsigned dim, int64_t i) {
-    return i == 0 ? ivs[dim]
-                  : arith::AddIOp::create(rewriter, loc, ivs[dim], constant(i))
-                        .getResult();
-  };
-  auto at = [&](std::initializer_list<std::pair<unsigned, Value>> values) {
-    SmallVector<Value> position(ivs);
-    for (auto [dim, value] : values)
-      position[dim] = value;
-    return position;
-  };
-  Value zeros = arith::ConstantOp::create(
-      rewriter, loc, vectorType, rewriter.getZeroAttr(vectorType));
-  SmallVector<Value> rowsOfM, rowsOfN;
-  for (int64_t i = 0; i < plan.tileM; ++i)
-    rowsOfM.push_back(offset(plan.m, i));
-  for (int64_t j = 0; j < plan.tileN; ++j)
-    rowsOfN.push_back(offset(plan.n, j));
-  SmallVector<Value> sums(plan.tileM * plan.tileN, zeros);
-  Value kStart = ivs[plan.k];
-  Value kEnd = arith::AddIOp::create(rewriter, loc, kStart, constant(plan.tileK));
-  auto kLoop = scf::ForOp::create(rewriter, loc, kStart, kEnd,
-                                  constant(plan.width), sums);
-  {
-    OpBuilder::InsertionGuard inner(rewriter);
-    rewriter.setInsertionPointToStart(kLoop.getBody());
-    Value k = kLoop.getInductionVar();
+  BlockedContraction blocks(rewriter, op, plan);
+  Location loc = blocks.loc;
+  auto vectorType = VectorType::get({plan.width}, rewriter.getF32Type());
+  Value zeros = arith::ConstantOp::create(rewriter, loc, vectorType,
+                                          rewriter.getZeroAttr(vectorType));
+  SmallVector<Value> rowsOfM = blocks.positions(plan.m, plan.tileM);
+  SmallVector<Value> rowsOfN = blocks.positions(plan.n, plan.tileN);
+  SmallVector<Value> init(plan.tileM * plan.tileN, zeros);
+  scf::ForOp loop = blocks.kLoop(plan.width, init, [&](Value kPos, ValueRange sums) {
     SmallVector<Value> as, bs, next;
     for (Value row : rowsOfM)
       as.push_back(vector::LoadOp::create(
-          rewriter, loc, vectorType, a,
-          indicesOf(maps[plan.a], at({{plan.m, row}, {plan.k, k}}))));
+          rewriter, loc, vectorType, blocks.a,
+          blocks.indices(blocks.maps[plan.a], {{plan.m, row}, {plan.k, kPos}})));
     for (Value row : rowsOfN)
       bs.push_back(vector::LoadOp::create(
-          rewriter, loc, vectorType, b,
-          indicesOf(maps[plan.b], at({{plan.n, row}, {plan.k, k}}))));
+          rewriter, loc, vectorType, blocks.b,
+          blocks.indices(blocks.maps[plan.b], {{plan.n, row}, {plan.k, kPos}})));
     for (int64_t i = 0; i < plan.tileM; ++i)
       for (int64_t j = 0; j < plan.tileN; ++j)
-        next.push_back(vector::FMAOp::create(
-            rewriter, loc, as[i], bs[j],
-            kLoop.getRegionIterArgs()[i * plan.tileN + j]));
-    scf::YieldOp::create(rewriter, loc, next);
-  }
+        next.push_back(vector::FMAOp::create(rewriter, loc, as[i], bs[j],
+                                             sums[i * plan.tileN + j]));
+    return next;
+  });
   for (int64_t i = 0; i < plan.tileM; ++i)
     for (int64_t j = 0; j < plan.tileN; ++j) {
-      SmallVector<Value> position = indicesOf(
-          maps[2], at({{plan.m, rowsOfM[i]}, {plan.n, rowsOfN[j]}}));
-      Value old = memref::LoadOp::create(rewriter, loc, c, position);
+      SmallVector<Value> position = blocks.indices(
+          blocks.maps[2], {{plan.m, rowsOfM[i]}, {plan.n, rowsOfN[j]}});
+      Value old = memref::LoadOp::create(rewriter, loc, blocks.c, position);
       Value sum = vector::ReductionOp::create(
           rewriter, loc, vector::CombiningKind::ADD,
-          kLoop.getResult(i * plan.tileN + j), old);
-      memref::StoreOp::create(rewriter, loc, sum, c, position);
+          loop.getResult(i * plan.tileN + j), old);
+      memref::StoreOp::create(rewriter, loc, sum, blocks.c, position);
     }
 }
 
