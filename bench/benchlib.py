@@ -1,11 +1,27 @@
 """Shared by the benchmarks: a linear model whose size sets the arena, and
 the step time `accrue-train` reports."""
+import os
 import re
 import subprocess
+import tempfile
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+
+def parse_args(ap):
+    """Adds --build and --out to `ap` and parses the command line; creates
+    the output folder (a fresh temporary one without --out). Returns the
+    arguments, the folder, and the paths of accrue-compile and accrue-train."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--build", default=os.path.join(here, "..", "build"))
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    out = args.out or tempfile.mkdtemp(prefix="accrue-bench-")
+    os.makedirs(out, exist_ok=True)
+    tool = lambda name: os.path.join(args.build, "bin", name)
+    return args, out, tool("accrue-compile"), tool("accrue-train")
 
 
 def build_linear_model(path, inputs, outputs):

@@ -26,9 +26,8 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 
-from benchlib import build_linear_model, seconds_per_step, write_linear_data
+from benchlib import build_linear_model, parse_args, seconds_per_step, write_linear_data
 
 SIZE = 2048
 MICRO_BATCH = 4
@@ -37,17 +36,11 @@ RANKS = 2
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     ap.add_argument("--ks", default="1,4,16")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args()
+    args, out, compiler, trainer = parse_args(ap)
     ks = [int(k) for k in args.ks.split(",")]
-    out = args.out or tempfile.mkdtemp(prefix="accrue-bench-")
-    os.makedirs(out, exist_ok=True)
-    compiler = os.path.join(args.build, "bin", "accrue-compile")
-    trainer = os.path.join(args.build, "bin", "accrue-train")
     mpirun = shutil.which("mpirun")
     if not mpirun:
         raise SystemExit("bench/collectives.py: mpirun not found (apt install openmpi-bin)")

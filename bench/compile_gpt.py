@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 
 import zoo  # noqa: E402
+from benchlib import parse_args  # noqa: E402
 
 # vocab, width, heads, layers, context
 SIZES = {
@@ -47,14 +48,9 @@ def timed(cmd):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     ap.add_argument("--sizes", default="10M,100M")
     ap.add_argument("--micro-batch", type=int, default=8)
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args()
-    compiler = os.path.join(args.build, "bin", "accrue-compile")
-    out = args.out or tempfile.mkdtemp(prefix="accrue-bench-")
-    os.makedirs(out, exist_ok=True)
+    args, out, compiler, trainer = parse_args(ap)
     rows = []
     for size in args.sizes.split(","):
         config = SIZES[size]

@@ -21,13 +21,11 @@ import argparse
 import os
 import re
 import subprocess
-import sys
-import tempfile
 import time
 
 import numpy as np
 
-from benchlib import build_linear_model, seconds_per_step, write_linear_data
+from benchlib import build_linear_model, parse_args, seconds_per_step, write_linear_data
 
 IN, OUT = 2560, 4096
 PARAMS = IN * OUT
@@ -81,15 +79,9 @@ def copy_bandwidth():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args()
-    out = args.out or tempfile.mkdtemp(prefix="accrue-bench-")
-    os.makedirs(out, exist_ok=True)
-    compiler = os.path.join(args.build, "bin", "accrue-compile")
-    trainer = os.path.join(args.build, "bin", "accrue-train")
+    args, out, compiler, trainer = parse_args(ap)
     model = os.path.join(out, "linear.onnx")
     build_linear_model(model, IN, OUT)
     data = os.path.join(out, "data.npz")

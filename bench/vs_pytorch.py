@@ -20,7 +20,6 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -29,9 +28,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "test", "e2e", "models"))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-import mlp  # noqa: E402
 import zoo  # noqa: E402
-from benchlib import seconds_per_step  # noqa: E402
+from benchlib import parse_args, seconds_per_step  # noqa: E402
 
 K = 4
 LR, CLIP = 1e-3, 1.0
@@ -98,16 +96,10 @@ def pytorch_blas():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--models", default="gpt,mlp")
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args()
-    out = args.out or tempfile.mkdtemp(prefix="accrue-bench-")
-    os.makedirs(out, exist_ok=True)
-    compiler = os.path.join(args.build, "bin", "accrue-compile")
-    trainer = os.path.join(args.build, "bin", "accrue-train")
+    args, out, compiler, trainer = parse_args(ap)
     cores = os.cpu_count()
     print("PyTorch %s, BLAS: %s" % (torch.__version__, pytorch_blas()))
     print("| model | params | micro-batch x K | Accrue ms | Accrue --no-vectorize ms | "
