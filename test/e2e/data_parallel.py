@@ -91,29 +91,25 @@ for name, value in two.items():
 proc = e2e.run(base + ["--steps", "5", "--resume"], expect_ok=False)
 assert proc.returncode != 0 and "mpirun -np" in proc.stderr, proc.stderr
 
+def gpt_two_ranks_as_one(module, seed, tag):
+    """`module` (a zoo.GPT) trained at micro-batch 1: 2 ranks x K=2 against
+    1 rank x K=4."""
+    tokens = module.data(STEPS * 4, np.random.default_rng(seed))
+    path = os.path.join(out, tag + ".onnx")
+    zoo.export(module, tokens, path, 17)
+    data = os.path.join(out, tag + ".npz")
+    np.savez(data, **tokens)
+    one, _ = train(path, data, tag + "_1x4", 1, 4, 1)
+    two, _ = train(path, data, tag + "_2x2", 1, 2, 2)
+    same(two, one, tag + " 2 ranks")
+
+
 # 2. A GPT with a masked-token loss over padded sequences: each rank holds a
 #    different number of real tokens, and the mean is over all of them.
-module = zoo.GPT(8, loss="masked")
-tokens = module.data(STEPS * 4, np.random.default_rng(4))
-gpt = os.path.join(out, "gpt.onnx")
-zoo.export(module, tokens, gpt, 17)
-gdata = os.path.join(out, "gpt.npz")
-np.savez(gdata, **tokens)
-one, _ = train(gpt, gdata, "gpt_1x4", 1, 4, 1)
-two, _ = train(gpt, gdata, "gpt_2x2", 1, 2, 2)
-same(two, one, "GPT 2 ranks")
-
+gpt_two_ranks_as_one(zoo.GPT(8, loss="masked"), 4, "gpt")
 # A GPT with training-mode Dropout: masks are keyed by the global sample
 # index, so rank 1's samples get the masks they get on one process.
-drop = zoo.GPT(7, dropout=0.3)
-dtokens = drop.data(STEPS * 4, np.random.default_rng(8))
-dgpt = os.path.join(out, "gpt_dropout.onnx")
-zoo.export(drop, dtokens, dgpt, 17)
-ddata = os.path.join(out, "gpt_dropout.npz")
-np.savez(ddata, **dtokens)
-one, _ = train(dgpt, ddata, "drop_1x4", 1, 4, 1)
-two, _ = train(dgpt, ddata, "drop_2x2", 1, 2, 2)
-same(two, one, "dropout GPT 2 ranks")
+gpt_two_ranks_as_one(zoo.GPT(7, dropout=0.3), 8, "gpt_dropout")
 
 # 3. 19 samples in windows of 8 (2 ranks x 2 x 2): the third window has 3
 #    samples, all on rank 0; rank 1 runs an empty step and joins the sum.
