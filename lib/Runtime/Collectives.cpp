@@ -115,6 +115,16 @@ void check(int status, const char *what) {
     throw Error(std::string("MPI: ") + what + " failed");
 }
 
+/// Calls `fn` on consecutive pieces of `data` that MPI's int counts can
+/// describe.
+template <typename Fn> void forEachChunk(float *data, int64_t count, Fn fn) {
+  for (int64_t done = 0; done < count;) {
+    int size = static_cast<int>(std::min<int64_t>(count - done, 1 << 30));
+    fn(data + done, size);
+    done += size;
+  }
+}
+
 /// Whether MPI is loaded, initialized and not finalized.
 Mpi *activeMpi() {
   if (!loadedMpi)
@@ -167,25 +177,20 @@ void Collectives::allReduceSum(float *data, int64_t count) {
   ++numCalls;
   if (worldSize == 1)
     return;
-  for (int64_t done = 0; done < count;) {
-    int chunk = static_cast<int>(std::min<int64_t>(count - done, 1 << 30));
-    check(loadedMpi->allreduce(MPI_IN_PLACE, data + done, chunk, loadedMpi->f32,
+  forEachChunk(data, count, [](float *chunk, int size) {
+    check(loadedMpi->allreduce(MPI_IN_PLACE, chunk, size, loadedMpi->f32,
                                loadedMpi->sum, loadedMpi->world),
           "MPI_Allreduce");
-    done += chunk;
-  }
+  });
 }
 
 void Collectives::broadcast(float *data, int64_t count) {
   if (worldSize == 1)
     return;
-  for (int64_t done = 0; done < count;) {
-    int chunk = static_cast<int>(std::min<int64_t>(count - done, 1 << 30));
-    check(loadedMpi->bcast(data + done, chunk, loadedMpi->f32, 0,
-                           loadedMpi->world),
+  forEachChunk(data, count, [](float *chunk, int size) {
+    check(loadedMpi->bcast(chunk, size, loadedMpi->f32, 0, loadedMpi->world),
           "MPI_Bcast");
-    done += chunk;
-  }
+  });
 }
 
 bool Collectives::agree(int64_t value) {
