@@ -191,6 +191,56 @@ Value reduceItems(OpBuilder &b, Location loc, Value perItem,
   return result;
 }
 
+/// The loss of one item from the log-probability of its label: -logp times
+/// the label's class weight; 0 for an ignored label, NaN for a label out of
+/// range.
+Value itemLoss(OpBuilder &b, Location l, Value logp, LabelInfo &info,
+               Value weights, Type element) {
+  Value loss =
+      arith::MulFOp::create(b, l, arith::NegFOp::create(b, l, logp),
+                            classWeight(b, l, weights, info, element));
+  Value zero = scalarConstant(b, l, element, 0.0);
+  Value nan =
+      scalarConstant(b, l, element, std::numeric_limits<double>::quiet_NaN());
+  Value bad = arith::SelectOp::create(b, l, info.ignored, zero, nan);
+  return arith::SelectOp::create(b, l, info.counted, loss, bad);
+}
+
+/// Adds what a loss gradient reads besides the scores: the upstream
+/// gradient `dloss` (per item, or one scalar), and for reduction=mean the
+/// weight of the counted labels; then the identity map of the result.
+void addGradientInputs(OpBuilder &b, Location loc, const LossShapes &shapes,
+                       LossReduction reduction, Value labels, Value dloss,
+                       Value weights, std::optional<int64_t> ignore,
+                       SmallVectorImpl<Value> &inputs,
+                       SmallVectorImpl<AffineMap> &maps) {
+  MLIRContext *ctx = b.getContext();
+  AffineMap items = shapes.itemsMap(ctx);
+  AffineMap scalar = AffineMap::get(shapes.rank, 0, {}, ctx);
+  inputs.push_back(dloss);
+  maps.push_back(reduction == LossReduction::None ? items : scalar);
+  if (reduction == LossReduction::Mean) {
+    inputs.push_back(weightSum(b, loc, labels, weights, ignore,
+                               shapes.numClasses,
+                               shapes.items.getElementType()));
+    maps.push_back(scalar);
+  }
+  maps.push_back(b.getMultiDimIdentityMap(shapes.rank));
+}
+
+/// In a gradient's body: the upstream gradient of an item (divided by the
+/// counted weight for reduction=mean) times its label's class weight.
+/// `upstream` holds the values addGradientInputs added.
+Value weightedUpstream(OpBuilder &b, Location l, ValueRange upstream,
+                       bool mean, Value weights, LabelInfo &info,
+                       Type element) {
+  Value coef = upstream[0];
+  if (mean)
+    coef = arith::DivFOp::create(b, l, coef, upstream[1]);
+  return arith::MulFOp::create(b, l, coef,
+                               classWeight(b, l, weights, info, element));
+}
+
 struct SoftmaxCrossEntropyLossLowering
     : public OpConversionPattern<SoftmaxCrossEntropyLossOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -215,14 +265,7 @@ struct SoftmaxCrossEntropyLossLowering
           Value logSoftmax = arith::SubFOp::create(
               b, l, arith::SubFOp::create(b, l, score, args[1]),
               math::LogOp::create(b, l, args[2]));
-          Value loss = arith::MulFOp::create(
-              b, l, arith::NegFOp::create(b, l, logSoftmax),
-              classWeight(b, l, weights, info, element));
-          Value zero = scalarConstant(b, l, element, 0.0);
-          Value nan = scalarConstant(b, l, element,
-                                     std::numeric_limits<double>::quiet_NaN());
-          Value bad = arith::SelectOp::create(b, l, info.ignored, zero, nan);
-          return arith::SelectOp::create(b, l, info.counted, loss, bad);
+          return itemLoss(b, l, logSoftmax, info, weights, element);
         });
     rewriter.replaceOp(op, reduceItems(rewriter, loc, perItem,
                                        op.getReduction(), adaptor.getLabels(),
@@ -246,20 +289,13 @@ struct SoftmaxCrossEntropyGradLowering
     Value scores = adaptor.getScores(), weights = adaptor.getWeights();
     auto [max, sumExp] = softmaxStats(rewriter, loc, scores, shapes);
 
-    AffineMap identity = rewriter.getMultiDimIdentityMap(shapes.rank);
     AffineMap items = shapes.itemsMap(ctx);
-    AffineMap scalar = AffineMap::get(shapes.rank, 0, {}, ctx);
-    SmallVector<Value> inputs{scores, adaptor.getLabels(), max, sumExp,
-                              adaptor.getDloss()};
-    SmallVector<AffineMap> maps{
-        identity, items, items, items,
-        op.getReduction() == LossReduction::None ? items : scalar};
-    if (op.getReduction() == LossReduction::Mean) {
-      inputs.push_back(weightSum(rewriter, loc, adaptor.getLabels(), weights,
-                                 ignore, shapes.numClasses, element));
-      maps.push_back(scalar);
-    }
-    maps.push_back(identity);
+    SmallVector<Value> inputs{scores, adaptor.getLabels(), max, sumExp};
+    SmallVector<AffineMap> maps{rewriter.getMultiDimIdentityMap(shapes.rank),
+                                items, items, items};
+    addGradientInputs(rewriter, loc, shapes, op.getReduction(),
+                      adaptor.getLabels(), adaptor.getDloss(), weights, ignore,
+                      inputs, maps);
     SmallVector<IteratorType> iterators(shapes.rank, IteratorType::parallel);
     bool mean = op.getReduction() == LossReduction::Mean;
     auto generic = linalg::GenericOp::create(
@@ -279,11 +315,8 @@ struct SoftmaxCrossEntropyGradLowering
           Value one = scalarConstant(b, l, element, 1.0);
           Value zero = scalarConstant(b, l, element, 0.0);
           Value onehot = arith::SelectOp::create(b, l, isLabel, one, zero);
-          Value coef = args[4];
-          if (mean)
-            coef = arith::DivFOp::create(b, l, coef, args[5]);
-          coef = arith::MulFOp::create(
-              b, l, coef, classWeight(b, l, weights, info, element));
+          Value coef = weightedUpstream(b, l, args.drop_front(4), mean,
+                                        weights, info, element);
           Value grad = arith::MulFOp::create(
               b, l, arith::SubFOp::create(b, l, prob, onehot), coef);
           linalg::YieldOp::create(
@@ -314,14 +347,7 @@ struct NegativeLogLikelihoodLossLowering
           LabelInfo info =
               decodeLabel(b, l, args[0], ignore, shapes.numClasses);
           Value logp = gatherScore(b, l, input, info.index, itemsRank);
-          Value loss = arith::MulFOp::create(
-              b, l, arith::NegFOp::create(b, l, logp),
-              classWeight(b, l, weights, info, element));
-          Value zero = scalarConstant(b, l, element, 0.0);
-          Value nan = scalarConstant(b, l, element,
-                                     std::numeric_limits<double>::quiet_NaN());
-          Value bad = arith::SelectOp::create(b, l, info.ignored, zero, nan);
-          return arith::SelectOp::create(b, l, info.counted, loss, bad);
+          return itemLoss(b, l, logp, info, weights, element);
         });
     rewriter.replaceOp(op, reduceItems(rewriter, loc, perItem,
                                        op.getReduction(), adaptor.getTarget(),
@@ -343,19 +369,12 @@ struct NegativeLogLikelihoodGradLowering
     Type element = shapes.items.getElementType();
     std::optional<int64_t> ignore = op.getIgnoreIndex();
     Value weights = adaptor.getWeights();
-    AffineMap identity = rewriter.getMultiDimIdentityMap(shapes.rank);
-    AffineMap items = shapes.itemsMap(ctx);
-    AffineMap scalar = AffineMap::get(shapes.rank, 0, {}, ctx);
     bool mean = op.getReduction() == LossReduction::Mean;
-    SmallVector<Value> inputs{adaptor.getTarget(), adaptor.getDloss()};
-    SmallVector<AffineMap> maps{
-        items, op.getReduction() == LossReduction::None ? items : scalar};
-    if (mean) {
-      inputs.push_back(weightSum(rewriter, loc, adaptor.getTarget(), weights,
-                                 ignore, shapes.numClasses, element));
-      maps.push_back(scalar);
-    }
-    maps.push_back(identity);
+    SmallVector<Value> inputs{adaptor.getTarget()};
+    SmallVector<AffineMap> maps{shapes.itemsMap(ctx)};
+    addGradientInputs(rewriter, loc, shapes, op.getReduction(),
+                      adaptor.getTarget(), adaptor.getDloss(), weights, ignore,
+                      inputs, maps);
     auto generic = linalg::GenericOp::create(
         rewriter, loc, shapes.scores, inputs,
         emptyTensor(rewriter, loc, shapes.scores), maps,
@@ -367,13 +386,10 @@ struct NegativeLogLikelihoodGradLowering
           Value isLabel = arith::CmpIOp::create(
               b, l, arith::CmpIPredicate::eq, c, info.index);
           Value hit = arith::AndIOp::create(b, l, isLabel, info.counted);
-          Value coef = args[1];
-          if (mean)
-            coef = arith::DivFOp::create(b, l, coef, args[2]);
           Value grad = arith::NegFOp::create(
               b, l,
-              arith::MulFOp::create(b, l, coef,
-                                    classWeight(b, l, weights, info, element)));
+              weightedUpstream(b, l, args.drop_front(1), mean, weights, info,
+                               element));
           linalg::YieldOp::create(
               b, l,
               arith::SelectOp::create(b, l, hit, grad,
