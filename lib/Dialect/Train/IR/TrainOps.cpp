@@ -146,13 +146,12 @@ LogicalResult AccumulateOp::verify() {
 }
 
 LogicalResult AllReduceOp::verify() {
-  auto type = cast<RankedTensorType>(getAccumulator().getType());
-  int64_t size = type.isDynamicDim(0) ? ShapedType::kDynamic : type.getDimSize(0);
-  if (getScalarsAt() < 0 ||
-      (size != ShapedType::kDynamic && getScalarsAt() + 2 > size))
+  int64_t size = getAccumulator().getType().getDimSize(0);
+  auto at = static_cast<int64_t>(getScalarsAt());
+  if (at < 0 || (!ShapedType::isDynamic(size) && at + 2 > size))
     return emitOpError("scalars_at ")
-           << getScalarsAt() << " leaves no room for two scalars in an arena of "
-           << size << " elements";
+           << at << " leaves no room for two scalars in an arena of " << size
+           << " elements";
   return success();
 }
 
