@@ -1,4 +1,4 @@
-//===- FuseElementwise.cpp - elementwise fusion without recompute -*- C++ -*-===//
+//===- FuseElementwise.cpp - fusion without recomputation -------*- C++ -*-===//
 
 #include "accrue/Conversion/Passes.h"
 

@@ -1,4 +1,4 @@
-//===- VectorizeContractions.cpp - register-tiled matmuls --------*- C++ -*-===//
+//===- VectorizeContractions.cpp - register-blocked matmuls -----*- C++ -*-===//
 //
 // Scalar loops leave a CPU's vector units mostly idle on the contractions
 // that dominate a training step. A contraction on static f32 buffers,
@@ -230,16 +230,19 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
   SmallVector<Value> block;
   for (Value row : rows)
     block.push_back(vector::LoadOp::create(
-        rewriter, loc, rowType, blocks.c, blocks.indices(blocks.maps[2], {{plan.m, row}})));
+        rewriter, loc, rowType, blocks.c,
+        blocks.indices(blocks.maps[2], {{plan.m, row}})));
   scf::ForOp loop = blocks.kLoop(1, block, [&](Value kPos, ValueRange sums) {
     Value rowOfB = vector::LoadOp::create(
-        rewriter, loc, rowType, blocks.b, blocks.indices(blocks.maps[plan.b], {{plan.k, kPos}}));
+        rewriter, loc, rowType, blocks.b,
+        blocks.indices(blocks.maps[plan.b], {{plan.k, kPos}}));
     SmallVector<Value> next;
     for (auto [row, sum] : llvm::zip(rows, sums)) {
       Value element = memref::LoadOp::create(
           rewriter, loc, blocks.a,
           blocks.indices(blocks.maps[plan.a], {{plan.m, row}, {plan.k, kPos}}));
-      Value splat = vector::BroadcastOp::create(rewriter, loc, rowType, element);
+      Value splat =
+          vector::BroadcastOp::create(rewriter, loc, rowType, element);
       next.push_back(vector::FMAOp::create(rewriter, loc, splat, rowOfB, sum));
     }
     return next;
@@ -264,22 +267,25 @@ void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
   SmallVector<Value> rowsOfM = blocks.positions(plan.m, plan.tileM);
   SmallVector<Value> rowsOfN = blocks.positions(plan.n, plan.tileN);
   SmallVector<Value> init(plan.tileM * plan.tileN, zeros);
-  scf::ForOp loop = blocks.kLoop(plan.width, init, [&](Value kPos, ValueRange sums) {
+  auto body = [&](Value kPos, ValueRange sums) {
     SmallVector<Value> as, bs, next;
     for (Value row : rowsOfM)
       as.push_back(vector::LoadOp::create(
           rewriter, loc, vectorType, blocks.a,
-          blocks.indices(blocks.maps[plan.a], {{plan.m, row}, {plan.k, kPos}})));
+          blocks.indices(blocks.maps[plan.a],
+                         {{plan.m, row}, {plan.k, kPos}})));
     for (Value row : rowsOfN)
       bs.push_back(vector::LoadOp::create(
           rewriter, loc, vectorType, blocks.b,
-          blocks.indices(blocks.maps[plan.b], {{plan.n, row}, {plan.k, kPos}})));
+          blocks.indices(blocks.maps[plan.b],
+                         {{plan.n, row}, {plan.k, kPos}})));
     for (int64_t i = 0; i < plan.tileM; ++i)
       for (int64_t j = 0; j < plan.tileN; ++j)
         next.push_back(vector::FMAOp::create(rewriter, loc, as[i], bs[j],
                                              sums[i * plan.tileN + j]));
     return next;
-  });
+  };
+  scf::ForOp loop = blocks.kLoop(plan.width, init, body);
   for (int64_t i = 0; i < plan.tileM; ++i)
     for (int64_t j = 0; j < plan.tileN; ++j) {
       SmallVector<Value> position = blocks.indices(

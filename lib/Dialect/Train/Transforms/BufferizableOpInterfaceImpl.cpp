@@ -120,7 +120,8 @@ func::FuncOp allReduceFunction(RewriterBase &rewriter, Operation *from) {
   MLIRContext *ctx = rewriter.getContext();
   auto buffer = MemRefType::get(
       {ShapedType::kDynamic}, Float32Type::get(ctx),
-      StridedLayoutAttr::get(ctx, ShapedType::kDynamic, {ShapedType::kDynamic}));
+      StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
+                             {ShapedType::kDynamic}));
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(module.getBody());
   auto fn = func::FuncOp::create(rewriter, module.getLoc(), name,
@@ -159,7 +160,8 @@ struct AllReduceOpInterface
     func::CallOp::create(
         rewriter, loc, callee,
         ValueRange{memref::CastOp::create(rewriter, loc, bufferType, prefix)});
-    Value sum = memref::LoadOp::create(rewriter, loc, *arena, ValueRange{sumAt});
+    Value sum =
+        memref::LoadOp::create(rewriter, loc, *arena, ValueRange{sumAt});
     Value count =
         memref::LoadOp::create(rewriter, loc, *arena, ValueRange{countAt});
     // Nothing else sees them: the slots are zero again.
