@@ -9,6 +9,7 @@
 #include "accrue/Dialect/Train/Utils/MemoryEstimate.h"
 #include "accrue/Dialect/Train/Utils/StepBuilder.h"
 #include "accrue/InitAllDialects.h"
+#include "accrue/Codegen/CPU/Pipelines.h"
 #include "accrue/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -322,7 +323,7 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
                          buildTrainPipeline(pm, options.pipeline.train);
                        })) ||
       failed(runPasses("bufferize", [&](OpPassManager &pm) {
-        buildCPUBufferizationPipeline(pm, options.pipeline.cpu);
+        cpu::buildCPUBufferizationPipeline(pm, options.pipeline.cpu);
       })))
     return failure();
   std::optional<int64_t> activationBytes;
@@ -342,7 +343,7 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   CPULoweringOptions lowering = options.pipeline.cpu;
   lowering.vectorBits = cpu::vectorRegisterBits(options.target);
   if (failed(runPasses("lower to LLVM dialect", [&](OpPassManager &pm) {
-        buildCPUToLLVMPipeline(pm, lowering);
+        cpu::buildCPUToLLVMPipeline(pm, lowering);
       })))
     return failure();
   if (options.emit == EmitKind::MLIR)

@@ -3,6 +3,7 @@
 #include "accrue/InitAllDialects.h"
 #include "accrue/InitAllPasses.h"
 
+#include "accrue/Codegen/CPU/Passes.h"
 #include "accrue/Conversion/Passes.h"
 #include "accrue/Dialect/NN/IR/NN.h"
 #include "accrue/Dialect/Train/IR/Train.h"
@@ -31,5 +32,6 @@ void accrue::registerAllPasses() {
   mlir::registerAllPasses();
   train::registerTrainPasses();
   registerConversionPasses();
+  cpu::registerCPUCodegenPasses();
   registerPipelines();
 }

@@ -13,7 +13,7 @@
 #include "accrue/Import/ONNX/Importer.h"
 #include "accrue/InitAllDialects.h"
 #include "accrue/Pipelines/Pipelines.h"
-#include "accrue/Target/CPU/CPUTarget.h"
+#include "accrue/Codegen/CPU/CPUTarget.h"
 #include "accrue-runtime/Runtime.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"

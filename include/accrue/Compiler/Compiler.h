@@ -11,7 +11,7 @@
 
 #include "accrue/Import/ONNX/Importer.h"
 #include "accrue/Pipelines/Options.h"
-#include "accrue/Target/CPU/CPUTarget.h"
+#include "accrue/Codegen/CPU/CPUTarget.h"
 
 #include "llvm/Support/raw_ostream.h"
 

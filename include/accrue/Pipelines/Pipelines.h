@@ -17,19 +17,6 @@ namespace accrue {
 void buildTrainPipeline(mlir::OpPassManager &pm,
                         const TrainPipelineOptions &options);
 
-/// nn/train to linalg, then one-shot bufferization and deallocation: the
-/// step on buffers, still in linalg and scf.
-void buildCPUBufferizationPipeline(mlir::OpPassManager &pm,
-                                   const CPULoweringOptions &options);
-
-/// A bufferized step to the LLVM dialect.
-void buildCPUToLLVMPipeline(mlir::OpPassManager &pm,
-                            const CPULoweringOptions &options);
-
-/// Both of the above.
-void buildCPULoweringPipeline(mlir::OpPassManager &pm,
-                              const CPULoweringOptions &options);
-
 /// Exactly what accrue-compile runs: the train pipeline, then the CPU
 /// lowering. Registered as --accrue-train-pipeline.
 void buildCompilePipeline(mlir::OpPassManager &pm,

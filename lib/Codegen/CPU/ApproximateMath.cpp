@@ -1,22 +1,22 @@
 //===- ApproximateMath.cpp - polynomial math on the CPU ---------*- C++ -*-===//
 
-#include "accrue/Conversion/Passes.h"
+#include "accrue/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/StringSet.h"
 
-namespace accrue {
+namespace accrue::cpu {
 #define GEN_PASS_DEF_APPROXIMATEMATH
-#include "accrue/Conversion/Passes.h.inc"
-} // namespace accrue
+#include "accrue/Codegen/CPU/Passes.h.inc"
+} // namespace accrue::cpu
 
 using namespace mlir;
 
 namespace {
 
 struct ApproximateMathPass
-    : accrue::impl::ApproximateMathBase<ApproximateMathPass> {
+    : accrue::cpu::impl::ApproximateMathBase<ApproximateMathPass> {
   using Base::Base;
 
   void runOnOperation() override {

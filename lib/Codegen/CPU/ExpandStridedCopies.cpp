@@ -1,19 +1,19 @@
 //===- ExpandStridedCopies.cpp - strided copies as loops --------*- C++ -*-===//
 
-#include "accrue/Conversion/Passes.h"
+#include "accrue/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
-namespace accrue {
+namespace accrue::cpu {
 #define GEN_PASS_DEF_EXPANDSTRIDEDCOPIES
-#include "accrue/Conversion/Passes.h.inc"
-} // namespace accrue
+#include "accrue/Codegen/CPU/Passes.h.inc"
+} // namespace accrue::cpu
 
 using namespace mlir;
 
 namespace {
 struct ExpandStridedCopiesPass
-    : public accrue::impl::ExpandStridedCopiesBase<ExpandStridedCopiesPass> {
+    : public accrue::cpu::impl::ExpandStridedCopiesBase<ExpandStridedCopiesPass> {
   using Base::Base;
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;

@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "accrue/Conversion/Passes.h"
+#include "accrue/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -22,10 +22,10 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
-namespace accrue {
+namespace accrue::cpu {
 #define GEN_PASS_DEF_VECTORIZECONTRACTIONS
-#include "accrue/Conversion/Passes.h.inc"
-} // namespace accrue
+#include "accrue/Codegen/CPU/Passes.h.inc"
+} // namespace accrue::cpu
 
 using namespace mlir;
 
@@ -299,7 +299,7 @@ void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
 }
 
 struct VectorizeContractionsPass
-    : accrue::impl::VectorizeContractionsBase<VectorizeContractionsPass> {
+    : accrue::cpu::impl::VectorizeContractionsBase<VectorizeContractionsPass> {
   using Base::Base;
 
   void runOnOperation() override {

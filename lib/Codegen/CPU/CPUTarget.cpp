@@ -1,6 +1,6 @@
 //===- CPUTarget.cpp - the CPU backend --------------------------*- C++ -*-===//
 
-#include "accrue/Target/CPU/CPUTarget.h"
+#include "accrue/Codegen/CPU/CPUTarget.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "accrue/Conversion/Passes.h"
+#include "accrue/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -15,10 +15,10 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
-namespace accrue {
+namespace accrue::cpu {
 #define GEN_PASS_DEF_OUTLINEKERNELS
-#include "accrue/Conversion/Passes.h.inc"
-} // namespace accrue
+#include "accrue/Codegen/CPU/Passes.h.inc"
+} // namespace accrue::cpu
 
 using namespace mlir;
 
@@ -30,7 +30,7 @@ bool isClonableConstant(Value value) {
 }
 
 struct OutlineKernelsPass
-    : accrue::impl::OutlineKernelsBase<OutlineKernelsPass> {
+    : accrue::cpu::impl::OutlineKernelsBase<OutlineKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<linalg::LinalgOp> kernels;

@@ -1,0 +1,88 @@
+//===- Pipelines.cpp - the CPU lowering pipelines ---------------*- C++ -*-===//
+
+#include "accrue/Codegen/CPU/Pipelines.h"
+
+#include "accrue/Codegen/CPU/Passes.h"
+#include "accrue/Conversion/Passes.h"
+#include "accrue/Dialect/Train/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace accrue::cpu {
+
+void buildCPUBufferizationPipeline(OpPassManager &pm,
+                                   const CPULoweringOptions &options) {
+  pm.addNestedPass<func::FuncOp>(createConvertNNToLinalg());
+  pm.addNestedPass<func::FuncOp>(createConvertTrainToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  if (options.fuseElementwise)
+    pm.addPass(createFuseElementwise());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // Accumulators carried by scf.for stay in place; temporaries of a
+  // micro-step are allocated and freed inside the loop, so peak memory
+  // depends on the micro-batch size, not on the number of steps.
+  pm.addPass(bufferization::createOneShotBufferizePass());
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createExpandStridedCopies());
+}
+
+void buildCPUToLLVMPipeline(OpPassManager &pm,
+                            const CPULoweringOptions &options) {
+  // bf16/f16 arithmetic and math run in f32, rounded back after each op.
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16", "f16"};
+  emulate.targetTypeStr = "f32";
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+  pm.addPass(math::createMathExtendToSupportedTypes());
+  // One function per micro-batch body and per loop nest: LLVM's loop passes
+  // are superlinear in the number of loops in a function.
+  pm.addPass(train::createTrainOutlineMicrobatch());
+  pm.addPass(createOutlineKernels());
+  if (options.vectorize) {
+    VectorizeContractionsOptions vectorize;
+    int64_t lanes = std::max<int64_t>(options.vectorBits / 32, 4);
+    vectorize.tileN = 2 * lanes;
+    vectorize.dotWidth = lanes;
+    // 16 registers of the block (8 rows of 2) with AVX; SSE has 16 in all.
+    vectorize.tileM = lanes >= 8 ? 8 : 4;
+    pm.addNestedPass<func::FuncOp>(createVectorizeContractions(vectorize));
+  }
+  pm.addPass(createConvertLinalgToLoopsPass());
+  {
+    ApproximateMathOptions approximate;
+    approximate.ops = {"math.exp", "math.log", "math.tanh", "math.erf"};
+    pm.addPass(createApproximateMath(approximate));
+  }
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void buildCPULoweringPipeline(OpPassManager &pm,
+                              const CPULoweringOptions &options) {
+  buildCPUBufferizationPipeline(pm, options);
+  buildCPUToLLVMPipeline(pm, options);
+}
+
+} // namespace accrue::cpu
