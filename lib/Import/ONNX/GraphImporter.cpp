@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -75,37 +76,73 @@ Type onnx_import::convertElementType(MLIRContext *context, int32_t onnxType) {
   }
 }
 
-/// Reads the bytes of a tensor stored outside the model file.
+/// Reads the bytes of a tensor stored outside the model file. The data must
+/// lie inside the model's folder: a relative location without `..`, not a
+/// symlink to elsewhere, and offset and length within the file. A model
+/// from a stranger could otherwise read any file the compiler can (the
+/// class of bug ONNX fixed in its own loader).
 static FailureOr<std::string> readExternalData(const onnx::TensorProto &tensor,
                                                StringRef modelPath,
                                                Location loc) {
   std::string location;
-  uint64_t offset = 0;
-  int64_t length = -1;
+  std::optional<uint64_t> offset, length;
+  // The location names the tensor (its initializer or Constant node).
+  auto fail = [&]() {
+    return emitError(loc) << "external data '" << location << "' ";
+  };
   for (const auto &entry : tensor.external_data()) {
-    if (entry.key() == "location")
+    uint64_t value;
+    if (entry.key() == "location") {
       location = entry.value();
-    else if (entry.key() == "offset")
-      offset = std::stoull(entry.value());
-    else if (entry.key() == "length")
-      length = std::stoll(entry.value());
+    } else if (entry.key() == "offset" || entry.key() == "length") {
+      if (StringRef(entry.value()).getAsInteger(10, value))
+        return emitError(loc) << "external data " << entry.key() << " '"
+                              << entry.value() << "' is not a number";
+      (entry.key() == "offset" ? offset : length) = value;
+    }
   }
-  SmallString<256> path(llvm::sys::path::parent_path(modelPath));
-  llvm::sys::path::append(path, location);
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (location.empty() || !buffer)
-    return emitError(loc) << "initializer '" << tensor.name()
-                          << "': cannot read external data '" << path << "'";
-  StringRef data = (*buffer)->getBuffer();
-  if (offset > data.size())
-    return emitError(loc) << "initializer '" << tensor.name()
-                          << "': external data offset is past the end of '"
-                          << path << "'";
-  data = data.drop_front(offset);
-  if (length >= 0)
-    data = data.take_front(length);
-  return data.str();
+  if (location.empty())
+    return emitError(loc) << "external data without a location";
+  namespace fs = llvm::sys::fs;
+  namespace path = llvm::sys::path;
+  if (modelPath.empty())
+    return fail() << "cannot be read: the model was not given as a file";
+  if (path::is_absolute(location) || path::is_absolute_gnu(location))
+    return fail() << "is an absolute path; external data must lie in the "
+                     "model's folder";
+  for (StringRef component :
+       llvm::make_range(path::begin(location), path::end(location)))
+    if (component == "..")
+      return fail() << "leaves the model's folder ('..'); external data "
+                       "must lie in the model's folder";
+  // Symlinks may point anywhere: compare the resolved paths.
+  SmallString<256> folder(path::parent_path(modelPath));
+  if (folder.empty())
+    folder = ".";
+  SmallString<256> file(folder), realFolder, realFile;
+  path::append(file, location);
+  if (fs::real_path(folder, realFolder) || fs::real_path(file, realFile))
+    return fail() << "cannot be read: no such file next to the model";
+  StringRef inside = realFile;
+  if (!inside.consume_front(realFolder) || !inside.starts_with("/"))
+    return fail() << "resolves to '" << realFile
+                  << "', outside the model's folder (a symlink?); external "
+                     "data must lie in the model's folder";
+  fs::file_status status;
+  if (fs::status(realFile, status) || !fs::is_regular_file(status))
+    return fail() << "is not a regular file";
+  uint64_t size = status.getSize();
+  uint64_t start = offset.value_or(0);
+  if (start > size || (length && *length > size - start))
+    return fail() << "has offset " << start << " and length "
+                  << (length ? std::to_string(*length) : "(rest)")
+                  << ", past the end of the " << size << "-byte file";
+  uint64_t count = length.value_or(size - start);
+  auto buffer = llvm::MemoryBuffer::getFileSlice(realFile, count, start,
+                                                 /*IsVolatile=*/false);
+  if (!buffer)
+    return fail() << "cannot be read: " << buffer.getError().message();
+  return (*buffer)->getBuffer().str();
 }
 
 int64_t TensorData::numElements() const {
