@@ -2,199 +2,221 @@
 
 #include "Artifact.h"
 
+#include "accrue/Dialect/Train/IR/Train.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <onnx/onnx_pb.h>
 
-using namespace llvm;
+using namespace mlir;
 using namespace accrue;
 
-static json::Array shapeArray(ArrayRef<int64_t> shape) {
-  json::Array array;
-  for (int64_t d : shape)
-    array.push_back(d);
-  return array;
+/// The runtime's dtype of a step argument's element type.
+static std::optional<rt::DType> runtimeDType(Type type) {
+  if (type.isF32())
+    return rt::DType::F32;
+  if (type.isF64())
+    return rt::DType::F64;
+  if (type.isF16())
+    return rt::DType::F16;
+  if (type.isInteger(64))
+    return rt::DType::I64;
+  if (type.isInteger(32))
+    return rt::DType::I32;
+  if (type.isInteger(1))
+    return rt::DType::Bool;
+  return std::nullopt;
 }
 
-json::Value accrue::buildManifest(const ArtifactInfo &info) {
-  const CompilerOptions &opts = *info.options;
-  const OptimizerOptions &opt = opts.optimizer;
-  int64_t arena = info.layout.arenaSize;
-
-  json::Array args;
-  auto arg = [&](StringRef role, StringRef name, StringRef dtype,
-                 ArrayRef<int64_t> shape) {
-    args.push_back(json::Object{{"role", role},
-                                {"name", name},
-                                {"dtype", dtype},
-                                {"shape", shapeArray(shape)}});
-  };
-  arg("params", "params", "f32", {arena});
-  arg("accumulator", "grads", "f32", {arena});
-  for (const std::string &state : info.layout.stateNames)
-    arg("state", state, "f32", {arena});
-  for (const onnx_import::ImportedInput &input : info.model->inputs) {
-    SmallVector<int64_t> shape(input.shape.begin(), input.shape.end());
-    shape[0] = -1;
-    arg("batch", input.name, input.dtype, shape);
-  }
-  arg("lr", "lr", "f32", {});
-  arg("step", "step", "i64", {});
-  arg("valid_samples", "valid_samples", "i64", {});
-  if (info.layout.hasLossScale)
-    arg("loss_scale", "loss_scale", "f32", {});
-  if (info.layout.hasSampleBase)
-    arg("sample_base", "sample_base", "i64", {});
-  args.push_back(json::Object{{"role", "metrics"},
-                              {"name", "metrics"},
-                              {"dtype", "f32"},
-                              {"shape", json::Array{2}},
-                              {"fields", json::Array{"loss", "grad_norm"}}});
-
-  json::Array params;
-  for (const train::ArenaSlot &slot : info.layout.params)
-    params.push_back(json::Object{{"name", slot.name},
-                                  {"shape", shapeArray(slot.shape)},
-                                  {"offset", slot.offset},
-                                  {"numel", slot.numElements}});
-
-  json::Object optimizer{{"name", opt.name}, {"lr", opt.lr.value_or(1e-3)}};
-  if (opt.name == "sgd") {
-    optimizer["momentum"] = opt.momentum;
-    optimizer["dampening"] = opt.dampening;
-    optimizer["nesterov"] = opt.nesterov;
-  } else if (opt.name == "adam" || opt.name == "adamw") {
-    optimizer["beta1"] = opt.beta1;
-    optimizer["beta2"] = opt.beta2;
-    optimizer["eps"] = opt.eps.value_or(1e-8);
-  } else if (opt.name == "adagrad") {
-    optimizer["lr_decay"] = opt.lrDecay;
-    optimizer["eps"] = opt.eps.value_or(1e-10);
-  } else if (opt.name == "onnx-adam") {
-    optimizer["alpha"] = opt.beta1;
-    optimizer["beta"] = opt.beta2;
-    optimizer["epsilon"] = opt.eps.value_or(1e-6);
-    optimizer["norm_coefficient_post"] = opt.postWeightDecay;
+/// The optimizer as the manifest records it, with the hyperparameters its
+/// compiled rule uses.
+static rt::OptimizerSpec optimizerSpec(const OptimizerOptions &opt) {
+  rt::OptimizerSpec spec;
+  spec.kind = *opt.kind;
+  spec.lr = opt.lr.value_or(1e-3);
+  std::map<std::string, double> &h = spec.hyperparameters;
+  switch (spec.kind) {
+  case ACCRUE_OPTIMIZER_SGD:
+    h = {{"momentum", opt.momentum},
+         {"dampening", opt.dampening},
+         {"nesterov", opt.nesterov ? 1.0 : 0.0}};
+    break;
+  case ACCRUE_OPTIMIZER_ADAM:
+  case ACCRUE_OPTIMIZER_ADAMW:
+    h = {{"beta1", opt.beta1},
+         {"beta2", opt.beta2},
+         {"eps", opt.eps.value_or(1e-8)}};
+    break;
+  case ACCRUE_OPTIMIZER_ADAGRAD:
+    h = {{"lr_decay", opt.lrDecay}, {"eps", opt.eps.value_or(1e-10)}};
+    break;
+  case ACCRUE_OPTIMIZER_ONNX_ADAM:
+    h = {{"alpha", opt.beta1},
+         {"beta", opt.beta2},
+         {"epsilon", opt.eps.value_or(1e-6)},
+         {"norm_coefficient_post", opt.postWeightDecay}};
+    break;
+  case ACCRUE_OPTIMIZER_NONE:
+    break;
   }
   if (opt.weightDecay)
-    optimizer["weight_decay"] = *opt.weightDecay;
-
-  json::Object manifest{
-      {"format", "accrue-step"},
-      {"version", 1},
-      {"target", "cpu"},
-      {"library", "step.so"},
-      {"entry", "_mlir_train_step"},
-      {"init", "init.safetensors"},
-      {"model", "model.onnx"},
-      {"loss", info.model->lossName},
-      {"loss_normalization", opts.pipeline.train.lossNormalization},
-      {"precision", opts.pipeline.train.precision},
-      {"collectives", opts.pipeline.train.collectives},
-      {"micro_batch", opts.import.microBatch},
-      {"accumulation_steps", opts.accumulationSteps},
-      {"optimizer", std::move(optimizer)},
-      {"clip_norm", opt.clipNorm ? json::Value(*opt.clipNorm) : nullptr},
-      {"arena_size", arena},
-      {"params", std::move(params)},
-      {"args", std::move(args)},
-  };
-  if (info.activationBytes)
-    manifest["activation_bytes"] = *info.activationBytes;
-  manifest["partial_windows"] = info.partialWindows;
-  const LossScaleOptions &scaling = opts.lossScale;
-  json::Object lossScale{{"mode", scaling.mode}};
-  if (scaling.mode == "static")
-    lossScale["scale"] = scaling.scale;
-  if (scaling.mode == "dynamic") {
-    lossScale["init"] = scaling.scale;
-    lossScale["growth"] = scaling.growth;
-    lossScale["backoff"] = scaling.backoff;
-    lossScale["interval"] = scaling.interval;
-  }
-  manifest["loss_scale"] = std::move(lossScale);
-  return manifest;
+    h["weight_decay"] = *opt.weightDecay;
+  return spec;
 }
 
-std::string accrue::buildHeader(const ArtifactInfo &info) {
+FailureOr<rt::Manifest>
+accrue::buildManifest(ModuleOp module, const CompilerOptions &options,
+                      const onnx_import::ImportedModel &model,
+                      const train::StepLayout &layout) {
+  auto step = module.lookupSymbol<func::FuncOp>(ACCRUE_STEP_FUNCTION);
+  auto abi = step ? step->getAttrOfType<ArrayAttr>(train::StepAttrs::kABI)
+                  : ArrayAttr();
+  if (!abi || abi.size() != step.getNumArguments())
+    return emitError(module.getLoc())
+           << "the module has no finalized @" << ACCRUE_STEP_FUNCTION
+           << " (run train-finalize-step-abi)";
+
+  rt::Manifest m;
+  m.target = ACCRUE_TARGET_CPU;
+  for (auto [entry, type] : llvm::zip(abi, step.getArgumentTypes())) {
+    auto dict = cast<DictionaryAttr>(entry);
+    rt::ArgSpec arg;
+    StringRef role =
+        cast<StringAttr>(dict.get(train::StepAttrs::kRole)).getValue();
+    if (accrueParseArgRole(role.str().c_str(), &arg.role) != 0)
+      return step.emitError("unknown argument role '") << role << "'";
+    arg.name = cast<StringAttr>(dict.get(train::StepAttrs::kName)).str();
+    if (auto fields = dict.getAs<ArrayAttr>(train::StepAttrs::kFields))
+      for (Attribute field : fields)
+        arg.fields.push_back(cast<StringAttr>(field).str());
+    Type element = type;
+    if (auto memref = dyn_cast<MemRefType>(type)) {
+      element = memref.getElementType();
+      for (int64_t d : memref.getShape())
+        arg.shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
+    }
+    std::optional<rt::DType> dtype = runtimeDType(element);
+    if (!dtype)
+      return step.emitError("argument '")
+             << arg.name << "' has element type " << element
+             << ", which the runtime cannot pass";
+    arg.dtype = *dtype;
+    m.args.push_back(std::move(arg));
+  }
+  for (const train::ArenaSlot &slot : layout.params)
+    m.params.push_back({slot.name, slot.shape, slot.offset, slot.numElements});
+  m.arenaSize = layout.arenaSize;
+  m.loss = model.lossName;
+  m.lossNormalization = options.pipeline.train.lossNormalization;
+  m.precision = options.pipeline.train.precision;
+  m.collectives = options.pipeline.train.collectives;
+  m.microBatch = options.import.microBatch;
+  m.accumulationSteps = options.accumulationSteps;
+  m.optimizer = optimizerSpec(options.optimizer);
+  m.clipNorm = options.optimizer.clipNorm;
+  m.partialWindows = step->hasAttr(train::StepAttrs::kPartialWindows);
+  const LossScaleOptions &scaling = options.lossScale;
+  m.lossScaling.mode = scaling.mode;
+  if (scaling.mode != ACCRUE_LOSS_SCALE_NONE) {
+    m.lossScaling.init = scaling.scale;
+    m.lossScaling.growth = scaling.growth;
+    m.lossScaling.backoff = scaling.backoff;
+    m.lossScaling.interval = scaling.interval;
+  }
+  return m;
+}
+
+void accrue::embedFingerprint(llvm::Module &module,
+                              const rt::Manifest &manifest) {
+  auto *i64 = llvm::Type::getInt64Ty(module.getContext());
+  new llvm::GlobalVariable(module, i64, /*isConstant=*/true,
+                           llvm::GlobalValue::ExternalLinkage,
+                           llvm::ConstantInt::get(i64, manifest.fingerprint()),
+                           ACCRUE_STEP_FINGERPRINT_SYMBOL);
+}
+
+std::string accrue::buildHeader(const rt::Manifest &manifest) {
   std::string text;
-  raw_string_ostream os(text);
-  os << "/* Generated by accrue-compile: the calling convention of step.so.\n"
-        " * Call _mlir_train_step(args), where args[i] points to the i-th\n"
+  llvm::raw_string_ostream os(text);
+  os << "/* Generated by accrue-compile: the calling convention of "
+     << manifest.library << ".\n"
+     << " * Call " << manifest.entry
+     << "(args), where args[i] points to the i-th\n"
         " * lowered argument; each buffer is a memref descriptor expanded\n"
         " * into (allocated, aligned, offset, sizes[rank], strides[rank]),\n"
-        " * in the order of \"args\" in step.json. Arenas are updated in\n"
+        " * in the order of \"args\" in "
+     << ACCRUE_FILE_MANIFEST
+     << ". Arenas are updated in\n"
         " * place; the accumulator must be zero before each step. */\n"
         "#ifndef ACCRUE_STEP_H\n#define ACCRUE_STEP_H\n#include <stdint.h>\n\n"
         "#define ACCRUE_STEP_ARENA_SIZE "
-     << info.layout.arenaSize << "\n#define ACCRUE_STEP_MICRO_BATCH "
-     << info.options->import.microBatch << "\n#define ACCRUE_STEP_NUM_STATES "
-     << info.layout.stateNames.size()
-     << "\n\n/* Parameter offsets (elements) in the arenas. */\n";
-  for (auto [i, slot] : llvm::enumerate(info.layout.params)) {
-    os << "#define ACCRUE_PARAM_" << i << "_OFFSET " << slot.offset << " /* "
-       << slot.name << " [";
-    llvm::interleave(slot.shape, os, ", ");
+     << manifest.arenaSize << "\n#define ACCRUE_STEP_MICRO_BATCH "
+     << manifest.microBatch << "\n#define ACCRUE_STEP_NUM_STATES "
+     << manifest.stateNames().size() << "\n#define ACCRUE_STEP_FINGERPRINT 0x"
+     << rt::fingerprintText(manifest.fingerprint())
+     << "ull\n\n/* Arguments, in order. */\n";
+  for (auto [i, arg] : llvm::enumerate(manifest.args)) {
+    os << "/* " << i << ": " << accrueArgRoleName(arg.role) << " '"
+       << arg.name << "' " << rt::dtypeName(arg.dtype) << "[";
+    llvm::interleave(
+        arg.shape, os,
+        [&](int64_t d) { os << (d < 0 ? std::string("N") : std::to_string(d)); },
+        ", ");
+    os << "] */\n";
+  }
+  os << "\n/* Parameter offsets (elements) in the arenas. */\n";
+  for (auto [i, param] : llvm::enumerate(manifest.params)) {
+    os << "#define ACCRUE_PARAM_" << i << "_OFFSET " << param.offset << " /* "
+       << param.name << " [";
+    llvm::interleave(param.shape, os, ", ");
     os << "] */\n";
   }
   os << "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
-        "void _mlir_train_step(void **args);\n";
-  if (info.options->pipeline.train.collectives != "none")
+     << "void " << manifest.entry << "(void **args);\n"
+     << "extern const uint64_t " << ACCRUE_STEP_FINGERPRINT_SYMBOL << ";\n";
+  if (manifest.dataParallel())
     os << "\n/* Data parallelism: the host provides this. Once per optimizer\n"
-          " * step (per micro-batch with --collectives per-micro-batch) the\n"
+          " * step (per micro-batch with collectives=per-micro-batch) the\n"
           " * step calls it on one buffer, the gradient accumulator whose\n"
           " * tail holds the loss sum and count; it must sum the buffer over\n"
           " * all ranks in place (accrue-train does it with MPI_Allreduce). */\n"
           "struct AccrueBuffer {\n  float *allocated, *aligned;\n"
           "  int64_t offset, size, stride;\n};\n"
-          "void _mlir_ciface_accrue_all_reduce(struct AccrueBuffer *buffer);\n";
+       << "void " << ACCRUE_ALL_REDUCE_SYMBOL
+       << "(struct AccrueBuffer *buffer);\n";
   os << "#ifdef __cplusplus\n}\n#endif\n#endif\n";
   return text;
 }
 
-LogicalResult accrue::writeInitialParameters(const ArtifactInfo &info,
-                                             StringRef path,
-                                             std::string &error) {
-  json::Object header{{"__metadata__", json::Object{{"format", "pt"}}}};
-  uint64_t offset = 0;
-  for (const onnx_import::ImportedParameter &param : info.model->parameters) {
-    uint64_t bytes = param.values.size() * sizeof(float);
-    header[param.name] =
-        json::Object{{"dtype", "F32"},
-                     {"shape", shapeArray(param.shape)},
-                     {"data_offsets", json::Array{offset, offset + bytes}}};
-    offset += bytes;
-  }
-  std::string headerText = formatv("{0}", json::Value(std::move(header)));
-  // Pad the header with spaces to an 8-byte boundary, as the format allows.
-  headerText.append((8 - headerText.size() % 8) % 8, ' ');
-  std::error_code ec;
-  raw_fd_ostream os(path, ec, sys::fs::OF_None);
-  if (ec) {
-    error = "cannot write '" + path.str() + "': " + ec.message();
-    return failure();
-  }
-  uint64_t size = headerText.size();
-  os.write(reinterpret_cast<const char *>(&size), 8);
-  os << headerText;
-  for (const onnx_import::ImportedParameter &param : info.model->parameters)
-    os.write(reinterpret_cast<const char *>(param.values.data()),
-             param.values.size() * sizeof(float));
-  return success();
+LogicalResult
+accrue::writeInitialParameters(const onnx_import::ImportedModel &model,
+                               StringRef path, std::string &error) {
+  std::vector<rt::TensorRef> tensors;
+  for (const onnx_import::ImportedParameter &param : model.parameters)
+    tensors.push_back({param.name, rt::DType::F32, param.shape,
+                       param.values.data(),
+                       param.values.size() * sizeof(float)});
+  return success(
+      rt::writeSafetensors(path.str(), tensors, {{"format", "pt"}}, error));
 }
 
-LogicalResult accrue::writeExportableModel(StringRef modelBytes,
-                                           const ArtifactInfo &info,
-                                           StringRef path, std::string &error) {
+LogicalResult
+accrue::writeExportableModel(StringRef modelBytes,
+                             const onnx_import::ImportedModel &imported,
+                             StringRef path, std::string &error) {
   onnx::ModelProto model;
   if (!model.ParseFromArray(modelBytes.data(),
                             static_cast<int>(modelBytes.size()))) {
     error = "cannot re-read the model";
     return failure();
   }
-  StringMap<const onnx_import::ImportedParameter *> params;
-  for (const onnx_import::ImportedParameter &param : info.model->parameters)
+  llvm::StringMap<const onnx_import::ImportedParameter *> params;
+  for (const onnx_import::ImportedParameter &param : imported.parameters)
     params[param.name] = &param;
   for (onnx::TensorProto &init :
        *model.mutable_graph()->mutable_initializer()) {
@@ -209,7 +231,7 @@ LogicalResult accrue::writeExportableModel(StringRef modelBytes,
                                   values.size() * sizeof(float)));
   }
   std::error_code ec;
-  raw_fd_ostream os(path, ec, sys::fs::OF_None);
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (ec) {
     error = "cannot write '" + path.str() + "': " + ec.message();
     return failure();
@@ -220,5 +242,11 @@ LogicalResult accrue::writeExportableModel(StringRef modelBytes,
     return failure();
   }
   os << bytes;
+  os.close();
+  if (os.has_error()) {
+    error = "cannot write '" + path.str() + "': " + os.error().message();
+    os.clear_error();
+    return failure();
+  }
   return success();
 }

@@ -1,16 +1,18 @@
-//===- Compiler.cpp - compile an ONNX model into a training step -*- C++
-//-*-===//
+//===- Compiler.cpp - compile an ONNX model into a training step -===//
 
 #include "accrue/Compiler/Compiler.h"
 
 #include "Artifact.h"
 
+#include "accrue/Codegen/CPU/Pipelines.h"
 #include "accrue/Dialect/Train/IR/Train.h"
 #include "accrue/Dialect/Train/Utils/MemoryEstimate.h"
 #include "accrue/Dialect/Train/Utils/StepBuilder.h"
 #include "accrue/InitAllDialects.h"
-#include "accrue/Codegen/CPU/Pipelines.h"
 #include "accrue/Pipelines/Pipelines.h"
+#include "accrue/Pipelines/Settings.h"
+
+#include "accrue-runtime/Settings.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
@@ -32,87 +34,32 @@ using namespace accrue;
 
 namespace {
 
-/// Checks option values; errors name the flag.
-LogicalResult validate(MLIRContext &ctx, const CompilerOptions &options) {
-  Location loc = UnknownLoc::get(&ctx);
-  const OptimizerOptions &opt = options.optimizer;
-  if (options.import.microBatch < 1)
-    return emitError(loc) << "--micro-batch must be >= 1, got "
-                          << options.import.microBatch;
-  if (options.accumulationSteps < 1)
-    return emitError(loc) << "--accumulation-steps must be >= 1, got "
-                          << options.accumulationSteps;
-  if (!opt.name.empty() &&
-      !llvm::is_contained(
-          {"sgd", "adam", "adamw", "adagrad", "onnx-adam", "none"}, opt.name))
-    return emitError(loc) << "--optimizer must be sgd, adam, adamw, adagrad, "
-                             "onnx-adam or none, not '"
-                          << opt.name << "'";
-  auto finite = [](double v) { return std::isfinite(v); };
-  if (opt.lr && (!finite(*opt.lr) || *opt.lr < 0))
-    return emitError(loc) << "--lr must be a finite, non-negative number";
-  if (!finite(opt.momentum) || opt.momentum < 0)
-    return emitError(loc) << "--momentum must be >= 0";
-  if (opt.nesterov && (opt.momentum <= 0 || opt.dampening != 0))
-    return emitError(loc)
-           << "--nesterov needs --momentum > 0 and zero --dampening";
-  if (!(opt.beta1 >= 0 && opt.beta1 < 1))
-    return emitError(loc) << "--beta1 must be in [0, 1)";
-  if (!(opt.beta2 >= 0 && opt.beta2 < 1))
-    return emitError(loc) << "--beta2 must be in [0, 1)";
-  if (opt.eps && (!(*opt.eps > 0) || !finite(*opt.eps)))
-    return emitError(loc) << "--eps must be positive";
-  if (!(opt.lrDecay >= 0) || !finite(opt.lrDecay))
-    return emitError(loc) << "--lr-decay must be >= 0";
-  if (opt.weightDecay && (!finite(*opt.weightDecay) || *opt.weightDecay < 0))
-    return emitError(loc) << "--weight-decay must be >= 0";
-  if (opt.clipNorm && !(*opt.clipNorm > 0 && finite(*opt.clipNorm)))
-    return emitError(loc) << "--clip-norm must be positive";
-  if (opt.clipNorm && opt.name == "none")
-    return emitError(loc) << "--clip-norm needs an optimizer; --optimizer none "
-                             "only computes gradients";
-  const std::string &collectives = options.pipeline.train.collectives;
-  if (collectives != "none" && collectives != "deferred" &&
-      collectives != "per-micro-batch")
-    return emitError(loc) << "--collectives must be deferred or "
-                             "per-micro-batch, not '"
-                          << collectives << "'";
-  const std::string &precision = options.pipeline.train.precision;
-  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
-    return emitError(loc) << "--precision must be fp32, bf16 or fp16, not '"
-                          << precision << "'";
-  const std::string &norm = options.pipeline.train.lossNormalization;
-  if (norm != "exact" && norm != "per-micro-batch")
-    return emitError(loc) << "--loss-normalization must be exact or "
-                             "per-micro-batch, not '"
-                          << norm << "'";
-  if (options.output.empty())
-    return emitError(loc) << "-o: an output is required";
-  return success();
-}
-
 train::OptimizerAttrInterface buildOptimizer(MLIRContext &ctx,
                                              const OptimizerOptions &opt) {
   auto f = [](double v) { return llvm::APFloat(v); };
-  if (opt.name == "sgd")
+  switch (*opt.kind) {
+  case ACCRUE_OPTIMIZER_SGD:
     return train::SGDAttr::get(&ctx, f(opt.momentum), f(opt.dampening),
                                opt.nesterov, f(opt.weightDecay.value_or(0.0)));
-  if (opt.name == "adam")
+  case ACCRUE_OPTIMIZER_ADAM:
     return train::AdamAttr::get(&ctx, f(opt.beta1), f(opt.beta2),
                                 f(opt.eps.value_or(1e-8)),
                                 f(opt.weightDecay.value_or(0.0)));
-  if (opt.name == "adamw")
+  case ACCRUE_OPTIMIZER_ADAMW:
     return train::AdamWAttr::get(&ctx, f(opt.beta1), f(opt.beta2),
                                  f(opt.eps.value_or(1e-8)),
                                  f(opt.weightDecay.value_or(0.01)));
-  if (opt.name == "adagrad")
+  case ACCRUE_OPTIMIZER_ADAGRAD:
     return train::AdagradAttr::get(&ctx, f(opt.lrDecay),
                                    f(opt.weightDecay.value_or(0.0)),
                                    f(opt.eps.value_or(1e-10)));
-  if (opt.name == "onnx-adam")
+  case ACCRUE_OPTIMIZER_ONNX_ADAM:
     return train::OnnxAdamAttr::get(
         &ctx, f(opt.beta1), f(opt.beta2), f(opt.eps.value_or(1e-6)),
         f(opt.weightDecay.value_or(0.0)), f(opt.postWeightDecay));
+  case ACCRUE_OPTIMIZER_NONE:
+    break;
+  }
   return {};
 }
 
@@ -121,9 +68,9 @@ train::OptimizerAttrInterface buildOptimizer(MLIRContext &ctx,
 /// learning rate, else AdamW at 1e-3.
 void resolveOptimizer(OptimizerOptions &opt,
                       const onnx_import::ImportedModel &model) {
-  if (opt.name.empty() && model.optimizer) {
+  if (!opt.kind && model.optimizer) {
     const onnx_import::ImportedOptimizer &from = *model.optimizer;
-    opt.name = from.name;
+    opt.kind = from.kind;
     auto param = [&](StringRef key, double fallback) {
       auto it = from.params.find(key.str());
       return it == from.params.end() ? fallback : it->second;
@@ -142,8 +89,8 @@ void resolveOptimizer(OptimizerOptions &opt,
     if (!opt.lr && from.lr)
       opt.lr = from.lr;
   }
-  if (opt.name.empty())
-    opt.name = "adamw";
+  if (!opt.kind)
+    opt.kind = ACCRUE_OPTIMIZER_ADAMW;
   if (!opt.lr)
     opt.lr = 1e-3;
 }
@@ -157,8 +104,31 @@ LogicalResult writeText(MLIRContext &ctx, StringRef path,
     return emitError(UnknownLoc::get(&ctx))
            << "cannot write '" << path << "': " << ec.message();
   write(out.os());
+  out.os().flush();
+  if (std::error_code writeError = out.os().error()) {
+    out.os().clear_error();
+    return emitError(UnknownLoc::get(&ctx))
+           << "cannot write '" << path << "': " << writeError.message();
+  }
   out.keep();
   return success();
+}
+
+/// Writes `text` to the file `path`, reporting a failed write (a full disk)
+/// in `error`.
+LogicalResult writeTextFile(const std::string &path, StringRef text,
+                            std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (!ec) {
+    os << text;
+    os.close();
+    ec = os.error();
+    os.clear_error();
+  }
+  if (ec)
+    error = "cannot write '" + path + "': " + ec.message();
+  return failure(bool(ec));
 }
 
 /// Moves the finished temporary directory into place, replacing an earlier
@@ -168,7 +138,7 @@ LogicalResult installDirectory(MLIRContext &ctx, StringRef tmp,
   Location loc = UnknownLoc::get(&ctx);
   if (llvm::sys::fs::exists(target)) {
     SmallString<256> manifest(target);
-    llvm::sys::path::append(manifest, "step.json");
+    llvm::sys::path::append(manifest, ACCRUE_FILE_MANIFEST);
     bool empty = true;
     std::error_code ec;
     for (llvm::sys::fs::directory_iterator it(target, ec), end;
@@ -176,7 +146,7 @@ LogicalResult installDirectory(MLIRContext &ctx, StringRef tmp,
       empty = false;
     if (!llvm::sys::fs::is_directory(target) ||
         (!empty && !llvm::sys::fs::exists(manifest)))
-      return emitError(loc) << "-o '" << target
+      return emitError(loc) << settingRef("output") << " '" << target
                             << "' exists and is not an Accrue artifact; "
                                "refusing to replace it";
     std::string old =
@@ -198,14 +168,15 @@ FailureOr<LossScaleOptions> accrue::parseLossScale(StringRef text,
                                                    std::string &error) {
   LossScaleOptions options;
   auto fail = [&](const Twine &why) {
-    error = ("--loss-scale '" + text + "': " + why +
+    error = (settingRef("loss_scale") + " '" + text + "': " + why +
              " (expected none, static:S or dynamic[:init=S,growth=G,"
              "backoff=B,interval=N])")
                 .str();
     return failure();
   };
   auto [mode, rest] = text.split(':');
-  options.mode = mode.str();
+  if (accrueParseLossScaleMode(mode.str().c_str(), &options.mode) != 0)
+    return fail("unknown mode '" + mode + "'");
   if (mode == "none") {
     if (!rest.empty())
       return fail("none takes no settings");
@@ -219,8 +190,6 @@ FailureOr<LossScaleOptions> accrue::parseLossScale(StringRef text,
       return fail("static needs a positive scale");
     return options;
   }
-  if (mode != "dynamic")
-    return fail("unknown mode '" + mode + "'");
   SmallVector<StringRef> settings;
   if (!rest.empty())
     rest.split(settings, ',');
@@ -251,10 +220,147 @@ FailureOr<LossScaleOptions> accrue::parseLossScale(StringRef text,
   return options;
 }
 
+std::optional<std::string>
+accrue::validateOptions(const CompilerOptions &options) {
+  const OptimizerOptions &opt = options.optimizer;
+  auto ref = [](const char *name) { return settingRef(name); };
+  auto finite = [](double v) { return std::isfinite(v); };
+  if (options.import.microBatch < 1)
+    return ref("micro_batch") + " must be >= 1, got " +
+           std::to_string(options.import.microBatch);
+  if (options.accumulationSteps < 1)
+    return ref("accumulation_steps") + " must be >= 1, got " +
+           std::to_string(options.accumulationSteps);
+  if (opt.lr && (!finite(*opt.lr) || *opt.lr < 0))
+    return ref("lr") + " must be a finite, non-negative number";
+  if (!finite(opt.momentum) || opt.momentum < 0)
+    return ref("momentum") + " must be >= 0";
+  if (opt.nesterov && (opt.momentum <= 0 || opt.dampening != 0))
+    return ref("nesterov") + " needs " + ref("momentum") + " > 0 and zero " +
+           ref("dampening");
+  if (!(opt.beta1 >= 0 && opt.beta1 < 1))
+    return ref("beta1") + " must be in [0, 1)";
+  if (!(opt.beta2 >= 0 && opt.beta2 < 1))
+    return ref("beta2") + " must be in [0, 1)";
+  if (opt.eps && (!(*opt.eps > 0) || !finite(*opt.eps)))
+    return ref("eps") + " must be positive";
+  if (!(opt.lrDecay >= 0) || !finite(opt.lrDecay))
+    return ref("lr_decay") + " must be >= 0";
+  if (opt.weightDecay && (!finite(*opt.weightDecay) || *opt.weightDecay < 0))
+    return ref("weight_decay") + " must be >= 0";
+  if (opt.clipNorm && !(*opt.clipNorm > 0 && finite(*opt.clipNorm)))
+    return ref("clip_norm") + " must be positive";
+  if (opt.clipNorm && opt.kind == ACCRUE_OPTIMIZER_NONE)
+    return ref("clip_norm") + " needs an optimizer; " + ref("optimizer") +
+           " none only computes gradients";
+  if (options.lossScale.mode != ACCRUE_LOSS_SCALE_NONE &&
+      opt.kind == ACCRUE_OPTIMIZER_NONE)
+    return ref("loss_scale") + " needs an optimizer: with " +
+           ref("optimizer") + " none nothing skips an overflowing step";
+  if (std::optional<std::string> error =
+          validatePipelineOptions(options.pipeline))
+    return error;
+  if (options.output.empty())
+    return ref("output") + ": an output is required";
+  return std::nullopt;
+}
+
+void accrue::bindCompilerSettings(SettingTable &table,
+                                  CompilerOptions &options) {
+  onnx_import::ImportOptions &import = options.import;
+  OptimizerOptions &opt = options.optimizer;
+  table.integer("micro_batch", "Samples per micro-batch (required)",
+                import.microBatch);
+  table.integer("accumulation_steps",
+                "Micro-batches per optimizer step (the default of "
+                "accrue-train; the step takes any number at run time)",
+                options.accumulationSteps);
+  table.custom(
+      "optimizer",
+      "sgd, adam, adamw, adagrad, onnx-adam or none (default: the model's "
+      "TrainingInfoProto, else adamw)",
+      Setting::Kind::Choice,
+      [&opt](StringRef value) -> std::optional<std::string> {
+        AccrueOptimizer kind;
+        if (accrueParseOptimizer(value.str().c_str(), &kind) != 0)
+          return settingRef("optimizer") +
+                 " must be sgd, adam, adamw, adagrad, onnx-adam or none, "
+                 "not '" +
+                 value.str() + "'";
+        opt.kind = kind;
+        return std::nullopt;
+      });
+  table.number("lr",
+               "Learning rate (default: the model's TrainingInfoProto, else "
+               "1e-3)",
+               opt.lr);
+  table.number("momentum", "SGD momentum", opt.momentum);
+  table.number("dampening", "SGD dampening", opt.dampening);
+  table.flag("nesterov", "SGD Nesterov momentum", opt.nesterov);
+  table.number("lr_decay", "Adagrad learning-rate decay", opt.lrDecay);
+  table.number("beta1", "Adam beta1 (ONNX Adam alpha)", opt.beta1);
+  table.number("beta2", "Adam beta2 (ONNX Adam beta)", opt.beta2);
+  table.number("eps",
+               "Epsilon (default: 1e-8 adam/adamw, 1e-10 adagrad, 1e-6 "
+               "onnx-adam)",
+               opt.eps);
+  table.number("weight_decay",
+               "Weight decay (default: 0.01 for adamw, 0 otherwise)",
+               opt.weightDecay);
+  table.number("clip_norm", "Clip the global gradient L2 norm to this",
+               opt.clipNorm);
+  table.custom("loss_scale",
+               "none (default), static:S or dynamic[:init=65536,growth=2,"
+               "backoff=0.5,interval=2000]",
+               Setting::Kind::Text,
+               [&options](StringRef value) -> std::optional<std::string> {
+                 std::string error;
+                 FailureOr<LossScaleOptions> parsed =
+                     parseLossScale(value, error);
+                 if (failed(parsed))
+                   return error;
+                 options.lossScale = *parsed;
+                 return std::nullopt;
+               });
+  bindPipelineSettings(table, options.pipeline);
+  table.text("loss", "Name of the loss output", import.lossName);
+  table.text("freeze", "Regex of initializers not to train",
+             import.freezeRegex);
+  table.flag("strict",
+             "Refuse operators that make accumulation differ from one big "
+             "batch (BatchNormalization in training mode) instead of "
+             "warning",
+             import.strict);
+  table.integer("seed",
+                "Seed of training-mode Dropout nodes without a seed "
+                "attribute",
+                import.dropoutSeed);
+  table.custom(
+      "emit", "import, linalg, mlir, llvm or artifact (default)",
+      Setting::Kind::Choice,
+      [&options](StringRef value) -> std::optional<std::string> {
+        static const std::pair<const char *, EmitKind> kinds[] = {
+            {"import", EmitKind::Import}, {"linalg", EmitKind::Linalg},
+            {"mlir", EmitKind::MLIR},     {"llvm", EmitKind::LLVM},
+            {"artifact", EmitKind::Artifact}};
+        for (auto [name, kind] : kinds)
+          if (value == name) {
+            options.emit = kind;
+            return std::nullopt;
+          }
+        return settingRef("emit") +
+               " must be import, linalg, mlir, llvm or artifact, not '" +
+               value.str() + "'";
+      });
+  table.text("target_cpu", "host (default) or an LLVM CPU name",
+             options.target.cpu);
+  table.text("lld", "Path of ld.lld", options.lldPath);
+}
+
 LogicalResult accrue::compileModel(MLIRContext &ctx,
                                    const CompilerOptions &options) {
-  if (failed(validate(ctx, options)))
-    return failure();
+  if (std::optional<std::string> error = validateOptions(options))
+    return emitError(UnknownLoc::get(&ctx)) << *error;
   DialectRegistry registry;
   registerAllDialects(registry);
   ctx.appendDialectRegistry(registry);
@@ -279,34 +385,33 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
     return failure();
   ModuleOp module = *model->module;
 
-  train::StepOptions stepOptions;
-  stepOptions.microBatch = options.import.microBatch;
+  // The model may say which optimizer it trains with.
   CompilerOptions resolved = options;
   resolveOptimizer(resolved.optimizer, *model);
-  if (resolved.optimizer.name == "none" && resolved.optimizer.clipNorm)
-    return emitError(UnknownLoc::get(&ctx))
-           << "--clip-norm needs an optimizer; --optimizer none only computes "
-              "gradients";
+  if (std::optional<std::string> error = validateOptions(resolved))
+    return emitError(UnknownLoc::get(&ctx)) << *error;
+  train::StepOptions stepOptions;
+  stepOptions.microBatch = options.import.microBatch;
   stepOptions.optimizer = buildOptimizer(ctx, resolved.optimizer);
   stepOptions.maxNorm = resolved.optimizer.clipNorm;
-  stepOptions.lossScale = resolved.lossScale.mode != "none";
-  stepOptions.dataParallel = options.pipeline.train.collectives != "none";
-  if (stepOptions.lossScale && resolved.optimizer.name == "none")
-    return emitError(UnknownLoc::get(&ctx))
-           << "--loss-scale needs an optimizer: with --optimizer none "
-              "nothing skips an overflowing step";
+  stepOptions.lossScale = resolved.lossScale.mode != ACCRUE_LOSS_SCALE_NONE;
+  stepOptions.dataParallel =
+      options.pipeline.train.collectives != ACCRUE_COLLECTIVES_NONE;
   FailureOr<train::StepLayout> layout =
       train::buildTrainStep(module, model->forward, stepOptions);
   if (failed(layout))
     return failure();
-  if (options.emit == EmitKind::Import)
+  auto writeModule = [&] {
     return writeText(ctx, options.output, [&](llvm::raw_ostream &os) {
       module.print(os);
       os << "\n";
     });
+  };
+  if (options.emit == EmitKind::Import)
+    return writeModule();
 
   // The same passes as buildCompilePipeline, in three runs so the step can
-  // be measured once bufferized.
+  // be described and measured between them.
   auto runPasses = [&](StringRef name,
                        function_ref<void(OpPassManager &)> build) {
     phase.stop();
@@ -318,39 +423,34 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
                ? failure()
                : success();
   };
-  if (failed(runPasses("train passes",
-                       [&](OpPassManager &pm) {
-                         buildTrainPipeline(pm, options.pipeline.train);
-                       })) ||
-      failed(runPasses("bufferize", [&](OpPassManager &pm) {
+  if (failed(runPasses("train passes", [&](OpPassManager &pm) {
+        buildTrainPipeline(pm, options.pipeline.train);
+      })))
+    return failure();
+  // The contract of the finished step, from its IR.
+  FailureOr<rt::Manifest> manifest =
+      buildManifest(module, resolved, *model, *layout);
+  if (failed(manifest))
+    return failure();
+  if (failed(runPasses("bufferize", [&](OpPassManager &pm) {
         cpu::buildCPUBufferizationPipeline(pm, options.pipeline.cpu);
       })))
     return failure();
-  std::optional<int64_t> activationBytes;
-  bool partialWindows = false;
-  for (auto fn : module.getOps<func::FuncOp>())
-    if (fn->hasAttr(train::StepAttrs::kStep)) {
-      activationBytes = train::estimateMicroStepPeakBytes(fn);
-      partialWindows = fn->hasAttr(train::StepAttrs::kPartialWindows);
-    }
+  if (auto step = module.lookupSymbol<func::FuncOp>(ACCRUE_STEP_FUNCTION))
+    manifest->activationBytes = train::estimateMicroStepPeakBytes(step);
   if (options.emit == EmitKind::Linalg)
-    return writeText(ctx, options.output, [&](llvm::raw_ostream &os) {
-      module.print(os);
-      os << "\n";
-    });
+    return writeModule();
 
   // The vector kernels' blocks fit the target's registers.
   CPULoweringOptions lowering = options.pipeline.cpu;
-  lowering.vectorBits = cpu::vectorRegisterBits(options.target);
+  if (!lowering.vectorBits)
+    lowering.vectorBits = cpu::vectorRegisterBits(options.target);
   if (failed(runPasses("lower to LLVM dialect", [&](OpPassManager &pm) {
         cpu::buildCPUToLLVMPipeline(pm, lowering);
       })))
     return failure();
   if (options.emit == EmitKind::MLIR)
-    return writeText(ctx, options.output, [&](llvm::raw_ostream &os) {
-      module.print(os);
-      os << "\n";
-    });
+    return writeModule();
 
   phase.stop();
   phase = root.nest("translate to LLVM IR");
@@ -359,6 +459,7 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
       cpu::translateToLLVMIR(module, llvmContext, options.target);
   if (failed(llvmModule))
     return failure();
+  embedFingerprint(**llvmModule, *manifest);
   if (options.emit == EmitKind::LLVM)
     return writeText(ctx, options.output, [&](llvm::raw_ostream &os) {
       (*llvmModule)->print(os, nullptr);
@@ -381,8 +482,6 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
     return std::string(path);
   };
 
-  ArtifactInfo info{&resolved, &*model, *layout, activationBytes,
-                    partialWindows};
   std::string error;
   std::string object = file("step.o");
   std::string lld =
@@ -394,22 +493,17 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
     return fail(error);
   phase.stop();
   phase = root.nest("link and write the artifact");
-  if (failed(cpu::linkSharedLibrary(object, file("step.so"), lld, error)) ||
-      failed(writeInitialParameters(info, file("init.safetensors"), error)) ||
-      failed(writeExportableModel(bytes, info, file("model.onnx"), error)))
+  if (failed(cpu::linkSharedLibrary(object, file(manifest->library), lld,
+                                    error)) ||
+      failed(writeInitialParameters(*model, file(manifest->init), error)) ||
+      failed(writeExportableModel(bytes, *model, file(manifest->model),
+                                  error)) ||
+      failed(writeTextFile(file(ACCRUE_FILE_MANIFEST), manifest->toJson(),
+                           error)) ||
+      failed(writeTextFile(file(ACCRUE_FILE_HEADER), buildHeader(*manifest),
+                           error)))
     return fail(error);
   llvm::sys::fs::remove(object);
-  std::error_code ec;
-  {
-    llvm::raw_fd_ostream json(file("step.json"), ec);
-    if (ec)
-      return fail("cannot write step.json: " + ec.message());
-    json << llvm::formatv("{0:2}", buildManifest(info)) << "\n";
-    llvm::raw_fd_ostream header(file("step.h"), ec);
-    if (ec)
-      return fail("cannot write step.h: " + ec.message());
-    header << buildHeader(info);
-  }
   if (failed(installDirectory(ctx, tmp, options.output))) {
     llvm::sys::fs::remove_directories(tmp);
     return failure();

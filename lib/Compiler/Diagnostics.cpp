@@ -2,6 +2,8 @@
 
 #include "accrue/Compiler/Diagnostics.h"
 
+#include "accrue-runtime/Settings.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Location.h"
 
@@ -21,12 +23,60 @@ static std::optional<std::string> nodeName(Location loc) {
   return std::nullopt;
 }
 
+std::string accrue::escapeForDisplay(StringRef text) {
+  std::string out;
+  const auto *bytes = reinterpret_cast<const unsigned char *>(text.data());
+  size_t i = 0, n = text.size();
+  auto escape = [&](unsigned char c) {
+    static const char digits[] = "0123456789abcdef";
+    out += "\\x";
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  };
+  while (i < n) {
+    unsigned char c = bytes[i];
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7f)
+        escape(c);
+      else
+        out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // The length of a well-formed UTF-8 sequence starting here, or 0.
+    size_t length = c >= 0xc2 && c <= 0xdf   ? 2
+                    : c >= 0xe0 && c <= 0xef ? 3
+                    : c >= 0xf0 && c <= 0xf4 ? 4
+                                             : 0;
+    bool valid = length && i + length <= n;
+    for (size_t k = 1; valid && k < length; ++k)
+      valid = (bytes[i + k] & 0xc0) == 0x80;
+    if (valid && length == 3) {
+      // No overlong forms, no surrogates.
+      valid = !(c == 0xe0 && bytes[i + 1] < 0xa0) &&
+              !(c == 0xed && bytes[i + 1] >= 0xa0);
+    } else if (valid && length == 4) {
+      valid = !(c == 0xf0 && bytes[i + 1] < 0x90) &&
+              !(c == 0xf4 && bytes[i + 1] >= 0x90);
+    }
+    if (!valid) {
+      escape(c);
+      ++i;
+      continue;
+    }
+    out.append(text.data() + i, length);
+    i += length;
+  }
+  return out;
+}
+
 OneLineDiagnosticHandler::OneLineDiagnosticHandler(MLIRContext *context,
                                                    StringRef tool,
+                                                   Speller spell,
                                                    llvm::raw_ostream &os)
     : ScopedDiagnosticHandler(context) {
   std::string toolName = tool.str();
-  setHandler([this, toolName, &os](Diagnostic &diag) {
+  setHandler([this, toolName, spell, &os](Diagnostic &diag) {
     const char *severity = "error";
     switch (diag.getSeverity()) {
     case DiagnosticSeverity::Error:
@@ -53,9 +103,9 @@ OneLineDiagnosticHandler::OneLineDiagnosticHandler(MLIRContext *context,
           kind = prefix;
           break;
         }
-      os << kind << " '" << text << "': ";
+      os << kind << " '" << escapeForDisplay(text) << "': ";
     }
-    os << diag.str() << "\n";
+    os << escapeForDisplay(renderSettings(diag.str(), spell)) << "\n";
     os.flush();
     return success();
   });

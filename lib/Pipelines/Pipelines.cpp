@@ -4,11 +4,17 @@
 
 #include "accrue/Codegen/CPU/Pipelines.h"
 #include "accrue/Dialect/Train/Transforms/Passes.h"
+#include "accrue/Pipelines/Settings.h"
+
+#include "accrue-runtime/Settings.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <deque>
 
 using namespace mlir;
 
@@ -17,19 +23,22 @@ namespace accrue {
 void buildTrainPipeline(OpPassManager &pm,
                         const TrainPipelineOptions &options) {
   train::TrainMicrobatchOptions microbatch;
-  microbatch.normalization = options.lossNormalization;
+  microbatch.normalization =
+      accrueLossNormalizationName(options.lossNormalization);
   // A data-parallel step sums each micro-batch's gradients over the ranks,
   // as a step graph would; train-defer-collectives then moves that sum after
   // the loop unless the naive placement is asked for.
-  microbatch.collectives =
-      options.collectives == "none" ? "none" : "per-micro-batch";
-  if (options.precision != "fp32") {
+  microbatch.collectives = accrueCollectivesName(
+      options.collectives == ACCRUE_COLLECTIVES_NONE
+          ? ACCRUE_COLLECTIVES_NONE
+          : ACCRUE_COLLECTIVES_PER_MICRO_BATCH);
+  if (options.precision != ACCRUE_PRECISION_FP32) {
     train::TrainMixedPrecisionOptions mixed;
-    mixed.precision = options.precision;
+    mixed.precision = accruePrecisionName(options.precision);
     pm.addPass(train::createTrainMixedPrecision(mixed));
   }
   pm.addPass(train::createTrainMicrobatch(microbatch));
-  if (options.collectives == "deferred")
+  if (options.collectives == ACCRUE_COLLECTIVES_DEFERRED)
     pm.addPass(train::createTrainDeferCollectives());
   pm.addPass(train::createTrainAutodiff());
   pm.addPass(createInlinerPass());
@@ -48,67 +57,72 @@ void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options) {
 }
 
 namespace {
-/// accrue-opt's spelling of CompileOptions.
-struct CompilePipelineCLOptions
-    : public PassPipelineOptions<CompilePipelineCLOptions> {
-  PassOptions::Option<std::string> lossNormalization{
-      *this, "loss-normalization", llvm::cl::desc("exact or per-micro-batch"),
-      llvm::cl::init("exact")};
-  PassOptions::Option<bool> fuseOptimizer{
-      *this, "fuse-optimizer",
-      llvm::cl::desc("Fuse clipping and the optimizer into one update"),
-      llvm::cl::init(true)};
-  PassOptions::Option<std::string> precision{
-      *this, "precision", llvm::cl::desc("fp32, bf16 or fp16"),
-      llvm::cl::init("fp32")};
-  PassOptions::Option<std::string> collectives{
-      *this, "collectives",
-      llvm::cl::desc("none, deferred or per-micro-batch"),
-      llvm::cl::init("none")};
-  PassOptions::Option<bool> fuseElementwise{
-      *this, "fuse-elementwise",
-      llvm::cl::desc("Fuse elementwise linalg ops before bufferization"),
-      llvm::cl::init(true)};
-  PassOptions::Option<bool> vectorize{
-      *this, "vectorize",
-      llvm::cl::desc("Register-tile and vectorize contractions"),
-      llvm::cl::init(true)};
-  PassOptions::Option<int64_t> vectorBits{
-      *this, "vector-bits",
-      llvm::cl::desc("The target's vector register width (512, 256, 128)"),
-      llvm::cl::init(512)};
 
-  CompileOptions toOptions() const {
-    CompileOptions options;
-    options.train.lossNormalization = lossNormalization;
-    options.train.fuseOptimizer = fuseOptimizer;
-    options.train.precision = precision;
-    options.train.collectives = collectives;
-    options.cpu.fuseElementwise = fuseElementwise;
-    options.cpu.vectorize = vectorize;
-    options.cpu.vectorBits = vectorBits;
-    return options;
+/// The pipeline settings as PassOptions, only so that `accrue-opt --help`
+/// lists them; values are read by SettingTable::readAll.
+struct SettingsHelp : public PassPipelineOptions<SettingsHelp> {
+  SettingsHelp() {
+    CompileOptions defaults;
+    SettingTable table;
+    bindPipelineSettings(table, defaults);
+    for (const Setting &setting : table.settings()) {
+      std::string help = setting.help;
+      if (!setting.choices.empty())
+        help += " (" + llvm::join(setting.choices, ", ") + ")";
+      // Options keep references to their name and help.
+      StringRef name = texts.emplace_back(dashedSettingName(setting.name));
+      options.push_back(std::make_unique<Option<std::string>>(
+          *this, name, llvm::cl::desc(texts.emplace_back(help))));
+    }
   }
+  std::deque<std::string> texts;
+  std::vector<std::unique_ptr<Option<std::string>>> options;
 };
+
+/// Registers a pipeline over CompileOptions whose options text is read by
+/// the same settings table as accrue-compile's flags.
+void registerCompilePipeline(
+    StringRef name, StringRef description,
+    std::function<void(OpPassManager &, const CompileOptions &)> build) {
+  registerPassPipeline(
+      name, description,
+      [build, name = name.str()](
+          OpPassManager &pm, StringRef text,
+          function_ref<LogicalResult(const Twine &)> errorHandler) {
+        CompileOptions options;
+        SettingTable table;
+        bindPipelineSettings(table, options);
+        std::optional<std::string> error = table.readAll(text);
+        if (!error)
+          error = validatePipelineOptions(options);
+        if (error)
+          return errorHandler(name + ": " +
+                              renderSettings(*error, dashedSettingName));
+        build(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> print) {
+        print(SettingsHelp());
+      });
+}
+
 } // namespace
 
 void registerPipelines() {
-  PassPipelineRegistration<CompilePipelineCLOptions>(
+  registerCompilePipeline(
       "accrue-train-pipeline",
       "What accrue-compile runs: train passes, then CPU lowering to LLVM",
-      [](OpPassManager &pm, const CompilePipelineCLOptions &cl) {
-        buildCompilePipeline(pm, cl.toOptions());
-      });
-  PassPipelineRegistration<CompilePipelineCLOptions>(
+      buildCompilePipeline);
+  registerCompilePipeline(
       "accrue-train-transforms",
       "The train passes only (micro-batching through the step ABI)",
-      [](OpPassManager &pm, const CompilePipelineCLOptions &cl) {
-        buildTrainPipeline(pm, cl.toOptions().train);
+      [](OpPassManager &pm, const CompileOptions &options) {
+        buildTrainPipeline(pm, options.train);
       });
-  PassPipelineRegistration<CompilePipelineCLOptions>(
+  registerCompilePipeline(
       "accrue-lower-cpu", "Lower an explicit training step to LLVM for the CPU",
-      [](OpPassManager &pm, const CompilePipelineCLOptions &cl) {
-        cpu::buildCPULoweringPipeline(pm, cl.toOptions().cpu);
+      [](OpPassManager &pm, const CompileOptions &options) {
+        cpu::buildCPULoweringPipeline(pm, options.cpu);
       });
 }
 

@@ -1,6 +1,6 @@
 //===- Arrays.cpp - host arrays, files, npz and safetensors -----*- C++ -*-===//
 
-#include "accrue-runtime/Runtime.h"
+#include "accrue-runtime/Arrays.h"
 
 #include <nlohmann/json.hpp>
 #include <zlib.h>
@@ -173,44 +173,76 @@ std::string accrue::rt::readFile(const std::string &path) {
   return ss.str();
 }
 
-void accrue::rt::writeFileAtomically(const std::string &path,
-                                     const std::string &bytes) {
-  std::string tmp = path + ".tmp-XXXXXX";
-  int fd = mkstemp(tmp.data());
-  if (fd < 0)
-    throw Error("cannot write '" + path + "': " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      int err = errno;
+namespace {
+
+/// A file written under a temporary name in its directory and renamed into
+/// place once complete and on disk, so that readers never see a partial
+/// file; one left unfinished is removed.
+class AtomicFile {
+public:
+  explicit AtomicFile(const std::string &path)
+      : path(path), tmp(path + ".tmp-XXXXXX") {
+    fd = ::mkstemp(tmp.data());
+    if (fd < 0)
+      fail(errno);
+  }
+  ~AtomicFile() {
+    if (fd >= 0) {
       ::close(fd);
       ::unlink(tmp.c_str());
-      throw Error("cannot write '" + path + "': " + std::strerror(err));
     }
-    done += n;
   }
-  if (::fsync(fd) != 0 || ::fchmod(fd, 0644) != 0) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
+
+  void write(const void *data, size_t size) {
+    const char *bytes = static_cast<const char *>(data);
+    while (size) {
+      ssize_t n = ::write(fd, bytes, std::min<size_t>(size, 1 << 30));
+      if (n < 0) {
+        if (errno == EINTR)
+          continue;
+        fail(errno);
+      }
+      bytes += n;
+      size -= n;
+    }
+  }
+
+  /// fsync, rename, and make the rename durable.
+  void commit() {
+    if (::fsync(fd) != 0 || ::fchmod(fd, 0644) != 0)
+      fail(errno);
+    int closed = ::close(fd);
+    fd = -1;
+    if (closed != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
+      int err = errno;
+      ::unlink(tmp.c_str());
+      fail(err);
+    }
+    size_t slash = path.find_last_of('/');
+    std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+    int dirfd = ::open(dir.empty() ? "/" : dir.c_str(), O_RDONLY);
+    if (dirfd >= 0) {
+      ::fsync(dirfd);
+      ::close(dirfd);
+    }
+  }
+
+private:
+  [[noreturn]] void fail(int err) {
     throw Error("cannot write '" + path + "': " + std::strerror(err));
   }
-  ::close(fd);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error("cannot write '" + path + "': " + std::strerror(err));
-  }
-  // Make the rename durable.
-  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos
-                                       ? 0
-                                       : path.find_last_of('/'));
-  int dirfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY);
-  if (dirfd >= 0) {
-    ::fsync(dirfd);
-    ::close(dirfd);
-  }
+
+  std::string path, tmp;
+  int fd = -1;
+};
+
+} // namespace
+
+void accrue::rt::writeFileAtomically(const std::string &path,
+                                     const std::string &bytes) {
+  AtomicFile file(path);
+  file.write(bytes.data(), bytes.size());
+  file.commit();
 }
 
 //===----------------------------------------------------------------------===//
@@ -543,27 +575,43 @@ accrue::rt::readSafetensors(const std::string &path,
 }
 
 void accrue::rt::writeSafetensors(
-    const std::string &path,
-    const std::vector<std::pair<std::string, const Array *>> &tensors,
+    const std::string &path, const std::vector<TensorRef> &tensors,
     const std::map<std::string, std::string> &metadata) {
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty())
     header["__metadata__"] = metadata;
   uint64_t offset = 0;
-  for (const auto &[name, array] : tensors) {
-    header[name] = {{"dtype", safetensorsDType(array->dtype)},
-                    {"shape", array->shape},
-                    {"data_offsets", {offset, offset + array->data.size()}}};
-    offset += array->data.size();
+  for (const TensorRef &tensor : tensors) {
+    header[tensor.name] = {{"dtype", safetensorsDType(tensor.dtype)},
+                           {"shape", tensor.shape},
+                           {"data_offsets", {offset, offset + tensor.bytes}}};
+    offset += tensor.bytes;
   }
-  std::string text = header.dump();
+  // Names come from ONNX files: replace invalid UTF-8 rather than throw.
+  std::string text =
+      header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // Pad the header with spaces to an 8-byte boundary, as the format allows.
   text.append((8 - text.size() % 8) % 8, ' ');
-  std::string out(8, '\0');
-  uint64_t len = text.size();
-  std::memcpy(out.data(), &len, 8);
-  out += text;
-  for (const auto &entry : tensors)
-    out.append(reinterpret_cast<const char *>(entry.second->data.data()),
-               entry.second->data.size());
-  writeFileAtomically(path, out);
+  uint8_t length[8];
+  for (int i = 0; i < 8; ++i)
+    length[i] = static_cast<uint8_t>(uint64_t(text.size()) >> (8 * i));
+  AtomicFile file(path);
+  file.write(length, 8);
+  file.write(text.data(), text.size());
+  for (const TensorRef &tensor : tensors)
+    file.write(tensor.data, tensor.bytes);
+  file.commit();
+}
+
+bool accrue::rt::writeSafetensors(
+    const std::string &path, const std::vector<TensorRef> &tensors,
+    const std::map<std::string, std::string> &metadata,
+    std::string &error) noexcept {
+  try {
+    writeSafetensors(path, tensors, metadata);
+    return true;
+  } catch (const std::exception &e) {
+    error = e.what();
+    return false;
+  }
 }

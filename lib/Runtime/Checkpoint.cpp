@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "accrue-runtime/Runtime.h"
+#include "accrue-runtime/Trainer.h"
 
 #include <zlib.h>
 
@@ -22,23 +22,20 @@ namespace {
 constexpr const char *kFormat = "accrue-checkpoint";
 constexpr const char *kVersion = "1";
 
-/// The named slice of an arena as an array.
-Array slice(const float *arena, const ParamSpec &param) {
-  Array a;
-  a.dtype = DType::F32;
-  a.shape = param.shape;
-  const auto *begin = reinterpret_cast<const uint8_t *>(arena + param.offset);
-  a.data.assign(begin, begin + param.numel * sizeof(float));
-  return a;
+/// The named slice of an arena, in place.
+TensorRef slice(const std::string &name, const float *arena,
+                const ParamSpec &param) {
+  return {name, DType::F32, param.shape, arena + param.offset,
+          static_cast<size_t>(param.numel) * sizeof(float)};
 }
 
-uint32_t checksum(const std::vector<std::pair<std::string, const Array *>> &t) {
+uint32_t checksum(const std::vector<TensorRef> &tensors) {
   uLong crc = crc32(0L, Z_NULL, 0);
-  for (const auto &[name, array] : t) {
-    crc = crc32(crc, reinterpret_cast<const Bytef *>(name.data()),
-                static_cast<uInt>(name.size()));
-    const uint8_t *data = array->data.data();
-    size_t left = array->data.size();
+  for (const TensorRef &tensor : tensors) {
+    crc = crc32(crc, reinterpret_cast<const Bytef *>(tensor.name.data()),
+                static_cast<uInt>(tensor.name.size()));
+    const auto *data = static_cast<const uint8_t *>(tensor.data);
+    size_t left = tensor.bytes;
     while (left) {
       uInt chunk = static_cast<uInt>(std::min<size_t>(left, 1u << 30));
       crc = crc32(crc, data, chunk);
@@ -54,21 +51,14 @@ uint32_t checksum(const std::vector<std::pair<std::string, const Array *>> &t) {
 void Trainer::saveCheckpoint(
     const std::string &path,
     const std::map<std::string, std::string> &run) const {
-  std::vector<Array> arrays;
-  arrays.reserve(art->params.size() * (1 + stateArenas.size()));
-  std::vector<std::pair<std::string, const Array *>> tensors;
+  std::vector<TensorRef> tensors;
   for (const ParamSpec &param : art->params)
-    arrays.push_back(slice(paramArena->data(), param));
-  for (const auto &state : stateArenas)
-    for (const ParamSpec &param : art->params)
-      arrays.push_back(slice(state->data(), param));
-  size_t next = 0;
-  for (const ParamSpec &param : art->params)
-    tensors.push_back({param.name, &arrays[next++]});
+    tensors.push_back(slice(param.name, paramArena->data(), param));
   std::vector<std::string> names = art->stateNames();
   for (size_t s = 0; s < stateArenas.size(); ++s)
     for (const ParamSpec &param : art->params)
-      tensors.push_back({names[s] + "/" + param.name, &arrays[next++]});
+      tensors.push_back(
+          slice(names[s] + "/" + param.name, stateArenas[s]->data(), param));
 
   std::map<std::string, std::string> metadata;
   for (const auto &[key, value] : run)
@@ -82,7 +72,7 @@ void Trainer::saveCheckpoint(
                   static_cast<long long>(streak));
     metadata["loss_scale"] = text;
   }
-  metadata["optimizer"] = art->optimizer;
+  metadata["optimizer"] = accrueOptimizerName(art->optimizer.kind);
   metadata["crc32"] = std::to_string(checksum(tensors));
   writeSafetensors(path, tensors, metadata);
 }
@@ -104,11 +94,12 @@ Trainer::loadCheckpoint(const std::string &path) {
   if (metadata["version"] != kVersion)
     throw bad("has format version '" + metadata["version"] +
               "'; this runtime reads version " + kVersion);
-  if (metadata["optimizer"] != art->optimizer)
+  std::string optimizer = accrueOptimizerName(art->optimizer.kind);
+  if (metadata["optimizer"] != optimizer)
     throw bad("was written for optimizer '" + metadata["optimizer"] +
-              "', but the artifact uses '" + art->optimizer + "'");
+              "', but the artifact uses '" + optimizer + "'");
 
-  std::vector<std::pair<std::string, const Array *>> tensors;
+  std::vector<TensorRef> tensors;
   auto find = [&](const std::string &name,
                   const ParamSpec &param) -> const Array & {
     auto it = arrays.find(name);
@@ -116,7 +107,7 @@ Trainer::loadCheckpoint(const std::string &path) {
       throw bad("has no tensor '" + name + "' (written for another model?)");
     if (it->second.dtype != DType::F32 || it->second.shape != param.shape)
       throw bad("tensor '" + name + "' does not match the artifact's shape");
-    tensors.push_back({name, &it->second});
+    tensors.push_back(TensorRef::of(name, it->second));
     return it->second;
   };
   for (const ParamSpec &param : art->params)

@@ -1,7 +1,7 @@
 //===- Collectives.cpp - data-parallel all-reduce over MPI ------*- C++ -*-===//
 //
 // The runtime side of train.all_reduce. A data-parallel step calls
-// _mlir_ciface_accrue_all_reduce once per optimizer step, after its
+// ACCRUE_ALL_REDUCE_SYMBOL (StepABI.h) once per optimizer step, after its
 // micro-batch loop, with one buffer: the gradient accumulator, whose tail
 // holds the loss sum and count; the runtime sums it in place with one
 // MPI_Allreduce. The CUDA backend will implement the same entry with NCCL.
@@ -14,7 +14,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "accrue-runtime/Runtime.h"
+#include "accrue-runtime/Collectives.h"
+
+#include "accrue-runtime/Error.h"
+#include "accrue-runtime/StepABI.h"
 
 #include <mpi.h>
 
@@ -23,21 +26,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
 using namespace accrue::rt;
 
 namespace {
-
-/// A rank-1 memref descriptor (what MLIR's C interface passes).
-struct MemRef1D {
-  float *allocated;
-  float *aligned;
-  int64_t offset;
-  int64_t size;
-  int64_t stride;
-};
 
 /// The part of Open MPI the runtime uses, resolved from the loaded library.
 struct Mpi {
@@ -209,7 +204,7 @@ bool Collectives::agree(int64_t value) {
 /// Called by compiled data-parallel steps: sums one buffer (the gradient
 /// accumulator with the loss sum and count in its tail) over all ranks, in
 /// place.
-extern "C" void _mlir_ciface_accrue_all_reduce(MemRef1D *buffer) {
+extern "C" void _mlir_ciface_accrue_all_reduce(AccrueBuffer *buffer) {
   // Called from compiled code: no exception may cross it.
   try {
     if (buffer->stride != 1)
@@ -222,3 +217,8 @@ extern "C" void _mlir_ciface_accrue_all_reduce(MemRef1D *buffer) {
     std::abort();
   }
 }
+static_assert(std::is_same_v<decltype(&_mlir_ciface_accrue_all_reduce),
+                             AccrueAllReduceFn> &&
+                  std::string_view(ACCRUE_ALL_REDUCE_SYMBOL) ==
+                      "_mlir_ciface_accrue_all_reduce",
+              "the collective hook of StepABI.h");

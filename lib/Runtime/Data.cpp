@@ -1,8 +1,9 @@
 //===- Data.cpp - windows over a dataset, accumulation schedules -*- C++ -*-===//
 
-#include "accrue-runtime/Runtime.h"
+#include "accrue-runtime/Session.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstdlib>
 
@@ -24,7 +25,8 @@ Window WindowCursor::next(int64_t k) {
                 " samples, fewer than one effective batch of " +
                 std::to_string(size) + " (micro-batch " +
                 std::to_string(microBatch) + " x " + std::to_string(k) +
-                " accumulation steps), and --drop-last skips partial ones");
+                " accumulation steps), and " + settingRef("drop_last") +
+                " skips partial ones");
   int64_t remaining = numSamples - offset;
   if (remaining < size && dropLast) {
     ++epoch;
@@ -51,14 +53,16 @@ int64_t WindowCursor::windowsPerEpoch(int64_t k) const {
 
 AccumulationSchedule::AccumulationSchedule(int64_t k) : points{{0, k}} {
   if (k < 1)
-    throw Error("accumulation steps must be >= 1, got " + std::to_string(k));
+    throw Error(settingRef("accumulation_steps") + " must be >= 1, got " +
+                std::to_string(k));
 }
 
 AccumulationSchedule AccumulationSchedule::parse(const std::string &text) {
   AccumulationSchedule schedule;
   schedule.points.clear();
   auto fail = [&](const std::string &why) -> Error {
-    return Error("--accumulation-schedule '" + text + "': " + why +
+    return Error(settingRef("accumulation_schedule") + " '" + text +
+                 "': " + why +
                  " (expected STEP:K,STEP:K,... from step 0, e.g. "
                  "0:2,100:4,200:8)");
   };
@@ -109,4 +113,63 @@ int64_t AccumulationSchedule::max() const {
   for (const auto &point : points)
     k = std::max(k, point.second);
   return k;
+}
+
+//===----------------------------------------------------------------------===//
+// Dataset
+//===----------------------------------------------------------------------===//
+
+Dataset Dataset::fromArrays(std::map<std::string, Array> arrays,
+                            const Manifest &artifact, const std::string &what) {
+  Dataset data;
+  data.what = what;
+  std::string names;
+  for (const ArgSpec *input : artifact.batchInputs())
+    names += (names.empty() ? "" : ", ") + input->name;
+  for (const ArgSpec *input : artifact.batchInputs()) {
+    auto it = arrays.find(input->name);
+    if (it == arrays.end())
+      throw Error(what + " has no array '" + input->name +
+                  "' (the model's inputs: " + names + ")");
+    std::string array = what + " array '" + input->name + "'";
+    const Array &raw = it->second;
+    auto shapeText = [](const std::vector<int64_t> &shape, bool batch) {
+      std::string s = "(";
+      for (size_t i = 0; i < shape.size(); ++i)
+        s += (i ? ", " : "") +
+             (batch && i == 0 ? std::string("N") : std::to_string(shape[i]));
+      return s + ")";
+    };
+    bool shapeOk = raw.shape.size() == input->shape.size();
+    for (size_t d = 1; shapeOk && d < raw.shape.size(); ++d)
+      shapeOk = raw.shape[d] == input->shape[d];
+    if (!shapeOk)
+      throw Error(array + " has shape " + shapeText(raw.shape, false) +
+                  ", expected " + shapeText(input->shape, true));
+    // Take the array over (no copy) when it has the input's dtype already.
+    Array converted = raw.dtype == input->dtype
+                          ? std::move(it->second)
+                          : raw.convertTo(input->dtype, array);
+    if (input->dtype == DType::F32) {
+      const float *v = converted.as<float>();
+      int64_t rowSize =
+          converted.numElements() / std::max<int64_t>(converted.shape[0], 1);
+      for (int64_t i = 0; i < converted.numElements(); ++i)
+        if (!std::isfinite(v[i]))
+          throw Error(array + " contains " +
+                      (std::isnan(v[i]) ? "NaN" : "Inf") + " at sample " +
+                      std::to_string(i / std::max<int64_t>(rowSize, 1)));
+    }
+    if (!data.arrays.empty() && converted.shape[0] != data.numSamples)
+      throw Error(array + " has " + std::to_string(converted.shape[0]) +
+                  " samples but the other arrays have " +
+                  std::to_string(data.numSamples));
+    data.numSamples = converted.shape[0];
+    data.arrays.push_back(std::move(converted));
+  }
+  return data;
+}
+
+Dataset Dataset::fromNpz(const std::string &path, const Manifest &artifact) {
+  return fromArrays(readNpz(path), artifact, "'" + path + "'");
 }

@@ -1,12 +1,14 @@
 //===- Schedules.cpp - learning-rate schedules ------------------*- C++ -*-===//
 //
-// The formulas of ../shared/SEMANTICS.md ("Learning-rate schedules"), which
-// are those of transformers' get_{linear,cosine}_schedule_with_warmup on top
-// of torch.optim.lr_scheduler.LambdaLR.
+// The step after s completed optimizer steps uses lr(s): linear warmup
+// lr * s / W for s < W, then lr * max(0, (T - s) / (T - W)) (linear) or
+// lr * (1 + cos(pi * (s - W) / (T - W))) / 2 (cosine). These are
+// transformers' get_{linear,cosine}_schedule_with_warmup on top of
+// torch.optim.lr_scheduler.LambdaLR.
 //
 //===----------------------------------------------------------------------===//
 
-#include "accrue-runtime/Runtime.h"
+#include "accrue-runtime/Session.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +18,7 @@ using namespace accrue::rt;
 LRSchedule::LRSchedule(Kind kind, double lr, int64_t warmup, int64_t total)
     : kind(kind), lr(lr), warmup(warmup), total(total) {
   if (warmup < 0)
-    throw Error("--warmup-steps must be >= 0");
+    throw Error(settingRef("warmup_steps") + " must be >= 0");
   if (kind != Kind::Constant && total <= warmup)
     throw Error("the schedule's total steps (" + std::to_string(total) +
                 ") must exceed its warmup steps (" + std::to_string(warmup) +
@@ -30,8 +32,20 @@ LRSchedule::Kind LRSchedule::parseKind(const std::string &name) {
     return Kind::Linear;
   if (name == "cosine")
     return Kind::Cosine;
-  throw Error("--lr-schedule must be constant, linear or cosine, not '" +
-              name + "'");
+  throw Error(settingRef("lr_schedule") +
+              " must be constant, linear or cosine, not '" + name + "'");
+}
+
+const char *LRSchedule::kindName(Kind kind) {
+  switch (kind) {
+  case Kind::Constant:
+    return "constant";
+  case Kind::Linear:
+    return "linear";
+  case Kind::Cosine:
+    return "cosine";
+  }
+  return "?";
 }
 
 double LRSchedule::at(int64_t s) const {

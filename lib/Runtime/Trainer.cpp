@@ -1,8 +1,8 @@
 //===- Trainer.cpp - load and run a compiled step ---------------*- C++ -*-===//
 
-#include "accrue-runtime/Runtime.h"
+#include "accrue-runtime/Trainer.h"
 
-#include <nlohmann/json.hpp>
+#include "accrue-runtime/Collectives.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -17,85 +17,40 @@ using namespace accrue::rt;
 //===----------------------------------------------------------------------===//
 
 Artifact::Artifact(const std::string &directory) : dir(directory) {
-  std::string manifestPath = path("step.json");
-  nlohmann::json manifest =
-      nlohmann::json::parse(readFile(manifestPath), nullptr, false);
-  if (manifest.is_discarded() || !manifest.is_object() ||
-      manifest.value("format", "") != "accrue-step")
-    throw Error("'" + manifestPath + "' is not an Accrue step manifest");
-  if (manifest.value("version", 0) != 1)
-    throw Error("'" + manifestPath + "' has an unsupported version");
-  try {
-    for (const auto &arg : manifest.at("args")) {
-      ArgSpec spec;
-      spec.role = arg.at("role").get<std::string>();
-      spec.name = arg.at("name").get<std::string>();
-      spec.dtype = parseDType(arg.at("dtype").get<std::string>());
-      spec.shape = arg.at("shape").get<std::vector<int64_t>>();
-      args.push_back(std::move(spec));
-    }
-    for (const auto &param : manifest.at("params"))
-      params.push_back({param.at("name").get<std::string>(),
-                        param.at("shape").get<std::vector<int64_t>>(),
-                        param.at("offset").get<int64_t>(),
-                        param.at("numel").get<int64_t>()});
-    arenaSize = manifest.at("arena_size").get<int64_t>();
-    microBatch = manifest.at("micro_batch").get<int64_t>();
-    accumulationSteps = manifest.at("accumulation_steps").get<int64_t>();
-    optimizer = manifest.at("optimizer").at("name").get<std::string>();
-    lr = manifest.at("optimizer").at("lr").get<double>();
-    loss = manifest.value("loss", "");
-    activationBytes = manifest.value("activation_bytes", int64_t(-1));
-    partialWindows = manifest.value("partial_windows", false);
-    collectives = manifest.value("collectives", std::string("none"));
-    if (manifest.contains("loss_scale")) {
-      const auto &ls = manifest.at("loss_scale");
-      lossScaling.mode = ls.at("mode").get<std::string>();
-      if (lossScaling.mode == "static")
-        lossScaling.init = ls.at("scale").get<double>();
-      if (lossScaling.mode == "dynamic") {
-        lossScaling.init = ls.at("init").get<double>();
-        lossScaling.growth = ls.at("growth").get<double>();
-        lossScaling.backoff = ls.at("backoff").get<double>();
-        lossScaling.interval = ls.at("interval").get<int64_t>();
-      }
-    }
-    std::string library = path(manifest.at("library").get<std::string>());
-    std::string entryName = manifest.at("entry").get<std::string>();
-    this->library = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!this->library)
-      throw Error("cannot load '" + library + "': " + dlerror());
-    entry = reinterpret_cast<void (*)(void **)>(
-        dlsym(this->library, entryName.c_str()));
-    if (!entry)
-      throw Error("'" + library + "' has no entry point '" + entryName + "'");
-  } catch (const nlohmann::json::exception &e) {
-    throw Error("'" + manifestPath + "' is malformed: " + e.what());
-  }
+  std::string manifestPath = path(ACCRUE_FILE_MANIFEST);
+  static_cast<Manifest &>(*this) =
+      Manifest::parse(readFile(manifestPath), manifestPath);
+  std::string libraryPath = path(library);
+  // RTLD_LOCAL: two artifacts in one process keep their symbols apart.
+  handle = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    throw Error("cannot load '" + libraryPath + "': " + dlerror());
+  // The code must be what the manifest describes: a library from another
+  // compile would be called with the wrong buffers.
+  auto *compiled = static_cast<const uint64_t *>(
+      dlsym(handle, ACCRUE_STEP_FINGERPRINT_SYMBOL));
+  if (!compiled)
+    throw Error("'" + libraryPath + "' is not an Accrue step (it has no " +
+                ACCRUE_STEP_FINGERPRINT_SYMBOL + "); recompile the model");
+  if (*compiled != fingerprint())
+    throw Error("'" + libraryPath + "' was compiled for another manifest "
+                "than '" + manifestPath + "' (contract " +
+                fingerprintText(*compiled) + " vs " +
+                fingerprintText(fingerprint()) +
+                "): the artifact's files are mixed up or edited; recompile "
+                "the model");
+  entryPoint =
+      reinterpret_cast<void (*)(void **)>(dlsym(handle, entry.c_str()));
+  if (!entryPoint)
+    throw Error("'" + libraryPath + "' has no entry point '" + entry + "'");
 }
 
 Artifact::~Artifact() {
-  if (library)
-    dlclose(library);
+  if (handle)
+    dlclose(handle);
 }
 
-void Artifact::call(void **packedArgs) const { entry(packedArgs); }
-
-std::vector<const ArgSpec *> Artifact::batchInputs() const {
-  std::vector<const ArgSpec *> inputs;
-  for (const ArgSpec &arg : args)
-    if (arg.role == "batch")
-      inputs.push_back(&arg);
-  return inputs;
-}
-
-std::vector<std::string> Artifact::stateNames() const {
-  std::vector<std::string> names;
-  for (const ArgSpec &arg : args)
-    if (arg.role == "state")
-      names.push_back(arg.name);
-  return names;
-}
+void Artifact::call(void **packedArgs) const { entryPoint(packedArgs); }
 
 //===----------------------------------------------------------------------===//
 // PackedArgs
@@ -164,34 +119,35 @@ static void keepFreedMemoryForReuse() {
   (void)done;
 }
 
-Trainer::Trainer(const std::string &artifactDir)
-    : art(std::make_unique<Artifact>(artifactDir)) {
+Trainer::Trainer(std::shared_ptr<const Artifact> artifact)
+    : art(std::move(artifact)) {
   keepFreedMemoryForReuse();
-  scale = art->lossScaling.mode == "none" ? 1.0 : art->lossScaling.init;
+  scale = art->lossScaling.mode == ACCRUE_LOSS_SCALE_NONE
+              ? 1.0
+              : art->lossScaling.init;
   paramArena = std::make_unique<Arena>(art->arenaSize);
   gradArena = std::make_unique<Arena>(art->arenaSize);
-  for (const ArgSpec &arg : art->args)
-    if (arg.role == "state")
-      stateArenas.push_back(std::make_unique<Arena>(art->arenaSize));
+  for (size_t s = 0; s < art->stateNames().size(); ++s)
+    stateArenas.push_back(std::make_unique<Arena>(art->arenaSize));
 
-  std::map<std::string, Array> init =
-      readSafetensors(art->path("init.safetensors"));
+  std::string initPath = art->path(art->init);
+  std::map<std::string, Array> init = readSafetensors(initPath);
   for (const ParamSpec &param : art->params) {
     auto it = init.find(param.name);
     if (it == init.end())
-      throw Error("init.safetensors has no tensor '" + param.name + "'");
+      throw Error("'" + initPath + "' has no tensor '" + param.name + "'");
     const Array &a = it->second;
     if (a.dtype != DType::F32 || a.shape != param.shape)
-      throw Error("init.safetensors: tensor '" + param.name +
+      throw Error("'" + initPath + "': tensor '" + param.name +
                   "' does not match the manifest's shape");
     std::memcpy(paramArena->data() + param.offset, a.data.data(),
                 param.numel * sizeof(float));
   }
   // Data-parallel ranks start from rank 0's parameters.
   if (art->dataParallel()) {
-    if (!Collectives::get().agree(art->arenaSize))
-      throw Error("the ranks loaded different artifacts (their arena sizes "
-                  "differ); give every rank the same artifact");
+    if (!Collectives::get().agree(static_cast<int64_t>(art->fingerprint())))
+      throw Error("the ranks loaded different artifacts (their contract "
+                  "fingerprints differ); give every rank the same artifact");
     Collectives::get().broadcast(paramArena->data(), art->arenaSize);
   }
 }
@@ -221,45 +177,72 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
     throw Error("step: this artifact cannot mask padding (its loss form is "
                 "not recognized), so every window must be full");
   int64_t validValue = valid;
-  if (art->optimizer == "none")
+  if (!art->hasOptimizer())
     gradArena->zero();
 
   PackedArgs packed;
   float lrValue = static_cast<float>(lr);
   int64_t stepValue = completed + 1;
   float scaleValue = static_cast<float>(scale);
-  float metrics[2] = {0, 0};
+  std::vector<float> metrics;
+  const ArgSpec *metricsArg = nullptr;
   size_t nextState = 0, nextInput = 0;
   for (const ArgSpec &arg : art->args) {
-    if (arg.role == "params") {
+    switch (arg.role) {
+    case ACCRUE_ROLE_PARAMS:
       packed.addMemref(paramArena->data(), arg.shape);
-    } else if (arg.role == "accumulator") {
+      break;
+    case ACCRUE_ROLE_ACCUMULATOR:
       packed.addMemref(gradArena->data(), arg.shape);
-    } else if (arg.role == "state") {
+      break;
+    case ACCRUE_ROLE_STATE:
       packed.addMemref(stateArenas[nextState++]->data(), arg.shape);
-    } else if (arg.role == "batch") {
+      break;
+    case ACCRUE_ROLE_BATCH: {
       std::vector<int64_t> shape = arg.shape;
       shape[0] = samples;
       packed.addMemref(const_cast<void *>(inputs[nextInput++]), shape);
-    } else if (arg.role == "lr") {
+      break;
+    }
+    case ACCRUE_ROLE_LR:
       packed.addScalar(&lrValue);
-    } else if (arg.role == "step") {
+      break;
+    case ACCRUE_ROLE_STEP:
       packed.addScalar(&stepValue);
-    } else if (arg.role == "loss_scale") {
+      break;
+    case ACCRUE_ROLE_LOSS_SCALE:
       packed.addScalar(&scaleValue);
-    } else if (arg.role == "valid_samples") {
+      break;
+    case ACCRUE_ROLE_VALID_SAMPLES:
       packed.addScalar(&validValue);
-    } else if (arg.role == "sample_base") {
+      break;
+    case ACCRUE_ROLE_SAMPLE_BASE:
       packed.addScalar(&sampleBase);
-    } else if (arg.role == "metrics") {
-      packed.addMemref(metrics, arg.shape);
-    } else {
-      throw Error("step.json: unknown argument role '" + arg.role + "'");
+      break;
+    case ACCRUE_ROLE_METRICS:
+      metrics.assign(arg.fields.size(), 0.0f);
+      metricsArg = &arg;
+      packed.addMemref(metrics.data(), arg.shape);
+      break;
+    case ACCRUE_ROLE_OUTPUT:
+      throw Error("'" + art->dir + "' is not a training step (argument '" +
+                  arg.name + "' is an output buffer)");
     }
   }
   art->call(packed.data());
-  StepMetrics result{completed, metrics[0], metrics[1], lr, valid};
-  if (art->lossScaling.mode == "none") {
+  auto metric = [&](AccrueMetric which) -> double {
+    if (metricsArg)
+      for (size_t i = 0; i < metricsArg->fields.size(); ++i)
+        if (metricsArg->fields[i] == accrueMetricName(which))
+          return metrics[i];
+    return NAN;
+  };
+  StepMetrics result;
+  result.loss = metric(ACCRUE_METRIC_LOSS);
+  result.gradNorm = metric(ACCRUE_METRIC_GRAD_NORM);
+  result.lr = lr;
+  result.samples = valid;
+  if (art->lossScaling.mode == ACCRUE_LOSS_SCALE_NONE) {
     result.step = ++completed;
     return result;
   }
@@ -267,11 +250,11 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
   // parameters and state alone) and backs the scale off; `interval` finite
   // steps in a row grow it.
   result.lossScale = scale;
-  result.skipped = !std::isfinite(metrics[1]);
+  result.skipped = !std::isfinite(result.gradNorm);
   const LossScaling &ls = art->lossScaling;
   if (result.skipped) {
     streak = 0;
-    if (ls.mode == "dynamic") {
+    if (ls.mode == ACCRUE_LOSS_SCALE_DYNAMIC) {
       scale *= ls.backoff;
       if (scale < 1e-30)
         throw Error("step " + std::to_string(completed + 1) +
@@ -280,7 +263,7 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
     }
   } else {
     ++completed;
-    if (ls.mode == "dynamic" && ++streak == ls.interval) {
+    if (ls.mode == ACCRUE_LOSS_SCALE_DYNAMIC && ++streak == ls.interval) {
       scale *= ls.growth;
       streak = 0;
     }
@@ -289,24 +272,34 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
   return result;
 }
 
-std::map<std::string, Array> Trainer::parameterArrays() const {
+/// The named slices of an arena, as arrays.
+static std::map<std::string, Array> arenaArrays(const Artifact &art,
+                                                const Arena &arena) {
   std::map<std::string, Array> arrays;
-  for (const ParamSpec &param : art->params) {
+  for (const ParamSpec &param : art.params) {
     Array a;
     a.dtype = DType::F32;
     a.shape = param.shape;
     const auto *begin =
-        reinterpret_cast<const uint8_t *>(paramArena->data() + param.offset);
+        reinterpret_cast<const uint8_t *>(arena.data() + param.offset);
     a.data.assign(begin, begin + param.numel * sizeof(float));
     arrays[param.name] = std::move(a);
   }
   return arrays;
 }
 
+std::map<std::string, Array> Trainer::parameterArrays() const {
+  return arenaArrays(*art, *paramArena);
+}
+
+std::map<std::string, Array> Trainer::gradientArrays() const {
+  return arenaArrays(*art, *gradArena);
+}
+
 void Trainer::exportOnnx(const std::string &path) const {
   std::map<std::string, std::pair<const float *, int64_t>> values;
   for (const ParamSpec &param : art->params)
     values[param.name] = {paramArena->data() + param.offset, param.numel};
-  std::string model = readFile(art->path("model.onnx"));
+  std::string model = readFile(art->path(art->model));
   writeFileAtomically(path, patchOnnxInitializers(model, values));
 }

@@ -9,11 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "accrue/Codegen/CPU/CPUTarget.h"
 #include "accrue/Compiler/Diagnostics.h"
 #include "accrue/Import/ONNX/Importer.h"
 #include "accrue/InitAllDialects.h"
 #include "accrue/Pipelines/Pipelines.h"
-#include "accrue/Codegen/CPU/CPUTarget.h"
 #include "accrue-runtime/Runtime.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -196,7 +196,8 @@ Result runTest(StringRef dir) {
   context.appendDialectRegistry(registry);
   std::string diagnostics;
   llvm::raw_string_ostream diagStream(diagnostics);
-  OneLineDiagnosticHandler handler(&context, "import", diagStream);
+  OneLineDiagnosticHandler handler(&context, "import", settingFlag,
+                                   diagStream);
 
   // The first data set's inputs, by graph input name: those that feed
   // constant operands (shapes, axes, ...) are compiled in as constants.

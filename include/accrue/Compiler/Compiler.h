@@ -9,9 +9,9 @@
 #ifndef ACCRUE_COMPILER_COMPILER_H
 #define ACCRUE_COMPILER_COMPILER_H
 
+#include "accrue/Codegen/CPU/CPUTarget.h"
 #include "accrue/Import/ONNX/Importer.h"
 #include "accrue/Pipelines/Options.h"
-#include "accrue/Codegen/CPU/CPUTarget.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -20,13 +20,15 @@
 
 namespace accrue {
 
+class SettingTable;
+
 /// Optimizer hyperparameters, with PyTorch's names and defaults.
 struct OptimizerOptions {
-  /// "sgd", "adam", "adamw", "adagrad", "onnx-adam" (ONNX's preview
-  /// training Adam: alpha = beta1, beta = beta2, norm_coefficient =
-  /// weight decay) or "none" (gradients only). Empty: the optimizer of the
-  /// model's TrainingInfoProto with its hyperparameters, else "adamw".
-  std::string name;
+  /// The optimizer (onnx-adam is ONNX's preview training Adam: alpha =
+  /// beta1, beta = beta2, norm_coefficient = weight decay; none computes
+  /// gradients only). Unset: the optimizer of the model's
+  /// TrainingInfoProto with its hyperparameters, else AdamW.
+  std::optional<AccrueOptimizer> kind;
   /// Unset: the model's TrainingInfoProto's constant R, else 1e-3.
   std::optional<double> lr;
   double momentum = 0.0;
@@ -64,8 +66,8 @@ enum class EmitKind {
 
 /// Loss scaling (the runtime keeps the scale; these are its settings).
 struct LossScaleOptions {
-  /// "none", "static" (a fixed scale) or "dynamic" (GradScaler's rule).
-  std::string mode = "none";
+  /// A fixed scale, or GradScaler's dynamic rule.
+  AccrueLossScaleMode mode = ACCRUE_LOSS_SCALE_NONE;
   /// The static scale, or the dynamic scale's initial value.
   double scale = 65536.0;
   double growth = 2.0;
@@ -73,9 +75,9 @@ struct LossScaleOptions {
   int64_t interval = 2000;
 };
 
-/// Parses --loss-scale: none | static:S |
+/// Parses the loss_scale setting: none | static:S |
 /// dynamic[:init=S,growth=G,backoff=B,interval=N]. The message of a
-/// failure names the flag.
+/// failure names the setting (settingRef).
 llvm::FailureOr<LossScaleOptions> parseLossScale(llvm::StringRef text,
                                                  std::string &error);
 
@@ -96,9 +98,20 @@ struct CompilerOptions {
   std::string lldPath;
 };
 
-/// Runs the whole compilation. Errors (bad options naming the flag, bad
-/// models naming the node) go to the context's diagnostic handler; on
-/// failure nothing is left at `options.output`.
+/// The settings of a compilation (accrue-compile's flags, the C API's and
+/// Python's keywords), bound to `options`: the pipeline's settings
+/// (bindPipelineSettings) and the model, optimizer, loss scaling, target
+/// and output. The model path and the output are not among them.
+void bindCompilerSettings(SettingTable &table, CompilerOptions &options);
+
+/// Checks the values of `options` and their combinations; the message of a
+/// failure names the setting (settingRef).
+std::optional<std::string> validateOptions(const CompilerOptions &options);
+
+/// Runs the whole compilation. Errors (bad options naming the setting, bad
+/// models naming the node) go to the context's diagnostic handler, with
+/// settings as settingRefs (accrue-runtime/Settings.h) for the host to
+/// spell; on failure nothing is left at `options.output`.
 llvm::LogicalResult compileModel(mlir::MLIRContext &context,
                                  const CompilerOptions &options);
 

@@ -1,35 +1,38 @@
 //===- Options.h - pipeline options -----------------------------*- C++ -*-===//
 //
-// Plain option structs. Libraries never read command-line flags; tools bind
-// these fields to flags (accrue-compile) or to pass-pipeline options
-// (accrue-opt --accrue-train-pipeline="...").
+// Plain, typed option structs. Libraries never read command-line flags; the
+// settings of these structs are declared once (Settings.h) and bound by
+// accrue-compile to flags and by accrue-opt to pipeline options. The
+// enumerations are the step contract's (accrue-runtime/StepABI.h), so the
+// manifest records exactly what was compiled.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ACCRUE_PIPELINES_OPTIONS_H
 #define ACCRUE_PIPELINES_OPTIONS_H
 
+#include "accrue-runtime/StepABI.h"
+
 #include <cstdint>
-#include <string>
+#include <optional>
 
 namespace accrue {
 
 /// How the train passes rewrite a whole-batch training step.
 struct TrainPipelineOptions {
-  /// "exact" (sum and count, divided once) or "per-micro-batch" (mean of the
+  /// Exact (sum and count, divided once) or per micro-batch (mean of the
   /// micro-batch means, as frameworks do).
-  std::string lossNormalization = "exact";
+  AccrueLossNormalization lossNormalization = ACCRUE_LOSS_NORMALIZATION_EXACT;
   /// Fuse normalization, clipping, the optimizer and the accumulator reset
   /// into one train.fused_update (train-fuse-clip-optimizer).
   bool fuseOptimizer = true;
-  /// Compute precision of the forward and backward: "fp32", "bf16" or
-  /// "fp16" (train-mixed-precision; parameters, gradients and optimizer
-  /// state stay fp32).
-  std::string precision = "fp32";
-  /// Data-parallel gradient sums: "none" (one process), "deferred" (one
-  /// all-reduce per optimizer step, after the micro-batch loop) or
-  /// "per-micro-batch" (one per micro-batch, for comparison).
-  std::string collectives = "none";
+  /// Compute precision of the forward and backward (train-mixed-precision;
+  /// parameters, gradients and optimizer state stay fp32).
+  AccruePrecision precision = ACCRUE_PRECISION_FP32;
+  /// Data-parallel gradient sums: none (one process), deferred (one
+  /// all-reduce per optimizer step, after the micro-batch loop) or per
+  /// micro-batch (for comparison).
+  AccrueCollectives collectives = ACCRUE_COLLECTIVES_NONE;
 };
 
 /// How a tensor-level step is lowered for the CPU.
@@ -39,8 +42,11 @@ struct CPULoweringOptions {
   /// Register-tile and vectorize contractions (vectorize-contractions).
   bool vectorize = true;
   /// The target's vector register width in bits; sizes the kernels' blocks
-  /// (rows of 2 registers, dot products over one register).
-  int64_t vectorBits = 512;
+  /// (rows of 2 registers, dot products over one register). Unset:
+  /// accrue-compile asks the target CPU, accrue-opt takes 512.
+  std::optional<int64_t> vectorBits;
+
+  int64_t vectorBitsOrDefault() const { return vectorBits.value_or(512); }
 };
 
 /// Everything accrue-compile runs between the imported module and LLVM IR.

@@ -52,7 +52,7 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createOutlineKernels());
   if (options.vectorize) {
     VectorizeContractionsOptions vectorize;
-    int64_t lanes = std::max<int64_t>(options.vectorBits / 32, 4);
+    int64_t lanes = std::max<int64_t>(options.vectorBitsOrDefault() / 32, 4);
     vectorize.tileN = 2 * lanes;
     vectorize.dotWidth = lanes;
     // 16 registers of the block (8 rows of 2) with AVX; SSE has 16 in all.

@@ -7,6 +7,8 @@
 #include "accrue/Dialect/NN/IR/NN.h"
 #include "accrue/Dialect/Train/IR/Train.h"
 
+#include "accrue-runtime/Settings.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -193,7 +195,7 @@ LogicalResult ModelImporter::readTrainingInfo() {
     return a ? static_cast<double>(a->f()) : fallback;
   };
   if (optimizer->op_type() == "Adam") {
-    opt.name = "onnx-adam";
+    opt.kind = ACCRUE_OPTIMIZER_ONNX_ADAM;
     opt.params = {{"beta1", f("alpha", 0.9f)},
                   {"beta2", f("beta", 0.999f)},
                   {"eps", f("epsilon", 1e-6f)},
@@ -205,13 +207,13 @@ LogicalResult ModelImporter::readTrainingInfo() {
     if (f("alpha", 0.0) == 0.0)
       return emitError(where(*optimizer))
              << "Momentum with alpha = 0 (no momentum) is not supported";
-    opt.name = "sgd";
+    opt.kind = ACCRUE_OPTIMIZER_SGD;
     opt.params = {{"momentum", f("alpha", 0.0)},
                   {"dampening", 1.0 - f("beta", 1.0)},
                   {"nesterov", nesterov ? 1.0 : 0.0},
                   {"weight_decay", f("norm_coefficient", 0.0)}};
   } else {
-    opt.name = "adagrad";
+    opt.kind = ACCRUE_OPTIMIZER_ADAGRAD;
     opt.params = {{"lr_decay", f("decay_factor", 0.0)},
                   {"eps", f("epsilon", 0.0)},
                   {"weight_decay", f("norm_coefficient", 0.0)}};
@@ -265,7 +267,7 @@ LogicalResult ModelImporter::chooseOutputs() {
     std::string names;
     for (const auto &output : graph.output())
       names += (names.empty() ? "'" : ", '") + output.name() + "'";
-    return emitError(fileLoc) << "--loss '" << options.lossName
+    return emitError(fileLoc) << settingRef("loss") << " '" << options.lossName
                               << "' is not a graph output (outputs: " << names
                               << ")";
   }
@@ -290,7 +292,7 @@ LogicalResult ModelImporter::chooseOutputs() {
   else
     diag << "cannot tell which output is the loss ("
          << (scalars.empty() ? floats.size() : scalars.size())
-         << " candidates); name it with --loss";
+         << " candidates); name it with " << settingRef("loss");
   return diag;
 }
 
@@ -380,8 +382,8 @@ ModelImporter::inputType(const onnx::ValueInfoProto &input) {
                << "' has a static batch dimension of " << dim.dim_value()
                << ", but the micro-batch is " << options.microBatch
                << "; export the model with a dynamic batch axis or "
-                  "compile with --micro-batch "
-               << dim.dim_value();
+                  "compile with "
+               << settingRef("micro_batch") << " " << dim.dim_value();
       shape.push_back(options.microBatch);
       continue;
     }
@@ -404,7 +406,7 @@ LogicalResult ModelImporter::buildSignature() {
     freeze.emplace("^(" + options.freezeRegex + ")$");
     std::string err;
     if (!freeze->isValid(err))
-      return emitError(fileLoc) << "--freeze: invalid regex '"
+      return emitError(fileLoc) << settingRef("freeze") << ": invalid regex '"
                                 << options.freezeRegex << "': " << err;
   }
   for (const auto &init : graph.initializer()) {
@@ -463,20 +465,20 @@ LogicalResult ModelImporter::buildSignature() {
 LogicalResult ModelImporter::importBody() {
   const onnx::GraphProto &graph = model.graph();
   GraphImporter &importer = *graphImporter;
-  Builder b(context);
-  auto argAttrs = [&](StringRef role, StringRef name) {
-    return b.getDictionaryAttr(
-        {b.getNamedAttr(train::StepAttrs::kRole, b.getStringAttr(role)),
-         b.getNamedAttr(train::StepAttrs::kName, b.getStringAttr(name))});
+  auto argAttrs = [&](AccrueArgRole role, StringRef name) {
+    return train::getArgRoleAttrs(context, role, name);
   };
+  // Parameters are views of the parameter arena; graph inputs are the
+  // batch (in inference mode too); Dropout's random context is the
+  // optimizer step and the index of the batch's first sample.
   SmallVector<DictionaryAttr> attrs;
   for (const ImportedParameter &param : result.parameters)
-    attrs.push_back(argAttrs("param", param.name));
+    attrs.push_back(argAttrs(ACCRUE_ROLE_PARAMS, param.name));
   for (const onnx::ValueInfoProto *input : inputProtos)
-    attrs.push_back(argAttrs(training() ? "batch" : "input", input->name()));
+    attrs.push_back(argAttrs(ACCRUE_ROLE_BATCH, input->name()));
   if (needsRandomContext) {
-    attrs.push_back(argAttrs("step", "step"));
-    attrs.push_back(argAttrs("sample_index", "sample_index"));
+    attrs.push_back(argAttrs(ACCRUE_ROLE_STEP, "step"));
+    attrs.push_back(argAttrs(ACCRUE_ROLE_SAMPLE_BASE, "sample_base"));
   }
 
   // The function returns the loss (training) or every output (inference);

@@ -8,6 +8,8 @@
 
 #include "GraphImporter.h"
 
+#include "accrue-runtime/Settings.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -132,7 +134,8 @@ LogicalResult importBatchNormalization(GraphImporter &im,
       return im.error(node)
              << "in training mode, each micro-batch is normalized with its "
                 "own statistics, so accumulated steps differ from one big "
-                "batch (--strict)";
+                "batch ("
+             << settingRef("strict") << ")";
     if (im.training)
       emitWarning(loc)
           << "BatchNormalization in training mode normalizes each "

@@ -11,6 +11,8 @@
 #ifndef ACCRUE_IMPORT_ONNX_IMPORTER_H
 #define ACCRUE_IMPORT_ONNX_IMPORTER_H
 
+#include "accrue-runtime/StepABI.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -88,8 +90,8 @@ struct ImportedInput {
 struct ImportedOptimizer {
   /// The node, for messages.
   std::string nodeName;
-  /// "onnx-adam", "sgd" (ONNX Momentum) or "adagrad".
-  std::string name;
+  /// ONNX Adam, SGD (ONNX Momentum) or Adagrad.
+  AccrueOptimizer kind = ACCRUE_OPTIMIZER_ONNX_ADAM;
   /// The learning rate R, when it is a constant of the algorithm.
   std::optional<double> lr;
   /// Named hyperparameters in the compiler's terms: beta1, beta2, eps,

@@ -29,3 +29,22 @@ void TrainDialect::initialize() {
 int64_t accrue::train::getNumElements(Type type) {
   return cast<ShapedType>(type).getNumElements();
 }
+
+std::optional<AccrueArgRole>
+accrue::train::getArgRole(FunctionOpInterface func, unsigned index) {
+  auto role = func.getArgAttrOfType<StringAttr>(index, StepAttrs::kRole);
+  AccrueArgRole value;
+  if (!role || accrueParseArgRole(role.getValue().str().c_str(), &value) != 0)
+    return std::nullopt;
+  return value;
+}
+
+DictionaryAttr accrue::train::getArgRoleAttrs(MLIRContext *context,
+                                              AccrueArgRole role,
+                                              StringRef name) {
+  Builder b(context);
+  return b.getDictionaryAttr(
+      {b.getNamedAttr(StepAttrs::kRole,
+                      b.getStringAttr(accrueArgRoleName(role))),
+       b.getNamedAttr(StepAttrs::kName, b.getStringAttr(name))});
+}

@@ -109,12 +109,12 @@ struct AccumulateOpInterface
   }
 };
 
-/// The runtime's all-reduce, declared once per module: sums a rank-1 f32
-/// buffer over the ranks, in place (see lib/Runtime/Collectives.cpp; called
-/// through MLIR's C interface).
+/// The host's all-reduce (the step contract's collective hook), declared
+/// once per module: sums a rank-1 f32 buffer over the ranks, in place;
+/// called through MLIR's C interface.
 func::FuncOp allReduceFunction(RewriterBase &rewriter, Operation *from) {
   auto module = from->getParentOfType<ModuleOp>();
-  constexpr StringLiteral name = "accrue_all_reduce";
+  constexpr StringLiteral name = ACCRUE_ALL_REDUCE_FUNCTION;
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
   MLIRContext *ctx = rewriter.getContext();

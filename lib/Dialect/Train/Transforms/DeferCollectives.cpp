@@ -49,9 +49,7 @@ bool isZeroAtEntry(Value value) {
   auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
   if (!func || arg.getOwner() != &func.getBody().front())
     return false;
-  auto role = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                StepAttrs::kRole);
-  return role && role.getValue() == "accumulator";
+  return getArgRole(func, arg.getArgNumber()) == ACCRUE_ROLE_ACCUMULATOR;
 }
 
 /// Finds how result `result` of an all-reduce in `loop` is summed into a

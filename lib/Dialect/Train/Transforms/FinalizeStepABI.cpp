@@ -6,7 +6,9 @@
 // through `bufferization.to_tensor restrict writable`, writes each tied
 // result back into its argument with `materialize_in_destination` (a no-op
 // once one-shot bufferization has placed the update in that buffer), and
-// stores scalar results into a trailing metrics buffer.
+// stores scalar results into a trailing metrics buffer. The roles of the
+// final arguments are recorded as one `train.abi` attribute, from which the
+// artifact's manifest is written.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,8 +32,21 @@ LogicalResult finalize(func::FuncOp step) {
     return step.emitError("a training step must have a single block");
   Block &entry = step.getBody().front();
   FunctionType type = step.getFunctionType();
+  MLIRContext *ctx = step.getContext();
   OpBuilder b = OpBuilder::atBlockBegin(&entry);
   Location loc = step.getLoc();
+
+  // The contract, argument by argument: what the manifest will say.
+  SmallVector<Attribute> abi;
+  for (unsigned i = 0; i < type.getNumInputs(); ++i) {
+    std::optional<AccrueArgRole> role = getArgRole(step, i);
+    auto name = step.getArgAttrOfType<StringAttr>(i, StepAttrs::kName);
+    if (!role || !name)
+      return step.emitError("argument #")
+             << i << " needs a known train.role and a train.name: a host "
+             << "could not tell what to pass";
+    abi.push_back(getArgRoleAttrs(ctx, *role, name.getValue()));
+  }
 
   // Tensor arguments become memrefs.
   SmallVector<Type> inputs;
@@ -48,17 +63,25 @@ LogicalResult finalize(func::FuncOp step) {
     arg.setType(memref);
     inputs.push_back(memref);
   }
-
   step.setType(b.getFunctionType(inputs, type.getResults()));
 
-  // Results: tied ones go back into their argument; other tensors into a
-  // new output argument each; f32 scalars into one trailing metrics buffer.
+  // Results: tied ones go back into their argument, other tensors into an
+  // output argument each, f32 scalars into one trailing metrics buffer,
+  // named by their train.metric.
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
   SmallVector<Value> outputs(type.getNumResults());
-  int64_t numMetrics = 0;
+  SmallVector<Attribute> fields;
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-    if (step.getResultAttr(i, StepAttrs::kTied))
+    if (auto tied =
+            step.getResultAttrOfType<IntegerAttr>(i, StepAttrs::kTied)) {
+      int64_t index = tied.getInt();
+      if (index < 0 || index >= static_cast<int64_t>(inputs.size()) ||
+          !isa<MemRefType>(inputs[index]))
+        return step.emitError("result #")
+               << i << " is tied to argument #" << index
+               << ", which is not a tensor argument";
       continue;
+    }
     if (auto tensor = dyn_cast<RankedTensorType>(value.getType())) {
       if (!tensor.hasStaticShape())
         return step.emitError("result #")
@@ -69,36 +92,41 @@ LogicalResult finalize(func::FuncOp step) {
                                      loc)))
         return failure();
       outputs[i] = entry.getArgument(index);
+      auto name = step.getResultAttrOfType<StringAttr>(i, StepAttrs::kName);
+      abi.push_back(getArgRoleAttrs(
+          ctx, ACCRUE_ROLE_OUTPUT,
+          name ? name.getValue() : ("result" + Twine(i)).str()));
       continue;
     }
-    if (!value.getType().isF32())
-      return step.emitError("untied result #")
-             << i << " must be a tensor or an f32 metric, not "
-             << value.getType();
-    ++numMetrics;
+    auto metric = step.getResultAttrOfType<StringAttr>(i, StepAttrs::kMetric);
+    if (!value.getType().isF32() || !metric)
+      return step.emitError("result #")
+             << i << " must be a tensor, or an f32 metric (train.metric), "
+             << "not " << value.getType();
+    fields.push_back(metric);
   }
   Value metrics;
-  if (numMetrics) {
+  if (!fields.empty()) {
     unsigned index = step.getNumArguments();
     if (failed(step.insertArgument(
-            index, MemRefType::get({numMetrics}, b.getF32Type()),
+            index,
+            MemRefType::get({static_cast<int64_t>(fields.size())},
+                            b.getF32Type()),
             b.getDictionaryAttr({}), loc)))
       return failure();
     metrics = entry.getArgument(index);
+    NamedAttrList metricsABI =
+        getArgRoleAttrs(ctx, ACCRUE_ROLE_METRICS, "metrics").getValue();
+    metricsABI.set(StepAttrs::kFields, b.getArrayAttr(fields));
+    abi.push_back(metricsABI.getDictionary(ctx));
   }
 
   b.setInsertionPoint(ret);
   unsigned numStored = 0;
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     Value dest = outputs[i];
-    if (auto tied =
-            step.getResultAttrOfType<IntegerAttr>(i, StepAttrs::kTied)) {
+    if (auto tied = step.getResultAttrOfType<IntegerAttr>(i, StepAttrs::kTied))
       dest = entry.getArgument(tied.getInt());
-      if (!isa<MemRefType>(dest.getType()))
-        return step.emitError("result #")
-               << i << " is tied to argument #" << tied.getInt()
-               << ", which is not a tensor";
-    }
     if (dest) {
       bufferization::MaterializeInDestinationOp::create(
           b, ret.getLoc(), TypeRange{}, value, dest, /*restrict=*/true,
@@ -113,9 +141,9 @@ LogicalResult finalize(func::FuncOp step) {
   llvm::BitVector allResults(type.getNumResults(), true);
   if (failed(step.eraseResults(allResults)))
     return failure();
-  // Roles and names are recorded in the artifact manifest; LLVM has no use
-  // for them.
+  // The roles now live in train.abi, in the lowered argument order.
   step.removeArgAttrsAttr();
+  step->setAttr(StepAttrs::kABI, b.getArrayAttr(abi));
   step->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   return success();
 }

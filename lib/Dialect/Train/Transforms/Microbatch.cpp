@@ -671,10 +671,9 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
         Value offset = arith::MulIOp::create(lb, l, iv, bConst);
         SmallVector<Value> args(op.getArgs());
         // An argument holding the global index of the batch's first sample
-        // (role sample_index) moves to the micro-batch's first sample.
+        // (role sample_base) moves to the micro-batch's first sample.
         for (unsigned i = 0; i < args.size(); ++i) {
-          auto role = callee.getArgAttrOfType<StringAttr>(i, StepAttrs::kRole);
-          if (!role || role.getValue() != "sample_index")
+          if (getArgRole(callee, i) != ACCRUE_ROLE_SAMPLE_BASE)
             continue;
           Value base = tensor::ExtractOp::create(lb, l, args[i]);
           Value shift = arith::IndexCastOp::create(lb, l, lb.getI64Type(),

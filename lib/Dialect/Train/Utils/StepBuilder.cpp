@@ -23,12 +23,13 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   SmallVector<unsigned> paramArgs, batchArgs;
   std::optional<unsigned> stepArg, sampleIndexArg;
   for (unsigned i = 0; i < fwdType.getNumInputs(); ++i) {
-    auto role = forward.getArgAttrOfType<StringAttr>(i, StepAttrs::kRole);
+    std::optional<AccrueArgRole> role = getArgRole(forward, i);
     auto name = forward.getArgAttrOfType<StringAttr>(i, StepAttrs::kName);
     if (!role || !name)
       return forward.emitError("argument #")
              << i << " has no train.role/train.name";
-    if (role.getValue() == "param") {
+    switch (*role) {
+    case ACCRUE_ROLE_PARAMS: {
       auto type = dyn_cast<RankedTensorType>(fwdType.getInput(i));
       if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
         return forward.emitError("parameter '")
@@ -41,15 +42,21 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
       layout.arenaSize += llvm::alignTo(slot.numElements, kArenaAlignment);
       layout.params.push_back(slot);
       paramArgs.push_back(i);
-    } else if (role.getValue() == "batch") {
+      break;
+    }
+    case ACCRUE_ROLE_BATCH:
       batchArgs.push_back(i);
-    } else if (role.getValue() == "step") {
+      break;
+    case ACCRUE_ROLE_STEP:
       stepArg = i;
-    } else if (role.getValue() == "sample_index") {
+      break;
+    case ACCRUE_ROLE_SAMPLE_BASE:
       sampleIndexArg = i;
-    } else {
+      break;
+    default:
       return forward.emitError("argument #")
-             << i << " has unknown role '" << role.getValue() << "'";
+             << i << " has role '" << accrueArgRoleName(*role)
+             << "', which a forward function cannot take";
     }
   }
   if (paramArgs.empty())
@@ -57,28 +64,26 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   if (batchArgs.empty())
     return forward.emitError("the model has no batch inputs");
   if (options.dataParallel)
-    layout.arenaSize += kArenaAlignment;
+    layout.arenaSize += ACCRUE_RESERVED_TAIL;
   layout.arenaSize = std::max<int64_t>(layout.arenaSize, kArenaAlignment);
 
   // Signature.
   auto arena = RankedTensorType::get({layout.arenaSize}, b.getF32Type());
   SmallVector<Type> inputs;
   SmallVector<DictionaryAttr> inputAttrs;
-  auto argAttrs = [&](StringRef role, StringRef name) {
-    return b.getDictionaryAttr(
-        {b.getNamedAttr(StepAttrs::kRole, b.getStringAttr(role)),
-         b.getNamedAttr(StepAttrs::kName, b.getStringAttr(name))});
+  auto argAttrs = [&](AccrueArgRole role, StringRef name) {
+    return getArgRoleAttrs(ctx, role, name);
   };
   inputs.push_back(arena);
-  inputAttrs.push_back(argAttrs("params", "params"));
+  inputAttrs.push_back(argAttrs(ACCRUE_ROLE_PARAMS, "params"));
   inputs.push_back(arena);
-  inputAttrs.push_back(argAttrs("accumulator", "grads"));
+  inputAttrs.push_back(argAttrs(ACCRUE_ROLE_ACCUMULATOR, "grads"));
   unsigned numStates = options.optimizer ? options.optimizer.getNumStates() : 0;
   for (unsigned s = 0; s < numStates; ++s) {
     std::string stateName = options.optimizer.getStateName(s).str();
     layout.stateNames.push_back(stateName);
     inputs.push_back(arena);
-    inputAttrs.push_back(argAttrs("state", stateName));
+    inputAttrs.push_back(argAttrs(ACCRUE_ROLE_STATE, stateName));
   }
   unsigned firstBatch = inputs.size();
   for (unsigned i : batchArgs) {
@@ -90,21 +95,21 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   }
   unsigned lrIndex = inputs.size();
   inputs.push_back(b.getF32Type());
-  inputAttrs.push_back(argAttrs("lr", "lr"));
+  inputAttrs.push_back(argAttrs(ACCRUE_ROLE_LR, "lr"));
   inputs.push_back(b.getI64Type());
-  inputAttrs.push_back(argAttrs("step", "step"));
+  inputAttrs.push_back(argAttrs(ACCRUE_ROLE_STEP, "step"));
   // How many of the batch inputs' samples are real (a partial last window is
   // padded to whole micro-batches).
   unsigned validIndex = inputs.size();
   inputs.push_back(b.getI64Type());
-  inputAttrs.push_back(argAttrs("valid_samples", "valid_samples"));
+  inputAttrs.push_back(argAttrs(ACCRUE_ROLE_VALID_SAMPLES, "valid_samples"));
   // The loss scale the backward starts from.
   std::optional<unsigned> lossScaleIndex;
   if (options.lossScale) {
     layout.hasLossScale = true;
     lossScaleIndex = inputs.size();
     inputs.push_back(b.getF32Type());
-    inputAttrs.push_back(argAttrs("loss_scale", "loss_scale"));
+    inputAttrs.push_back(argAttrs(ACCRUE_ROLE_LOSS_SCALE, "loss_scale"));
   }
   // The global index of the effective batch's first sample (for
   // training-mode Dropout's mask).
@@ -113,7 +118,7 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     layout.hasSampleBase = true;
     sampleBaseIndex = inputs.size();
     inputs.push_back(b.getI64Type());
-    inputAttrs.push_back(argAttrs("sample_base", "sample_base"));
+    inputAttrs.push_back(argAttrs(ACCRUE_ROLE_SAMPLE_BASE, "sample_base"));
   }
 
   SmallVector<Type> results;
@@ -137,12 +142,12 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     resultAttrs.push_back(tied(2 + s));
   }
   results.push_back(b.getF32Type());
-  resultAttrs.push_back(metric("loss"));
+  resultAttrs.push_back(metric(accrueMetricName(ACCRUE_METRIC_LOSS)));
   results.push_back(b.getF32Type());
-  resultAttrs.push_back(metric("grad_norm"));
+  resultAttrs.push_back(metric(accrueMetricName(ACCRUE_METRIC_GRAD_NORM)));
 
   b.setInsertionPointToEnd(module.getBody());
-  auto step = func::FuncOp::create(b, loc, "train_step",
+  auto step = func::FuncOp::create(b, loc, ACCRUE_STEP_FUNCTION,
                                    b.getFunctionType(inputs, results));
   step.setAllArgAttrs(inputAttrs);
   step.setAllResultAttrs(resultAttrs);

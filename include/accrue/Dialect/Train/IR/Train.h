@@ -20,6 +20,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "accrue-runtime/StepABI.h"
+
 #include "accrue/Dialect/Train/IR/TrainOpsDialect.h.inc"
 
 #include "accrue/Dialect/Train/IR/TrainInterfaces.h.inc"
@@ -38,7 +40,8 @@ namespace accrue::train {
 struct StepAttrs {
   /// Unit attribute on a func.func: this function is a training step.
   static constexpr llvm::StringLiteral kStep = "train.step";
-  /// String argument attribute: params, accumulator, state, batch, lr, step.
+  /// String argument attribute: the argument's role, spelled as
+  /// AccrueArgRole in the step contract (accrue-runtime/StepABI.h).
   static constexpr llvm::StringLiteral kRole = "train.role";
   /// String argument attribute: the user-facing name of a buffer.
   static constexpr llvm::StringLiteral kName = "train.name";
@@ -46,6 +49,13 @@ struct StepAttrs {
   static constexpr llvm::StringLiteral kTied = "train.tied";
   /// String result attribute: name of a scalar metric (loss, grad_norm).
   static constexpr llvm::StringLiteral kMetric = "train.metric";
+  /// Array attribute on a finalized step: one dictionary per argument of
+  /// the lowered function, in order, with its `role` and `name` (and, for
+  /// the metrics buffer, its `fields`). The artifact manifest is made from
+  /// it (set by `train-finalize-step-abi`).
+  static constexpr llvm::StringLiteral kABI = "train.abi";
+  /// In train.abi: the names of the metrics buffer's elements.
+  static constexpr llvm::StringLiteral kFields = "train.fields";
   /// Unit attribute on the scf.for that `train-microbatch` builds: its body
   /// computes one micro-batch's loss and gradients.
   static constexpr llvm::StringLiteral kMicrobatchLoop = "train.microbatch_loop";
@@ -64,6 +74,16 @@ struct StepAttrs {
 
 /// Number of elements of a statically shaped tensor type.
 int64_t getNumElements(mlir::Type type);
+
+/// The role of argument `index` of `func` (its train.role), if it has a
+/// known one.
+std::optional<AccrueArgRole> getArgRole(mlir::FunctionOpInterface func,
+                                        unsigned index);
+
+/// `{train.name = name, train.role = role}`, the attributes of an argument
+/// with a role.
+mlir::DictionaryAttr getArgRoleAttrs(mlir::MLIRContext *context,
+                                     AccrueArgRole role, llvm::StringRef name);
 
 } // namespace accrue::train
 

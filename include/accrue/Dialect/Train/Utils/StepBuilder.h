@@ -32,8 +32,9 @@ struct StepOptions {
   /// Loss scaling: the step takes `loss_scale` (f32), seeds the backward
   /// with it, unscales, and skips the update when the gradient overflows.
   bool lossScale = false;
-  /// Data parallelism: the arenas end with kArenaAlignment elements that no
-  /// parameter uses, where the all-reduce carries the loss sum and count.
+  /// Data parallelism: the arenas end with ACCRUE_RESERVED_TAIL elements
+  /// that no parameter uses, where the all-reduce carries the loss sum and
+  /// count.
   bool dataParallel = false;
 };
 
@@ -60,11 +61,11 @@ struct StepLayout {
 };
 
 /// Parameter offsets are aligned to this many elements (64 bytes).
-constexpr int64_t kArenaAlignment = 16;
+constexpr int64_t kArenaAlignment = ACCRUE_ARENA_ALIGNMENT;
 
 /// Adds `@train_step` to `module`. The forward's arguments with role
-/// "param" become views of the parameter arena, those with role "batch"
-/// take a whole effective batch (dimension 0 dynamic).
+/// params become views of the parameter arena, those with role batch take
+/// a whole effective batch (dimension 0 dynamic).
 llvm::FailureOr<StepLayout> buildTrainStep(mlir::ModuleOp module,
                                            mlir::func::FuncOp forward,
                                            const StepOptions &options);

@@ -1,0 +1,94 @@
+//===- Arrays.h - host arrays and the files that hold them ------*- C++ -*-===//
+//
+// Dense host arrays, .npz datasets, safetensors files (initial parameters,
+// checkpoints) and atomic file writes. The compiler writes init.safetensors
+// with the same writer the runtime uses for checkpoints.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_RUNTIME_ARRAYS_H
+#define ACCRUE_RUNTIME_ARRAYS_H
+
+#include "accrue-runtime/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace accrue::rt {
+
+/// Element types the runtime moves around.
+enum class DType { F32, F64, F16, I64, I32, Bool };
+
+/// Parses "f32", "i64", ... (the manifest's spelling).
+DType parseDType(const std::string &name);
+const char *dtypeName(DType type);
+size_t dtypeSize(DType type);
+
+/// A dense, row-major host array.
+struct Array {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+
+  int64_t numElements() const;
+  /// Converts to `type` (numeric conversion; throws if impossible).
+  Array convertTo(DType type, const std::string &what) const;
+  template <typename T> T *as() { return reinterpret_cast<T *>(data.data()); }
+  template <typename T> const T *as() const {
+    return reinterpret_cast<const T *>(data.data());
+  }
+};
+
+/// A named, read-only view of a tensor's bytes, for writers.
+struct TensorRef {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  const void *data = nullptr;
+  size_t bytes = 0;
+
+  static TensorRef of(const std::string &name, const Array &array) {
+    return {name, array.dtype, array.shape, array.data.data(),
+            array.data.size()};
+  }
+};
+
+/// Reads every array of a .npz file (stored or deflated members).
+std::map<std::string, Array> readNpz(const std::string &path);
+/// Writes arrays as an uncompressed .npz, atomically.
+void writeNpz(const std::string &path,
+              const std::map<std::string, Array> &arrays);
+
+/// Reads a safetensors file (and its string metadata, if asked).
+std::map<std::string, Array>
+readSafetensors(const std::string &path,
+                std::map<std::string, std::string> *metadata = nullptr);
+/// Writes a safetensors file atomically (temp file, fsync, rename),
+/// streaming the tensors from where they are.
+void writeSafetensors(const std::string &path,
+                      const std::vector<TensorRef> &tensors,
+                      const std::map<std::string, std::string> &metadata = {});
+/// The same for callers built without exceptions (the compiler): returns
+/// false and sets `error` instead of throwing.
+bool writeSafetensors(const std::string &path,
+                      const std::vector<TensorRef> &tensors,
+                      const std::map<std::string, std::string> &metadata,
+                      std::string &error) noexcept;
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same
+/// directory, fsync, rename.
+void writeFileAtomically(const std::string &path, const std::string &bytes);
+std::string readFile(const std::string &path);
+
+/// Overwrites the raw_data of the named float initializers of a serialized
+/// ONNX model (as accrue-compile stores it) with new values.
+std::string patchOnnxInitializers(
+    const std::string &model,
+    const std::map<std::string, std::pair<const float *, int64_t>> &values);
+
+} // namespace accrue::rt
+
+#endif // ACCRUE_RUNTIME_ARRAYS_H

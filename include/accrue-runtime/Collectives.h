@@ -1,0 +1,44 @@
+//===- Collectives.h - data-parallel training over MPI ----------*- C++ -*-===//
+
+#ifndef ACCRUE_RUNTIME_COLLECTIVES_H
+#define ACCRUE_RUNTIME_COLLECTIVES_H
+
+#include <cstdint>
+
+namespace accrue::rt {
+
+/// The process group of data-parallel training (MPI_COMM_WORLD; one rank
+/// when not launched by mpirun). Compiled steps of data-parallel artifacts
+/// sum their gradients, loss sum and count over it once per optimizer step
+/// (through ACCRUE_ALL_REDUCE_SYMBOL, which the runtime defines).
+class Collectives {
+public:
+  /// Initializes MPI once per process (idempotent).
+  static Collectives &get();
+  int rank() const { return rankId; }
+  int size() const { return worldSize; }
+  /// Sums `count` floats in place over all ranks.
+  void allReduceSum(float *data, int64_t count);
+  /// All-reduces performed so far (for the metrics).
+  int64_t calls() const { return numCalls; }
+  /// Every rank's copy of `data` becomes rank 0's.
+  void broadcast(float *data, int64_t count);
+  /// Whether all ranks pass the same value (a cheap consistency check).
+  bool agree(int64_t value);
+  /// Ends every rank after an error on one (the others may be waiting in
+  /// a collective); a no-op unless MPI runs with several ranks.
+  static void abortIfParallel(int code);
+  /// This process's rank when MPI runs with several ranks, else -1 (does
+  /// not start MPI).
+  static int rankIfParallel();
+
+private:
+  Collectives();
+  ~Collectives();
+  int rankId = 0, worldSize = 1;
+  int64_t numCalls = 0;
+};
+
+} // namespace accrue::rt
+
+#endif // ACCRUE_RUNTIME_COLLECTIVES_H

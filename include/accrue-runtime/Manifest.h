@@ -1,0 +1,117 @@
+//===- Manifest.h - what step.json says about a compiled step ---*- C++ -*-===//
+//
+// The manifest of an artifact, as one struct that the compiler fills from the
+// step's IR and writes, and the runtime reads: every argument of the step in
+// order (role, name, dtype, shape), where each parameter lives in the flat
+// arenas, and the settings compiled into the step. Its fingerprint is also
+// compiled into step.so, so the runtime can tell that a manifest describes
+// the code beside it (StepABI.h has the names and the enumerations).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_RUNTIME_MANIFEST_H
+#define ACCRUE_RUNTIME_MANIFEST_H
+
+#include "accrue-runtime/Arrays.h"
+#include "accrue-runtime/StepABI.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace accrue::rt {
+
+/// One argument of the step, in the packed calling convention's order.
+struct ArgSpec {
+  AccrueArgRole role = ACCRUE_ROLE_PARAMS;
+  std::string name;
+  DType dtype = DType::F32;
+  /// Batch inputs: -1 for the effective-batch dimension.
+  std::vector<int64_t> shape;
+  /// Metrics: the name of each element.
+  std::vector<std::string> fields;
+};
+
+/// Where a parameter lives in the arenas.
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t offset = 0;
+  int64_t numel = 0;
+};
+
+/// The optimizer compiled into the step.
+struct OptimizerSpec {
+  AccrueOptimizer kind = ACCRUE_OPTIMIZER_ADAMW;
+  /// The default learning rate (the step takes the rate as an argument).
+  double lr = 1e-3;
+  /// Hyperparameters by their manifest key (beta1, eps, momentum, ...);
+  /// "nesterov" is 0 or 1.
+  std::map<std::string, double> hyperparameters;
+};
+
+/// Loss scaling: the runtime keeps the scale, the step uses it.
+struct LossScaling {
+  AccrueLossScaleMode mode = ACCRUE_LOSS_SCALE_NONE;
+  /// The static scale, or the dynamic scale's initial value.
+  double init = 1.0;
+  double growth = 2.0, backoff = 0.5;
+  int64_t interval = 2000;
+};
+
+/// The contents of step.json.
+struct Manifest {
+  AccrueTarget target = ACCRUE_TARGET_CPU;
+  std::string library = ACCRUE_FILE_LIBRARY;
+  std::string entry = ACCRUE_STEP_ENTRY;
+  std::string init = ACCRUE_FILE_INIT;
+  std::string model = ACCRUE_FILE_MODEL;
+  /// The ONNX name of the loss output.
+  std::string loss;
+  AccrueLossNormalization lossNormalization = ACCRUE_LOSS_NORMALIZATION_EXACT;
+  AccruePrecision precision = ACCRUE_PRECISION_FP32;
+  AccrueCollectives collectives = ACCRUE_COLLECTIVES_NONE;
+  int64_t microBatch = 1;
+  /// The default number of micro-batches per optimizer step.
+  int64_t accumulationSteps = 1;
+  OptimizerSpec optimizer;
+  std::optional<double> clipNorm;
+  /// Elements of every arena (parameters, accumulator, each state).
+  int64_t arenaSize = 0;
+  std::vector<ParamSpec> params;
+  std::vector<ArgSpec> args;
+  /// Estimated peak bytes of the temporaries of one micro-batch.
+  std::optional<int64_t> activationBytes;
+  /// The step masks padded samples out of its loss, so a partial last
+  /// window may be padded to whole micro-batches.
+  bool partialWindows = false;
+  LossScaling lossScaling;
+
+  bool dataParallel() const {
+    return collectives != ACCRUE_COLLECTIVES_NONE;
+  }
+  bool hasOptimizer() const {
+    return optimizer.kind != ACCRUE_OPTIMIZER_NONE;
+  }
+  /// The batch inputs, in argument order.
+  std::vector<const ArgSpec *> batchInputs() const;
+  /// The optimizer's state arenas (exp_avg, ...), in argument order.
+  std::vector<std::string> stateNames() const;
+
+  /// A hash of everything the compiled code depends on: the arguments, the
+  /// arena layout and the compiled settings (not the defaults the runtime
+  /// may override, such as the learning rate).
+  uint64_t fingerprint() const noexcept;
+  /// step.json's text.
+  std::string toJson() const noexcept;
+  /// Reads step.json's text; `path` names the file in errors.
+  static Manifest parse(const std::string &text, const std::string &path);
+};
+
+/// The fingerprint as step.json and messages spell it (16 hex digits).
+std::string fingerprintText(uint64_t fingerprint);
+
+} // namespace accrue::rt
+
+#endif // ACCRUE_RUNTIME_MANIFEST_H

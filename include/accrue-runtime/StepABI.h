@@ -1,0 +1,237 @@
+/*===- StepABI.h - the step contract between compiler and runtime -*- C -*-===*
+ *
+ * Everything the compiler (accrue-compile, the passes) and the runtime
+ * (accrue-train, the C and Python hosts) agree on about a compiled training
+ * step: the files of an artifact, the entry point and its argument roles, the
+ * collective the step calls, the manifest's keys and format version, and the
+ * enumerations of the settings a manifest records. Both sides include this
+ * header; nothing else spells these names.
+ *
+ * Plain C, no dependencies: a C host can include it to drive step.so.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ACCRUE_RUNTIME_STEPABI_H
+#define ACCRUE_RUNTIME_STEPABI_H
+
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===*
+ * The artifact
+ *===----------------------------------------------------------------------===*/
+
+/* Files of an artifact directory. */
+#define ACCRUE_FILE_MANIFEST "step.json"
+#define ACCRUE_FILE_LIBRARY "step.so"
+#define ACCRUE_FILE_HEADER "step.h"
+#define ACCRUE_FILE_INIT "init.safetensors"
+#define ACCRUE_FILE_MODEL "model.onnx"
+
+/* The manifest's "format" and "version". A runtime refuses other versions:
+ * version 2 added the contract fingerprint. */
+#define ACCRUE_MANIFEST_FORMAT "accrue-step"
+#define ACCRUE_MANIFEST_VERSION 2
+
+/* The step function's symbol in MLIR, and the packed entry point step.so
+ * exports for it: `void _mlir_train_step(void **args)`, where args[i] points
+ * to the i-th lowered argument (each buffer expanded into allocated, aligned,
+ * offset, sizes[rank], strides[rank]), in the order of the manifest's args. */
+#define ACCRUE_STEP_FUNCTION "train_step"
+#define ACCRUE_STEP_ENTRY "_mlir_train_step"
+
+/* A `const uint64_t` in step.so: the fingerprint of the contract the code
+ * was compiled for (accrue::rt::Manifest::fingerprint()). The runtime checks
+ * it against the manifest before the first call. */
+#define ACCRUE_STEP_FINGERPRINT_SYMBOL "accrue_step_fingerprint"
+
+/* The collective a data-parallel step calls, once per optimizer step, on one
+ * contiguous f32 buffer (the gradient accumulator, whose last
+ * ACCRUE_RESERVED_TAIL elements carry the loss sum and count): the host sums
+ * it over all ranks in place. ACCRUE_ALL_REDUCE_FUNCTION is its name in
+ * MLIR; hosts define ACCRUE_ALL_REDUCE_SYMBOL (MLIR's C interface) with the
+ * signature of AccrueAllReduceFn. */
+#define ACCRUE_ALL_REDUCE_FUNCTION "accrue_all_reduce"
+#define ACCRUE_ALL_REDUCE_SYMBOL "_mlir_ciface_accrue_all_reduce"
+
+/* A rank-1 f32 memref descriptor, as MLIR's C interface passes it. */
+typedef struct AccrueBuffer {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t size;
+  int64_t stride;
+} AccrueBuffer;
+
+typedef void (*AccrueAllReduceFn)(AccrueBuffer *buffer);
+
+/* Parameters start at multiples of this many elements (64 bytes) in the flat
+ * arenas; a data-parallel step reserves this many elements at the end of
+ * every arena for the loss sum and count. */
+#define ACCRUE_ARENA_ALIGNMENT 16
+#define ACCRUE_RESERVED_TAIL 16
+
+/*===----------------------------------------------------------------------===*
+ * Manifest keys (step.json)
+ *===----------------------------------------------------------------------===*/
+
+#define ACCRUE_KEY_FORMAT "format"
+#define ACCRUE_KEY_VERSION "version"
+#define ACCRUE_KEY_TARGET "target"
+#define ACCRUE_KEY_LIBRARY "library"
+#define ACCRUE_KEY_ENTRY "entry"
+#define ACCRUE_KEY_INIT "init"
+#define ACCRUE_KEY_MODEL "model"
+#define ACCRUE_KEY_FINGERPRINT "fingerprint"
+#define ACCRUE_KEY_LOSS "loss"
+#define ACCRUE_KEY_LOSS_NORMALIZATION "loss_normalization"
+#define ACCRUE_KEY_PRECISION "precision"
+#define ACCRUE_KEY_COLLECTIVES "collectives"
+#define ACCRUE_KEY_MICRO_BATCH "micro_batch"
+#define ACCRUE_KEY_ACCUMULATION_STEPS "accumulation_steps"
+#define ACCRUE_KEY_OPTIMIZER "optimizer"
+#define ACCRUE_KEY_CLIP_NORM "clip_norm"
+#define ACCRUE_KEY_ARENA_SIZE "arena_size"
+#define ACCRUE_KEY_PARAMS "params"
+#define ACCRUE_KEY_ARGS "args"
+#define ACCRUE_KEY_ACTIVATION_BYTES "activation_bytes"
+#define ACCRUE_KEY_PARTIAL_WINDOWS "partial_windows"
+#define ACCRUE_KEY_LOSS_SCALE "loss_scale"
+/* Keys inside an argument, a parameter, the optimizer and the loss scale. */
+#define ACCRUE_KEY_ROLE "role"
+#define ACCRUE_KEY_NAME "name"
+#define ACCRUE_KEY_DTYPE "dtype"
+#define ACCRUE_KEY_SHAPE "shape"
+#define ACCRUE_KEY_FIELDS "fields"
+#define ACCRUE_KEY_OFFSET "offset"
+#define ACCRUE_KEY_NUMEL "numel"
+#define ACCRUE_KEY_LR "lr"
+#define ACCRUE_KEY_MODE "mode"
+
+/*===----------------------------------------------------------------------===*
+ * Enumerations, each with its manifest spelling
+ *
+ * ACCRUE_X(V) lists (ENUMERATOR, "spelling") pairs; accrueXName() gives the
+ * spelling and accrueParseX() reads it back (0 on success, -1 if unknown).
+ *===----------------------------------------------------------------------===*/
+
+/* The role of each argument of the step, and of the forward function the
+ * importer builds (which uses params, batch, step and sample_base). */
+#define ACCRUE_ARG_ROLES(V)                                                    \
+  /* The parameter arena (forward: one parameter, a view of it). */            \
+  V(ACCRUE_ROLE_PARAMS, "params")                                              \
+  /* The fp32 gradient accumulator arena; zero between steps. */               \
+  V(ACCRUE_ROLE_ACCUMULATOR, "accumulator")                                    \
+  /* One optimizer state arena (exp_avg, exp_avg_sq, momentum_buffer, ...). */ \
+  V(ACCRUE_ROLE_STATE, "state")                                                \
+  /* A batch input: b*K samples along dimension 0 (forward: b). */             \
+  V(ACCRUE_ROLE_BATCH, "batch")                                                \
+  /* f32: this step's learning rate. */                                        \
+  V(ACCRUE_ROLE_LR, "lr")                                                      \
+  /* i64: this optimizer step's number, from 1. */                             \
+  V(ACCRUE_ROLE_STEP, "step")                                                  \
+  /* i64: how many of the batch's samples are real (the rest pad a partial    \
+   * window). */                                                               \
+  V(ACCRUE_ROLE_VALID_SAMPLES, "valid_samples")                                \
+  /* f32: the loss scale the backward starts from. */                          \
+  V(ACCRUE_ROLE_LOSS_SCALE, "loss_scale")                                      \
+  /* i64: the dataset index of the batch's first sample (Dropout masks). */    \
+  V(ACCRUE_ROLE_SAMPLE_BASE, "sample_base")                                    \
+  /* f32[n]: the step's scalar results, named by the argument's fields. */     \
+  V(ACCRUE_ROLE_METRICS, "metrics")                                            \
+  /* A buffer the caller provides for a tensor result (inference forwards). */ \
+  V(ACCRUE_ROLE_OUTPUT, "output")
+
+/* The fields of the metrics buffer, in order. */
+#define ACCRUE_METRICS(V)                                                      \
+  V(ACCRUE_METRIC_LOSS, "loss")                                                \
+  V(ACCRUE_METRIC_GRAD_NORM, "grad_norm")
+
+/* Where the step runs. */
+#define ACCRUE_TARGETS(V)                                                      \
+  V(ACCRUE_TARGET_CPU, "cpu")                                                  \
+  V(ACCRUE_TARGET_CUDA, "cuda")
+
+/* The optimizer (PyTorch's definitions; onnx-adam is ai.onnx.preview.training
+ * Adam; none leaves the normalized gradient in the accumulator). */
+#define ACCRUE_OPTIMIZERS(V)                                                   \
+  V(ACCRUE_OPTIMIZER_SGD, "sgd")                                               \
+  V(ACCRUE_OPTIMIZER_ADAM, "adam")                                             \
+  V(ACCRUE_OPTIMIZER_ADAMW, "adamw")                                           \
+  V(ACCRUE_OPTIMIZER_ADAGRAD, "adagrad")                                       \
+  V(ACCRUE_OPTIMIZER_ONNX_ADAM, "onnx-adam")                                   \
+  V(ACCRUE_OPTIMIZER_NONE, "none")
+
+/* Loss scaling: a fixed scale, or torch.amp.GradScaler's dynamic rule. */
+#define ACCRUE_LOSS_SCALE_MODES(V)                                             \
+  V(ACCRUE_LOSS_SCALE_NONE, "none")                                            \
+  V(ACCRUE_LOSS_SCALE_STATIC, "static")                                        \
+  V(ACCRUE_LOSS_SCALE_DYNAMIC, "dynamic")
+
+/* Compute precision of the forward and backward (parameters, gradients and
+ * optimizer state are always fp32). */
+#define ACCRUE_PRECISIONS(V)                                                   \
+  V(ACCRUE_PRECISION_FP32, "fp32")                                             \
+  V(ACCRUE_PRECISION_BF16, "bf16")                                             \
+  V(ACCRUE_PRECISION_FP16, "fp16")
+
+/* How a mean-reduced loss is normalized over the micro-batches: exactly
+ * (sum and count, divided once) or as the mean of micro-batch means. */
+#define ACCRUE_LOSS_NORMALIZATIONS(V)                                          \
+  V(ACCRUE_LOSS_NORMALIZATION_EXACT, "exact")                                  \
+  V(ACCRUE_LOSS_NORMALIZATION_PER_MICRO_BATCH, "per-micro-batch")
+
+/* Data-parallel gradient sums: none (one process), one all-reduce per
+ * optimizer step after the micro-batch loop, or one per micro-batch. */
+#define ACCRUE_COLLECTIVES(V)                                                  \
+  V(ACCRUE_COLLECTIVES_NONE, "none")                                           \
+  V(ACCRUE_COLLECTIVES_DEFERRED, "deferred")                                   \
+  V(ACCRUE_COLLECTIVES_PER_MICRO_BATCH, "per-micro-batch")
+
+#define ACCRUE_ENUMERATOR_(E, S) E,
+#define ACCRUE_SPELLING_(E, S) S,
+/* Declares enum `Type` and, for `name`, `int accrue<name>Count(void)`,
+ * `const char *accrue<name>Name(Type)` and
+ * `int accrueParse<name>(const char *, Type *)`. */
+#define ACCRUE_DEFINE_ENUM_(Type, name, LIST)                                  \
+  typedef enum Type { LIST(ACCRUE_ENUMERATOR_) } Type;                         \
+  static inline int accrue##name##Count(void) {                                \
+    static const char *const spellings[] = {LIST(ACCRUE_SPELLING_)};           \
+    return (int)(sizeof spellings / sizeof *spellings);                        \
+  }                                                                            \
+  static inline const char *accrue##name##Name(Type value) {                   \
+    static const char *const spellings[] = {LIST(ACCRUE_SPELLING_)};           \
+    return (int)value >= 0 &&                                                  \
+                   (int)value < (int)(sizeof spellings / sizeof *spellings)    \
+               ? spellings[value]                                              \
+               : "?";                                                          \
+  }                                                                            \
+  static inline int accrueParse##name(const char *text, Type *value) {         \
+    static const char *const spellings[] = {LIST(ACCRUE_SPELLING_)};           \
+    for (int i = 0; i < (int)(sizeof spellings / sizeof *spellings); ++i)      \
+      if (strcmp(text, spellings[i]) == 0) {                                   \
+        *value = (Type)i;                                                      \
+        return 0;                                                              \
+      }                                                                        \
+    return -1;                                                                 \
+  }
+
+ACCRUE_DEFINE_ENUM_(AccrueArgRole, ArgRole, ACCRUE_ARG_ROLES)
+ACCRUE_DEFINE_ENUM_(AccrueMetric, Metric, ACCRUE_METRICS)
+ACCRUE_DEFINE_ENUM_(AccrueTarget, Target, ACCRUE_TARGETS)
+ACCRUE_DEFINE_ENUM_(AccrueOptimizer, Optimizer, ACCRUE_OPTIMIZERS)
+ACCRUE_DEFINE_ENUM_(AccrueLossScaleMode, LossScaleMode, ACCRUE_LOSS_SCALE_MODES)
+ACCRUE_DEFINE_ENUM_(AccruePrecision, Precision, ACCRUE_PRECISIONS)
+ACCRUE_DEFINE_ENUM_(AccrueLossNormalization, LossNormalization,
+                    ACCRUE_LOSS_NORMALIZATIONS)
+ACCRUE_DEFINE_ENUM_(AccrueCollectives, Collectives, ACCRUE_COLLECTIVES)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCRUE_RUNTIME_STEPABI_H */

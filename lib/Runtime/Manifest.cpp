@@ -1,0 +1,309 @@
+//===- Manifest.cpp - read and write step.json ------------------*- C++ -*-===//
+
+#include "accrue-runtime/Manifest.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cinttypes>
+#include <cstdio>
+
+using namespace accrue::rt;
+using json = nlohmann::json;
+
+std::vector<const ArgSpec *> Manifest::batchInputs() const {
+  std::vector<const ArgSpec *> inputs;
+  for (const ArgSpec &arg : args)
+    if (arg.role == ACCRUE_ROLE_BATCH)
+      inputs.push_back(&arg);
+  return inputs;
+}
+
+std::vector<std::string> Manifest::stateNames() const {
+  std::vector<std::string> names;
+  for (const ArgSpec &arg : args)
+    if (arg.role == ACCRUE_ROLE_STATE)
+      names.push_back(arg.name);
+  return names;
+}
+
+std::string accrue::rt::fingerprintText(uint64_t fingerprint) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016" PRIx64, fingerprint);
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Fingerprint
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// FNV-1a, 64 bits, over a canonical text of the contract.
+class Fingerprint {
+public:
+  Fingerprint &operator<<(const std::string &text) {
+    for (unsigned char c : text) {
+      hash ^= c;
+      hash *= 0x100000001b3ull;
+    }
+    // A separator, so that fields cannot run into each other.
+    hash ^= 0xff;
+    hash *= 0x100000001b3ull;
+    return *this;
+  }
+  Fingerprint &operator<<(int64_t v) { return *this << std::to_string(v); }
+  Fingerprint &operator<<(double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", v);
+    return *this << std::string(text);
+  }
+  Fingerprint &operator<<(const std::vector<int64_t> &shape) {
+    *this << static_cast<int64_t>(shape.size());
+    for (int64_t d : shape)
+      *this << d;
+    return *this;
+  }
+  uint64_t value() const { return hash; }
+
+private:
+  uint64_t hash = 0xcbf29ce484222325ull;
+};
+
+} // namespace
+
+uint64_t Manifest::fingerprint() const noexcept {
+  Fingerprint f;
+  f << ACCRUE_MANIFEST_FORMAT << static_cast<int64_t>(ACCRUE_MANIFEST_VERSION)
+    << accrueTargetName(target) << entry << microBatch << arenaSize
+    << accruePrecisionName(precision)
+    << accrueLossNormalizationName(lossNormalization)
+    << accrueCollectivesName(collectives)
+    << accrueLossScaleModeName(lossScaling.mode)
+    << static_cast<int64_t>(partialWindows)
+    << accrueOptimizerName(optimizer.kind);
+  for (const auto &[key, value] : optimizer.hyperparameters)
+    f << key << value;
+  f << (clipNorm ? *clipNorm : -1.0);
+  f << static_cast<int64_t>(args.size());
+  for (const ArgSpec &arg : args) {
+    f << accrueArgRoleName(arg.role) << arg.name << dtypeName(arg.dtype)
+      << arg.shape;
+    for (const std::string &field : arg.fields)
+      f << field;
+  }
+  f << static_cast<int64_t>(params.size());
+  for (const ParamSpec &param : params)
+    f << param.name << param.shape << param.offset << param.numel;
+  return f.value();
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
+std::string Manifest::toJson() const noexcept {
+  json argList = json::array();
+  for (const ArgSpec &arg : args) {
+    json entry = {{ACCRUE_KEY_ROLE, accrueArgRoleName(arg.role)},
+                  {ACCRUE_KEY_NAME, arg.name},
+                  {ACCRUE_KEY_DTYPE, dtypeName(arg.dtype)},
+                  {ACCRUE_KEY_SHAPE, arg.shape}};
+    if (!arg.fields.empty())
+      entry[ACCRUE_KEY_FIELDS] = arg.fields;
+    argList.push_back(std::move(entry));
+  }
+  json paramList = json::array();
+  for (const ParamSpec &param : params)
+    paramList.push_back({{ACCRUE_KEY_NAME, param.name},
+                         {ACCRUE_KEY_SHAPE, param.shape},
+                         {ACCRUE_KEY_OFFSET, param.offset},
+                         {ACCRUE_KEY_NUMEL, param.numel}});
+  json opt = {{ACCRUE_KEY_NAME, accrueOptimizerName(optimizer.kind)},
+              {ACCRUE_KEY_LR, optimizer.lr}};
+  for (const auto &[key, value] : optimizer.hyperparameters) {
+    if (key == "nesterov")
+      opt[key] = value != 0;
+    else
+      opt[key] = value;
+  }
+  json scaling = {{ACCRUE_KEY_MODE, accrueLossScaleModeName(lossScaling.mode)}};
+  if (lossScaling.mode == ACCRUE_LOSS_SCALE_STATIC)
+    scaling["scale"] = lossScaling.init;
+  if (lossScaling.mode == ACCRUE_LOSS_SCALE_DYNAMIC) {
+    scaling["init"] = lossScaling.init;
+    scaling["growth"] = lossScaling.growth;
+    scaling["backoff"] = lossScaling.backoff;
+    scaling["interval"] = lossScaling.interval;
+  }
+  json manifest = {
+      {ACCRUE_KEY_FORMAT, ACCRUE_MANIFEST_FORMAT},
+      {ACCRUE_KEY_VERSION, ACCRUE_MANIFEST_VERSION},
+      {ACCRUE_KEY_FINGERPRINT, fingerprintText(fingerprint())},
+      {ACCRUE_KEY_TARGET, accrueTargetName(target)},
+      {ACCRUE_KEY_LIBRARY, library},
+      {ACCRUE_KEY_ENTRY, entry},
+      {ACCRUE_KEY_INIT, init},
+      {ACCRUE_KEY_MODEL, model},
+      {ACCRUE_KEY_LOSS, loss},
+      {ACCRUE_KEY_LOSS_NORMALIZATION,
+       accrueLossNormalizationName(lossNormalization)},
+      {ACCRUE_KEY_PRECISION, accruePrecisionName(precision)},
+      {ACCRUE_KEY_COLLECTIVES, accrueCollectivesName(collectives)},
+      {ACCRUE_KEY_MICRO_BATCH, microBatch},
+      {ACCRUE_KEY_ACCUMULATION_STEPS, accumulationSteps},
+      {ACCRUE_KEY_OPTIMIZER, std::move(opt)},
+      {ACCRUE_KEY_CLIP_NORM, clipNorm ? json(*clipNorm) : json(nullptr)},
+      {ACCRUE_KEY_ARENA_SIZE, arenaSize},
+      {ACCRUE_KEY_PARAMS, std::move(paramList)},
+      {ACCRUE_KEY_ARGS, std::move(argList)},
+      {ACCRUE_KEY_PARTIAL_WINDOWS, partialWindows},
+      {ACCRUE_KEY_LOSS_SCALE, std::move(scaling)},
+  };
+  if (activationBytes)
+    manifest[ACCRUE_KEY_ACTIVATION_BYTES] = *activationBytes;
+  // Names come from ONNX files: replace invalid UTF-8 rather than throw.
+  return manifest.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+//===----------------------------------------------------------------------===//
+// Reading
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Reads the enumeration spelled at `key` with `parse`.
+template <typename Enum>
+Enum readEnum(const json &object, const char *key, int (*parse)(const char *,
+                                                                Enum *),
+              const std::string &path) {
+  std::string text = object.at(key).get<std::string>();
+  Enum value;
+  if (parse(text.c_str(), &value) != 0)
+    throw Error("'" + path + "' has an unknown " + key + " '" + text +
+                "' (written by a newer compiler?)");
+  return value;
+}
+
+} // namespace
+
+Manifest Manifest::parse(const std::string &text, const std::string &path) {
+  json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() ||
+      doc.value(ACCRUE_KEY_FORMAT, "") != ACCRUE_MANIFEST_FORMAT)
+    throw Error("'" + path + "' is not an Accrue step manifest");
+  if (doc.value(ACCRUE_KEY_VERSION, 0) != ACCRUE_MANIFEST_VERSION)
+    throw Error("'" + path + "' has manifest version " +
+                doc.value(ACCRUE_KEY_VERSION, json(0)).dump() +
+                "; this runtime reads version " +
+                std::to_string(ACCRUE_MANIFEST_VERSION) +
+                " (recompile the model with this accrue-compile)");
+  Manifest m;
+  try {
+    m.target = readEnum(doc, ACCRUE_KEY_TARGET, accrueParseTarget, path);
+    m.library = doc.at(ACCRUE_KEY_LIBRARY).get<std::string>();
+    m.entry = doc.at(ACCRUE_KEY_ENTRY).get<std::string>();
+    m.init = doc.at(ACCRUE_KEY_INIT).get<std::string>();
+    m.model = doc.at(ACCRUE_KEY_MODEL).get<std::string>();
+    for (const std::string *file : {&m.library, &m.init, &m.model})
+      if (file->empty() || file->find('/') != std::string::npos)
+        throw Error("'" + path + "' names a file outside its artifact: '" +
+                    *file + "'");
+    m.loss = doc.value(ACCRUE_KEY_LOSS, "");
+    m.lossNormalization =
+        readEnum(doc, ACCRUE_KEY_LOSS_NORMALIZATION,
+                 accrueParseLossNormalization, path);
+    m.precision = readEnum(doc, ACCRUE_KEY_PRECISION, accrueParsePrecision,
+                           path);
+    m.collectives = readEnum(doc, ACCRUE_KEY_COLLECTIVES,
+                             accrueParseCollectives, path);
+    m.microBatch = doc.at(ACCRUE_KEY_MICRO_BATCH).get<int64_t>();
+    m.accumulationSteps = doc.at(ACCRUE_KEY_ACCUMULATION_STEPS).get<int64_t>();
+    const json &opt = doc.at(ACCRUE_KEY_OPTIMIZER);
+    m.optimizer.kind =
+        readEnum(opt, ACCRUE_KEY_NAME, accrueParseOptimizer, path);
+    m.optimizer.lr = opt.at(ACCRUE_KEY_LR).get<double>();
+    for (const auto &[key, value] : opt.items())
+      if (key != ACCRUE_KEY_NAME && key != ACCRUE_KEY_LR)
+        m.optimizer.hyperparameters[key] =
+            value.is_boolean() ? double(value.get<bool>())
+                               : value.get<double>();
+    if (!doc.at(ACCRUE_KEY_CLIP_NORM).is_null())
+      m.clipNorm = doc.at(ACCRUE_KEY_CLIP_NORM).get<double>();
+    m.arenaSize = doc.at(ACCRUE_KEY_ARENA_SIZE).get<int64_t>();
+    for (const json &param : doc.at(ACCRUE_KEY_PARAMS))
+      m.params.push_back({param.at(ACCRUE_KEY_NAME).get<std::string>(),
+                          param.at(ACCRUE_KEY_SHAPE).get<std::vector<int64_t>>(),
+                          param.at(ACCRUE_KEY_OFFSET).get<int64_t>(),
+                          param.at(ACCRUE_KEY_NUMEL).get<int64_t>()});
+    for (const json &arg : doc.at(ACCRUE_KEY_ARGS)) {
+      ArgSpec spec;
+      spec.role = readEnum(arg, ACCRUE_KEY_ROLE, accrueParseArgRole, path);
+      spec.name = arg.at(ACCRUE_KEY_NAME).get<std::string>();
+      spec.dtype = parseDType(arg.at(ACCRUE_KEY_DTYPE).get<std::string>());
+      spec.shape = arg.at(ACCRUE_KEY_SHAPE).get<std::vector<int64_t>>();
+      if (arg.contains(ACCRUE_KEY_FIELDS))
+        spec.fields = arg.at(ACCRUE_KEY_FIELDS).get<std::vector<std::string>>();
+      m.args.push_back(std::move(spec));
+    }
+    if (doc.contains(ACCRUE_KEY_ACTIVATION_BYTES))
+      m.activationBytes = doc.at(ACCRUE_KEY_ACTIVATION_BYTES).get<int64_t>();
+    m.partialWindows = doc.at(ACCRUE_KEY_PARTIAL_WINDOWS).get<bool>();
+    const json &scaling = doc.at(ACCRUE_KEY_LOSS_SCALE);
+    m.lossScaling.mode =
+        readEnum(scaling, ACCRUE_KEY_MODE, accrueParseLossScaleMode, path);
+    if (m.lossScaling.mode == ACCRUE_LOSS_SCALE_STATIC)
+      m.lossScaling.init = scaling.at("scale").get<double>();
+    if (m.lossScaling.mode == ACCRUE_LOSS_SCALE_DYNAMIC) {
+      m.lossScaling.init = scaling.at("init").get<double>();
+      m.lossScaling.growth = scaling.at("growth").get<double>();
+      m.lossScaling.backoff = scaling.at("backoff").get<double>();
+      m.lossScaling.interval = scaling.at("interval").get<int64_t>();
+    }
+  } catch (const json::exception &e) {
+    throw Error("'" + path + "' is malformed: " + e.what());
+  }
+  // What the runtime relies on before it calls anything.
+  auto bad = [&](const std::string &why) {
+    return Error("'" + path + "' is inconsistent: " + why);
+  };
+  if (m.microBatch < 1 || m.accumulationSteps < 1)
+    throw bad("the micro-batch and accumulation steps must be positive");
+  if (m.arenaSize < 1 || m.arenaSize > (int64_t(1) << 40))
+    throw bad("the arena size is out of range");
+  for (const ParamSpec &param : m.params) {
+    int64_t numel = 1;
+    for (int64_t d : param.shape) {
+      if (d < 0 || d > m.arenaSize)
+        throw bad("parameter '" + param.name + "' has a bad shape");
+      numel *= d;
+    }
+    if (numel != param.numel || param.offset < 0 ||
+        param.offset > m.arenaSize - param.numel)
+      throw bad("parameter '" + param.name + "' lies outside the arena");
+  }
+  int64_t batchRows = 0;
+  for (const ArgSpec &arg : m.args) {
+    bool arena = arg.role == ACCRUE_ROLE_PARAMS ||
+                 arg.role == ACCRUE_ROLE_ACCUMULATOR ||
+                 arg.role == ACCRUE_ROLE_STATE;
+    if (arena && arg.shape != std::vector<int64_t>{m.arenaSize})
+      throw bad("argument '" + arg.name + "' is not an arena of " +
+                std::to_string(m.arenaSize) + " floats");
+    if (arg.role == ACCRUE_ROLE_BATCH) {
+      if (arg.shape.empty() || arg.shape[0] != -1)
+        throw bad("batch input '" + arg.name +
+                  "' has no effective-batch dimension");
+      for (size_t d = 1; d < arg.shape.size(); ++d)
+        if (arg.shape[d] < 0)
+          throw bad("batch input '" + arg.name + "' has a bad shape");
+      ++batchRows;
+    }
+    if (arg.role == ACCRUE_ROLE_METRICS &&
+        (arg.shape.size() != 1 ||
+         arg.shape[0] != static_cast<int64_t>(arg.fields.size())))
+      throw bad("the metrics buffer does not match its fields");
+  }
+  if (!batchRows)
+    throw bad("the step has no batch inputs");
+  return m;
+}

@@ -1,0 +1,421 @@
+//===- Session.cpp - a training run over a dataset --------------*- C++ -*-===//
+
+#include "accrue-runtime/Session.h"
+
+#include "accrue-runtime/Collectives.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace accrue::rt;
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+void SessionOptions::validate() const {
+  auto atLeast = [](const char *name, std::optional<int64_t> value,
+                    int64_t low) {
+    if (value && *value < low)
+      throw Error(settingRef(name) + " must be >= " + std::to_string(low) +
+                  ", got " + std::to_string(*value));
+  };
+  atLeast("steps", steps, 1);
+  atLeast("accumulation_steps", accumulationSteps, 1);
+  atLeast("warmup_steps", warmupSteps, 0);
+  atLeast("total_steps", totalSteps, 1);
+  atLeast("checkpoint_every", checkpointEvery, 1);
+  atLeast("keep_checkpoints", keepCheckpoints, 1);
+  if (lr && !(std::isfinite(*lr) && *lr >= 0))
+    throw Error(settingRef("lr") + " must be a finite number >= 0");
+  if (accumulationSteps && !accumulationSchedule.empty())
+    throw Error(settingRef("accumulation_steps") + " and " +
+                settingRef("accumulation_schedule") + " exclude each other");
+  if (!accumulationSchedule.empty())
+    AccumulationSchedule::parse(accumulationSchedule);
+  if (lrSchedule == LRSchedule::Kind::Constant &&
+      (warmupSteps > 0 || totalSteps))
+    throw Error(settingRef("warmup_steps") + " and " +
+                settingRef("total_steps") + " need " + settingRef("lr_schedule") +
+                " linear or cosine");
+  if (checkpointDir.empty() && (resume || checkpointEvery))
+    throw Error(settingRef(resume ? "resume" : "checkpoint_every") +
+                " needs " + settingRef("checkpoint_dir"));
+}
+
+static SessionOptions validated(SessionOptions options) {
+  options.validate();
+  return options;
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoint files
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Checkpoint files in `dir` by step, "step-00000012.safetensors".
+std::map<int64_t, std::string> listCheckpoints(const std::string &dir) {
+  std::map<int64_t, std::string> found;
+  DIR *d = opendir(dir.c_str());
+  if (!d)
+    return found;
+  while (dirent *entry = readdir(d)) {
+    std::string name = entry->d_name;
+    const std::string prefix = "step-", suffix = ".safetensors";
+    if (name.size() <= prefix.size() + suffix.size() ||
+        name.compare(0, prefix.size(), prefix) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    std::string digits = name.substr(
+        prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (digits.size() > 18 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    found[std::stoll(digits)] = dir + "/" + name;
+  }
+  closedir(d);
+  return found;
+}
+
+std::string checkpointPath(const std::string &dir, int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "step-%08lld.safetensors",
+                static_cast<long long>(step));
+  return dir + "/" + name;
+}
+
+/// The setting behind each configuration entry a checkpoint records.
+const std::map<std::string, std::string> &configSettings() {
+  static const std::map<std::string, std::string> settings = {
+      {"data_samples", settingRef("data") + " (its number of samples)"},
+      {"micro_batch", "the artifact's micro-batch"},
+      {"accumulation", settingRef("accumulation_steps") + " / " +
+                           settingRef("accumulation_schedule")},
+      {"drop_last", settingRef("drop_last")},
+      {"lr", settingRef("lr")},
+      {"lr_schedule", settingRef("lr_schedule")},
+      {"warmup_steps", settingRef("warmup_steps")},
+      {"total_steps", settingRef("total_steps") + " (default: " +
+                          settingRef("steps") + ")"},
+      {"ranks", "the number of data-parallel ranks (mpirun -np)"}};
+  return settings;
+}
+
+/// `v` with enough digits to read back the same double.
+std::string exactNumber(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+
+std::string humanBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 3) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Session
+//===----------------------------------------------------------------------===//
+
+Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
+                 SessionOptions options, NoticeSink sink)
+    : opts(validated(std::move(options))), notices(std::move(sink)),
+      trainer(std::move(artifact)), data(std::move(dataset)) {
+  const Artifact &art = trainer.artifact();
+  // Data parallelism: each of the G ranks takes its b x K slice of every
+  // global window of b x K x G samples; rank 0 alone writes.
+  if (art.dataParallel()) {
+    numRanks = Collectives::get().size();
+    rank = Collectives::get().rank();
+  }
+  const char *worldSize = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (!art.dataParallel() && worldSize && std::atoi(worldSize) > 1)
+    throw Error("launched by mpirun with several ranks, but the artifact was "
+                "compiled without " +
+                settingRef("data_parallel") + ": every rank would train alone");
+  if (data.arrays.size() != art.batchInputs().size())
+    throw Error(data.what + " does not hold the model's batch inputs");
+
+  schedule = !opts.accumulationSchedule.empty()
+                 ? AccumulationSchedule::parse(opts.accumulationSchedule)
+                 : AccumulationSchedule(
+                       opts.accumulationSteps.value_or(art.accumulationSteps));
+  int64_t k = schedule.at(0);
+  // A pass that does not end on a whole effective batch ends with a partial
+  // window, padded and masked, when the step can mask padding.
+  bool dropLast = opts.dropLast || !art.partialWindows;
+  if (!opts.dropLast && !art.partialWindows &&
+      (data.numSamples % effectiveBatch() != 0 || schedule.max() != k))
+    notify(Notice::Kind::Warning,
+           "this model's loss cannot mask padded samples, so samples that "
+           "do not fill an effective batch at the end of a pass are skipped");
+  int64_t largest = art.microBatch * schedule.max() * numRanks;
+  if (dropLast && data.numSamples < largest)
+    throw Error(
+        data.what + " has " + std::to_string(data.numSamples) +
+        " samples, fewer than one effective batch of " +
+        std::to_string(largest) + " (micro-batch " +
+        std::to_string(art.microBatch) + " x " +
+        std::to_string(schedule.max()) + " accumulation steps" +
+        (numRanks > 1 ? " x " + std::to_string(numRanks) + " ranks" : "") +
+        ")" +
+        (opts.dropLast ? "; " + settingRef("drop_last") +
+                             " skips partial batches"
+                       : "; this model's loss cannot mask padded samples, so "
+                         "batches must be full"));
+  cursor.emplace(data.numSamples, art.microBatch, dropLast);
+  if (opts.steps) {
+    steps = *opts.steps;
+  } else {
+    // One pass over the data.
+    WindowCursor probe = *cursor;
+    for (steps = 0; probe.next(schedule.at(steps) * numRanks).epoch == 0;)
+      ++steps;
+  }
+  double lr = opts.lr.value_or(art.optimizer.lr);
+  int64_t totalSteps = opts.totalSteps.value_or(steps);
+  lrSchedule.emplace(opts.lrSchedule, lr, opts.warmupSteps, totalSteps);
+
+  notify(Notice::Kind::Info,
+         std::to_string(art.params.size()) + " parameter tensors, " +
+             std::to_string(art.arenaSize) + " floats; micro-batch " +
+             std::to_string(art.microBatch) + " x " + std::to_string(k) +
+             " accumulation steps" +
+             (numRanks > 1 ? " x " + std::to_string(numRanks) + " ranks"
+                           : "") +
+             " = effective batch " + std::to_string(effectiveBatch()) +
+             (opts.accumulationSchedule.empty()
+                  ? std::string()
+                  : " (schedule " + opts.accumulationSchedule + ")"));
+  if (art.activationBytes)
+    notify(Notice::Kind::Info,
+           "estimated activation memory of one micro-batch: " +
+               humanBytes(static_cast<double>(*art.activationBytes)));
+
+  config = {{"data_samples", std::to_string(data.numSamples)},
+            {"micro_batch", std::to_string(art.microBatch)},
+            {"accumulation", !opts.accumulationSchedule.empty()
+                                 ? opts.accumulationSchedule
+                                 : "0:" + std::to_string(k)},
+            {"drop_last", dropLast ? "1" : "0"},
+            {"lr", exactNumber(lr)},
+            {"lr_schedule", LRSchedule::kindName(opts.lrSchedule)},
+            {"ranks", std::to_string(numRanks)}};
+  if (opts.lrSchedule != LRSchedule::Kind::Constant) {
+    config["warmup_steps"] = std::to_string(opts.warmupSteps);
+    config["total_steps"] = std::to_string(totalSteps);
+  }
+  if (!opts.checkpointDir.empty() &&
+      ::mkdir(opts.checkpointDir.c_str(), 0755) != 0 && errno != EEXIST)
+    throw Error("cannot create " + settingRef("checkpoint_dir") + " '" +
+                opts.checkpointDir + "': " + std::strerror(errno));
+  if (opts.resume)
+    resumeFromCheckpoint();
+  if (!opts.log.empty() && writes()) {
+    // A resumed run continues the log of the run it resumes.
+    log.open(opts.log, opts.resume ? std::ios::app : std::ios::trunc);
+    if (!log)
+      throw Error("cannot write " + settingRef("log") + " '" + opts.log +
+                  "'");
+  }
+  if (numRanks > 1) {
+    // Ranks that disagree on the data, the steps or the schedule would wait
+    // forever in a collective that another rank never calls.
+    std::string settings = std::to_string(steps) + "/" +
+                           std::to_string(iteration) + "/" +
+                           std::to_string(cursor->epoch) + "/" +
+                           std::to_string(cursor->offset);
+    for (const auto &[key, value] : config)
+      settings += "/" + key + "=" + value;
+    if (!Collectives::get().agree(
+            static_cast<int64_t>(std::hash<std::string>{}(settings))))
+      throw Error("the ranks disagree on the run: every rank must get the "
+                  "same data, steps, schedule settings and checkpoint");
+  }
+  if (iteration >= steps)
+    notify(Notice::Kind::Info,
+           "the checkpoint has " + std::to_string(iteration) + " steps; " +
+               settingRef("steps") + " " + std::to_string(steps) +
+               " asks for no more");
+}
+
+Session::~Session() = default;
+
+int64_t Session::effectiveBatch() const {
+  return artifact().microBatch * schedule.at(trainer.completedSteps()) *
+         numRanks;
+}
+
+void Session::notify(Notice::Kind kind, const std::string &text) const {
+  if (notices && writes())
+    notices({kind, text});
+}
+
+void Session::resumeFromCheckpoint() {
+  std::map<int64_t, std::string> found = listCheckpoints(opts.checkpointDir);
+  std::string resume = settingRef("resume");
+  if (found.empty())
+    throw Error(resume + ": no checkpoint in '" + opts.checkpointDir + "'");
+  const std::string &path = found.rbegin()->second;
+  std::map<std::string, std::string> saved = trainer.loadCheckpoint(path);
+  // Checkpoints older than data parallelism were written by one process.
+  saved.emplace("ranks", "1");
+  for (const auto &[key, setting] : configSettings()) {
+    auto want = config.find(key);
+    auto got = saved.find(key);
+    std::string mine = want == config.end() ? "(unset)" : want->second;
+    std::string theirs = got == saved.end() ? "(unset)" : got->second;
+    if (mine != theirs)
+      throw Error(resume + ": checkpoint '" + path + "' was written with " +
+                  setting + " = " + theirs + ", this run has " + mine +
+                  "; resume with the same settings");
+  }
+  try {
+    cursor->epoch = std::stoll(saved.at("epoch"));
+    cursor->offset = std::stoll(saved.at("offset"));
+    iteration = std::stoll(saved.at("iterations"));
+  } catch (const std::exception &) {
+    throw Error(resume + ": checkpoint '" + path +
+                "' has no valid data position");
+  }
+  if (cursor->offset < 0 || cursor->offset >= data.numSamples ||
+      cursor->epoch < 0 || iteration < 0)
+    throw Error(resume + ": checkpoint '" + path +
+                "' has a data position outside the data");
+  notify(Notice::Kind::Info, "resumed from " + path + " at step " +
+                                 std::to_string(iteration));
+}
+
+StepRecord Session::step() {
+  const Artifact &art = artifact();
+  int64_t k = schedule.at(trainer.completedSteps());
+  Window window = cursor->next(k * numRanks);
+  // This rank's share of the window.
+  int64_t perRank = art.microBatch * k;
+  int64_t first = window.first + rank * perRank;
+  int64_t valid =
+      std::min(std::max<int64_t>(window.valid - rank * perRank, 0), perRank);
+  int64_t samples =
+      (valid + art.microBatch - 1) / art.microBatch * art.microBatch;
+  // An all-reduce per micro-batch needs the same number of micro-batches
+  // on every rank: ranks short of samples run masked padding.
+  if (art.collectives == ACCRUE_COLLECTIVES_PER_MICRO_BATCH)
+    samples = perRank;
+  std::vector<const void *> inputs(data.arrays.size());
+  staging.resize(data.arrays.size());
+  for (size_t i = 0; i < data.arrays.size(); ++i) {
+    const Array &a = data.arrays[i];
+    size_t rowBytes = a.data.size() / std::max<int64_t>(a.shape[0], 1);
+    if (valid == samples) {
+      inputs[i] = a.data.data() + (valid ? first : window.first) * rowBytes;
+      continue;
+    }
+    // A partial window: its samples, then copies of its first sample up
+    // to whole micro-batches (masked out of the loss by the step).
+    const uint8_t *rows =
+        a.data.data() + (valid ? first : window.first) * rowBytes;
+    staging[i].resize(samples * rowBytes);
+    std::memcpy(staging[i].data(), rows, valid * rowBytes);
+    for (int64_t r = valid; r < samples; ++r)
+      std::memcpy(staging[i].data() + r * rowBytes, rows, rowBytes);
+    inputs[i] = staging[i].data();
+  }
+  int64_t collectivesBefore =
+      art.dataParallel() ? Collectives::get().calls() : 0;
+
+  StepRecord record;
+  record.metrics =
+      trainer.step(inputs, samples, lrSchedule->at(trainer.completedSteps()),
+                   first, valid);
+  record.metrics.samples = window.valid;
+  record.iteration = ++iteration;
+  const StepMetrics &m = record.metrics;
+  if (!std::isfinite(m.loss) && !m.skipped)
+    throw Error("step " + std::to_string(iteration) + ": the loss is " +
+                (std::isnan(m.loss) ? "NaN" : "infinite") +
+                "; stopping (check labels, data and learning rate)");
+
+  nlohmann::json line = {{"step", iteration},
+                         {"loss", m.loss},
+                         {"lr", m.lr},
+                         {"grad_norm", m.gradNorm},
+                         {"samples", m.samples}};
+  if (art.dataParallel()) {
+    record.allReduces = Collectives::get().calls() - collectivesBefore;
+    line["all_reduces"] = record.allReduces;
+  }
+  if (art.lossScaling.mode != ACCRUE_LOSS_SCALE_NONE) {
+    line["loss_scale"] = m.lossScale;
+    line["skipped"] = m.skipped;
+    line["optimizer_steps"] = m.step;
+  }
+  record.json = line.dump();
+  if (log.is_open()) {
+    log << record.json << "\n";
+    log.flush();
+  }
+  if (writes() && !opts.checkpointDir.empty() &&
+      ((opts.checkpointEvery && iteration % *opts.checkpointEvery == 0) ||
+       iteration == steps))
+    saveCheckpoint();
+  return record;
+}
+
+void Session::run(const std::function<void(const StepRecord &)> &onStep) {
+  while (!done()) {
+    StepRecord record = step();
+    if (onStep)
+      onStep(record);
+  }
+}
+
+std::map<std::string, std::string> Session::runRecord() const {
+  std::map<std::string, std::string> run = config;
+  run["epoch"] = std::to_string(cursor->epoch);
+  run["iterations"] = std::to_string(iteration);
+  run["offset"] = std::to_string(cursor->offset);
+  // Dropout masks are a function of (seed, step, sample): the step count
+  // and the data position are the whole random state.
+  run["rng"] = "counter-based (seed, step, sample)";
+  return run;
+}
+
+std::string Session::saveCheckpoint() {
+  if (opts.checkpointDir.empty())
+    throw Error("no " + settingRef("checkpoint_dir") + " to write to");
+  std::string path =
+      checkpointPath(opts.checkpointDir, trainer.completedSteps());
+  trainer.saveCheckpoint(path, runRecord());
+  std::map<int64_t, std::string> found = listCheckpoints(opts.checkpointDir);
+  while (static_cast<int64_t>(found.size()) > opts.keepCheckpoints) {
+    ::unlink(found.begin()->second.c_str());
+    found.erase(found.begin());
+  }
+  return path;
+}
+
+void Session::exportOnnx(const std::string &path) const {
+  trainer.exportOnnx(path);
+}
+
+void Session::saveGradients(const std::string &path) const {
+  writeNpz(path, trainer.gradientArrays());
+}
