@@ -20,7 +20,7 @@
 namespace accrue::rt {
 
 /// Element types the runtime moves around.
-enum class DType { F32, F64, F16, I64, I32, Bool };
+enum class DType { F32, F64, F16, I64, I32, Bool, U8 };
 
 /// Parses "f32", "i64", ... (the manifest's spelling).
 DType parseDType(const std::string &name);

@@ -25,6 +25,8 @@ namespace accrue::rt {
 /// One argument of the step, in the packed calling convention's order.
 struct ArgSpec {
   AccrueArgRole role = ACCRUE_ROLE_PARAMS;
+  /// By value, or as a memref descriptor (rank 0 for a scalar in memory).
+  AccrueArgKind kind = ACCRUE_ARG_BUFFER;
   std::string name;
   DType dtype = DType::F32;
   /// Batch inputs: -1 for the effective-batch dimension.

@@ -107,6 +107,7 @@ typedef void (*AccrueAllReduceFn)(AccrueBuffer *buffer);
 #define ACCRUE_KEY_DTYPE "dtype"
 #define ACCRUE_KEY_SHAPE "shape"
 #define ACCRUE_KEY_FIELDS "fields"
+#define ACCRUE_KEY_KIND "kind"
 #define ACCRUE_KEY_OFFSET "offset"
 #define ACCRUE_KEY_NUMEL "numel"
 #define ACCRUE_KEY_LR "lr"
@@ -144,7 +145,15 @@ typedef void (*AccrueAllReduceFn)(AccrueBuffer *buffer);
   /* f32[n]: the step's scalar results, named by the argument's fields. */     \
   V(ACCRUE_ROLE_METRICS, "metrics")                                            \
   /* A buffer the caller provides for a tensor result (inference forwards). */ \
-  V(ACCRUE_ROLE_OUTPUT, "output")
+  V(ACCRUE_ROLE_OUTPUT, "output")                                              \
+  /* u8[n]: scratch memory for the step's temporaries (device targets). */     \
+  V(ACCRUE_ROLE_WORKSPACE, "workspace")
+
+/* How an argument is passed: a scalar by value, or a buffer as a memref
+ * descriptor (device targets pass the per-step scalars as rank-0 buffers). */
+#define ACCRUE_ARG_KINDS(V)                                                    \
+  V(ACCRUE_ARG_SCALAR, "scalar")                                               \
+  V(ACCRUE_ARG_BUFFER, "buffer")
 
 /* The fields of the metrics buffer, in order. */
 #define ACCRUE_METRICS(V)                                                      \
@@ -154,7 +163,10 @@ typedef void (*AccrueAllReduceFn)(AccrueBuffer *buffer);
 /* Where the step runs. */
 #define ACCRUE_TARGETS(V)                                                      \
   V(ACCRUE_TARGET_CPU, "cpu")                                                  \
-  V(ACCRUE_TARGET_CUDA, "cuda")
+  V(ACCRUE_TARGET_CUDA, "cuda")                                                \
+  /* The CUDA pipeline with every kernel run serially on the host: checks     \
+   * the CUDA transformations against the CPU on machines without a GPU. */   \
+  V(ACCRUE_TARGET_CUDA_EMULATED, "cuda-emulated")
 
 /* The optimizer (PyTorch's definitions; onnx-adam is ai.onnx.preview.training
  * Adam; none leaves the normalized gradient in the accumulator). */
@@ -221,6 +233,7 @@ typedef void (*AccrueAllReduceFn)(AccrueBuffer *buffer);
   }
 
 ACCRUE_DEFINE_ENUM_(AccrueArgRole, ArgRole, ACCRUE_ARG_ROLES)
+ACCRUE_DEFINE_ENUM_(AccrueArgKind, ArgKind, ACCRUE_ARG_KINDS)
 ACCRUE_DEFINE_ENUM_(AccrueMetric, Metric, ACCRUE_METRICS)
 ACCRUE_DEFINE_ENUM_(AccrueTarget, Target, ACCRUE_TARGETS)
 ACCRUE_DEFINE_ENUM_(AccrueOptimizer, Optimizer, ACCRUE_OPTIMIZERS)

@@ -143,6 +143,8 @@ private:
   std::shared_ptr<const Artifact> art;
   std::unique_ptr<Arena> paramArena, gradArena;
   std::vector<std::unique_ptr<Arena>> stateArenas;
+  /// Scratch memory of steps that take a workspace.
+  std::vector<uint8_t> workspace;
   int64_t completed = 0;
   double scale = 1.0;
   int64_t streak = 0;

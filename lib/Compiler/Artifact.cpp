@@ -30,6 +30,8 @@ static std::optional<rt::DType> runtimeDType(Type type) {
     return rt::DType::I32;
   if (type.isInteger(1))
     return rt::DType::Bool;
+  if (type.isInteger(8))
+    return rt::DType::U8;
   return std::nullopt;
 }
 
@@ -82,7 +84,7 @@ accrue::buildManifest(ModuleOp module, const CompilerOptions &options,
            << " (run train-finalize-step-abi)";
 
   rt::Manifest m;
-  m.target = ACCRUE_TARGET_CPU;
+  m.target = options.pipeline.target;
   for (auto [entry, type] : llvm::zip(abi, step.getArgumentTypes())) {
     auto dict = cast<DictionaryAttr>(entry);
     rt::ArgSpec arg;
@@ -95,7 +97,9 @@ accrue::buildManifest(ModuleOp module, const CompilerOptions &options,
       for (Attribute field : fields)
         arg.fields.push_back(cast<StringAttr>(field).str());
     Type element = type;
+    arg.kind = ACCRUE_ARG_SCALAR;
     if (auto memref = dyn_cast<MemRefType>(type)) {
+      arg.kind = ACCRUE_ARG_BUFFER;
       element = memref.getElementType();
       for (int64_t d : memref.getShape())
         arg.shape.push_back(ShapedType::isDynamic(d) ? -1 : d);

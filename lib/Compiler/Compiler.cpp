@@ -5,6 +5,7 @@
 #include "Artifact.h"
 
 #include "accrue/Codegen/CPU/Pipelines.h"
+#include "accrue/Codegen/CUDA/Pipelines.h"
 #include "accrue/Dialect/Train/IR/Train.h"
 #include "accrue/Dialect/Train/Utils/MemoryEstimate.h"
 #include "accrue/Dialect/Train/Utils/StepBuilder.h"
@@ -112,6 +113,14 @@ LogicalResult writeText(MLIRContext &ctx, StringRef path,
   }
   out.keep();
   return success();
+}
+
+/// The bytes of a device step's workspace (its temporaries), or none.
+int64_t workspaceBytes(const rt::Manifest &manifest) {
+  for (const rt::ArgSpec &arg : manifest.args)
+    if (arg.role == ACCRUE_ROLE_WORKSPACE && arg.shape.size() == 1)
+      return arg.shape[0];
+  return 0;
 }
 
 /// Writes `text` to the file `path`, reporting a failed write (a full disk)
@@ -427,26 +436,40 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
         buildTrainPipeline(pm, options.pipeline.train);
       })))
     return failure();
+  bool cpuTarget = options.pipeline.target == ACCRUE_TARGET_CPU;
+  if (failed(runPasses(cpuTarget ? "bufferize" : "bufferize and form kernels",
+                       [&](OpPassManager &pm) {
+                         if (cpuTarget) {
+                           cpu::buildCPUBufferizationPipeline(
+                               pm, options.pipeline.cpu);
+                           return;
+                         }
+                         cuda::buildCUDABufferizationPipeline(
+                             pm, options.pipeline);
+                         cuda::buildCUDAKernelPipeline(pm, options.pipeline);
+                       })))
+    return failure();
   // The contract of the finished step, from its IR.
   FailureOr<rt::Manifest> manifest =
       buildManifest(module, resolved, *model, *layout);
   if (failed(manifest))
     return failure();
-  if (failed(runPasses("bufferize", [&](OpPassManager &pm) {
-        cpu::buildCPUBufferizationPipeline(pm, options.pipeline.cpu);
-      })))
-    return failure();
   if (auto step = module.lookupSymbol<func::FuncOp>(ACCRUE_STEP_FUNCTION))
-    manifest->activationBytes = train::estimateMicroStepPeakBytes(step);
+    manifest->activationBytes = cpuTarget
+                                    ? train::estimateMicroStepPeakBytes(step)
+                                    : workspaceBytes(*manifest);
   if (options.emit == EmitKind::Linalg)
     return writeModule();
 
   // The vector kernels' blocks fit the target's registers.
-  CPULoweringOptions lowering = options.pipeline.cpu;
-  if (!lowering.vectorBits)
-    lowering.vectorBits = cpu::vectorRegisterBits(options.target);
+  CompileOptions lowering = options.pipeline;
+  if (!lowering.cpu.vectorBits)
+    lowering.cpu.vectorBits = cpu::vectorRegisterBits(options.target);
   if (failed(runPasses("lower to LLVM dialect", [&](OpPassManager &pm) {
-        cpu::buildCPUToLLVMPipeline(pm, lowering);
+        if (cpuTarget)
+          cpu::buildCPUToLLVMPipeline(pm, lowering.cpu);
+        else
+          cuda::buildCUDAToLLVMPipeline(pm, lowering);
       })))
     return failure();
   if (options.emit == EmitKind::MLIR)

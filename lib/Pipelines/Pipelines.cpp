@@ -3,6 +3,7 @@
 #include "accrue/Pipelines/Pipelines.h"
 
 #include "accrue/Codegen/CPU/Pipelines.h"
+#include "accrue/Codegen/CUDA/Pipelines.h"
 #include "accrue/Dialect/Train/Transforms/Passes.h"
 #include "accrue/Pipelines/Settings.h"
 
@@ -51,9 +52,16 @@ void buildTrainPipeline(OpPassManager &pm,
   pm.addPass(train::createTrainFinalizeStepABI());
 }
 
+void buildLoweringPipeline(OpPassManager &pm, const CompileOptions &options) {
+  if (options.target == ACCRUE_TARGET_CPU)
+    cpu::buildCPULoweringPipeline(pm, options.cpu);
+  else
+    cuda::buildCUDALoweringPipeline(pm, options);
+}
+
 void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options) {
   buildTrainPipeline(pm, options.train);
-  cpu::buildCPULoweringPipeline(pm, options.cpu);
+  buildLoweringPipeline(pm, options);
 }
 
 namespace {
@@ -123,6 +131,15 @@ void registerPipelines() {
       "accrue-lower-cpu", "Lower an explicit training step to LLVM for the CPU",
       [](OpPassManager &pm, const CompileOptions &options) {
         cpu::buildCPULoweringPipeline(pm, options.cpu);
+      });
+  registerCompilePipeline(
+      "accrue-lower-cuda",
+      "Lower an explicit training step for NVIDIA GPUs (target=cuda, the "
+      "default here) or for testing on the CPU (target=cuda-emulated)",
+      [](OpPassManager &pm, CompileOptions options) {
+        if (options.target == ACCRUE_TARGET_CPU)
+          options.target = ACCRUE_TARGET_CUDA;
+        cuda::buildCUDALoweringPipeline(pm, options);
       });
 }
 

@@ -180,6 +180,11 @@ void accrue::bindPipelineSettings(SettingTable &table,
                                   CompileOptions &options) {
   TrainPipelineOptions &train = options.train;
   CPULoweringOptions &cpu = options.cpu;
+  table.choice("target",
+               "Where the step runs: the CPU, an NVIDIA GPU (cuda), or the "
+               "CUDA pipeline run serially on the CPU (cuda-emulated, for "
+               "testing without a GPU)",
+               options.target, accrueTargetName, accrueTargetCount());
   table.choice("loss_normalization",
                "How a mean-reduced loss is normalized over micro-batches: "
                "exact (sum and count, divided once) or per-micro-batch "
@@ -227,10 +232,30 @@ void accrue::bindPipelineSettings(SettingTable &table,
                 "kernels (512, 256 or 128; default: the target CPU's in "
                 "accrue-compile, 512 in pipelines)",
                 cpu.vectorBits);
+  table.text("cuda_arch",
+             "GPU architectures to generate PTX for, comma-separated "
+             "(sm_80,sm_90)",
+             options.cuda.archs);
+  table.text("cuda_toolkit",
+             "The CUDA toolkit with libdevice and ptxas (default: "
+             "CUDA_HOME, /usr/local/cuda, or the nvidia-cuda-nvcc Python "
+             "package)",
+             options.cuda.toolkit);
 }
 
 std::optional<std::string>
 accrue::validatePipelineOptions(const CompileOptions &options) {
+  SmallVector<StringRef> archs;
+  StringRef(options.cuda.archs).split(archs, ',', -1, /*KeepEmpty=*/false);
+  if (archs.empty())
+    return settingRef("cuda_arch") + " needs at least one architecture";
+  for (StringRef arch : archs) {
+    unsigned version;
+    if (!arch.consume_front("sm_") || arch.getAsInteger(10, version) ||
+        version < 60)
+      return settingRef("cuda_arch") + " expects architectures like sm_80 "
+             "or sm_90 (sm_60 or newer), not '" + options.cuda.archs + "'";
+  }
   if (std::optional<int64_t> bits = options.cpu.vectorBits;
       bits && *bits != 128 && *bits != 256 && *bits != 512)
     return settingRef("vector_bits") + " must be 128, 256 or 512, not " +

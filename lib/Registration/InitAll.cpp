@@ -4,6 +4,7 @@
 #include "accrue/InitAllPasses.h"
 
 #include "accrue/Codegen/CPU/Passes.h"
+#include "accrue/Codegen/CUDA/Passes.h"
 #include "accrue/Conversion/Passes.h"
 #include "accrue/Dialect/NN/IR/NN.h"
 #include "accrue/Dialect/Train/IR/Train.h"
@@ -33,5 +34,6 @@ void accrue::registerAllPasses() {
   train::registerTrainPasses();
   registerConversionPasses();
   cpu::registerCPUCodegenPasses();
+  cuda::registerCUDACodegenPasses();
   registerPipelines();
 }

@@ -33,6 +33,8 @@ DType accrue::rt::parseDType(const std::string &name) {
     return DType::I32;
   if (name == "bool")
     return DType::Bool;
+  if (name == "u8")
+    return DType::U8;
   throw Error("unknown dtype '" + name + "'");
 }
 
@@ -50,6 +52,8 @@ const char *accrue::rt::dtypeName(DType type) {
     return "i32";
   case DType::Bool:
     return "bool";
+  case DType::U8:
+    return "u8";
   }
   return "?";
 }
@@ -65,6 +69,7 @@ size_t accrue::rt::dtypeSize(DType type) {
   case DType::F16:
     return 2;
   case DType::Bool:
+  case DType::U8:
     return 1;
   }
   return 1;
@@ -116,6 +121,8 @@ static double elementAsDouble(const Array &a, int64_t i) {
     return a.as<int32_t>()[i];
   case DType::Bool:
     return a.as<uint8_t>()[i] ? 1.0 : 0.0;
+  case DType::U8:
+    return a.as<uint8_t>()[i];
   }
   return 0;
 }
@@ -152,6 +159,9 @@ Array Array::convertTo(DType type, const std::string &what) const {
       break;
     case DType::Bool:
       out.as<uint8_t>()[i] = v != 0;
+      break;
+    case DType::U8:
+      out.as<uint8_t>()[i] = static_cast<uint8_t>(v);
       break;
     case DType::F16:
       throw Error(what + ": conversion to f16 is not supported");
@@ -515,6 +525,8 @@ static const char *safetensorsDType(DType t) {
     return "I32";
   case DType::Bool:
     return "BOOL";
+  case DType::U8:
+    return "U8";
   }
   return "?";
 }

@@ -86,8 +86,8 @@ uint64_t Manifest::fingerprint() const noexcept {
   f << (clipNorm ? *clipNorm : -1.0);
   f << static_cast<int64_t>(args.size());
   for (const ArgSpec &arg : args) {
-    f << accrueArgRoleName(arg.role) << arg.name << dtypeName(arg.dtype)
-      << arg.shape;
+    f << accrueArgRoleName(arg.role) << accrueArgKindName(arg.kind) << arg.name
+      << dtypeName(arg.dtype) << arg.shape;
     for (const std::string &field : arg.fields)
       f << field;
   }
@@ -105,6 +105,7 @@ std::string Manifest::toJson() const noexcept {
   json argList = json::array();
   for (const ArgSpec &arg : args) {
     json entry = {{ACCRUE_KEY_ROLE, accrueArgRoleName(arg.role)},
+                  {ACCRUE_KEY_KIND, accrueArgKindName(arg.kind)},
                   {ACCRUE_KEY_NAME, arg.name},
                   {ACCRUE_KEY_DTYPE, dtypeName(arg.dtype)},
                   {ACCRUE_KEY_SHAPE, arg.shape}};
@@ -238,6 +239,7 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     for (const json &arg : doc.at(ACCRUE_KEY_ARGS)) {
       ArgSpec spec;
       spec.role = readEnum(arg, ACCRUE_KEY_ROLE, accrueParseArgRole, path);
+      spec.kind = readEnum(arg, ACCRUE_KEY_KIND, accrueParseArgKind, path);
       spec.name = arg.at(ACCRUE_KEY_NAME).get<std::string>();
       spec.dtype = parseDType(arg.at(ACCRUE_KEY_DTYPE).get<std::string>());
       spec.shape = arg.at(ACCRUE_KEY_SHAPE).get<std::vector<int64_t>>();
@@ -298,6 +300,12 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
           throw bad("batch input '" + arg.name + "' has a bad shape");
       ++batchRows;
     }
+    if (arg.kind == ACCRUE_ARG_SCALAR && !arg.shape.empty())
+      throw bad("scalar argument '" + arg.name + "' has a shape");
+    if (arg.role == ACCRUE_ROLE_WORKSPACE &&
+        (arg.dtype != DType::U8 || arg.shape.size() != 1 ||
+         arg.shape[0] < 0 || arg.shape[0] > (int64_t(1) << 40)))
+      throw bad("the workspace must be u8[bytes]");
     if (arg.role == ACCRUE_ROLE_METRICS &&
         (arg.shape.size() != 1 ||
          arg.shape[0] != static_cast<int64_t>(arg.fields.size())))

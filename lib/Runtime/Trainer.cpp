@@ -20,6 +20,9 @@ Artifact::Artifact(const std::string &directory) : dir(directory) {
   std::string manifestPath = path(ACCRUE_FILE_MANIFEST);
   static_cast<Manifest &>(*this) =
       Manifest::parse(readFile(manifestPath), manifestPath);
+  if (target == ACCRUE_TARGET_CUDA)
+    throw Error("'" + dir + "' was compiled for CUDA (--target cuda); this "
+                "runtime runs CPU artifacts (targets cpu and cuda-emulated)");
   std::string libraryPath = path(library);
   // RTLD_LOCAL: two artifacts in one process keep their symbols apart.
   handle = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -129,6 +132,9 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact)
   gradArena = std::make_unique<Arena>(art->arenaSize);
   for (size_t s = 0; s < art->stateNames().size(); ++s)
     stateArenas.push_back(std::make_unique<Arena>(art->arenaSize));
+  for (const ArgSpec &arg : art->args)
+    if (arg.role == ACCRUE_ROLE_WORKSPACE)
+      workspace.assign(arg.shape[0], 0);
 
   std::string initPath = art->path(art->init);
   std::map<std::string, Array> init = readSafetensors(initPath);
@@ -181,6 +187,13 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
     gradArena->zero();
 
   PackedArgs packed;
+  // Scalars go by value, or (device targets) as rank-0 buffers.
+  auto addScalar = [&](const ArgSpec &arg, void *value) {
+    if (arg.kind == ACCRUE_ARG_BUFFER)
+      packed.addMemref(value, {});
+    else
+      packed.addScalar(value);
+  };
   float lrValue = static_cast<float>(lr);
   int64_t stepValue = completed + 1;
   float scaleValue = static_cast<float>(scale);
@@ -205,24 +218,27 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
       break;
     }
     case ACCRUE_ROLE_LR:
-      packed.addScalar(&lrValue);
+      addScalar(arg, &lrValue);
       break;
     case ACCRUE_ROLE_STEP:
-      packed.addScalar(&stepValue);
+      addScalar(arg, &stepValue);
       break;
     case ACCRUE_ROLE_LOSS_SCALE:
-      packed.addScalar(&scaleValue);
+      addScalar(arg, &scaleValue);
       break;
     case ACCRUE_ROLE_VALID_SAMPLES:
-      packed.addScalar(&validValue);
+      addScalar(arg, &validValue);
       break;
     case ACCRUE_ROLE_SAMPLE_BASE:
-      packed.addScalar(&sampleBase);
+      addScalar(arg, &sampleBase);
       break;
     case ACCRUE_ROLE_METRICS:
       metrics.assign(arg.fields.size(), 0.0f);
       metricsArg = &arg;
       packed.addMemref(metrics.data(), arg.shape);
+      break;
+    case ACCRUE_ROLE_WORKSPACE:
+      packed.addMemref(workspace.data(), arg.shape);
       break;
     case ACCRUE_ROLE_OUTPUT:
       throw Error("'" + art->dir + "' is not a training step (argument '" +

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace accrue {
 
@@ -49,10 +50,24 @@ struct CPULoweringOptions {
   int64_t vectorBitsOrDefault() const { return vectorBits.value_or(512); }
 };
 
+/// How a tensor-level step is lowered for NVIDIA GPUs.
+struct CUDALoweringOptions {
+  /// GPU architectures to generate PTX for ("sm_80,sm_90"); the runtime
+  /// loads the newest one the device runs.
+  std::string archs = "sm_80,sm_90";
+  /// The CUDA toolkit (libdevice, ptxas). Empty: CUDA_HOME, /usr/local/cuda,
+  /// or the nvidia-cuda-nvcc Python package next to the compiler.
+  std::string toolkit;
+};
+
 /// Everything accrue-compile runs between the imported module and LLVM IR.
 struct CompileOptions {
+  /// Where the step runs: the CPU, an NVIDIA GPU, or the CUDA pipeline
+  /// emulated on the CPU (for testing without a GPU).
+  AccrueTarget target = ACCRUE_TARGET_CPU;
   TrainPipelineOptions train;
   CPULoweringOptions cpu;
+  CUDALoweringOptions cuda;
 };
 
 } // namespace accrue

@@ -17,6 +17,10 @@ namespace accrue {
 void buildTrainPipeline(mlir::OpPassManager &pm,
                         const TrainPipelineOptions &options);
 
+/// The lowering for `options.target`: CPU, or CUDA (real or emulated).
+void buildLoweringPipeline(mlir::OpPassManager &pm,
+                           const CompileOptions &options);
+
 /// Exactly what accrue-compile runs: the train pipeline, then the CPU
 /// lowering. Registered as --accrue-train-pipeline.
 void buildCompilePipeline(mlir::OpPassManager &pm,

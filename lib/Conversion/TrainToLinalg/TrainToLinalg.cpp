@@ -258,7 +258,7 @@ struct ConvertTrainToLinalgPass
     // accumulator in place (BufferizableOpInterfaceImpl.cpp).
     target.addLegalOp<AccumulateOp>();
     // So does train.all_reduce, which becomes a call of the runtime.
-    target.addLegalOp<AllReduceOp>();
+    target.addLegalOp<AllReduceOp, AllReduceArenaOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
     patterns.add<UnpackLowering, GlobalNormLowering,

@@ -131,6 +131,31 @@ func::FuncOp allReduceFunction(RewriterBase &rewriter, Operation *from) {
   return fn;
 }
 
+/// Calls the host's all-reduce on `buffer`.
+void callAllReduce(RewriterBase &rewriter, Operation *op, Value buffer) {
+  func::FuncOp callee = allReduceFunction(rewriter, op);
+  Type bufferType = callee.getFunctionType().getInput(0);
+  func::CallOp::create(rewriter, op->getLoc(), callee,
+                       ValueRange{memref::CastOp::create(
+                           rewriter, op->getLoc(), bufferType, buffer)});
+}
+
+struct AllReduceArenaOpInterface
+    : public UpdatesFirstOperandInPlace<AllReduceArenaOpInterface,
+                                        AllReduceArenaOp> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    FailureOr<Value> arena = getBuffer(
+        rewriter, cast<AllReduceArenaOp>(op).getAccumulator(), options, state);
+    if (failed(arena))
+      return failure();
+    callAllReduce(rewriter, op, *arena);
+    replaceOpWithBufferizedValues(rewriter, op, {*arena});
+    return success();
+  }
+};
+
 struct AllReduceOpInterface
     : public UpdatesFirstOperandInPlace<AllReduceOpInterface, AllReduceOp> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
@@ -142,8 +167,6 @@ struct AllReduceOpInterface
         getBuffer(rewriter, reduce.getAccumulator(), options, state);
     if (failed(arena))
       return failure();
-    func::FuncOp callee = allReduceFunction(rewriter, op);
-    Type bufferType = callee.getFunctionType().getInput(0);
     // The scalars ride in the two free elements at scalars_at, so that the
     // gradients and the scalars are one buffer, summed in place.
     int64_t at = reduce.getScalarsAt();
@@ -157,9 +180,7 @@ struct AllReduceOpInterface
         rewriter, loc, *arena, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0)},
         ArrayRef<OpFoldResult>{rewriter.getIndexAttr(at + 2)},
         ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
-    func::CallOp::create(
-        rewriter, loc, callee,
-        ValueRange{memref::CastOp::create(rewriter, loc, bufferType, prefix)});
+    callAllReduce(rewriter, op, prefix);
     Value sum =
         memref::LoadOp::create(rewriter, loc, *arena, ValueRange{sumAt});
     Value count =
@@ -181,5 +202,6 @@ void accrue::train::registerBufferizableOpInterfaceExternalModels(
   registry.addExtension(+[](MLIRContext *ctx, TrainDialect *) {
     AccumulateOp::attachInterface<AccumulateOpInterface>(*ctx);
     AllReduceOp::attachInterface<AllReduceOpInterface>(*ctx);
+    AllReduceArenaOp::attachInterface<AllReduceArenaOpInterface>(*ctx);
   });
 }

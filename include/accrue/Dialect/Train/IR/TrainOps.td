@@ -130,6 +130,21 @@ def Train_AllReduceOp : Train_Op<"all_reduce", [
   let hasVerifier = 1;
 }
 
+def Train_AllReduceArenaOp : Train_Op<"all_reduce_arena", [
+    AllTypesMatch<["accumulator", "result"]>]> {
+  let summary = "sum an arena over the data-parallel ranks, in place";
+  let description = [{
+    Returns `accumulator` summed over every rank of the data-parallel group:
+    one call of the step contract's collective hook on the buffer. This is
+    `train.all_reduce` without its scalars, for targets where the loss sum
+    and count already live in the arena's tail (the CUDA pipeline puts them
+    there with device kernels). Not pure: it communicates.
+  }];
+  let arguments = (ins Train_Arena:$accumulator);
+  let results = (outs Train_Arena:$result);
+  let assemblyFormat = "$accumulator attr-dict `:` type($accumulator)";
+}
+
 //===----------------------------------------------------------------------===//
 // Clipping and optimizers
 //===----------------------------------------------------------------------===//

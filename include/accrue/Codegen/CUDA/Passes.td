@@ -1,0 +1,144 @@
+//===- Passes.td - CUDA code generation passes ---------------*- tablegen -*-===//
+//
+// Passes that turn an explicit training step into one whose host code only
+// launches kernels, calls the runtime (GEMMs, the all-reduce) and steers
+// the micro-batch loop: every value computed from tensor data lives on the
+// device, every temporary in one planned device workspace.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_CODEGEN_CUDA_PASSES_TD
+#define ACCRUE_CODEGEN_CUDA_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def CudaDeviceScalars : Pass<"cuda-device-scalars", "::mlir::func::FuncOp"> {
+  let summary = "Pass the step's per-step scalars as device buffers";
+  let description = [{
+    The learning rate, the step number, the valid-sample count, the loss
+    scale and the sample base change every optimizer step. A kernel that
+    took them by value would bake them into a captured CUDA graph, so on a
+    training step (a function with `train.abi`) each becomes a rank-0 buffer
+    argument that kernels read, which the runtime refreshes before each
+    replay. Its uses read it with `tensor.extract`.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def CudaTensorizeScalars
+    : Pass<"cuda-tensorize-scalars", "::mlir::func::FuncOp"> {
+  let summary = "Keep scalars computed from tensor data on the device";
+  let description = [{
+    Scalars read from tensors (`tensor.extract` outside linalg bodies), and
+    everything computed from them, become rank-0 tensors: each scalar op
+    becomes a rank-0 `linalg.generic`, loop-carried scalars (the loss sum
+    and count of the micro-batch loop) rank-0 loop-carried tensors, values
+    that linalg bodies capture extra rank-0 inputs, and stores into buffers
+    (the metrics) copies. After bufferization they are device buffers
+    that kernels read and write; the host never loads them. A value that
+    host code needs (a loop bound, a branch condition, an offset) is an
+    error: it would synchronize the device.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def CudaSplitReductions
+    : Pass<"cuda-split-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Split full reductions into two deterministic stages";
+  let description = [{
+    A `linalg.generic` that reduces all of its iteration space into a
+    rank-0 result (a loss sum, a count, the global norm) would run in one
+    thread. It becomes two: `partials` threads each reduce a strided share
+    of the elements (thread p takes p, p + P, p + 2P, ...: coalesced
+    loads), then one thread combines the partials in order, starting from
+    the original initial value. The split is fixed by the sizes, so the
+    result is the same on every run. Reductions whose combining operation
+    is not recognized (add, max, min) are left alone.
+  }];
+  let options = [
+    Option<"partials", "partials", "int64_t", "1024",
+           "Threads of the first stage (at most)">,
+    Option<"minElements", "min-elements", "int64_t", "64",
+           "Reductions over fewer elements stay in one thread">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def CudaPlanWorkspace : Pass<"cuda-plan-workspace", "::mlir::func::FuncOp"> {
+  let summary = "Place every temporary in one device workspace";
+  let description = [{
+    Each `memref.alloc` of a training step becomes a `memref.view` into a
+    new `workspace` argument (bytes, role workspace) at an offset planned
+    from the buffers' lifetimes: buffers whose lifetimes do not overlap
+    share memory, and the micro-batch loop's temporaries reuse the same
+    offsets in every iteration, so the workspace depends on the micro-batch
+    size, not on the number of micro-batches. `memref.dealloc` disappears.
+    The runtime allocates the workspace once; nothing is allocated while
+    a step runs (which a CUDA graph could not replay).
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", "256",
+           "Byte alignment of every buffer in the workspace">,
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def CudaFormKernels : Pass<"cuda-form-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Turn each linalg op on buffers into a gpu.launch";
+  let description = [{
+    Every linalg op (and `memref.copy`) of the step becomes one kernel:
+    one thread per point of its parallel loops (linearized over a 1-D grid
+    of `block-size` threads per block), each running the op's reduction
+    loops sequentially, with its outputs kept in registers across them. An
+    op without parallel loops (rank-0 scalar work, the second stage of a
+    split reduction) runs in one thread. Kernels use no shared memory and
+    no barriers.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "256",
+           "Threads per block">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def CudaVerifyDeviceAccess
+    : Pass<"cuda-verify-device-access", "::mlir::func::FuncOp"> {
+  let summary = "Check that host code never touches device memory";
+  let description = [{
+    On a training step after kernel formation, every access to the
+    contents of a buffer must be inside a kernel: host code may only
+    compute with its own scalars, index into buffers (subviews, views,
+    shapes), launch kernels and call the runtime's entries (the collective
+    hook and the GEMM entries). A load, store, copy or linalg op left in
+    host code, or a call that could read a buffer, fails compilation with
+    the op's location (the ONNX node).
+  }];
+}
+
+def CudaEmulateKernels : Pass<"cuda-emulate-kernels", "::mlir::ModuleOp"> {
+  let summary = "Run each gpu.launch as loops on the host (for testing)";
+  let description = [{
+    Replaces every `gpu.launch` by loops over its blocks and threads, in
+    order, on the host. The kernels of `cuda-form-kernels` use no shared
+    memory, barriers or warp operations and each thread writes its own
+    outputs, so running them one thread after the other computes what the
+    GPU computes; the step then lowers for the CPU. This is how the CUDA
+    pipeline's transformations are checked against the CPU artifacts on
+    machines without a GPU. It says nothing about NVVM code generation or
+    timing.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
+#endif // ACCRUE_CODEGEN_CUDA_PASSES_TD

@@ -1,0 +1,242 @@
+//===- FormKernels.cpp - one gpu.launch per linalg op -----------*- C++ -*-===//
+//
+// Each linalg op on buffers becomes one kernel. The op's parallel loops are
+// linearized and spread over a 1-D grid, one thread per point; each thread
+// runs the op's reduction loops in order, keeping the outputs that do not
+// depend on them in registers. This is the loop nest linalg's own lowering
+// would build, with the parallel loops taken by threads, so every thread
+// reads and writes exactly the elements of its point and no thread waits
+// for another: no shared memory, no barriers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "accrue/Codegen/CUDA/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace accrue::cuda {
+#define GEN_PASS_DEF_CUDAFORMKERNELS
+#include "accrue/Codegen/CUDA/Passes.h.inc"
+} // namespace accrue::cuda
+
+using namespace mlir;
+
+namespace {
+
+/// `index` values of `map`'s results at `ivs`.
+SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
+                            ValueRange ivs) {
+  SmallVector<Value> indices;
+  for (AffineExpr expr : map.getResults()) {
+    if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
+      indices.push_back(ivs[dim.getPosition()]);
+      continue;
+    }
+    if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
+      indices.push_back(
+          arith::ConstantIndexOp::create(b, loc, constant.getValue()));
+      continue;
+    }
+    indices.push_back(affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(map.getNumDims(), 0, expr), ivs));
+  }
+  return indices;
+}
+
+/// Replaces the generic op `op` (buffer semantics) by a kernel.
+LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
+                         int64_t blockSize) {
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  SmallVector<Range, 4> ranges =
+      cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(rewriter, loc);
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<unsigned> parallel, reduction;
+  for (auto [d, kind] : llvm::enumerate(iterators))
+    (kind == utils::IteratorType::parallel ? parallel : reduction)
+        .push_back(d);
+  auto size = [&](unsigned d) {
+    return getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size);
+  };
+  // The number of threads: the product of the parallel extents.
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  Value total = one;
+  std::optional<int64_t> staticTotal = 1;
+  for (unsigned d : parallel) {
+    total = arith::MulIOp::create(rewriter, loc, total, size(d));
+    std::optional<int64_t> extent = getConstantIntValue(ranges[d].size);
+    staticTotal = extent && staticTotal ? std::optional(*staticTotal * *extent)
+                                        : std::nullopt;
+  }
+  int64_t threads = blockSize;
+  if (staticTotal && *staticTotal < blockSize)
+    threads = std::max<int64_t>(*staticTotal, 1);
+  Value blockDim = arith::ConstantIndexOp::create(rewriter, loc, threads);
+  Value blocks = arith::CeilDivUIOp::create(rewriter, loc, total, blockDim);
+  auto launch = gpu::LaunchOp::create(rewriter, loc, blocks, one, one,
+                                      blockDim, one, one);
+  Block &body = launch.getBody().front();
+  rewriter.setInsertionPointToStart(&body);
+  gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.setInsertionPointToStart(&body);
+  Value thread = arith::AddIOp::create(
+      rewriter, loc,
+      arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
+                            launch.getBlockSize().x),
+      launch.getThreadIds().x);
+  Value inRange = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                        thread, total);
+  auto guard = scf::IfOp::create(rewriter, loc, inRange, false);
+  rewriter.setInsertionPointToStart(guard.thenBlock());
+
+  // This thread's point of the parallel loops (row-major over them).
+  SmallVector<Value> ivs(op.getNumLoops());
+  Value rest = thread;
+  for (unsigned d : llvm::reverse(parallel)) {
+    Value extent = size(d);
+    ivs[d] = arith::RemUIOp::create(rewriter, loc, rest, extent);
+    rest = arith::DivUIOp::create(rewriter, loc, rest, extent);
+  }
+
+  Block &opBody = op.getRegion().front();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  unsigned numInputs = op.getNumDpsInputs();
+  // Outputs whose element does not move with the reduction loops stay in
+  // registers across them.
+  SmallVector<bool> inRegister;
+  SmallVector<Value> carried;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    AffineMap map = maps[init.getOperandNumber()];
+    bool registers = llvm::none_of(reduction, [&](unsigned d) {
+      return map.isFunctionOfDim(d);
+    });
+    inRegister.push_back(registers);
+    if (registers) {
+      SmallVector<Value> indices = applyMap(rewriter, loc, map, ivs);
+      carried.push_back(
+          memref::LoadOp::create(rewriter, loc, init.get(), indices));
+    }
+  }
+
+  // The body at the full point `ivs`, given the carried outputs; returns
+  // the new carried outputs.
+  auto emitBody = [&](OpBuilder &b, ArrayRef<Value> point,
+                      ValueRange registers) -> SmallVector<Value> {
+    IRMapping mapping;
+    for (auto [k, operand] : llvm::enumerate(op->getOperands())) {
+      BlockArgument arg = opBody.getArgument(k);
+      if (k >= numInputs && inRegister[k - numInputs]) {
+        unsigned slot = llvm::count(
+            ArrayRef<bool>(inRegister).take_front(k - numInputs), true);
+        mapping.map(arg, registers[slot]);
+        continue;
+      }
+      if (!isa<MemRefType>(operand.getType())) {
+        mapping.map(arg, operand); // a scalar input
+        continue;
+      }
+      SmallVector<Value> indices = applyMap(b, loc, maps[k], point);
+      mapping.map(arg, memref::LoadOp::create(b, loc, operand, indices));
+    }
+    for (Operation &bodyOp : opBody.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
+        mapping.map(index.getResult(), point[index.getDim()]);
+        continue;
+      }
+      b.clone(bodyOp, mapping);
+    }
+    SmallVector<Value> next;
+    for (auto [k, yielded] :
+         llvm::enumerate(opBody.getTerminator()->getOperands())) {
+      Value value = mapping.lookupOrDefault(yielded);
+      if (inRegister[k]) {
+        next.push_back(value);
+        continue;
+      }
+      OpOperand *init = op.getDpsInitOperand(k);
+      SmallVector<Value> indices =
+          applyMap(b, loc, maps[init->getOperandNumber()], point);
+      memref::StoreOp::create(b, loc, value, init->get(), indices);
+    }
+    return next;
+  };
+
+  // The reduction loops, outermost first, carrying the register outputs.
+  std::function<SmallVector<Value>(OpBuilder &, unsigned, ValueRange)> nest =
+      [&](OpBuilder &b, unsigned level,
+          ValueRange registers) -> SmallVector<Value> {
+    if (level == reduction.size())
+      return emitBody(b, ivs, registers);
+    unsigned d = reduction[level];
+    Value lower =
+        getValueOrCreateConstantIndexOp(b, loc, ranges[d].offset);
+    Value upper = arith::AddIOp::create(b, loc, lower, size(d));
+    Value stride =
+        getValueOrCreateConstantIndexOp(b, loc, ranges[d].stride);
+    auto loop = scf::ForOp::create(
+        b, loc, lower, upper, stride, registers,
+        [&](OpBuilder &lb, Location, Value iv, ValueRange iterArgs) {
+          ivs[d] = iv;
+          scf::YieldOp::create(lb, loc, nest(lb, level + 1, iterArgs));
+        });
+    return SmallVector<Value>(loop.getResults());
+  };
+  SmallVector<Value> final = nest(rewriter, 0, carried);
+  unsigned slot = 0;
+  for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+    if (!inRegister[k])
+      continue;
+    AffineMap map = maps[init.getOperandNumber()];
+    memref::StoreOp::create(rewriter, loc, final[slot++], init.get(),
+                            applyMap(rewriter, loc, map, ivs));
+  }
+  rewriter.eraseOp(op);
+  return success();
+}
+
+struct CudaFormKernelsPass
+    : public accrue::cuda::impl::CudaFormKernelsBase<CudaFormKernelsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    // Copies become copy generics, named ops generics.
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (op->getParentOfType<gpu::LaunchOp>() ||
+          op->getParentOfType<linalg::LinalgOp>())
+        return;
+      if (isa<linalg::LinalgOp, memref::CopyOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      rewriter.setInsertionPoint(op);
+      if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+        auto linalgCopy = linalg::CopyOp::create(
+            rewriter, copy.getLoc(), copy.getSource(), copy.getTarget());
+        rewriter.eraseOp(copy);
+        op = linalgCopy;
+      }
+      auto linalgOp = cast<linalg::LinalgOp>(op);
+      if (!linalgOp.hasPureBufferSemantics()) {
+        op->emitError("a linalg op on tensors is left after bufferization");
+        return signalPassFailure();
+      }
+      linalg::GenericOp generic = dyn_cast<linalg::GenericOp>(op);
+      if (!generic) {
+        FailureOr<linalg::GenericOp> generalized =
+            linalg::generalizeNamedOp(rewriter, linalgOp);
+        if (failed(generalized)) {
+          op->emitError("cannot turn this op into a kernel");
+          return signalPassFailure();
+        }
+        generic = *generalized;
+      }
+      if (failed(formKernel(rewriter, generic, blockSize)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
