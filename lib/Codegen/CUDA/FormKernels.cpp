@@ -90,14 +90,17 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
   auto guard = scf::IfOp::create(rewriter, loc, inRange, false);
   rewriter.setInsertionPointToStart(guard.thenBlock());
 
-  // This thread's point of the parallel loops (row-major over them).
-  SmallVector<Value> ivs(op.getNumLoops());
+  // This thread's point of the parallel loops (row-major over them); the
+  // reduction positions, unused by register outputs, start at zero.
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  SmallVector<Value> ivs(op.getNumLoops(), zero);
   Value rest = thread;
   for (unsigned d : llvm::reverse(parallel)) {
     Value extent = size(d);
     ivs[d] = arith::RemUIOp::create(rewriter, loc, rest, extent);
     rest = arith::DivUIOp::create(rewriter, loc, rest, extent);
   }
+  SmallVector<Value> outerPoint = ivs;
 
   Block &opBody = op.getRegion().front();
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
@@ -189,10 +192,36 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
       continue;
     AffineMap map = maps[init.getOperandNumber()];
     memref::StoreOp::create(rewriter, loc, final[slot++], init.get(),
-                            applyMap(rewriter, loc, map, ivs));
+                            applyMap(rewriter, loc, map, outerPoint));
   }
   rewriter.eraseOp(op);
   return success();
+}
+
+/// Whether host loop `loop` works on buffer elements itself (a scatter-add
+/// written as a loop): it runs in one thread as a whole.
+bool isSerialKernel(scf::ForOp loop) {
+  bool touchesMemory = false;
+  WalkResult walk = loop.getBody()->walk([&](Operation *op) {
+    if (isa<gpu::LaunchOp, linalg::LinalgOp, CallOpInterface>(op))
+      return WalkResult::interrupt();
+    touchesMemory |= isa<memref::LoadOp, memref::StoreOp>(op);
+    return WalkResult::advance();
+  });
+  return touchesMemory && !walk.wasInterrupted();
+}
+
+/// Moves `loop` into a kernel of one thread.
+void formSerialKernel(RewriterBase &rewriter, scf::ForOp loop) {
+  Location loc = loop.getLoc();
+  rewriter.setInsertionPoint(loop);
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  auto launch = gpu::LaunchOp::create(rewriter, loc, one, one, one, one, one,
+                                      one);
+  Block &body = launch.getBody().front();
+  rewriter.setInsertionPointToStart(&body);
+  auto terminator = gpu::TerminatorOp::create(rewriter, loc);
+  loop->moveBefore(terminator);
 }
 
 struct CudaFormKernelsPass
@@ -201,6 +230,33 @@ struct CudaFormKernelsPass
 
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
+    // Loops over buffer elements run in one thread each. (Their results
+    // are buffers, unused after bufferization made them in place.)
+    SmallVector<scf::ForOp> serial;
+    getOperation().walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
+      if (loop->getParentOfType<linalg::LinalgOp>() ||
+          loop->getParentOfType<gpu::LaunchOp>())
+        return WalkResult::skip();
+      if (!isSerialKernel(loop))
+        return WalkResult::advance();
+      serial.push_back(loop);
+      return WalkResult::skip();
+    });
+    for (scf::ForOp loop : serial) {
+      // Bufferized in place, each result is the buffer it started from.
+      for (auto [result, init] :
+           llvm::zip(loop.getResults(), loop.getInitArgs())) {
+        if (result.use_empty())
+          continue;
+        if (!isa<MemRefType>(result.getType())) {
+          loop.emitError("a loop over buffer elements returns a value the "
+                         "host would need");
+          return signalPassFailure();
+        }
+        result.replaceAllUsesWith(init);
+      }
+      formSerialKernel(rewriter, loop);
+    }
     // Copies become copy generics, named ops generics.
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {

@@ -31,9 +31,34 @@ namespace {
 
 bool isScalar(Type type) { return type.isIntOrIndexOrFloat(); }
 
-/// Whether `op` lies in the body of a linalg op (device code already).
+/// Whether `loop` is element-wise work on tensors written as a loop (the
+/// scatter-add of an embedding's gradient): tensors in and out, no linalg
+/// op or call inside. It becomes one kernel as a whole.
+bool isDataLoop(scf::ForOp loop) {
+  if (loop.getNumRegionIterArgs() == 0 ||
+      !llvm::all_of(loop.getResultTypes(),
+                    [](Type t) { return isa<RankedTensorType>(t); }))
+    return false;
+  WalkResult found = loop.getBody()->walk([](Operation *op) {
+    return isa<linalg::LinalgOp, CallOpInterface>(op) ||
+                   op->getDialect()->getNamespace() == "train"
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  return !found.wasInterrupted();
+}
+
+/// Whether `op` lies in device code already: the body of a linalg op or
+/// of a data loop.
 bool inLinalgBody(Operation *op) {
-  return op->getParentOfType<linalg::LinalgOp>() != nullptr;
+  for (Operation *parent = op->getParentOp(); parent;
+       parent = parent->getParentOp()) {
+    if (isa<linalg::LinalgOp>(parent))
+      return true;
+    if (auto loop = dyn_cast<scf::ForOp>(parent); loop && isDataLoop(loop))
+      return true;
+  }
+  return false;
 }
 
 class Tensorizer {
@@ -138,7 +163,7 @@ private:
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
       return rewriteLinalg(linalgOp);
     if (auto loop = dyn_cast<scf::ForOp>(op))
-      return rewriteFor(loop);
+      return isDataLoop(loop) ? rewriteDataLoop(loop) : rewriteFor(loop);
     if (auto reduce = dyn_cast<train::AllReduceOp>(op))
       return rewriteAllReduce(reduce);
     // A loop's yield is rewritten with its loop.
@@ -253,8 +278,8 @@ private:
     };
     SmallVector<OpFoldResult> unit{b.getIndexAttr(1)};
     Value arena = reduce.getAccumulator();
-    for (auto [k, scalar] :
-         llvm::enumerate(ValueRange{reduce.getLossSum(), reduce.getCount()})) {
+    SmallVector<Value> scalars{reduce.getLossSum(), reduce.getCount()};
+    for (auto [k, scalar] : llvm::enumerate(scalars)) {
       Value element = tensor::ExpandShapeOp::create(
           b, loc, one, asTensor(b, loc, scalar),
           ArrayRef<ReassociationIndices>{});
@@ -262,15 +287,15 @@ private:
                                             unit, unit);
     }
     Value summed = train::AllReduceArenaOp::create(b, loc, arena);
-    for (auto [k, result] : llvm::enumerate(
-             ValueRange{reduce.getNewLossSum(), reduce.getNewCount()}))
+    SmallVector<Value> results{reduce.getNewLossSum(), reduce.getNewCount()};
+    for (auto [k, result] : llvm::enumerate(results))
       tensors.map(result, tensor::ExtractSliceOp::create(
                               b, loc, tensorOf(b.getF32Type()), summed,
                               slot(k), unit, unit));
     // Nothing else sees the slots: they are zero again.
-    auto two = RankedTensorType::get({2}, b.getF32Type());
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-    Value empty = tensor::EmptyOp::create(b, loc, two, ValueRange{});
+    Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{2},
+                                          b.getF32Type());
     Value zeros = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
     SmallVector<OpFoldResult> size2{b.getIndexAttr(2)};
     Value cleared = tensor::InsertSliceOp::create(b, loc, zeros, summed,
@@ -314,6 +339,25 @@ private:
       result.setType(loop.getRegionIterArg(i).getType());
       tensors.map(result, result);
     }
+    return success();
+  }
+
+  /// A data loop runs as a kernel: device scalars it captures are read
+  /// from their rank-0 tensors inside it.
+  LogicalResult rewriteDataLoop(scf::ForOp loop) {
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(loop.getRegion(), captured);
+    OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
+    for (Value v : captured)
+      if (device.contains(v)) {
+        Value inside = tensor::ExtractOp::create(b, loop.getLoc(),
+                                                 tensors.lookup(v), ValueRange{});
+        replaceAllUsesInRegionWith(v, inside, loop.getRegion());
+      }
+    if (llvm::any_of(loop.getInitArgs(),
+                     [&](Value v) { return device.contains(v); }))
+      return loop.emitError("a loop over tensor data starts from a scalar "
+                            "computed on the device");
     return success();
   }
 

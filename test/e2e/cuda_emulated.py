@@ -1,0 +1,118 @@
+# The CUDA pipeline, checked on the CPU: --target cuda-emulated compiles a
+# step through every CUDA transformation (per-step scalars as device
+# buffers, scalar glue kept in rank-0 device tensors, two-stage reductions,
+# the planned workspace, one kernel per linalg op, the device-access check)
+# and runs each kernel's threads one after the other on the host. Trained
+# with the same flags and data, it must reach the CPU artifact's parameters
+# and losses: the transformations compute the same step, whatever the
+# order threads run in (every thread writes only its own outputs). Models:
+# PyTorch exports of an MLP, a CNN and a GPT with padded tokens, a partial
+# last window, Dropout, fp16 with dynamic loss scaling (an injected overflow
+# skipped on both), SGD with momentum, a gradient-only step, and two
+# data-parallel ranks.
+#
+# REQUIRES: torch, mpi
+# RUN: rm -rf %t && mkdir -p %t
+# RUN: %python %s %t
+
+import json
+import os
+import sys
+
+import numpy as np
+
+import accrue_e2e as e2e
+import zoo
+
+out = sys.argv[1]
+MPIRUN = [os.environ.get("ACCRUE_MPIRUN", "mpirun"), "--oversubscribe", "-np", "2"]
+rng = np.random.default_rng(11)
+
+
+def export(name, module, samples):
+    data = module.data(samples, rng)
+    path = os.path.join(out, name + ".onnx")
+    zoo.export(module, data, path, 17)
+    npz = os.path.join(out, name + ".npz")
+    np.savez(npz, **data)
+    return path, npz
+
+
+def both(tag, model, data, micro_batch, steps, ranks=1, extra=(), **flags):
+    """Trains the CPU and the emulated CUDA artifact; returns both results."""
+    results = []
+    for target in ("cpu", "cuda-emulated"):
+        name = "%s_%s" % (tag, target)
+        art = e2e.compile_model(model, os.path.join(out, name), micro_batch,
+                                target=target, **flags)
+        manifest = json.load(open(os.path.join(art, "step.json")))
+        assert manifest["target"] == target, manifest["target"]
+        trained = os.path.join(out, name + ".onnx")
+        log = os.path.join(out, name + ".jsonl")
+        cmd = [e2e.tool("accrue-train"), art, "--data", data, "--no-progress",
+               "--steps", str(steps), "--log", log]
+        if flags.get("optimizer") == "none":
+            cmd += ["--save-gradients", trained + ".npz"]
+        else:
+            cmd += ["--export", trained]
+        e2e.run((MPIRUN if ranks > 1 else []) + cmd + list(extra))
+        params = (dict(np.load(trained + ".npz")) if flags.get("optimizer") == "none"
+                  else e2e.initializers(trained))
+        results.append((params, e2e.read_jsonl(log), manifest))
+    return results
+
+
+def same(tag, cpu, emulated, rtol=2e-5, atol=1e-6):
+    (cpu_params, cpu_log, _), (emu_params, emu_log, manifest) = cpu, emulated
+    # The emulated step takes its per-step scalars as buffers and its
+    # temporaries from a workspace.
+    kinds = {a["role"]: a["kind"] for a in manifest["args"]}
+    assert kinds["lr"] == "buffer" and "workspace" in kinds, kinds
+    for name, value in cpu_params.items():
+        e2e.assert_close("%s %s" % (tag, name), zoo.comparable(name, emu_params[name]),
+                         zoo.comparable(name, value), rtol=rtol, atol=atol)
+    assert len(cpu_log) == len(emu_log)
+    for a, b in zip(cpu_log, emu_log):
+        assert set(a) == set(b), (a, b)
+        for key in a:
+            if isinstance(a[key], float):
+                assert abs(a[key] - b[key]) <= 1e-5 * abs(a[key]) + 1e-7, (key, a, b)
+            else:
+                assert a[key] == b[key], (key, a, b)
+    print("%s: %d steps, losses and parameters agree" % (tag, len(cpu_log)))
+
+
+common = dict(accumulation_steps=4, optimizer="adamw", lr=0.01, weight_decay=0.01,
+              clip_norm=0.5)
+
+mse, mse_data = export("mse", zoo.MSEMLP(1), 64)
+same("mse", *both("mse", mse, mse_data, 4, 4, **common))
+
+cnn, cnn_data = export("cnn", zoo.CNN(2), 32)
+same("cnn", *both("cnn", cnn, cnn_data, 2, 4, **common))
+
+# Padded tokens (ignore_index) and 19 samples: the last window is partial.
+gpt, gpt_data = export("gpt", zoo.GPT(3), 19)
+same("gpt", *both("gpt", gpt, gpt_data, 2, 3, **common))
+
+dropout, dropout_data = export("dropout", zoo.GPT(4, dropout=0.2, loss="masked"), 16)
+same("gpt dropout", *both("dropout", dropout, dropout_data, 2, 2, **common))
+
+# fp16 with dynamic loss scaling from a scale that overflows: both skip the
+# same steps and back off the same way.
+cpu, emulated = both("fp16", mse, mse_data, 4, 6, precision="fp16",
+                     loss_scale="dynamic:init=1e38,interval=2", **common)
+assert any(r["skipped"] for r in cpu[1]), cpu[1]
+same("mse fp16 dynamic loss scale", cpu, emulated, rtol=1e-3, atol=1e-5)
+
+same("mse sgd momentum", *both("sgd", mse, mse_data, 4, 4, accumulation_steps=2,
+                               optimizer="sgd", lr=0.1, momentum=0.9, nesterov=True))
+same("gpt gradients only", *both("grads", gpt, gpt_data, 2, 1, accumulation_steps=4,
+                                 optimizer="none"))
+
+# Two ranks: the loss sum and count ride in the accumulator's tail through
+# one all-reduce, as on the CPU.
+cpu, emulated = both("dp", gpt, gpt_data, 2, 2, ranks=2, data_parallel=True, **common)
+assert all(r["all_reduces"] == 1 for r in emulated[1]), emulated[1]
+same("gpt 2 ranks", cpu, emulated)
+print("ok")
