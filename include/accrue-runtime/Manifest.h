@@ -89,6 +89,8 @@ struct Manifest {
   /// window may be padded to whole micro-batches.
   bool partialWindows = false;
   LossScaling lossScaling;
+  /// CUDA steps: the GPU architectures whose PTX step.so embeds ("sm_90").
+  std::vector<std::string> cudaArchs;
 
   bool dataParallel() const {
     return collectives != ACCRUE_COLLECTIVES_NONE;

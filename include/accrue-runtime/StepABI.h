@@ -69,6 +69,15 @@ typedef struct AccrueBuffer {
 
 typedef void (*AccrueAllReduceFn)(AccrueBuffer *buffer);
 
+/* CUDA steps: step.so embeds its kernels as one PTX bundle, the argument of
+ * the mgpuModuleLoadJIT call its constructors make: a header (the magic,
+ * then a uint32 count and a uint32 zero), `count` entries (uint32 sm version
+ * such as 90, uint32 zero, uint64 offset from the bundle's start, uint64
+ * size including the terminating NUL), then the PTX texts. The runtime loads
+ * the newest one the device runs. All integers little-endian. */
+#define ACCRUE_PTX_BUNDLE_MAGIC "ACCRUE-PTX-1\0\0\0"
+#define ACCRUE_PTX_BUNDLE_MAGIC_SIZE 16
+
 /* Parameters start at multiples of this many elements (64 bytes) in the flat
  * arenas; a data-parallel step reserves this many elements at the end of
  * every arena for the loss sum and count. */
@@ -101,6 +110,7 @@ typedef void (*AccrueAllReduceFn)(AccrueBuffer *buffer);
 #define ACCRUE_KEY_ACTIVATION_BYTES "activation_bytes"
 #define ACCRUE_KEY_PARTIAL_WINDOWS "partial_windows"
 #define ACCRUE_KEY_LOSS_SCALE "loss_scale"
+#define ACCRUE_KEY_CUDA_ARCHS "cuda_archs"
 /* Keys inside an argument, a parameter, the optimizer and the loss scale. */
 #define ACCRUE_KEY_ROLE "role"
 #define ACCRUE_KEY_NAME "name"

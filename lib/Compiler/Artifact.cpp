@@ -85,6 +85,13 @@ accrue::buildManifest(ModuleOp module, const CompilerOptions &options,
 
   rt::Manifest m;
   m.target = options.pipeline.target;
+  if (m.target == ACCRUE_TARGET_CUDA) {
+    llvm::SmallVector<StringRef> archs;
+    StringRef(options.pipeline.cuda.archs)
+        .split(archs, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef arch : archs)
+      m.cudaArchs.push_back(arch.str());
+  }
   for (auto [entry, type] : llvm::zip(abi, step.getArgumentTypes())) {
     auto dict = cast<DictionaryAttr>(entry);
     rt::ArgSpec arg;

@@ -5,6 +5,7 @@
 #include "Artifact.h"
 
 #include "accrue/Codegen/CPU/Pipelines.h"
+#include "accrue/Codegen/CUDA/CUDATarget.h"
 #include "accrue/Codegen/CUDA/Pipelines.h"
 #include "accrue/Dialect/Train/IR/Train.h"
 #include "accrue/Dialect/Train/Utils/MemoryEstimate.h"
@@ -437,6 +438,17 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
       })))
     return failure();
   bool cpuTarget = options.pipeline.target == ACCRUE_TARGET_CPU;
+  if (options.pipeline.target == ACCRUE_TARGET_CUDA &&
+      !cuda::findToolkit(options.pipeline.cuda.toolkit))
+    return emitError(UnknownLoc::get(&ctx))
+           << "no CUDA toolkit with libdevice (nvvm/libdevice/libdevice.10.bc)"
+           << (options.pipeline.cuda.toolkit.empty()
+                   ? std::string(" in CUDA_HOME, /usr/local/cuda or the "
+                                 "nvidia-cuda-nvcc Python package")
+                   : " at '" + options.pipeline.cuda.toolkit + "'")
+           << "; " << settingRef("target")
+           << " cuda needs one (scripts/setup installs it), or set "
+           << settingRef("cuda_toolkit");
   if (failed(runPasses(cpuTarget ? "bufferize" : "bufferize and form kernels",
                        [&](OpPassManager &pm) {
                          if (cpuTarget) {
@@ -474,6 +486,16 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
     return failure();
   if (options.emit == EmitKind::MLIR)
     return writeModule();
+
+  // CUDA: one PTX bundle in step.so; each architecture's PTX in a file.
+  std::map<std::string, std::string> ptx;
+  if (options.pipeline.target == ACCRUE_TARGET_CUDA) {
+    FailureOr<std::map<std::string, std::string>> bundled =
+        cuda::bundleKernels(module);
+    if (failed(bundled))
+      return failure();
+    ptx = std::move(*bundled);
+  }
 
   phase.stop();
   phase = root.nest("translate to LLVM IR");
@@ -526,6 +548,9 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
       failed(writeTextFile(file(ACCRUE_FILE_HEADER), buildHeader(*manifest),
                            error)))
     return fail(error);
+  for (const auto &[arch, text] : ptx)
+    if (failed(writeTextFile(file("kernels." + arch + ".ptx"), text, error)))
+      return fail(error);
   llvm::sys::fs::remove(object);
   if (failed(installDirectory(ctx, tmp, options.output))) {
     llvm::sys::fs::remove_directories(tmp);

@@ -91,6 +91,8 @@ uint64_t Manifest::fingerprint() const noexcept {
     for (const std::string &field : arg.fields)
       f << field;
   }
+  for (const std::string &arch : cudaArchs)
+    f << arch;
   f << static_cast<int64_t>(params.size());
   for (const ParamSpec &param : params)
     f << param.name << param.shape << param.offset << param.numel;
@@ -162,6 +164,8 @@ std::string Manifest::toJson() const noexcept {
   };
   if (activationBytes)
     manifest[ACCRUE_KEY_ACTIVATION_BYTES] = *activationBytes;
+  if (!cudaArchs.empty())
+    manifest[ACCRUE_KEY_CUDA_ARCHS] = cudaArchs;
   // Names come from ONNX files: replace invalid UTF-8 rather than throw.
   return manifest.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -250,6 +254,9 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     if (doc.contains(ACCRUE_KEY_ACTIVATION_BYTES))
       m.activationBytes = doc.at(ACCRUE_KEY_ACTIVATION_BYTES).get<int64_t>();
     m.partialWindows = doc.at(ACCRUE_KEY_PARTIAL_WINDOWS).get<bool>();
+    if (doc.contains(ACCRUE_KEY_CUDA_ARCHS))
+      m.cudaArchs =
+          doc.at(ACCRUE_KEY_CUDA_ARCHS).get<std::vector<std::string>>();
     const json &scaling = doc.at(ACCRUE_KEY_LOSS_SCALE);
     m.lossScaling.mode =
         readEnum(scaling, ACCRUE_KEY_MODE, accrueParseLossScaleMode, path);

@@ -12,8 +12,12 @@
 
 #include "accrue/Codegen/CUDA/Passes.h"
 
+#include "accrue/Dialect/Train/IR/Train.h"
+
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace accrue::cuda {
 #define GEN_PASS_DEF_CUDAFORMKERNELS
@@ -44,10 +48,35 @@ SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
   return indices;
 }
 
+/// What a kernel computes, for its name: "update" for the op that writes
+/// the parameters, else the ONNX node it comes from, else "kernel".
+std::string kernelTag(linalg::GenericOp op) {
+  auto step = op->getParentOfType<func::FuncOp>();
+  for (Value init : op.getDpsInits()) {
+    auto arg = dyn_cast<BlockArgument>(init);
+    if (arg && step && arg.getOwner() == &step.getBody().front() &&
+        accrue::train::getArgRole(step, arg.getArgNumber()) ==
+            ACCRUE_ROLE_PARAMS)
+      return "update";
+  }
+  std::string tag = "kernel";
+  op.getLoc()->walk([&](Location loc) {
+    if (auto name = dyn_cast<NameLoc>(loc)) {
+      tag = name.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return tag;
+}
+
 /// Replaces the generic op `op` (buffer semantics) by a kernel.
 LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
                          int64_t blockSize) {
-  Location loc = op.getLoc();
+  // The kernel keeps the op's location, tagged with what it computes
+  // (cuda-merge-kernel-modules names it after the tag).
+  Location loc = FusedLoc::get(op.getContext(), {op.getLoc()},
+                               rewriter.getStringAttr(kernelTag(op)));
   rewriter.setInsertionPoint(op);
   SmallVector<Range, 4> ranges =
       cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(rewriter, loc);
@@ -292,6 +321,20 @@ struct CudaFormKernelsPass
       if (failed(formKernel(rewriter, generic, blockSize)))
         return signalPassFailure();
     }
+    // Constant globals are host memory: each kernel reads its own copy
+    // (kernel outlining copies the global into the kernel's module).
+    getOperation().walk([&](gpu::LaunchOp launch) {
+      llvm::SetVector<Value> captured;
+      getUsedValuesDefinedAbove(launch.getBody(), captured);
+      for (Value value : captured) {
+        auto global = value.getDefiningOp<memref::GetGlobalOp>();
+        if (!global)
+          continue;
+        rewriter.setInsertionPointToStart(&launch.getBody().front());
+        Value local = rewriter.clone(*global)->getResult(0);
+        replaceAllUsesInRegionWith(value, local, launch.getBody());
+      }
+    });
   }
 };
 

@@ -4,10 +4,16 @@
 
 #include "accrue/Codegen/CPU/Passes.h"
 #include "accrue/Codegen/CPU/Pipelines.h"
+#include "accrue/Codegen/CUDA/CUDATarget.h"
 #include "accrue/Codegen/CUDA/Passes.h"
 #include "accrue/Conversion/Passes.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -52,6 +58,50 @@ void buildCUDAToLLVMPipeline(OpPassManager &pm,
     cpu::buildCPUToLLVMPipeline(pm, host);
     return;
   }
+  // Kernels: one module, bf16/f16 arithmetic in f32 (rounded after each
+  // op, as on the CPU), NVVM for every architecture.
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createCudaMergeKernelModules());
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16", "f16"};
+  emulate.targetTypeStr = "f32";
+  kernels.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+  kernels.addPass(math::createMathExtendToSupportedTypes());
+  kernels.addPass(memref::createExpandStridedMetadataPass());
+  kernels.addPass(createLowerAffinePass());
+  kernels.addPass(createSCFToControlFlowPass());
+  SmallVector<StringRef> archs;
+  StringRef(options.cuda.archs).split(archs, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef arch : archs) {
+    GpuNVVMAttachTargetOptions target;
+    target.chip = arch.str();
+    target.features = "+ptx80";
+    target.optLevel = 3;
+    pm.addPass(createGpuNVVMAttachTarget(target));
+  }
+  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  // Host code: launches become calls of the runtime's mgpu* entries.
+  pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+  // PTX for every architecture (libdevice linked from the toolkit).
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  binary.toolkitPath =
+      findToolkit(options.cuda.toolkit).value_or(options.cuda.toolkit);
+  pm.addPass(createGpuModuleToBinaryPass(binary));
 }
 
 void buildCUDALoweringPipeline(OpPassManager &pm,

@@ -126,6 +126,18 @@ def CudaVerifyDeviceAccess
   }];
 }
 
+def CudaMergeKernelModules
+    : Pass<"cuda-merge-kernel-modules", "::mlir::ModuleOp"> {
+  let summary = "Put every outlined kernel into one gpu.module";
+  let description = [{
+    Kernel outlining gives each kernel a module of its own. This moves every
+    kernel (and the constant globals kernels read, once each) into one
+    `gpu.module @kernels`, so a step is one PTX module per architecture,
+    loaded once, and launches refer to `@kernels::@<kernel>`.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def CudaEmulateKernels : Pass<"cuda-emulate-kernels", "::mlir::ModuleOp"> {
   let summary = "Run each gpu.launch as loops on the host (for testing)";
   let description = [{

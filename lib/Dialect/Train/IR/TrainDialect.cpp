@@ -33,6 +33,11 @@ int64_t accrue::train::getNumElements(Type type) {
 std::optional<AccrueArgRole>
 accrue::train::getArgRole(FunctionOpInterface func, unsigned index) {
   auto role = func.getArgAttrOfType<StringAttr>(index, StepAttrs::kRole);
+  // A finalized step records its roles in train.abi.
+  if (auto abi = func->getAttrOfType<ArrayAttr>(StepAttrs::kABI);
+      !role && abi && index < abi.size())
+    if (auto entry = dyn_cast<DictionaryAttr>(abi[index]))
+      role = entry.getAs<StringAttr>(StepAttrs::kRole);
   AccrueArgRole value;
   if (!role || accrueParseArgRole(role.getValue().str().c_str(), &value) != 0)
     return std::nullopt;

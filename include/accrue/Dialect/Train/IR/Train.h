@@ -75,8 +75,8 @@ struct StepAttrs {
 /// Number of elements of a statically shaped tensor type.
 int64_t getNumElements(mlir::Type type);
 
-/// The role of argument `index` of `func` (its train.role), if it has a
-/// known one.
+/// The role of argument `index` of `func` (its train.role, or its entry in
+/// a finalized step's train.abi), if it has a known one.
 std::optional<AccrueArgRole> getArgRole(mlir::FunctionOpInterface func,
                                         unsigned index);
 
