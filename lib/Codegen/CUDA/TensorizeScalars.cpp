@@ -226,7 +226,8 @@ private:
     if (op->getNumResults() == 1)
       for (auto [i, operand] : llvm::enumerate(op->getOperands()))
         if (device.contains(operand) &&
-            operand.getType() == op->getResult(0).getType()) {
+            getElementTypeOrSelf(operand.getType()) ==
+                op->getResult(0).getType()) {
           inPlace = i;
           break;
         }
@@ -307,6 +308,13 @@ private:
 
   /// A loop carrying device scalars carries rank-0 tensors instead.
   LogicalResult rewriteFor(scf::ForOp loop) {
+    if (llvm::any_of(loop.getOperands().take_front(
+                         loop.getNumControlOperands()),
+                     [&](Value v) { return device.contains(v); }))
+      return loop.emitError("host code needs 'scf.for' of a value computed "
+                            "on the device (from tensor data) as a bound; "
+                            "running it would synchronize the device every "
+                            "step");
     OpBuilder b(loop);
     Location loc = loop.getLoc();
     SmallVector<unsigned> carried;
@@ -331,7 +339,12 @@ private:
       // the iteration argument; fusion folds the copy into its producer).
       Value yielded = asTensor(yb, yield.getLoc(), yield.getOperand(i));
       Value iterArg = loop.getRegionIterArg(i);
-      if (yielded != iterArg)
+      auto producer = yielded.getDefiningOp<DestinationStyleOpInterface>();
+      bool inPlace =
+          yielded == iterArg ||
+          (producer && producer.getTiedOpOperand(cast<OpResult>(yielded))
+                               ->get() == iterArg);
+      if (!inPlace)
         yielded = linalg::CopyOp::create(yb, yield.getLoc(), yielded, iterArg)
                       .getResult(0);
       yield.setOperand(i, yielded);

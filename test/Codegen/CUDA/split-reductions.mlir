@@ -1,0 +1,89 @@
+// RUN: accrue-opt %s -split-input-file -cuda-split-reductions | FileCheck %s
+
+// A full reduction over 100 elements: 7 threads fold the strided shares
+// p, p + 7, ... (15 each, the last ones padded with the identity), one
+// thread folds the partials into the original initial value.
+
+// CHECK-LABEL: func @sum
+// CHECK-SAME: (%[[X:.+]]: tensor<10x10xf32>, %[[INIT:.+]]: tensor<f32>)
+// CHECK: %[[ID:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[P0:.+]] = linalg.fill ins(%[[ID]] : f32) outs(%{{.+}} : tensor<7xf32>)
+// CHECK: %[[P:.+]] = linalg.generic {{.*}} iterator_types = ["parallel"]} outs(%[[P0]] : tensor<7xf32>)
+// CHECK:   %[[T:.+]] = linalg.index 0 : index
+// CHECK:   scf.for %[[J:.+]] = %{{.+}} to %c15 step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}})
+// CHECK:     %[[JP:.+]] = arith.muli %[[J]], %c7
+// CHECK:     %[[I:.+]] = arith.addi %[[JP]], %[[T]]
+// CHECK:     %[[VALID:.+]] = arith.cmpi ult, %[[I]], %c100
+// CHECK:     tensor.extract %[[X]]
+// CHECK:     %[[ADD:.+]] = arith.addf
+// CHECK:     arith.select %[[VALID]], %[[ADD]], %[[ACC]]
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[P]] : tensor<7xf32>) outs(%[[INIT]] : tensor<f32>)
+// CHECK:   arith.addf
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> ()>
+func.func @sum(%x: tensor<10x10xf32>, %init: tensor<f32>) -> tensor<f32> {
+  %r = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction", "reduction"]}
+      ins(%x : tensor<10x10xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %sq = arith.mulf %in, %in : f32
+    %s = arith.addf %out, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+// A maximum starts its partials at -inf.
+
+// CHECK-LABEL: func @max
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: linalg.generic {{.*}}["parallel"]
+// CHECK: linalg.generic {{.*}}["reduction"]
+// CHECK:   arith.maximumf
+#id = affine_map<(d0) -> (d0)>
+#all = affine_map<(d0) -> ()>
+func.func @max(%x: tensor<256xf32>, %init: tensor<f32>) -> tensor<f32> {
+  %r = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction"]}
+      ins(%x : tensor<256xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %out : f32
+    linalg.yield %m : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+// Left alone: too few elements, a reduction with parallel loops (one thread
+// per row already), and a combiner the pass does not know.
+
+// CHECK-LABEL: func @left_alone
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT: linalg.generic
+#id = affine_map<(d0) -> (d0)>
+#all = affine_map<(d0) -> ()>
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @left_alone(%small: tensor<8xf32>, %x: tensor<4x256xf32>, %y: tensor<256xf32>,
+                      %s: tensor<f32>, %r: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>, tensor<f32>) {
+  %a = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction"]}
+      ins(%small : tensor<8xf32>) outs(%s : tensor<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %v = arith.addf %in, %out : f32
+    linalg.yield %v : f32
+  } -> tensor<f32>
+  %b = linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x256xf32>) outs(%r : tensor<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %v = arith.addf %in, %out : f32
+    linalg.yield %v : f32
+  } -> tensor<4xf32>
+  %c = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction"]}
+      ins(%y : tensor<256xf32>) outs(%s : tensor<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %v = arith.subf %out, %in : f32
+    linalg.yield %v : f32
+  } -> tensor<f32>
+  return %a, %b, %c : tensor<f32>, tensor<4xf32>, tensor<f32>
+}
