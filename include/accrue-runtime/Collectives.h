@@ -4,6 +4,7 @@
 #define ACCRUE_RUNTIME_COLLECTIVES_H
 
 #include <cstdint>
+#include <functional>
 
 namespace accrue::rt {
 
@@ -21,8 +22,14 @@ public:
   void allReduceSum(float *data, int64_t count);
   /// All-reduces performed so far (for the metrics).
   int64_t calls() const { return numCalls; }
+  void countCall() { ++numCalls; }
   /// Every rank's copy of `data` becomes rank 0's.
   void broadcast(float *data, int64_t count);
+  /// Every rank's `bytes` at `data` become rank 0's.
+  void broadcastBytes(void *data, int64_t bytes);
+  /// Sums device buffers instead of host ones: the step's collective hook
+  /// hands its buffer to `reducer` (a CUDA backend installs NCCL).
+  static void setDeviceReducer(std::function<void(float *, int64_t)> reducer);
   /// Whether all ranks pass the same value (a cheap consistency check).
   bool agree(int64_t value);
   /// Ends every rank after an error on one (the others may be waiting in

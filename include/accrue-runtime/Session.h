@@ -118,6 +118,8 @@ struct Dataset {
 
 /// How a Session runs; each field is the setting of the same name.
 struct SessionOptions {
+  /// Where the step runs; unset: the device of the artifact's target.
+  std::optional<Device> device;
   /// Optimizer steps in all (a resumed run continues up to it); unset: one
   /// pass over the data.
   std::optional<int64_t> steps;
@@ -154,6 +156,9 @@ struct StepRecord {
   StepMetrics metrics;
   /// Collectives the step ran (data-parallel artifacts), else -1.
   int64_t allReduces = -1;
+  /// Device targets: host synchronizations and graph launches the step
+  /// made, else -1.
+  int64_t synchronizations = -1, graphLaunches = -1;
   /// The metrics.jsonl line, without the newline.
   std::string json;
 };

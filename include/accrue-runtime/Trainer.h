@@ -12,6 +12,7 @@
 #include "accrue-runtime/Manifest.h"
 
 #include <deque>
+#include <optional>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,21 +61,76 @@ private:
   void (*entryPoint)(void **) = nullptr;
 };
 
-/// A 64-byte aligned, zero-initialized float buffer.
-class Arena {
+/// The devices a step runs on: the host (targets cpu and cuda-emulated)
+/// or an NVIDIA GPU (target cuda).
+enum class Device { CPU, CUDA };
+
+/// "cpu" or "cuda" (the setting's spelling); throws naming the setting.
+Device parseDevice(const std::string &name);
+const char *deviceName(Device device);
+/// The device an artifact's target runs on.
+Device deviceFor(const Manifest &manifest);
+
+/// Where a step's buffers live and how it is called: host memory and a
+/// plain call, or device memory, one stream and captured CUDA graphs.
+class Backend {
 public:
-  explicit Arena(int64_t size);
-  ~Arena();
-  Arena(const Arena &) = delete;
-  Arena &operator=(const Arena &) = delete;
-  float *data() { return values; }
-  const float *data() const { return values; }
-  int64_t size() const { return count; }
-  void zero();
+  virtual ~Backend() = default;
+  /// `bytes` of zeroed memory for the step's buffers (64-byte aligned).
+  virtual void *allocate(size_t bytes) = 0;
+  virtual void release(void *buffer) = 0;
+  virtual void upload(void *dst, const void *src, size_t bytes) = 0;
+  virtual void download(void *dst, const void *src, size_t bytes) = 0;
+  virtual void fillZero(void *dst, size_t bytes) = 0;
+  /// Calls the step with `args`. `shapeKey` names the shapes of the
+  /// arguments (a CUDA backend captures a graph per key and replays it).
+  virtual void call(const Artifact &artifact, PackedArgs &args,
+                    int64_t shapeKey) = 0;
+  /// Waits for every call and copy issued so far.
+  virtual void synchronize() = 0;
+  /// Whether buffers are host memory the host may use directly.
+  virtual bool hostMemory() const = 0;
+  /// Host synchronizations performed so far (for the metrics).
+  virtual int64_t synchronizations() const { return 0; }
+  /// Graph launches performed so far (CUDA).
+  virtual int64_t graphLaunches() const { return 0; }
+  /// Forgets what was learned from earlier calls (captured graphs): the
+  /// buffers the arguments point to changed.
+  virtual void forgetCalls() {}
+  /// Data parallelism: sums device buffers over the ranks with the device's
+  /// own collectives (NCCL) instead of MPI on host memory.
+  virtual void joinCollectives() {}
+
+  /// The backend of `device`; throws (naming what is missing) when the
+  /// device cannot be used.
+  static std::unique_ptr<Backend> create(Device device);
+};
+
+/// Memory of a backend, released with it.
+class Buffer {
+public:
+  Buffer() = default;
+  Buffer(Backend &backend, size_t bytes)
+      : backend(&backend), pointer(backend.allocate(bytes)), size(bytes) {}
+  ~Buffer() {
+    if (pointer)
+      backend->release(pointer);
+  }
+  Buffer(Buffer &&other) noexcept { *this = std::move(other); }
+  Buffer &operator=(Buffer &&other) noexcept {
+    std::swap(backend, other.backend);
+    std::swap(pointer, other.pointer);
+    std::swap(size, other.size);
+    return *this;
+  }
+  void *data() const { return pointer; }
+  float *floats() const { return static_cast<float *>(pointer); }
+  size_t bytes() const { return size; }
 
 private:
-  float *values = nullptr;
-  int64_t count = 0;
+  Backend *backend = nullptr;
+  void *pointer = nullptr;
+  size_t size = 0;
 };
 
 /// What one optimizer step reports.
@@ -96,8 +152,11 @@ struct StepMetrics {
 class Trainer {
 public:
   /// Loads the artifact's initial parameters (data-parallel ranks start
-  /// from rank 0's).
-  explicit Trainer(std::shared_ptr<const Artifact> artifact);
+  /// from rank 0's) onto `device` (unset: the artifact's target's). Refuses
+  /// a device the artifact was not compiled for.
+  explicit Trainer(std::shared_ptr<const Artifact> artifact,
+                   std::optional<Device> device = std::nullopt);
+  ~Trainer();
 
   const Artifact &artifact() const { return *art; }
 
@@ -118,8 +177,8 @@ public:
   double lossScale() const { return scale; }
   int64_t finiteStreak() const { return streak; }
 
-  const Arena &params() const { return *paramArena; }
-  const Arena &grads() const { return *gradArena; }
+  Device device() const { return deviceKind; }
+  Backend &backend() const { return *exec; }
 
   /// The current value of every parameter, by name.
   std::map<std::string, Array> parameterArrays() const;
@@ -140,11 +199,26 @@ public:
   std::map<std::string, std::string> loadCheckpoint(const std::string &path);
 
 private:
+  /// The named slices of `arena` as host arrays.
+  std::map<std::string, Array> arenaArrays(const Buffer &arena) const;
+  /// A host copy of `arena`'s floats.
+  std::vector<float> hostCopy(const Buffer &arena) const;
+  /// Batch buffers on the device, for `samples` rows each.
+  void reserveBatch(int64_t samples);
+
   std::shared_ptr<const Artifact> art;
-  std::unique_ptr<Arena> paramArena, gradArena;
-  std::vector<std::unique_ptr<Arena>> stateArenas;
+  Device deviceKind;
+  std::unique_ptr<Backend> exec;
+  Buffer paramArena, gradArena;
+  std::vector<Buffer> stateArenas;
   /// Scratch memory of steps that take a workspace.
-  std::vector<uint8_t> workspace;
+  Buffer workspace;
+  /// The metrics buffer and the per-step scalars the step reads from
+  /// memory (device targets), one 16-byte slot each.
+  Buffer metricsBuffer, scalars;
+  /// Device targets: the batch inputs' device copies and their capacity.
+  std::vector<Buffer> batchBuffers;
+  int64_t batchCapacity = 0;
   int64_t completed = 0;
   double scale = 1.0;
   int64_t streak = 0;

@@ -51,14 +51,19 @@ uint32_t checksum(const std::vector<TensorRef> &tensors) {
 void Trainer::saveCheckpoint(
     const std::string &path,
     const std::map<std::string, std::string> &run) const {
+  // Host copies of the arenas (device targets keep them on the device).
+  std::vector<float> params = hostCopy(paramArena);
+  std::vector<std::vector<float>> states;
+  for (const Buffer &state : stateArenas)
+    states.push_back(hostCopy(state));
   std::vector<TensorRef> tensors;
   for (const ParamSpec &param : art->params)
-    tensors.push_back(slice(param.name, paramArena->data(), param));
+    tensors.push_back(slice(param.name, params.data(), param));
   std::vector<std::string> names = art->stateNames();
-  for (size_t s = 0; s < stateArenas.size(); ++s)
+  for (size_t s = 0; s < states.size(); ++s)
     for (const ParamSpec &param : art->params)
       tensors.push_back(
-          slice(names[s] + "/" + param.name, stateArenas[s]->data(), param));
+          slice(names[s] + "/" + param.name, states[s].data(), param));
 
   std::map<std::string, std::string> metadata;
   for (const auto &[key, value] : run)
@@ -136,18 +141,20 @@ Trainer::loadCheckpoint(const std::string &path) {
     throw bad("has a corrupt step count");
   }
 
-  // Everything checked: restore.
-  auto restore = [&](float *arena, const std::string &name,
-                     const ParamSpec &param) {
-    std::memcpy(arena + param.offset, arrays.at(name).data.data(),
-                param.numel * sizeof(float));
-  };
-  for (const ParamSpec &param : art->params)
-    restore(paramArena->data(), param.name, param);
-  for (size_t s = 0; s < names.size(); ++s)
+  // Everything checked: restore, arena by arena.
+  auto restore = [&](Buffer &arena, const std::string &prefix) {
+    std::vector<float> values(art->arenaSize, 0.0f);
     for (const ParamSpec &param : art->params)
-      restore(stateArenas[s]->data(), names[s] + "/" + param.name, param);
-  gradArena->zero();
+      std::memcpy(values.data() + param.offset,
+                  arrays.at(prefix + param.name).data.data(),
+                  param.numel * sizeof(float));
+    exec->upload(arena.data(), values.data(), arena.bytes());
+    exec->synchronize();
+  };
+  restore(paramArena, "");
+  for (size_t s = 0; s < names.size(); ++s)
+    restore(stateArenas[s], names[s] + "/");
+  exec->fillZero(gradArena.data(), gradArena.bytes());
   completed = step;
   scale = savedScale;
   streak = savedStreak;

@@ -46,12 +46,18 @@ struct Mpi {
   decltype(&MPI_Bcast) bcast;
   decltype(&MPI_Abort) abort;
   MPI_Comm world;
-  MPI_Datatype f32, i64;
+  MPI_Datatype f32, i64, byte;
   MPI_Op sum, min, max;
 };
 
 /// Set once MPI is loaded and initialized; until then no run is parallel.
 Mpi *loadedMpi = nullptr;
+
+/// The reducer of device buffers, if a device backend installed one.
+std::function<void(float *, int64_t)> &deviceReducer() {
+  static std::function<void(float *, int64_t)> reducer;
+  return reducer;
+}
 
 /// Loads Open MPI (ACCRUE_MPI_LIBRARY, else libmpi.so.40, Open MPI 4's
 /// soname). RTLD_GLOBAL: Open MPI's own plugins resolve symbols against it.
@@ -99,6 +105,7 @@ Mpi loadMpi() {
   mpi.world = static_cast<MPI_Comm>(symbol("ompi_mpi_comm_world"));
   mpi.f32 = static_cast<MPI_Datatype>(symbol("ompi_mpi_float"));
   mpi.i64 = static_cast<MPI_Datatype>(symbol("ompi_mpi_long_long_int"));
+  mpi.byte = static_cast<MPI_Datatype>(symbol("ompi_mpi_byte"));
   mpi.sum = static_cast<MPI_Op>(symbol("ompi_mpi_op_sum"));
   mpi.min = static_cast<MPI_Op>(symbol("ompi_mpi_op_min"));
   mpi.max = static_cast<MPI_Op>(symbol("ompi_mpi_op_max"));
@@ -188,6 +195,19 @@ void Collectives::broadcast(float *data, int64_t count) {
   });
 }
 
+void Collectives::broadcastBytes(void *data, int64_t bytes) {
+  if (worldSize == 1)
+    return;
+  check(loadedMpi->bcast(data, static_cast<int>(bytes),
+                         loadedMpi->byte, 0, loadedMpi->world),
+        "MPI_Bcast");
+}
+
+void Collectives::setDeviceReducer(
+    std::function<void(float *, int64_t)> reducer) {
+  deviceReducer() = std::move(reducer);
+}
+
 bool Collectives::agree(int64_t value) {
   if (worldSize == 1)
     return true;
@@ -209,8 +229,14 @@ extern "C" void _mlir_ciface_accrue_all_reduce(AccrueBuffer *buffer) {
   try {
     if (buffer->stride != 1)
       throw Error("the buffer is not contiguous");
-    Collectives::get().allReduceSum(buffer->aligned + buffer->offset,
-                                    buffer->size);
+    float *data = buffer->aligned + buffer->offset;
+    if (deviceReducer()) {
+      Collectives::get().countCall();
+      if (Collectives::get().size() > 1)
+        deviceReducer()(data, buffer->size);
+      return;
+    }
+    Collectives::get().allReduceSum(data, buffer->size);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "accrue_all_reduce: %s\n", e.what());
     Collectives::abortIfParallel(1);

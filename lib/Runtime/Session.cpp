@@ -138,7 +138,7 @@ std::string humanBytes(double bytes) {
 Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
                  SessionOptions options, NoticeSink sink)
     : opts(validated(std::move(options))), notices(std::move(sink)),
-      trainer(std::move(artifact)), data(std::move(dataset)) {
+      trainer(std::move(artifact), opts.device), data(std::move(dataset)) {
   const Artifact &art = trainer.artifact();
   // Data parallelism: each of the G ranks takes its b x K slice of every
   // global window of b x K x G samples; rank 0 alone writes.
@@ -340,6 +340,9 @@ StepRecord Session::step() {
   }
   int64_t collectivesBefore =
       art.dataParallel() ? Collectives::get().calls() : 0;
+  Backend &backend = trainer.backend();
+  int64_t syncsBefore = backend.synchronizations();
+  int64_t graphsBefore = backend.graphLaunches();
 
   StepRecord record;
   record.metrics =
@@ -361,6 +364,12 @@ StepRecord Session::step() {
   if (art.dataParallel()) {
     record.allReduces = Collectives::get().calls() - collectivesBefore;
     line["all_reduces"] = record.allReduces;
+  }
+  if (trainer.device() == Device::CUDA) {
+    record.synchronizations = backend.synchronizations() - syncsBefore;
+    record.graphLaunches = backend.graphLaunches() - graphsBefore;
+    line["device_syncs"] = record.synchronizations;
+    line["graph_launches"] = record.graphLaunches;
   }
   if (art.lossScaling.mode != ACCRUE_LOSS_SCALE_NONE) {
     line["loss_scale"] = m.lossScale;

@@ -20,9 +20,6 @@ Artifact::Artifact(const std::string &directory) : dir(directory) {
   std::string manifestPath = path(ACCRUE_FILE_MANIFEST);
   static_cast<Manifest &>(*this) =
       Manifest::parse(readFile(manifestPath), manifestPath);
-  if (target == ACCRUE_TARGET_CUDA)
-    throw Error("'" + dir + "' was compiled for CUDA (--target cuda); this "
-                "runtime runs CPU artifacts (targets cpu and cuda-emulated)");
   std::string libraryPath = path(library);
   // RTLD_LOCAL: two artifacts in one process keep their symbols apart.
   handle = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -82,23 +79,6 @@ void PackedArgs::addMemref(void *data, const std::vector<int64_t> &shape) {
 }
 
 //===----------------------------------------------------------------------===//
-// Arena
-//===----------------------------------------------------------------------===//
-
-Arena::Arena(int64_t size) : count(size) {
-  size_t bytes = ((std::max<int64_t>(size, 1) * sizeof(float) + 63) / 64) * 64;
-  values = static_cast<float *>(std::aligned_alloc(64, bytes));
-  if (!values)
-    throw Error("out of memory allocating an arena of " + std::to_string(size) +
-                " floats");
-  std::memset(values, 0, bytes);
-}
-
-Arena::~Arena() { std::free(values); }
-
-void Arena::zero() { std::memset(values, 0, count * sizeof(float)); }
-
-//===----------------------------------------------------------------------===//
 // Trainer
 //===----------------------------------------------------------------------===//
 
@@ -122,22 +102,35 @@ static void keepFreedMemoryForReuse() {
   (void)done;
 }
 
-Trainer::Trainer(std::shared_ptr<const Artifact> artifact)
-    : art(std::move(artifact)) {
+Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
+                 std::optional<Device> device)
+    : art(std::move(artifact)), deviceKind(device.value_or(deviceFor(*art))) {
+  if (deviceKind != deviceFor(*art))
+    throw Error("'" + art->dir + "' was compiled for target " +
+                accrueTargetName(art->target) + ", which runs on " +
+                deviceName(deviceFor(*art)) + ", not on " +
+                settingRef("device") + " " + deviceName(deviceKind));
   keepFreedMemoryForReuse();
+  exec = Backend::create(deviceKind);
   scale = art->lossScaling.mode == ACCRUE_LOSS_SCALE_NONE
               ? 1.0
               : art->lossScaling.init;
-  paramArena = std::make_unique<Arena>(art->arenaSize);
-  gradArena = std::make_unique<Arena>(art->arenaSize);
+  size_t arenaBytes = art->arenaSize * sizeof(float);
+  paramArena = Buffer(*exec, arenaBytes);
+  gradArena = Buffer(*exec, arenaBytes);
   for (size_t s = 0; s < art->stateNames().size(); ++s)
-    stateArenas.push_back(std::make_unique<Arena>(art->arenaSize));
-  for (const ArgSpec &arg : art->args)
+    stateArenas.emplace_back(*exec, arenaBytes);
+  for (const ArgSpec &arg : art->args) {
     if (arg.role == ACCRUE_ROLE_WORKSPACE)
-      workspace.assign(arg.shape[0], 0);
+      workspace = Buffer(*exec, std::max<int64_t>(arg.shape[0], 1));
+    if (arg.role == ACCRUE_ROLE_METRICS)
+      metricsBuffer = Buffer(*exec, arg.fields.size() * sizeof(float));
+  }
+  scalars = Buffer(*exec, 16 * 8);
 
   std::string initPath = art->path(art->init);
   std::map<std::string, Array> init = readSafetensors(initPath);
+  std::vector<float> params(art->arenaSize, 0.0f);
   for (const ParamSpec &param : art->params) {
     auto it = init.find(param.name);
     if (it == init.end())
@@ -146,7 +139,7 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact)
     if (a.dtype != DType::F32 || a.shape != param.shape)
       throw Error("'" + initPath + "': tensor '" + param.name +
                   "' does not match the manifest's shape");
-    std::memcpy(paramArena->data() + param.offset, a.data.data(),
+    std::memcpy(params.data() + param.offset, a.data.data(),
                 param.numel * sizeof(float));
   }
   // Data-parallel ranks start from rank 0's parameters.
@@ -154,8 +147,37 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact)
     if (!Collectives::get().agree(static_cast<int64_t>(art->fingerprint())))
       throw Error("the ranks loaded different artifacts (their contract "
                   "fingerprints differ); give every rank the same artifact");
-    Collectives::get().broadcast(paramArena->data(), art->arenaSize);
+    Collectives::get().broadcast(params.data(), art->arenaSize);
+    exec->joinCollectives();
   }
+  exec->upload(paramArena.data(), params.data(), arenaBytes);
+  exec->synchronize();
+}
+
+Trainer::~Trainer() {
+  // Buffers go back to the backend before it goes.
+  batchBuffers.clear();
+  stateArenas.clear();
+  paramArena = Buffer();
+  gradArena = Buffer();
+  workspace = Buffer();
+  metricsBuffer = Buffer();
+  scalars = Buffer();
+}
+
+void Trainer::reserveBatch(int64_t samples) {
+  if (samples <= batchCapacity)
+    return;
+  // New buffers: calls captured with the old ones are stale.
+  exec->forgetCalls();
+  batchBuffers.clear();
+  for (const ArgSpec *input : art->batchInputs()) {
+    int64_t row = dtypeSize(input->dtype);
+    for (size_t d = 1; d < input->shape.size(); ++d)
+      row *= input->shape[d];
+    batchBuffers.emplace_back(*exec, std::max<int64_t>(samples * row, 1));
+  }
+  batchCapacity = samples;
 }
 
 StepMetrics Trainer::step(const std::vector<const void *> &inputs,
@@ -182,60 +204,88 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
   if (valid < samples && !art->partialWindows)
     throw Error("step: this artifact cannot mask padding (its loss form is "
                 "not recognized), so every window must be full");
-  int64_t validValue = valid;
   if (!art->hasOptimizer())
-    gradArena->zero();
+    exec->fillZero(gradArena.data(), gradArena.bytes());
+
+  // Batch inputs: host memory is passed as it is; a device gets a copy.
+  std::vector<void *> batchData(inputs.size());
+  if (exec->hostMemory()) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      batchData[i] = const_cast<void *>(inputs[i]);
+  } else {
+    reserveBatch(samples);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      size_t bytes = dtypeSize(batch[i]->dtype) * samples;
+      for (size_t d = 1; d < batch[i]->shape.size(); ++d)
+        bytes *= batch[i]->shape[d];
+      exec->upload(batchBuffers[i].data(), inputs[i], bytes);
+      batchData[i] = batchBuffers[i].data();
+    }
+  }
+
+  // The per-step scalars: by value, or (device targets) in a buffer, one
+  // 16-byte slot each, refreshed before every call.
+  struct Scalars {
+    float lr;
+    int64_t step, valid, sampleBase;
+    float scale;
+  } values{static_cast<float>(lr), completed + 1, valid, sampleBase,
+           static_cast<float>(scale)};
+  alignas(16) uint8_t staged[16 * 8] = {};
+  auto slot = [&](int index) -> void * {
+    return static_cast<uint8_t *>(scalars.data()) + 16 * index;
+  };
+  std::memcpy(staged + 16 * 0, &values.lr, sizeof values.lr);
+  std::memcpy(staged + 16 * 1, &values.step, sizeof values.step);
+  std::memcpy(staged + 16 * 2, &values.valid, sizeof values.valid);
+  std::memcpy(staged + 16 * 3, &values.sampleBase, sizeof values.sampleBase);
+  std::memcpy(staged + 16 * 4, &values.scale, sizeof values.scale);
+  exec->upload(scalars.data(), staged, sizeof staged);
 
   PackedArgs packed;
-  // Scalars go by value, or (device targets) as rank-0 buffers.
-  auto addScalar = [&](const ArgSpec &arg, void *value) {
+  auto addScalar = [&](const ArgSpec &arg, void *value, int index) {
     if (arg.kind == ACCRUE_ARG_BUFFER)
-      packed.addMemref(value, {});
+      packed.addMemref(slot(index), {});
     else
       packed.addScalar(value);
   };
-  float lrValue = static_cast<float>(lr);
-  int64_t stepValue = completed + 1;
-  float scaleValue = static_cast<float>(scale);
-  std::vector<float> metrics;
   const ArgSpec *metricsArg = nullptr;
   size_t nextState = 0, nextInput = 0;
   for (const ArgSpec &arg : art->args) {
     switch (arg.role) {
     case ACCRUE_ROLE_PARAMS:
-      packed.addMemref(paramArena->data(), arg.shape);
+      packed.addMemref(paramArena.data(), arg.shape);
       break;
     case ACCRUE_ROLE_ACCUMULATOR:
-      packed.addMemref(gradArena->data(), arg.shape);
+      packed.addMemref(gradArena.data(), arg.shape);
       break;
     case ACCRUE_ROLE_STATE:
-      packed.addMemref(stateArenas[nextState++]->data(), arg.shape);
+      packed.addMemref(stateArenas[nextState++].data(), arg.shape);
       break;
     case ACCRUE_ROLE_BATCH: {
       std::vector<int64_t> shape = arg.shape;
       shape[0] = samples;
-      packed.addMemref(const_cast<void *>(inputs[nextInput++]), shape);
+      packed.addMemref(batchData[nextInput++], shape);
       break;
     }
     case ACCRUE_ROLE_LR:
-      addScalar(arg, &lrValue);
+      addScalar(arg, &values.lr, 0);
       break;
     case ACCRUE_ROLE_STEP:
-      addScalar(arg, &stepValue);
-      break;
-    case ACCRUE_ROLE_LOSS_SCALE:
-      addScalar(arg, &scaleValue);
+      addScalar(arg, &values.step, 1);
       break;
     case ACCRUE_ROLE_VALID_SAMPLES:
-      addScalar(arg, &validValue);
+      addScalar(arg, &values.valid, 2);
       break;
     case ACCRUE_ROLE_SAMPLE_BASE:
-      addScalar(arg, &sampleBase);
+      addScalar(arg, &values.sampleBase, 3);
+      break;
+    case ACCRUE_ROLE_LOSS_SCALE:
+      addScalar(arg, &values.scale, 4);
       break;
     case ACCRUE_ROLE_METRICS:
-      metrics.assign(arg.fields.size(), 0.0f);
       metricsArg = &arg;
-      packed.addMemref(metrics.data(), arg.shape);
+      packed.addMemref(metricsBuffer.data(), arg.shape);
       break;
     case ACCRUE_ROLE_WORKSPACE:
       packed.addMemref(workspace.data(), arg.shape);
@@ -245,7 +295,11 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
                   arg.name + "' is an output buffer)");
     }
   }
-  art->call(packed.data());
+  exec->call(*art, packed, samples);
+  std::vector<float> metrics(metricsArg ? metricsArg->fields.size() : 0);
+  exec->download(metrics.data(), metricsBuffer.data(),
+                 metrics.size() * sizeof(float));
+  exec->synchronize();
   auto metric = [&](AccrueMetric which) -> double {
     if (metricsArg)
       for (size_t i = 0; i < metricsArg->fields.size(); ++i)
@@ -288,16 +342,22 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
   return result;
 }
 
-/// The named slices of an arena, as arrays.
-static std::map<std::string, Array> arenaArrays(const Artifact &art,
-                                                const Arena &arena) {
+std::vector<float> Trainer::hostCopy(const Buffer &arena) const {
+  std::vector<float> values(arena.bytes() / sizeof(float));
+  exec->download(values.data(), arena.data(), arena.bytes());
+  exec->synchronize();
+  return values;
+}
+
+std::map<std::string, Array> Trainer::arenaArrays(const Buffer &arena) const {
+  std::vector<float> values = hostCopy(arena);
   std::map<std::string, Array> arrays;
-  for (const ParamSpec &param : art.params) {
+  for (const ParamSpec &param : art->params) {
     Array a;
     a.dtype = DType::F32;
     a.shape = param.shape;
     const auto *begin =
-        reinterpret_cast<const uint8_t *>(arena.data() + param.offset);
+        reinterpret_cast<const uint8_t *>(values.data() + param.offset);
     a.data.assign(begin, begin + param.numel * sizeof(float));
     arrays[param.name] = std::move(a);
   }
@@ -305,17 +365,18 @@ static std::map<std::string, Array> arenaArrays(const Artifact &art,
 }
 
 std::map<std::string, Array> Trainer::parameterArrays() const {
-  return arenaArrays(*art, *paramArena);
+  return arenaArrays(paramArena);
 }
 
 std::map<std::string, Array> Trainer::gradientArrays() const {
-  return arenaArrays(*art, *gradArena);
+  return arenaArrays(gradArena);
 }
 
 void Trainer::exportOnnx(const std::string &path) const {
+  std::vector<float> params = hostCopy(paramArena);
   std::map<std::string, std::pair<const float *, int64_t>> values;
   for (const ParamSpec &param : art->params)
-    values[param.name] = {paramArena->data() + param.offset, param.numel};
+    values[param.name] = {params.data() + param.offset, param.numel};
   std::string model = readFile(art->path(art->model));
   writeFileAtomically(path, patchOnnxInitializers(model, values));
 }

@@ -29,6 +29,8 @@ config.substitutions = [s for s in config.substitutions if s[0] != "%python"]
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%reference_python", config.reference_python))
 config.substitutions.append(("%models", os.path.join(config.test_source_root, "models")))
+config.substitutions.append(("%cuda_stub", os.path.join(config.accrue_obj_root, "lib",
+                                                       "libaccrue-cuda-stub.so")))
 config.substitutions.append(("%accrue_train_path",
                              os.path.join(config.accrue_tools_dir, "accrue-train")))
 llvm_config.add_tool_substitutions(
@@ -52,6 +54,7 @@ import shutil
 if shutil.which("mpirun"):
     config.available_features.add("mpi")
     config.environment["ACCRUE_MPIRUN"] = shutil.which("mpirun")
+    config.substitutions.append(("%mpirun", shutil.which("mpirun")))
     config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
     config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
     config.environment["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"

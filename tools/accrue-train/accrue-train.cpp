@@ -42,7 +42,7 @@ struct Options {
          "         [--checkpoint-dir D [--checkpoint-every N]\n"
          "          [--keep-checkpoints K] [--resume]]\n"
          "         [--export TRAINED.onnx] [--save-gradients GRADS.npz]\n"
-         "         [--progress | --no-progress]\n";
+         "         [--device cpu|cuda] [--progress | --no-progress]\n";
   std::exit(message ? 1 : 0);
 }
 
@@ -82,7 +82,8 @@ Options parseOptions(int argc, char **argv) {
     CheckpointDir,
     CheckpointEvery,
     KeepCheckpoints,
-    Resume
+    Resume,
+    DeviceFlag
   };
   static const option longOptions[] = {
       {"data", required_argument, nullptr, 'd'},
@@ -103,6 +104,7 @@ Options parseOptions(int argc, char **argv) {
       {"checkpoint-every", required_argument, nullptr, CheckpointEvery},
       {"keep-checkpoints", required_argument, nullptr, KeepCheckpoints},
       {"resume", no_argument, nullptr, Resume},
+      {"device", required_argument, nullptr, DeviceFlag},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   Options o;
@@ -164,6 +166,9 @@ Options parseOptions(int argc, char **argv) {
       break;
     case Resume:
       s.resume = true;
+      break;
+    case DeviceFlag:
+      s.device = parseDevice(optarg);
       break;
     case 'h':
       usage();

@@ -44,8 +44,12 @@ createTargetMachine(const cpu::CPUTargetOptions &options, std::string &error) {
   llvm::CodeGenOptLevel level = options.optLevel >= 3
                                     ? llvm::CodeGenOptLevel::Aggressive
                                     : llvm::CodeGenOptLevel::Default;
+  // Constructors (a CUDA step registers its kernels in one) go in
+  // .init_array, which the dynamic loader runs; .ctors would need crt files.
+  llvm::TargetOptions targetOptions;
+  targetOptions.UseInitArray = true;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, cpuName, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+      triple, cpuName, features, targetOptions, llvm::Reloc::PIC_,
       std::nullopt, level));
   if (!machine)
     error = "cannot create a target machine for " + triple.str();

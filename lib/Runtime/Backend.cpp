@@ -1,0 +1,69 @@
+//===- Backend.cpp - where a step runs: the host ----------------*- C++ -*-===//
+
+#include "accrue-runtime/Trainer.h"
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace accrue::rt;
+
+Device accrue::rt::parseDevice(const std::string &name) {
+  if (name == "cpu")
+    return Device::CPU;
+  if (name == "cuda")
+    return Device::CUDA;
+  throw Error(settingRef("device") + " must be cpu or cuda, not '" + name +
+              "'");
+}
+
+const char *accrue::rt::deviceName(Device device) {
+  return device == Device::CUDA ? "cuda" : "cpu";
+}
+
+Device accrue::rt::deviceFor(const Manifest &manifest) {
+  return manifest.target == ACCRUE_TARGET_CUDA ? Device::CUDA : Device::CPU;
+}
+
+namespace accrue::rt {
+/// The CUDA backend (CudaBackend.cpp).
+std::unique_ptr<Backend> createCudaBackend();
+} // namespace accrue::rt
+
+namespace {
+
+/// Host memory and a plain call (targets cpu and cuda-emulated).
+class HostBackend final : public Backend {
+public:
+  void *allocate(size_t bytes) override {
+    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    void *buffer = std::aligned_alloc(64, rounded);
+    if (!buffer)
+      throw Error("out of memory allocating " + std::to_string(bytes) +
+                  " bytes");
+    std::memset(buffer, 0, rounded);
+    return buffer;
+  }
+  void release(void *buffer) override { std::free(buffer); }
+  void upload(void *dst, const void *src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void download(void *dst, const void *src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void fillZero(void *dst, size_t bytes) override {
+    std::memset(dst, 0, bytes);
+  }
+  void call(const Artifact &artifact, PackedArgs &args, int64_t) override {
+    artifact.call(args.data());
+  }
+  void synchronize() override {}
+  bool hostMemory() const override { return true; }
+};
+
+} // namespace
+
+std::unique_ptr<Backend> Backend::create(Device device) {
+  if (device == Device::CUDA)
+    return createCudaBackend();
+  return std::make_unique<HostBackend>();
+}

@@ -1,0 +1,455 @@
+//===- CudaBackend.cpp - run a CUDA step on one stream ----------*- C++ -*-===//
+//
+// The device side of a CUDA artifact: device memory for the step's buffers,
+// one stream per process, the kernel modules of step.so (its PTX bundle,
+// loaded lazily for the device's architecture), the mgpu* entry points the
+// lowered host code calls, CUDA graphs captured per batch shape, and NCCL
+// for the data-parallel all-reduce. Everything is loaded with dlopen: the
+// runtime links no CUDA library.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaDriver.h"
+
+#include "accrue-runtime/Collectives.h"
+#include "accrue-runtime/StepABI.h"
+#include "accrue-runtime/Trainer.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+#include <memory>
+#include <mutex>
+
+using namespace accrue::rt;
+using namespace accrue::rt::cuda;
+
+//===----------------------------------------------------------------------===//
+// The process's device, context and stream
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A kernel module of step.so: its PTX bundle, loaded on first use.
+struct LazyModule {
+  const uint8_t *bundle = nullptr;
+  CUmodule module = nullptr;
+  std::map<std::string, CUfunction> functions;
+};
+
+/// The device this process uses, its primary context and its stream.
+struct Context {
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  /// The compute capability as an sm version (90 for 9.0).
+  int sm = 0;
+  int64_t synchronizations = 0;
+  int64_t graphLaunches = 0;
+
+  static Context &get();
+  /// The context if a CUDA backend started one.
+  static Context *started;
+};
+
+Context *Context::started = nullptr;
+
+/// The device ordinal: ACCRUE_CUDA_DEVICE, else the MPI local rank (one GPU
+/// per rank), else 0.
+int chooseDevice(int count) {
+  if (const char *chosen = std::getenv("ACCRUE_CUDA_DEVICE"))
+    return std::atoi(chosen);
+  for (const char *variable :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char *rank = std::getenv(variable))
+      return std::atoi(rank) % count;
+  return 0;
+}
+
+Context &Context::get() {
+  static Context context = [] {
+    const Driver &d = driver();
+    check(d.init(0), "cuInit");
+    int count = 0;
+    check(d.deviceGetCount(&count), "cuDeviceGetCount");
+    if (count == 0)
+      throw Error("the CUDA driver sees no GPU on this machine");
+    Context c;
+    int ordinal = chooseDevice(count);
+    if (ordinal < 0 || ordinal >= count)
+      throw Error("CUDA device " + std::to_string(ordinal) +
+                  " does not exist (this machine has " +
+                  std::to_string(count) + ")");
+    check(d.deviceGet(&c.device, ordinal), "cuDeviceGet");
+    int major = 0, minor = 0;
+    check(d.deviceGetAttribute(
+              &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c.device),
+          "cuDeviceGetAttribute");
+    check(d.deviceGetAttribute(
+              &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c.device),
+          "cuDeviceGetAttribute");
+    c.sm = major * 10 + minor;
+    check(d.primaryCtxRetain(&c.context, c.device),
+          "cuDevicePrimaryCtxRetain");
+    check(d.ctxSetCurrent(c.context), "cuCtxSetCurrent");
+    check(d.streamCreate(&c.stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    return c;
+  }();
+  started = &context;
+  return context;
+}
+
+/// Kernel modules step.so registered (its constructors run at dlopen).
+std::vector<std::unique_ptr<LazyModule>> &modules() {
+  static std::vector<std::unique_ptr<LazyModule>> list;
+  return list;
+}
+
+uint32_t le32(const uint8_t *p) {
+  return p[0] | (p[1] << 8) | (p[2] << 16) | (uint32_t(p[3]) << 24);
+}
+uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t(le32(p + 4)) << 32); }
+
+/// Loads the newest PTX of `module`'s bundle that the device runs.
+void load(LazyModule &module) {
+  if (module.module)
+    return;
+  Context &c = Context::get();
+  const uint8_t *bundle = module.bundle;
+  if (std::memcmp(bundle, ACCRUE_PTX_BUNDLE_MAGIC,
+                  ACCRUE_PTX_BUNDLE_MAGIC_SIZE) != 0)
+    throw Error("step.so's kernels are not an Accrue PTX bundle (compiled by "
+                "another compiler?)");
+  uint32_t count = le32(bundle + ACCRUE_PTX_BUNDLE_MAGIC_SIZE);
+  const uint8_t *entries = bundle + ACCRUE_PTX_BUNDLE_MAGIC_SIZE + 8;
+  const uint8_t *best = nullptr;
+  uint32_t bestSm = 0, oldest = ~0u;
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint8_t *entry = entries + 24 * i;
+    uint32_t sm = le32(entry);
+    oldest = std::min(oldest, sm);
+    if (sm <= static_cast<uint32_t>(c.sm) && sm >= bestSm) {
+      bestSm = sm;
+      best = bundle + le64(entry + 8);
+    }
+  }
+  if (!best)
+    throw Error("the artifact's kernels need sm_" + std::to_string(oldest) +
+                " or newer, and this GPU is sm_" + std::to_string(c.sm) +
+                "; recompile with --cuda-arch sm_" + std::to_string(c.sm));
+  check(driver().moduleLoadData(&module.module, best),
+        "loading the step's kernels (cuModuleLoadData)");
+}
+
+/// Reports an error in an entry point that compiled code calls (no
+/// exception may cross it) and ends the process.
+[[noreturn]] void fatal(const char *where, const std::exception &e) {
+  std::fprintf(stderr, "accrue: %s: %s\n", where, e.what());
+  Collectives::abortIfParallel(1);
+  std::abort();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The entry points of lowered host code (MLIR's gpu-to-llvm conventions)
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+
+/// Called from step.so's constructors with its PTX bundle: recorded, loaded
+/// when a kernel is first needed (after the backend chose the device).
+void *mgpuModuleLoadJIT(void *bundle, int /*optLevel*/) {
+  auto module = std::make_unique<LazyModule>();
+  module->bundle = static_cast<const uint8_t *>(bundle);
+  modules().push_back(std::move(module));
+  return modules().back().get();
+}
+
+void mgpuModuleUnload(void *handle) {
+  auto *module = static_cast<LazyModule *>(handle);
+  if (module->module && Context::started)
+    driver().moduleUnload(module->module);
+  module->module = nullptr;
+  module->functions.clear();
+}
+
+void *mgpuModuleGetFunction(void *handle, const char *name) {
+  try {
+    auto *module = static_cast<LazyModule *>(handle);
+    load(*module);
+    CUfunction &function = module->functions[name];
+    if (!function)
+      check(driver().moduleGetFunction(&function, module->module, name),
+            "cuModuleGetFunction");
+    return function;
+  } catch (const std::exception &e) {
+    fatal("loading a kernel", e);
+  }
+}
+
+/// One stream per process: every launch goes on it, in order.
+void *mgpuStreamCreate() {
+  try {
+    return Context::get().stream;
+  } catch (const std::exception &e) {
+    fatal("creating a stream", e);
+  }
+}
+
+/// The compiler checked that host code never reads device memory, so the
+/// per-launch synchronization of the lowered code is not needed.
+void mgpuStreamSynchronize(void *) {}
+void mgpuStreamDestroy(void *) {}
+
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t sharedBytes, void * /*stream*/,
+                      void **params, void **extra, size_t /*paramsCount*/) {
+  try {
+    check(driver().launchKernel(static_cast<CUfunction>(function), gridX,
+                                gridY, gridZ, blockX, blockY, blockZ,
+                                sharedBytes, Context::get().stream, params,
+                                extra),
+          "cuLaunchKernel");
+  } catch (const std::exception &e) {
+    fatal("launching a kernel", e);
+  }
+}
+
+} // extern "C"
+
+//===----------------------------------------------------------------------===//
+// NCCL: the data-parallel all-reduce of device buffers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct NcclUniqueId {
+  char internal[128];
+};
+using NcclComm = struct NcclComm_st *;
+constexpr int kNcclFloat32 = 7, kNcclSum = 0;
+
+struct Nccl {
+  int (*getUniqueId)(NcclUniqueId *id);
+  int (*commInitRank)(NcclComm *comm, int ranks, NcclUniqueId id, int rank);
+  int (*allReduce)(const void *send, void *receive, size_t count, int type,
+                   int op, NcclComm comm, CUstream stream);
+  const char *(*getErrorString)(int result);
+  NcclComm comm = nullptr;
+
+  void check(int result, const char *what) const {
+    if (result != 0)
+      throw Error(std::string(what) + ": " + getErrorString(result));
+  }
+};
+
+/// NCCL for this process's ranks, bootstrapped over MPI: rank 0's unique id
+/// goes to every rank.
+Nccl &nccl() {
+  static Nccl loaded = [] {
+    void *library = openLibrary(
+        "ACCRUE_NCCL_LIBRARY", {"libnccl.so.2", "libnccl.so"},
+        "NCCL (libnccl.so.2; pip install nvidia-nccl-cu12), which "
+        "data-parallel CUDA runs need,");
+    Nccl n;
+    auto bind = [&](auto &function, const char *name) {
+      void *address = ::dlsym(library, name);
+      if (!address)
+        throw Error(std::string("NCCL has no '") + name + "'");
+      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
+          address);
+    };
+    bind(n.getUniqueId, "ncclGetUniqueId");
+    bind(n.commInitRank, "ncclCommInitRank");
+    bind(n.allReduce, "ncclAllReduce");
+    bind(n.getErrorString, "ncclGetErrorString");
+    Collectives &group = Collectives::get();
+    NcclUniqueId id{};
+    if (group.rank() == 0)
+      n.check(n.getUniqueId(&id), "ncclGetUniqueId");
+    group.broadcastBytes(&id, sizeof id);
+    Context::get();
+    n.check(n.commInitRank(&n.comm, group.size(), id, group.rank()),
+            "ncclCommInitRank");
+    return n;
+  }();
+  return loaded;
+}
+
+//===----------------------------------------------------------------------===//
+// The backend
+//===----------------------------------------------------------------------===//
+
+/// Device memory, one stream, captured graphs.
+class CudaBackend final : public Backend {
+public:
+  CudaBackend() : context(Context::get()) {}
+
+  ~CudaBackend() override {
+    const Driver &d = driver();
+    d.streamSynchronize(context.stream);
+    for (auto &[key, graph] : graphs)
+      d.graphExecDestroy(graph);
+    if (staging)
+      d.memFreeHost(staging);
+  }
+
+  void *allocate(size_t bytes) override {
+    CUdeviceptr pointer = 0;
+    check(driver().memAlloc(&pointer, std::max<size_t>(bytes, 1)),
+          ("allocating " + std::to_string(bytes) + " bytes of device memory")
+              .c_str());
+    check(driver().memsetD8Async(pointer, 0, bytes, context.stream),
+          "cuMemsetD8Async");
+    return reinterpret_cast<void *>(pointer);
+  }
+
+  void release(void *buffer) override {
+    driver().memFree(reinterpret_cast<CUdeviceptr>(buffer));
+  }
+
+  void upload(void *dst, const void *src, size_t bytes) override {
+    void *staged = stage(bytes);
+    std::memcpy(staged, src, bytes);
+    check(driver().memcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), staged,
+                                   bytes, context.stream),
+          "cuMemcpyHtoDAsync");
+  }
+
+  void download(void *dst, const void *src, size_t bytes) override {
+    void *staged = stage(bytes);
+    check(driver().memcpyDtoHAsync(staged, reinterpret_cast<CUdeviceptr>(src),
+                                   bytes, context.stream),
+          "cuMemcpyDtoHAsync");
+    pendingDownloads.push_back({dst, staged, bytes});
+  }
+
+  void fillZero(void *dst, size_t bytes) override {
+    check(driver().memsetD8Async(reinterpret_cast<CUdeviceptr>(dst), 0, bytes,
+                                 context.stream),
+          "cuMemsetD8Async");
+  }
+
+  void call(const Artifact &artifact, PackedArgs &args,
+            int64_t shapeKey) override {
+    // Load every kernel module before anything is captured, with errors a
+    // caller can report.
+    for (auto &module : modules())
+      load(*module);
+    const Driver &d = driver();
+    int64_t &calls = callsPerKey[shapeKey];
+    ++calls;
+    if (!graphsEnabled() || calls == 1) {
+      // The first call runs directly (warm-up: lazy loading, first-touch).
+      artifact.call(args.data());
+      return;
+    }
+    auto found = graphs.find(shapeKey);
+    if (found == graphs.end()) {
+      CUgraph graph = nullptr;
+      CUgraphExec exec = nullptr;
+      int64_t collectivesBefore = collectives ? Collectives::get().calls() : 0;
+      check(d.streamBeginCapture(context.stream,
+                                 CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            "cuStreamBeginCapture");
+      artifact.call(args.data());
+      check(d.streamEndCapture(context.stream, &graph), "cuStreamEndCapture");
+      check(d.graphInstantiate(&exec, graph, 0), "cuGraphInstantiate");
+      d.graphDestroy(graph);
+      found = graphs.emplace(shapeKey, exec).first;
+      // The all-reduces the graph holds were counted as they were captured.
+      capturedCollectives[shapeKey] =
+          collectives ? Collectives::get().calls() - collectivesBefore : 0;
+    } else {
+      for (int64_t i = 0; i < capturedCollectives[shapeKey]; ++i)
+        Collectives::get().countCall();
+    }
+    check(d.graphLaunch(found->second, context.stream), "cuGraphLaunch");
+    ++context.graphLaunches;
+  }
+
+  void synchronize() override {
+    check(driver().streamSynchronize(context.stream), "cuStreamSynchronize");
+    ++context.synchronizations;
+    for (const Download &download : pendingDownloads)
+      std::memcpy(download.dst, download.staged, download.bytes);
+    pendingDownloads.clear();
+    stagingUsed = 0;
+  }
+
+  bool hostMemory() const override { return false; }
+  int64_t synchronizations() const override {
+    return context.synchronizations;
+  }
+  int64_t graphLaunches() const override { return context.graphLaunches; }
+  void forgetCalls() override {
+    for (auto &[key, graph] : graphs)
+      driver().graphExecDestroy(graph);
+    graphs.clear();
+    callsPerKey.clear();
+    capturedCollectives.clear();
+  }
+  void joinCollectives() override {
+    collectives = true;
+    Nccl &n = nccl();
+    Collectives::setDeviceReducer([](float *data, int64_t count) {
+      Nccl &n = nccl();
+      n.check(n.allReduce(data, data, count, kNcclFloat32, kNcclSum, n.comm,
+                          Context::get().stream),
+              "ncclAllReduce");
+    });
+    (void)n;
+  }
+
+private:
+  struct Download {
+    void *dst;
+    void *staged;
+    size_t bytes;
+  };
+
+  static bool graphsEnabled() {
+    const char *setting = std::getenv("ACCRUE_CUDA_GRAPHS");
+    return !setting || std::strcmp(setting, "0") != 0;
+  }
+
+  /// Pinned host memory for one copy, valid until the next synchronize().
+  void *stage(size_t bytes) {
+    size_t aligned = (bytes + 255) / 256 * 256;
+    if (stagingUsed + aligned > stagingSize) {
+      if (stagingUsed)
+        synchronize();
+      if (aligned > stagingSize) {
+        if (staging)
+          driver().memFreeHost(staging);
+        stagingSize = std::max<size_t>(aligned, 1 << 20);
+        check(driver().memAllocHost(&staging, stagingSize),
+              "allocating pinned host memory");
+      }
+    }
+    void *slot = static_cast<uint8_t *>(staging) + stagingUsed;
+    stagingUsed += aligned;
+    return slot;
+  }
+
+  Context &context;
+  std::map<int64_t, CUgraphExec> graphs;
+  std::map<int64_t, int64_t> callsPerKey, capturedCollectives;
+  /// Whether steps sum over data-parallel ranks (joinCollectives).
+  bool collectives = false;
+  void *staging = nullptr;
+  size_t stagingSize = 0, stagingUsed = 0;
+  std::vector<Download> pendingDownloads;
+};
+
+} // namespace
+
+namespace accrue::rt {
+std::unique_ptr<Backend> createCudaBackend() {
+  return std::make_unique<CudaBackend>();
+}
+} // namespace accrue::rt

@@ -1,0 +1,155 @@
+//===- cuda_stub.cpp - a CUDA driver and NCCL that record calls -*- C++ -*-===//
+//
+// For the runtime's tests on machines without a GPU: the entry points of
+// libcuda.so.1 and libnccl.so.2 that Accrue's runtime loads, with "device"
+// memory in host memory, copies done at once and kernels not run. Every
+// call is counted; at exit the counts go to $ACCRUE_CUDA_STUB_LOG (one line
+// of JSON, suffixed with the MPI rank under mpirun). What the tests check
+// are the calls: a graph launch per step, the synchronizations, the copies,
+// the module's architecture, the all-reduces.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+
+namespace {
+
+struct Counts {
+  std::map<std::string, long> calls;
+  std::string moduleTarget;
+  bool capturing = false;
+  long capturedLaunches = 0;
+
+  ~Counts() {
+    const char *path = std::getenv("ACCRUE_CUDA_STUB_LOG");
+    if (!path)
+      return;
+    std::string file = path;
+    if (const char *rank = std::getenv("OMPI_COMM_WORLD_RANK"))
+      file += std::string(".") + rank;
+    FILE *out = std::fopen(file.c_str(), "w");
+    if (!out)
+      return;
+    std::fprintf(out, "{\"module_target\": \"%s\", \"captured_launches\": %ld",
+                 moduleTarget.c_str(), capturedLaunches);
+    for (const auto &[name, count] : calls)
+      std::fprintf(out, ", \"%s\": %ld", name.c_str(), count);
+    std::fprintf(out, "}\n");
+    std::fclose(out);
+  }
+} counts;
+
+void count(const char *name) { ++counts.calls[name]; }
+
+int fakeHandle;
+
+} // namespace
+
+extern "C" {
+
+int cuInit(unsigned) { count("cuInit"); return 0; }
+int cuDeviceGetCount(int *n) {
+  const char *devices = std::getenv("ACCRUE_CUDA_STUB_DEVICES");
+  *n = devices ? std::atoi(devices) : 1;
+  return 0;
+}
+int cuDeviceGet(int *device, int ordinal) { *device = ordinal; return 0; }
+int cuDeviceGetAttribute(int *value, int attribute, int) {
+  const char *sm = std::getenv("ACCRUE_CUDA_STUB_SM");
+  int version = sm ? std::atoi(sm) : 90;
+  *value = attribute == 75 ? version / 10 : version % 10;
+  return 0;
+}
+int cuDevicePrimaryCtxRetain(void **context, int) { *context = &fakeHandle; return 0; }
+int cuCtxSetCurrent(void *) { return 0; }
+int cuStreamCreate(void **stream, unsigned) { *stream = &fakeHandle; return 0; }
+int cuStreamSynchronize(void *) { count("cuStreamSynchronize"); return 0; }
+int cuMemAlloc_v2(uint64_t *pointer, size_t bytes) {
+  count("cuMemAlloc");
+  *pointer = reinterpret_cast<uint64_t>(std::calloc(1, bytes));
+  return *pointer ? 0 : 2;
+}
+int cuMemFree_v2(uint64_t pointer) { std::free(reinterpret_cast<void *>(pointer)); return 0; }
+int cuMemAllocHost_v2(void **pointer, size_t bytes) {
+  *pointer = std::malloc(bytes);
+  return *pointer ? 0 : 2;
+}
+int cuMemFreeHost(void *pointer) { std::free(pointer); return 0; }
+int cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t bytes, void *) {
+  count(counts.capturing ? "captured_uploads" : "cuMemcpyHtoDAsync");
+  std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
+  return 0;
+}
+int cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t bytes, void *) {
+  count("cuMemcpyDtoHAsync");
+  std::memcpy(dst, reinterpret_cast<void *>(src), bytes);
+  return 0;
+}
+int cuMemsetD8Async(uint64_t dst, unsigned char value, size_t bytes, void *) {
+  std::memset(reinterpret_cast<void *>(dst), value, bytes);
+  return 0;
+}
+int cuModuleLoadData(void **module, const void *image) {
+  count("cuModuleLoadData");
+  const char *text = static_cast<const char *>(image);
+  if (const char *target = std::strstr(text, ".target ")) {
+    const char *end = std::strchr(target, '\n');
+    counts.moduleTarget = std::string(target + 8, end ? end : target + 16);
+  }
+  *module = &fakeHandle;
+  return 0;
+}
+int cuModuleUnload(void *) { return 0; }
+int cuModuleGetFunction(void **function, void *, const char *name) {
+  count("cuModuleGetFunction");
+  *function = strdup(name);
+  return 0;
+}
+int cuLaunchKernel(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
+                   unsigned, unsigned, void *, void **, void **) {
+  if (counts.capturing)
+    ++counts.capturedLaunches;
+  else
+    count("cuLaunchKernel");
+  return 0;
+}
+int cuStreamBeginCapture_v2(void *, int) {
+  count("cuStreamBeginCapture");
+  counts.capturing = true;
+  return 0;
+}
+int cuStreamEndCapture(void *, void **graph) {
+  counts.capturing = false;
+  *graph = &fakeHandle;
+  return 0;
+}
+int cuGraphInstantiateWithFlags(void **exec, void *, unsigned long long) {
+  count("cuGraphInstantiate");
+  *exec = &fakeHandle;
+  return 0;
+}
+int cuGraphLaunch(void *, void *) { count("cuGraphLaunch"); return 0; }
+int cuGraphExecDestroy(void *) { return 0; }
+int cuGraphDestroy(void *) { return 0; }
+int cuGetErrorString(int, const char **text) { *text = "stub error"; return 0; }
+
+// NCCL.
+struct NcclId { char internal[128]; };
+int ncclGetUniqueId(NcclId *id) { std::memset(id, 7, sizeof *id); return 0; }
+int ncclCommInitRank(void **comm, int, NcclId, int) {
+  count("ncclCommInitRank");
+  *comm = &fakeHandle;
+  return 0;
+}
+int ncclAllReduce(const void *, void *, size_t, int, int, void *, void *) {
+  count(counts.capturing ? "captured_all_reduces" : "ncclAllReduce");
+  return 0;
+}
+const char *ncclGetErrorString(int) { return "stub error"; }
+
+} // extern "C"
