@@ -69,6 +69,28 @@ typedef struct AccrueBuffer {
 
 typedef void (*AccrueAllReduceFn)(AccrueBuffer *buffer);
 
+/* CUDA steps call the runtime for their contractions:
+ *   D[b] = sum_k A[b](m, k) B[b](k, n) + beta * C[b](m, n), written over C,
+ * for b < batch, with every matrix given by its address and its strides in
+ * elements (rows, columns, batch). `types` packs the element types of A and
+ * B (bits 0-7, an AccrueGemmType), of C (bits 8-15) and the precision the
+ * inputs are exact in (bits 16-23: f32 inputs that hold bf16 or f16 values
+ * may be multiplied in that precision, accumulating in f32). On the GPU this
+ * is cuBLASLt on the step's stream; for the emulated target, a loop on the
+ * host that reads the operands the same way. */
+#define ACCRUE_GEMM_FUNCTION "accrue_gemm"
+#define ACCRUE_GEMM_TYPES(V)                                                   \
+  V(ACCRUE_GEMM_F32, "f32")                                                    \
+  V(ACCRUE_GEMM_BF16, "bf16")                                                  \
+  V(ACCRUE_GEMM_F16, "f16")
+
+typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
+                             intptr_t a, int64_t aRow, int64_t aCol,
+                             int64_t aBatch, intptr_t b, int64_t bRow,
+                             int64_t bCol, int64_t bBatch, intptr_t c,
+                             int64_t cRow, int64_t cCol, int64_t cBatch,
+                             int64_t types, float beta);
+
 /* CUDA steps: step.so embeds its kernels as one PTX bundle, the argument of
  * the mgpuModuleLoadJIT call its constructors make: a header (the magic,
  * then a uint32 count and a uint32 zero), `count` entries (uint32 sm version
@@ -252,6 +274,7 @@ ACCRUE_DEFINE_ENUM_(AccruePrecision, Precision, ACCRUE_PRECISIONS)
 ACCRUE_DEFINE_ENUM_(AccrueLossNormalization, LossNormalization,
                     ACCRUE_LOSS_NORMALIZATIONS)
 ACCRUE_DEFINE_ENUM_(AccrueCollectives, Collectives, ACCRUE_COLLECTIVES)
+ACCRUE_DEFINE_ENUM_(AccrueGemmType, GemmType, ACCRUE_GEMM_TYPES)
 
 #ifdef __cplusplus
 }

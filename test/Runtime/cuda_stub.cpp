@@ -1,12 +1,13 @@
 //===- cuda_stub.cpp - a CUDA driver and NCCL that record calls -*- C++ -*-===//
 //
 // For the runtime's tests on machines without a GPU: the entry points of
-// libcuda.so.1 and libnccl.so.2 that Accrue's runtime loads, with "device"
-// memory in host memory, copies done at once and kernels not run. Every
-// call is counted; at exit the counts go to $ACCRUE_CUDA_STUB_LOG (one line
-// of JSON, suffixed with the MPI rank under mpirun). What the tests check
-// are the calls: a graph launch per step, the synchronizations, the copies,
-// the module's architecture, the all-reduces.
+// libcuda.so.1, libcublasLt.so and libnccl.so.2 that Accrue's runtime
+// loads, with "device" memory in host memory, copies done at once and
+// kernels and GEMMs not run. Every call is counted; at exit the counts go
+// to $ACCRUE_CUDA_STUB_LOG (one line of JSON, suffixed with the MPI rank
+// under mpirun). What the tests check are the calls: a graph launch per
+// step, the synchronizations, the copies, the module's architecture, the
+// GEMMs and their betas, the all-reduces.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +25,10 @@ struct Counts {
   std::string moduleTarget;
   bool capturing = false;
   long capturedLaunches = 0;
+  /// The beta of each GEMM run directly, in order.
+  std::string gemmBetas;
+  /// Matrix layouts whose leading dimension is below their row count.
+  long badLayouts = 0;
 
   ~Counts() {
     const char *path = std::getenv("ACCRUE_CUDA_STUB_LOG");
@@ -35,8 +40,11 @@ struct Counts {
     FILE *out = std::fopen(file.c_str(), "w");
     if (!out)
       return;
-    std::fprintf(out, "{\"module_target\": \"%s\", \"captured_launches\": %ld",
-                 moduleTarget.c_str(), capturedLaunches);
+    std::fprintf(out,
+                 "{\"module_target\": \"%s\", \"captured_launches\": %ld, "
+                 "\"gemm_betas\": \"%s\", \"bad_layouts\": %ld",
+                 moduleTarget.c_str(), capturedLaunches, gemmBetas.c_str(),
+                 badLayouts);
     for (const auto &[name, count] : calls)
       std::fprintf(out, ", \"%s\": %ld", name.c_str(), count);
     std::fprintf(out, "}\n");
@@ -137,6 +145,45 @@ int cuGraphLaunch(void *, void *) { count("cuGraphLaunch"); return 0; }
 int cuGraphExecDestroy(void *) { return 0; }
 int cuGraphDestroy(void *) { return 0; }
 int cuGetErrorString(int, const char **text) { *text = "stub error"; return 0; }
+
+// cuBLASLt.
+struct Opaque { uint64_t data[64]; };
+int cublasLtCreate(void **handle) { count("cublasLtCreate"); *handle = &fakeHandle; return 0; }
+int cublasLtMatmulDescCreate(void **desc, int, int) { *desc = new Opaque{}; return 0; }
+int cublasLtMatmulDescSetAttribute(void *, int, const void *, size_t) { return 0; }
+int cublasLtMatrixLayoutCreate(void **layout, int, uint64_t rows, uint64_t,
+                               int64_t ld) {
+  if (ld < static_cast<int64_t>(rows))
+    ++counts.badLayouts;
+  *layout = new Opaque{};
+  return 0;
+}
+int cublasLtMatrixLayoutSetAttribute(void *, int, const void *, size_t) { return 0; }
+int cublasLtMatmulPreferenceCreate(void **preference) { *preference = new Opaque{}; return 0; }
+int cublasLtMatmulPreferenceSetAttribute(void *, int, const void *, size_t) { return 0; }
+int cublasLtMatmulAlgoGetHeuristic(void *, void *, void *, void *, void *,
+                                   void *, void *, int, Opaque *results,
+                                   int *returned) {
+  count("cublasLtMatmulAlgoGetHeuristic");
+  std::memset(results, 0, sizeof(uint64_t) * 8);
+  *returned = 1;
+  return 0;
+}
+int cublasLtMatmul(void *, void *, const float *, const void *, void *,
+                   const void *, void *, const float *beta, const void *,
+                   void *, void *, void *, const void *, void *, size_t,
+                   void *) {
+  if (counts.capturing) {
+    count("captured_gemms");
+    return 0;
+  }
+  count("cublasLtMatmul");
+  if (!counts.gemmBetas.empty())
+    counts.gemmBetas += ' ';
+  counts.gemmBetas += *beta == 0 ? "0" : *beta == 1 ? "1" : "?";
+  return 0;
+}
+const char *cublasLtGetStatusName(int) { return "CUBLAS_STATUS_STUB"; }
 
 // NCCL.
 struct NcclId { char internal[128]; };

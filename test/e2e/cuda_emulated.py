@@ -1,8 +1,11 @@
 # The CUDA pipeline, checked on the CPU: --target cuda-emulated compiles a
 # step through every CUDA transformation (per-step scalars as device
 # buffers, scalar glue kept in rank-0 device tensors, two-stage reductions,
-# the planned workspace, one kernel per linalg op, the device-access check)
-# and runs each kernel's threads one after the other on the host. Trained
+# contractions as calls of the runtime's GEMM entry, the planned workspace,
+# one kernel per linalg op, the device-access check) and runs each kernel's
+# threads one after the other on the host; the GEMM entry runs on the host
+# the same column-major plan (transposes, leading dimensions, batch strides,
+# beta) it gives cuBLASLt on a GPU. Trained
 # with the same flags and data, it must reach the CPU artifact's parameters
 # and losses: the transformations compute the same step, whatever the
 # order threads run in (every thread writes only its own outputs). Models:
@@ -92,8 +95,12 @@ cnn, cnn_data = export("cnn", zoo.CNN(2), 32)
 same("cnn", *both("cnn", cnn, cnn_data, 2, 4, **common))
 
 # Padded tokens (ignore_index) and 19 samples: the last window is partial.
+# The GEMMs sum in another order than the CPU's kernels, and AdamW's
+# m / sqrt(v) magnifies that for gradients near zero: parameters after
+# AdamW steps agree to 1e-5 absolute; the gradients themselves are compared
+# tightly below ("gpt gradients only").
 gpt, gpt_data = export("gpt", zoo.GPT(3), 19)
-same("gpt", *both("gpt", gpt, gpt_data, 2, 3, **common))
+same("gpt", *both("gpt", gpt, gpt_data, 2, 3, **common), atol=1e-5)
 
 dropout, dropout_data = export("dropout", zoo.GPT(4, dropout=0.2, loss="masked"), 16)
 same("gpt dropout", *both("dropout", dropout, dropout_data, 2, 2, **common))

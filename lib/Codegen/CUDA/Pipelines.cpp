@@ -36,8 +36,11 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
     pm.addPass(cpu::createFuseElementwise());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createCudaFoldIntoContractions());
   // No deallocation: every temporary becomes a view of the workspace.
   pm.addPass(bufferization::createOneShotBufferizePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCudaContractionsToGemm());
   pm.addPass(createCanonicalizerPass());
 }
 

@@ -70,6 +70,48 @@ def CudaSplitReductions
                            "::mlir::arith::ArithDialect"];
 }
 
+def CudaFoldIntoContractions
+    : Pass<"cuda-fold-into-contractions", "::mlir::func::FuncOp"> {
+  let summary = "Move transposes and sums into contractions' indexing maps";
+  let description = [{
+    A GEMM reads its operands and writes its result through strides and
+    sums over every dimension it is given. On tensors, a contraction
+    (`out + a * b`) whose input is a transposed or copied tensor reads the
+    original through the composed map; a zero-started contraction whose
+    result is only summed over some dimensions (a Linear's weight gradient,
+    summed over the samples) sums over them itself; one whose result is
+    only transposed writes it transposed. Each rewrite removes a pass over
+    memory and leaves one contraction for `cuda-contractions-to-gemm`.
+    A zero fill several contractions start from is cloned for each, so
+    that each bufferizes into a zero-filled buffer of its own rather than
+    a copy.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def CudaContractionsToGemm
+    : Pass<"cuda-contractions-to-gemm", "::mlir::ModuleOp"> {
+  let summary = "Call the runtime's GEMM for contractions on buffers";
+  let description = [{
+    On a training step after bufferization, each `out + a * b`
+    `linalg.generic` whose loops sort into a strided batched GEMM (batch
+    loops in all operands, M in A and the output, N in B and the output,
+    K reduced in A and B; loops of one kind collapsing where every operand
+    lays them out contiguously; unit stride along rows or columns) becomes
+    a call of `accrue_gemm` with the operands' addresses and strides. A
+    zero fill right before it becomes beta = 0. A product added only into
+    a part of the gradient accumulator is written there directly: beta = 0
+    on the first micro-batch and 1 after when it is the only writer of that
+    part, else 1; the temporary and the add disappear. bf16 and f16 inputs
+    are passed as such; f32 inputs whose only writer widened bf16 or f16
+    values are marked exact in that precision. Other contractions stay
+    linalg ops (and become kernels).
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def CudaPlanWorkspace : Pass<"cuda-plan-workspace", "::mlir::func::FuncOp"> {
   let summary = "Place every temporary in one device workspace";
   let description = [{

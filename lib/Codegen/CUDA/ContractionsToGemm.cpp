@@ -1,0 +1,609 @@
+//===- ContractionsToGemm.cpp - contractions as runtime GEMMs ---*- C++ -*-===//
+//
+// Each contraction of a step (after bufferization) whose operands a strided
+// batched GEMM can read becomes a call of the runtime's GEMM entry
+// (ACCRUE_GEMM_FUNCTION, cuBLASLt on the GPU). The contraction's loops are
+// sorted into the GEMM's batch, M, N and K dimensions; several loops of one
+// kind collapse into one when every operand lays them out contiguously
+// (a Linear's [batch, sequence] rows, attention's [batch, heads]).
+//
+// A contraction that starts from zeros gets beta = 0 (its zero fill goes).
+// One whose result is only added into the gradient accumulator writes into
+// the accumulator instead: beta = 0 on the first micro-batch and 1 after
+// when it is the only writer of its part of the accumulator in the loop,
+// else beta = 1 (the accumulator holds zeros when a step starts). No
+// temporary, no separate add.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Contractions.h"
+
+#include "accrue/Codegen/CUDA/Passes.h"
+#include "accrue/Dialect/Train/IR/Train.h"
+
+#include "accrue-runtime/StepABI.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+namespace accrue::cuda {
+#define GEN_PASS_DEF_CUDACONTRACTIONSTOGEMM
+#include "accrue/Codegen/CUDA/Passes.h.inc"
+} // namespace accrue::cuda
+
+using namespace mlir;
+using namespace accrue;
+using namespace accrue::cuda;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Views of the gradient accumulator
+//===----------------------------------------------------------------------===//
+
+/// The buffer `view` is a view of (a function argument or an allocation),
+/// and the elements of it the view covers ([begin, end) of a rank-1
+/// buffer) when known.
+struct ViewRoot {
+  Value base;
+  std::optional<std::pair<int64_t, int64_t>> range;
+};
+
+std::optional<ViewRoot> rootOf(Value view) {
+  std::optional<std::pair<int64_t, int64_t>> range;
+  bool known = true;
+  while (true) {
+    if (auto arg = dyn_cast<BlockArgument>(view)) {
+      if (!isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+        return std::nullopt;
+      return ViewRoot{arg, known ? range : std::nullopt};
+    }
+    Operation *op = view.getDefiningOp();
+    if (isa_and_nonnull<memref::AllocOp, memref::AllocaOp, memref::GetGlobalOp>(
+            op))
+      return ViewRoot{view, known ? range : std::nullopt};
+    if (auto subview = dyn_cast_or_null<memref::SubViewOp>(op)) {
+      // A contiguous slice of a rank-1 buffer: its element range.
+      if (subview.getSourceType().getRank() == 1 &&
+          subview.getType().getRank() == 1 &&
+          !ShapedType::isDynamic(subview.getStaticOffsets()[0]) &&
+          !ShapedType::isDynamic(subview.getStaticSizes()[0]) &&
+          subview.getStaticStrides()[0] == 1 && !range) {
+        int64_t begin = subview.getStaticOffsets()[0];
+        range = std::make_pair(begin, begin + subview.getStaticSizes()[0]);
+      } else {
+        known = false;
+      }
+      view = subview.getSource();
+      continue;
+    }
+    if (isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp,
+                        memref::CastOp>(op)) {
+      view = op->getOperand(0);
+      continue;
+    }
+    if (auto viewLike = dyn_cast_or_null<ViewLikeOpInterface>(op)) {
+      known = false;
+      view = viewLike.getViewSource();
+      continue;
+    }
+    return std::nullopt;
+  }
+}
+
+/// `view`, usable right before `user`: the view ops after it that build
+/// `view` from values defined before it are moved before it.
+LogicalResult hoistViewBefore(Value view, Operation *user) {
+  Operation *op = view.getDefiningOp();
+  if (!op || op->getBlock() != user->getBlock() || op->isBeforeInBlock(user))
+    return success();
+  if (!isa<ViewLikeOpInterface, memref::ExpandShapeOp,
+           memref::CollapseShapeOp>(op) ||
+      !isMemoryEffectFree(op))
+    return failure();
+  for (Value operand : op->getOperands())
+    if (failed(hoistViewBefore(operand, user)))
+      return failure();
+  op->moveBefore(user);
+  return success();
+}
+
+bool overlaps(const ViewRoot &a, const ViewRoot &b) {
+  if (a.base != b.base)
+    return false;
+  if (!a.range || !b.range)
+    return true;
+  return a.range->first < b.range->second && b.range->first < a.range->second;
+}
+
+/// Whether an op other than those in `skip`, nested in `scope`, uses
+/// memory overlapping `region` (views themselves do not count).
+bool touchedElsewhere(Operation *scope, const ViewRoot &region,
+                      ArrayRef<Operation *> skip) {
+  WalkResult result = scope->walk([&](Operation *op) {
+    if (llvm::is_contained(skip, op) || isa<ViewLikeOpInterface>(op) ||
+        isa<memref::DimOp, memref::ExtractStridedMetadataOp>(op))
+      return WalkResult::advance();
+    for (Value operand : op->getOperands())
+      if (isa<BaseMemRefType>(operand.getType()))
+        if (std::optional<ViewRoot> root = rootOf(operand);
+            !root || overlaps(*root, region))
+          return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return result.wasInterrupted();
+}
+
+/// How a contraction's output starts.
+enum class Start {
+  Given,       // its current contents (beta = 1)
+  Zero,        // zeros (beta = 0)
+  Accumulator, // the accumulator: beta = 0 on the first micro-batch
+};
+
+/// The zero fill of `op`'s output before it in its block, with nothing
+/// between them using that buffer; null if there is none.
+linalg::FillOp zeroFillBefore(linalg::GenericOp op) {
+  Value out = op.getDpsInits()[0];
+  std::optional<ViewRoot> root = rootOf(out);
+  if (!root)
+    return nullptr;
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    auto fill = dyn_cast<linalg::FillOp>(prev);
+    if (fill && fill.getDpsInits()[0] == out)
+      return matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) ? fill
+                                                                 : nullptr;
+    if (touchedElsewhere(prev, *root, {}))
+      return nullptr;
+  }
+  return nullptr;
+}
+
+/// The reshape `op` (memref.expand_shape or collapse_shape) applied to
+/// `source`, or undone if `inverse`.
+Value reshapeLike(OpBuilder &b, Location loc, Value source, Operation *op,
+                  bool inverse) {
+  if (auto expand = dyn_cast<memref::ExpandShapeOp>(op)) {
+    if (inverse)
+      return memref::CollapseShapeOp::create(
+          b, loc, source, expand.getReassociationIndices());
+    return memref::ExpandShapeOp::create(b, loc,
+                                         expand.getResultType().getShape(),
+                                         source, expand.getReassociationIndices());
+  }
+  auto collapse = cast<memref::CollapseShapeOp>(op);
+  if (inverse)
+    return memref::ExpandShapeOp::create(b, loc,
+                                         collapse.getSrcType().getShape(),
+                                         source, collapse.getReassociationIndices());
+  return memref::CollapseShapeOp::create(b, loc, source,
+                                         collapse.getReassociationIndices());
+}
+
+/// `value`'s reshape (expand_shape or collapse_shape), if it is one.
+Operation *reshapeOf(Value value) {
+  Operation *op = value.getDefiningOp();
+  return isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp>(op)
+             ? op
+             : nullptr;
+}
+
+/// `temp = 0; temp += a * b; acc_view += temp` with `temp` used nowhere
+/// else becomes `acc_view += a * b` (the contraction and the add may see
+/// `temp` through reshapes that add or drop unit dimensions). Returns
+/// whether it did, and whether the contraction is then the only writer of
+/// its part of the accumulator in the micro-batch loop.
+std::optional<bool> foldIntoAccumulator(linalg::GenericOp op,
+                                        func::FuncOp step) {
+  linalg::FillOp fill = zeroFillBefore(op);
+  if (!fill)
+    return std::nullopt;
+  Value out = op.getDpsInits()[0];
+  Operation *written = reshapeOf(out);
+  Value temp = written ? written->getOperand(0) : out;
+  if (!temp.getDefiningOp<memref::AllocOp>())
+    return std::nullopt;
+  // Every use of `temp`: the contraction and its fill (maybe through a
+  // reshape), then the add (maybe through another).
+  linalg::GenericOp add;
+  Operation *read = nullptr;
+  auto isAdd = [&](Operation *user, Value input) {
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (add || !generic || generic.getNumDpsInputs() != 1 ||
+        generic.getNumDpsInits() != 1 || generic.getDpsInputs()[0] != input)
+      return false;
+    add = generic;
+    return true;
+  };
+  for (Operation *user : temp.getUsers()) {
+    if (user == written) {
+      if (!llvm::all_of(out.getUsers(), [&](Operation *outUser) {
+            return outUser == fill || outUser == op;
+          }))
+        return std::nullopt;
+      continue;
+    }
+    if (user == fill || user == op || isAdd(user, temp))
+      continue;
+    if (user->getNumResults() != 1)
+      return std::nullopt;
+    Operation *reshape = reshapeOf(user->getResult(0));
+    if (read || !reshape || !user->getResult(0).hasOneUse() ||
+        !isAdd(*user->getUsers().begin(), user->getResult(0)))
+      return std::nullopt;
+    read = reshape;
+  }
+  if (!add || add->getBlock() != op->getBlock() || add->isBeforeInBlock(op) ||
+      !llvm::all_of(add.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return std::nullopt;
+  Block &body = add.getRegion().front();
+  auto sum = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!sum || &body.front() != sum.getOperation() ||
+      !llvm::is_contained(sum->getOperands(), body.getArgument(0)) ||
+      !llvm::is_contained(sum->getOperands(), body.getArgument(1)))
+    return std::nullopt;
+  Value view = add.getDpsInits()[0];
+  std::optional<ViewRoot> region = rootOf(view);
+  if (!region)
+    return std::nullopt;
+  auto argument = dyn_cast<BlockArgument>(region->base);
+  if (!argument || train::getArgRole(step, argument.getArgNumber()) !=
+                       ACCRUE_ROLE_ACCUMULATOR)
+    return std::nullopt;
+  // Nothing between the contraction and the add may use that part of the
+  // accumulator: the contraction now writes it where it stands.
+  for (Operation *between = op->getNextNode(); between != add;
+       between = between->getNextNode())
+    if (touchedElsewhere(between, *region, {}))
+      return std::nullopt;
+  auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
+  bool onlyWriter =
+      loop && loop->hasAttr(train::StepAttrs::kMicrobatchLoop) &&
+      !touchedElsewhere(loop, *region, {fill, op, add, written, read});
+  if (failed(hoistViewBefore(view, op)))
+    return std::nullopt;
+  // The accumulator's view, shaped as the contraction's output.
+  OpBuilder b(op);
+  if (read)
+    view = reshapeLike(b, op.getLoc(), view, read, /*inverse=*/true);
+  if (written)
+    view = reshapeLike(b, op.getLoc(), view, written, /*inverse=*/false);
+  if (cast<MemRefType>(view.getType()).getShape() !=
+      cast<MemRefType>(out.getType()).getShape())
+    return std::nullopt;
+  op.getDpsInitsMutable()[0].set(view);
+  add.erase();
+  fill.erase();
+  for (Operation *reshape : {read, written})
+    if (reshape)
+      reshape->erase();
+  return onlyWriter;
+}
+
+//===----------------------------------------------------------------------===//
+// GEMM plans
+//===----------------------------------------------------------------------===//
+
+enum Kind { Batch, M, N, K, NumKinds };
+enum OperandIndex { A, B, C };
+
+/// A contraction as a GEMM: for each of A, B, C its buffer, the position of
+/// each loop in its dimensions (-1: absent) and its strides; for each
+/// kind, its loops, outermost first.
+struct Plan {
+  Value buffers[3];
+  SmallVector<int64_t> position[3];
+  SmallVector<int64_t> strides[3];
+  SmallVector<int64_t> loops[NumKinds];
+  /// Batch loops that do not collapse with the GEMM's batch dimension,
+  /// run by the host around the call.
+  SmallVector<int64_t> hostLoops;
+  SmallVector<int64_t> ranges;
+  AccrueGemmType inputType = ACCRUE_GEMM_F32;
+};
+
+std::optional<AccrueGemmType> gemmType(Type type) {
+  if (type.isF32())
+    return ACCRUE_GEMM_F32;
+  if (type.isBF16())
+    return ACCRUE_GEMM_BF16;
+  if (type.isF16())
+    return ACCRUE_GEMM_F16;
+  return std::nullopt;
+}
+
+FailureOr<Plan> planGemm(linalg::GenericOp op, const Contraction &c) {
+  Plan plan;
+  plan.buffers[A] = op.getDpsInputs()[c.lhs];
+  plan.buffers[B] = op.getDpsInputs()[c.rhs];
+  plan.buffers[C] = op.getDpsInits()[0];
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  AffineMap operandMaps[3] = {maps[c.lhs], maps[c.rhs], maps[2]};
+  int64_t numLoops = op.getNumLoops();
+  plan.ranges = op.getStaticLoopRanges();
+  for (int x = A; x <= C; ++x) {
+    auto type = cast<MemRefType>(plan.buffers[x].getType());
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(plan.strides[x], offset)))
+      return failure();
+    plan.position[x].assign(numLoops, -1);
+    for (auto [dim, loop] : llvm::enumerate(*loopsOf(operandMaps[x]))) {
+      if (loop < 0)
+        continue;
+      if (plan.position[x][loop] >= 0 ||
+          ShapedType::isDynamic(plan.strides[x][dim]))
+        return failure(); // a diagonal, or strides known only at run time
+      plan.position[x][loop] = dim;
+    }
+  }
+  // Element types: A and B alike, C f32.
+  std::optional<AccrueGemmType> a = gemmType(c.lhsElement),
+                                b = gemmType(c.rhsElement);
+  if (!a || a != b ||
+      !cast<MemRefType>(plan.buffers[C].getType()).getElementType().isF32())
+    return failure();
+  plan.inputType = *a;
+  // Sort the loops by kind.
+  auto iterators = op.getIteratorTypesArray();
+  for (int64_t loop = 0; loop < numLoops; ++loop) {
+    bool inA = plan.position[A][loop] >= 0, inB = plan.position[B][loop] >= 0,
+         inC = plan.position[C][loop] >= 0;
+    bool parallel = iterators[loop] == utils::IteratorType::parallel;
+    Kind kind;
+    if (inA && inB && inC && parallel)
+      kind = Batch;
+    else if (inA && !inB && inC && parallel)
+      kind = M;
+    else if (!inA && inB && inC && parallel)
+      kind = N;
+    else if (inA && inB && !inC && !parallel)
+      kind = K;
+    else
+      return failure(); // a broadcast or a reduction of one operand
+    plan.loops[kind].push_back(loop);
+  }
+  if (plan.loops[K].empty())
+    return failure();
+  // Loop `outer` is laid out right outside loop `inner` in every operand
+  // that has them: the two collapse into one dimension.
+  auto collapsible = [&](int64_t outer, int64_t inner) {
+    if (ShapedType::isDynamic(plan.ranges[inner]))
+      return false;
+    for (int x = A; x <= C; ++x)
+      if (plan.position[x][outer] >= 0 &&
+          plan.strides[x][plan.position[x][outer]] !=
+              plan.strides[x][plan.position[x][inner]] * plan.ranges[inner])
+        return false;
+    return true;
+  };
+  for (int kind = Batch; kind < NumKinds; ++kind) {
+    OperandIndex order = kind == K ? A : C;
+    SmallVector<int64_t> &loops = plan.loops[kind];
+    llvm::sort(loops, [&](int64_t x, int64_t y) {
+      return plan.position[order][x] < plan.position[order][y];
+    });
+    // The innermost loops that collapse are the dimension; batch loops
+    // outside them become host loops around the call.
+    size_t first = loops.empty() ? 0 : loops.size() - 1;
+    while (first > 0 && collapsible(loops[first - 1], loops[first]))
+      --first;
+    if (first > 0) {
+      if (kind != Batch)
+        return failure();
+      plan.hostLoops.assign(loops.begin(), loops.begin() + first);
+      loops.erase(loops.begin(), loops.begin() + first);
+    }
+  }
+  // Each matrix needs unit stride along its rows or its columns (or a
+  // dimension of size 1).
+  auto groupSize = [&](int kind) {
+    int64_t size = 1;
+    for (int64_t loop : plan.loops[kind])
+      size = ShapedType::isDynamic(plan.ranges[loop]) ||
+                     ShapedType::isDynamic(size)
+                 ? ShapedType::kDynamic
+                 : size * plan.ranges[loop];
+    return size;
+  };
+  auto innerStride = [&](int x, int kind) -> int64_t {
+    if (plan.loops[kind].empty())
+      return 0;
+    return plan.strides[x][plan.position[x][plan.loops[kind].back()]];
+  };
+  std::pair<int, int> matrices[3] = {{M, K}, {K, N}, {M, N}};
+  for (int x = A; x <= C; ++x) {
+    auto [rows, cols] = matrices[x];
+    if (innerStride(x, rows) != 1 && innerStride(x, cols) != 1 &&
+        groupSize(rows) != 1 && groupSize(cols) != 1)
+      return failure();
+  }
+  return plan;
+}
+
+/// The precision a buffer's values are exact in: bf16 or f16 if its only
+/// writer stores widened bf16 or f16 values, else f32.
+AccrueGemmType exactIn(Value buffer) {
+  if (!buffer.getDefiningOp<memref::AllocOp>())
+    return ACCRUE_GEMM_F32;
+  linalg::GenericOp writer;
+  for (Operation *user : buffer.getUsers()) {
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic)
+      continue;
+    for (OpOperand &init : generic.getDpsInitsMutable()) {
+      if (init.get() != buffer)
+        continue;
+      if (writer)
+        return ACCRUE_GEMM_F32;
+      writer = generic;
+    }
+  }
+  if (!writer)
+    return ACCRUE_GEMM_F32;
+  unsigned result = 0;
+  for (auto [i, init] : llvm::enumerate(writer.getDpsInits()))
+    if (init == buffer)
+      result = i;
+  Value yielded =
+      writer.getRegion().front().getTerminator()->getOperand(result);
+  auto ext = yielded.getDefiningOp<arith::ExtFOp>();
+  if (!ext)
+    return ACCRUE_GEMM_F32;
+  return gemmType(ext.getIn().getType()).value_or(ACCRUE_GEMM_F32);
+}
+
+/// The runtime's GEMM entry, declared once.
+func::FuncOp gemmFunction(ModuleOp module) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(ACCRUE_GEMM_FUNCTION))
+    return existing;
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  Type index = b.getIndexType();
+  SmallVector<Type> inputs(17, index);
+  inputs.push_back(b.getF32Type());
+  auto function = func::FuncOp::create(b, module.getLoc(), ACCRUE_GEMM_FUNCTION,
+                                       b.getFunctionType(inputs, {}));
+  function.setPrivate();
+  return function;
+}
+
+/// Replaces `op` by a call of the GEMM entry.
+void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
+              func::FuncOp gemm) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto constant = [&](int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  };
+  // The size of a loop, read from an operand that has it.
+  auto loopSize = [&](int64_t loop) -> Value {
+    if (!ShapedType::isDynamic(plan.ranges[loop]))
+      return constant(plan.ranges[loop]);
+    for (int x = C; x >= A; --x)
+      if (plan.position[x][loop] >= 0)
+        return memref::DimOp::create(b, loc, plan.buffers[x],
+                                     plan.position[x][loop]);
+    llvm_unreachable("every loop indexes an operand");
+  };
+  auto groupSize = [&](int kind) {
+    Value size = constant(1);
+    for (int64_t loop : plan.loops[kind])
+      size = b.createOrFold<arith::MulIOp>(loc, size, loopSize(loop));
+    return size;
+  };
+  auto stride = [&](int x, int kind) {
+    if (plan.loops[kind].empty() || plan.position[x][plan.loops[kind].back()] < 0)
+      return constant(0);
+    return constant(
+        plan.strides[x][plan.position[x][plan.loops[kind].back()]]);
+  };
+  auto address = [&](int x) {
+    Value buffer = plan.buffers[x];
+    auto type = cast<MemRefType>(buffer.getType());
+    Value offset =
+        memref::ExtractStridedMetadataOp::create(b, loc, buffer).getOffset();
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+    Value bytes = b.createOrFold<arith::MulIOp>(
+        loc, offset, constant(type.getElementTypeBitWidth() / 8));
+    return b.createOrFold<arith::AddIOp>(loc, base, bytes);
+  };
+  AccrueGemmType exact = ACCRUE_GEMM_F32;
+  if (plan.inputType == ACCRUE_GEMM_F32) {
+    AccrueGemmType a = exactIn(plan.buffers[A]), bt = exactIn(plan.buffers[B]);
+    if (a == bt)
+      exact = a;
+  }
+  int64_t types = int64_t(plan.inputType) | int64_t(ACCRUE_GEMM_F32) << 8 |
+                  int64_t(exact) << 16;
+  Value beta;
+  switch (start) {
+  case Start::Given:
+    beta = arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                          APFloat(1.0f));
+    break;
+  case Start::Zero:
+    beta = arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                          APFloat(0.0f));
+    break;
+  case Start::Accumulator: {
+    auto loop = cast<scf::ForOp>(op->getParentOp());
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        loop.getInductionVar(),
+                                        loop.getLowerBound());
+    beta = arith::SelectOp::create(
+        b, loc, first,
+        arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f)),
+        arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(1.0f)));
+    break;
+  }
+  }
+  SmallVector<Value> args = {groupSize(Batch), groupSize(M), groupSize(N),
+                             groupSize(K)};
+  std::pair<int, int> matrices[3] = {{M, K}, {K, N}, {M, N}};
+  Value addresses[3] = {address(A), address(B), address(C)};
+  // Batch loops that do not collapse: host loops, each iteration moving
+  // the addresses along.
+  for (int64_t loop : plan.hostLoops) {
+    auto hostLoop =
+        scf::ForOp::create(b, loc, constant(0), loopSize(loop), constant(1));
+    b.setInsertionPointToStart(hostLoop.getBody());
+    for (int x = A; x <= C; ++x) {
+      auto type = cast<MemRefType>(plan.buffers[x].getType());
+      int64_t bytes = plan.strides[x][plan.position[x][loop]] *
+                      (type.getElementTypeBitWidth() / 8);
+      addresses[x] = arith::AddIOp::create(
+          b, loc, addresses[x],
+          arith::MulIOp::create(b, loc, hostLoop.getInductionVar(),
+                                constant(bytes)));
+    }
+  }
+  for (int x = A; x <= C; ++x) {
+    args.push_back(addresses[x]);
+    args.push_back(stride(x, matrices[x].first));
+    args.push_back(stride(x, matrices[x].second));
+    args.push_back(stride(x, Batch));
+  }
+  args.push_back(constant(types));
+  args.push_back(beta);
+  auto call = func::CallOp::create(b, loc, gemm, args);
+  // The call keeps what the contraction computed, for profiles and errors.
+  call->setAttr("accrue.gemm", b.getUnitAttr());
+  op.erase();
+}
+
+struct CudaContractionsToGemmPass
+    : public accrue::cuda::impl::CudaContractionsToGemmBase<
+          CudaContractionsToGemmPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto step : module.getOps<func::FuncOp>()) {
+      if (!step->hasAttr(train::StepAttrs::kABI))
+        continue;
+      SmallVector<linalg::GenericOp> contractions;
+      step.walk([&](linalg::GenericOp op) {
+        if (op.hasPureBufferSemantics() && matchContraction(op))
+          contractions.push_back(op);
+      });
+      // First the folds into the accumulator, on buffers, then the calls.
+      SmallVector<Start> starts;
+      for (linalg::GenericOp op : contractions) {
+        std::optional<bool> folded = foldIntoAccumulator(op, step);
+        starts.push_back(folded && *folded ? Start::Accumulator
+                                           : Start::Given);
+      }
+      for (auto [op, start] : llvm::zip(contractions, starts)) {
+        FailureOr<Plan> plan = planGemm(op, *matchContraction(op));
+        if (failed(plan))
+          continue; // stays a kernel
+        if (start == Start::Given)
+          if (linalg::FillOp fill = zeroFillBefore(op)) {
+            fill.erase();
+            start = Start::Zero;
+          }
+        emitGemm(op, *plan, start, gemmFunction(module));
+      }
+    }
+  }
+};
+
+} // namespace

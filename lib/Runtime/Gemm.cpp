@@ -1,0 +1,200 @@
+//===- Gemm.cpp - the GEMM entry CUDA steps call ----------------*- C++ -*-===//
+
+#include "Gemm.h"
+
+#include "accrue-runtime/Collectives.h"
+#include "accrue-runtime/Error.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+
+using namespace accrue::rt;
+
+namespace {
+
+/// An operand as the step passes it: rows x cols with element strides.
+struct Strided {
+  intptr_t address;
+  int64_t rows, cols, rowStride, colStride, batchStride;
+  AccrueGemmType type;
+
+  Strided transposed() const {
+    return {address, cols, rows, colStride, rowStride, batchStride, type};
+  }
+};
+
+/// `x` as a column-major matrix, read directly or transposed; nullopt if
+/// neither its rows nor its columns are contiguous.
+std::optional<BlasMatrix> columnMajor(const Strided &x) {
+  auto matrix = [&](int64_t rows, int64_t cols, int64_t ld,
+                    bool transposed) -> std::optional<BlasMatrix> {
+    if (ld < std::max<int64_t>(rows, 1))
+      return std::nullopt;
+    return BlasMatrix{x.address, rows, cols, ld, x.batchStride, transposed,
+                      x.type};
+  };
+  if (x.rows <= 1 || x.rowStride == 1)
+    if (auto m = matrix(x.rows, x.cols,
+                        x.cols <= 1 ? std::max<int64_t>(x.rows, 1)
+                                    : x.colStride,
+                        false))
+      return m;
+  if (x.cols <= 1 || x.colStride == 1)
+    return matrix(x.cols, x.rows,
+                  x.rows <= 1 ? std::max<int64_t>(x.cols, 1) : x.rowStride,
+                  true);
+  return std::nullopt;
+}
+
+BlasMatrix require(const std::optional<BlasMatrix> &matrix, const char *name,
+                   const Strided &x) {
+  if (!matrix)
+    throw Error(std::string("GEMM operand ") + name + " (" +
+                std::to_string(x.rows) + "x" + std::to_string(x.cols) +
+                ", strides " + std::to_string(x.rowStride) + ", " +
+                std::to_string(x.colStride) +
+                ") has neither contiguous rows nor contiguous columns");
+  return *matrix;
+}
+
+float load(const BlasMatrix &x, int64_t offset) {
+  switch (x.type) {
+  case ACCRUE_GEMM_F32:
+    return reinterpret_cast<const float *>(x.address)[offset];
+  case ACCRUE_GEMM_BF16: {
+    uint32_t bits =
+        uint32_t(reinterpret_cast<const uint16_t *>(x.address)[offset]) << 16;
+    float value;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+  }
+  case ACCRUE_GEMM_F16: {
+    uint16_t h = reinterpret_cast<const uint16_t *>(x.address)[offset];
+    uint32_t sign = uint32_t(h & 0x8000) << 16, exponent = (h >> 10) & 0x1f,
+             mantissa = h & 0x3ff, bits;
+    if (exponent == 0x1f) {
+      bits = sign | 0x7f800000 | (mantissa << 13);
+    } else if (exponent != 0) {
+      bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    } else if (mantissa == 0) {
+      bits = sign;
+    } else {
+      // Subnormal: normalize.
+      int shift = 0;
+      while (!(mantissa & 0x400)) {
+        mantissa <<= 1;
+        ++shift;
+      }
+      bits = sign | uint32_t(113 - shift) << 23 | ((mantissa & 0x3ff) << 13);
+    }
+    float value;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+  }
+  }
+  return 0;
+}
+
+GemmRunner &runner() {
+  static GemmRunner installed = nullptr;
+  return installed;
+}
+
+} // namespace
+
+namespace accrue::rt {
+
+GemmPlan planGemm(int64_t batch, int64_t m, int64_t n, int64_t k, intptr_t a,
+                  int64_t aRow, int64_t aCol, int64_t aBatch, intptr_t b,
+                  int64_t bRow, int64_t bCol, int64_t bBatch, intptr_t c,
+                  int64_t cRow, int64_t cCol, int64_t cBatch, int64_t types,
+                  float beta) {
+  auto type = [](int64_t code) {
+    if (code < 0 || code >= accrueGemmTypeCount())
+      throw Error("unknown GEMM element type " + std::to_string(code));
+    return static_cast<AccrueGemmType>(code);
+  };
+  AccrueGemmType input = type(types & 0xff), output = type((types >> 8) & 0xff);
+  if (output != ACCRUE_GEMM_F32)
+    throw Error("GEMM outputs are f32");
+  Strided sa{a, m, k, aRow, aCol, aBatch, input};
+  Strided sb{b, k, n, bRow, bCol, bBatch, input};
+  Strided sc{c, m, n, cRow, cCol, cBatch, output};
+  GemmPlan plan;
+  plan.batch = batch;
+  plan.beta = beta;
+  plan.exact = type((types >> 16) & 0xff);
+  // The output is column-major: D = A B, or D^T = B^T A^T for a row-major
+  // output.
+  std::optional<BlasMatrix> out = columnMajor(sc);
+  if (out && out->transposed) {
+    std::swap(m, n);
+    Strided ta = sb.transposed(), tb = sa.transposed();
+    sa = ta;
+    sb = tb;
+    sc = sc.transposed();
+    out = columnMajor(sc);
+  }
+  plan.c = require(out, "C", sc);
+  plan.a = require(columnMajor(sa), "A", sa);
+  plan.b = require(columnMajor(sb), "B", sb);
+  plan.m = m;
+  plan.n = n;
+  plan.k = k;
+  return plan;
+}
+
+void runGemmOnHost(const GemmPlan &plan) {
+  const BlasMatrix &a = plan.a, &b = plan.b, &c = plan.c;
+  auto at = [](const BlasMatrix &x, int64_t batch, int64_t i, int64_t j) {
+    return batch * x.batchStride + (x.transposed ? j + i * x.ld : i + j * x.ld);
+  };
+  float *out = reinterpret_cast<float *>(c.address);
+  for (int64_t p = 0; p < plan.batch; ++p)
+    for (int64_t j = 0; j < plan.n; ++j)
+      for (int64_t i = 0; i < plan.m; ++i) {
+        float sum = 0;
+        for (int64_t l = 0; l < plan.k; ++l)
+          sum += load(a, at(a, p, i, l)) * load(b, at(b, p, l, j));
+        float &d = out[at(c, p, i, j)];
+        d = plan.beta == 0 ? sum : sum + plan.beta * d;
+      }
+}
+
+void setGemmRunner(GemmRunner installed) { runner() = installed; }
+
+[[noreturn]] void failInStep(const char *where, const std::exception &e) {
+  std::fprintf(stderr, "accrue-train: error: %s: %s\n", where, e.what());
+  std::fflush(stderr);
+  Collectives::abortIfParallel(1);
+  std::_Exit(1);
+}
+
+} // namespace accrue::rt
+
+/// Called by compiled CUDA steps (StepABI.h).
+extern "C" void accrue_gemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                            intptr_t a, int64_t aRow, int64_t aCol,
+                            int64_t aBatch, intptr_t b, int64_t bRow,
+                            int64_t bCol, int64_t bBatch, intptr_t c,
+                            int64_t cRow, int64_t cCol, int64_t cBatch,
+                            int64_t types, float beta) {
+  // Called from compiled code: no exception may cross it.
+  try {
+    GemmPlan plan = planGemm(batch, m, n, k, a, aRow, aCol, aBatch, b, bRow,
+                             bCol, bBatch, c, cRow, cCol, cBatch, types, beta);
+    if (runner())
+      runner()(plan);
+    else
+      runGemmOnHost(plan);
+  } catch (const std::exception &e) {
+    failInStep("a GEMM", e);
+  }
+}
+static_assert(std::is_same_v<decltype(&accrue_gemm), AccrueGemmFn> &&
+                  std::string_view(ACCRUE_GEMM_FUNCTION) == "accrue_gemm",
+              "the GEMM entry of StepABI.h");

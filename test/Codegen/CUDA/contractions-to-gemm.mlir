@@ -1,0 +1,230 @@
+// RUN: accrue-opt %s -split-input-file -cuda-contractions-to-gemm -canonicalize | FileCheck %s
+
+// A zero-started product of row-major matrices: one call, beta 0, the
+// fill gone. A is 4x3 (strides 3, 1), B 3x5 (5, 1), C 4x5 (5, 1).
+
+// CHECK-LABEL: func @row_major
+// CHECK-SAME: (%[[A:.+]]: memref<4x3xf32>, %[[B:.+]]: memref<3x5xf32>)
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[C:.+]] = memref.alloc() : memref<4x5xf32>
+// CHECK-DAG: %[[PA:.+]] = memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK-DAG: %[[PB:.+]] = memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK-DAG: %[[PC:.+]] = memref.extract_aligned_pointer_as_index %[[C]]
+// CHECK-NOT: linalg
+// CHECK: call @accrue_gemm(%c1, %c4, %c5, %c3, %[[PA]], %c3, %c1, %c0, %[[PB]], %c5, %c1, %c0, %[[PC]], %c5, %c1, %c0, %c0, %[[ZERO]])
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+func.func @row_major(%a: memref<4x3xf32>, %b: memref<3x5xf32>) -> memref<4x5xf32> attributes {train.abi = [{train.name = "a", train.role = "batch"}, {train.name = "b", train.role = "batch"}]} {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<4x5xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x5xf32>)
+  linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return %c : memref<4x5xf32>
+}
+
+// -----
+
+// A weight gradient (x^T dy) added into the accumulator: written there
+// directly, beta 0 on the first micro-batch and 1 after; no temporary, no
+// add. The view of the accumulator is built before the call.
+
+// CHECK-LABEL: func @weight_gradient
+// CHECK-SAME: (%[[ACC:[^:]+]]: memref<20xf32>
+// CHECK-DAG: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: scf.for %[[I:.+]] = %c0 to
+// CHECK-NOT: memref.alloc
+// CHECK: %[[VIEW:.+]] = memref.expand_shape
+// CHECK: %[[FIRST:.+]] = arith.cmpi eq, %[[I]], %c0
+// CHECK: %[[BETA:.+]] = arith.select %[[FIRST]], %[[ZERO]], %[[ONE]] : f32
+// CHECK: %[[PC:.+]] = memref.extract_aligned_pointer_as_index %[[VIEW]]
+// CHECK: call @accrue_gemm(%c1, %c3, %c5, %c4, %{{.+}}, %c1, %c3, %c0, %{{.+}}, %c5, %c1, %c0, %[[PC]], %c5, %c1, %c0, %c0, %[[BETA]])
+// CHECK-NOT: linalg.generic
+// CHECK: train.microbatch_loop
+#km = affine_map<(m, n, k) -> (k, m)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(i, j) -> (i, j)>
+func.func @weight_gradient(%acc: memref<20xf32>, %x: memref<4x3xf32>, %dy: memref<4x5xf32>, %k: index) attributes {train.abi = [{train.name = "grads", train.role = "accumulator"}, {train.name = "x", train.role = "batch"}, {train.name = "dy", train.role = "batch"}, {train.name = "k", train.role = "accumulation_steps"}]} {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %k step %c1 {
+    %t = memref.alloc() : memref<3x5xf32>
+    linalg.fill ins(%zero : f32) outs(%t : memref<3x5xf32>)
+    linalg.generic {indexing_maps = [#km, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%x, %dy : memref<4x3xf32>, memref<4x5xf32>) outs(%t : memref<3x5xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %p = arith.mulf %a, %b : f32
+      %s = arith.addf %o, %p : f32
+      linalg.yield %s : f32
+    }
+    %sv = memref.subview %acc[0] [15] [1] : memref<20xf32> to memref<15xf32, strided<[1]>>
+    %v = memref.expand_shape %sv [[0, 1]] output_shape [3, 5] : memref<15xf32, strided<[1]>> into memref<3x5xf32>
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%t : memref<3x5xf32>) outs(%v : memref<3x5xf32>) {
+    ^bb0(%in: f32, %o: f32):
+      %s = arith.addf %o, %in : f32
+      linalg.yield %s : f32
+    }
+  } {train.microbatch_loop}
+  return
+}
+
+// -----
+
+// A part of the accumulator another op also adds into (a tied weight): the
+// product goes there with beta 1 always.
+
+// CHECK-LABEL: func @shared_gradient
+// CHECK-DAG: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK: scf.for
+// CHECK-NOT: arith.select
+// CHECK: call @accrue_gemm({{.*}}, %[[ONE]])
+// CHECK: linalg.generic
+#km = affine_map<(m, n, k) -> (k, m)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(i, j) -> (i, j)>
+func.func @shared_gradient(%acc: memref<20xf32>, %x: memref<4x3xf32>, %dy: memref<4x5xf32>, %other: memref<3x5xf32>, %k: index) attributes {train.abi = [{train.name = "grads", train.role = "accumulator"}, {train.name = "x", train.role = "batch"}, {train.name = "dy", train.role = "batch"}, {train.name = "o", train.role = "batch"}, {train.name = "k", train.role = "accumulation_steps"}]} {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %k step %c1 {
+    %t = memref.alloc() : memref<3x5xf32>
+    linalg.fill ins(%zero : f32) outs(%t : memref<3x5xf32>)
+    linalg.generic {indexing_maps = [#km, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%x, %dy : memref<4x3xf32>, memref<4x5xf32>) outs(%t : memref<3x5xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %p = arith.mulf %a, %b : f32
+      %s = arith.addf %o, %p : f32
+      linalg.yield %s : f32
+    }
+    %sv = memref.subview %acc[0] [15] [1] : memref<20xf32> to memref<15xf32, strided<[1]>>
+    %v = memref.expand_shape %sv [[0, 1]] output_shape [3, 5] : memref<15xf32, strided<[1]>> into memref<3x5xf32>
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%t : memref<3x5xf32>) outs(%v : memref<3x5xf32>) {
+    ^bb0(%in: f32, %o: f32):
+      %s = arith.addf %o, %in : f32
+      linalg.yield %s : f32
+    }
+    %sv2 = memref.subview %acc[5] [15] [1] : memref<20xf32> to memref<15xf32, strided<[1], offset: 5>>
+    %v2 = memref.expand_shape %sv2 [[0, 1]] output_shape [3, 5] : memref<15xf32, strided<[1], offset: 5>> into memref<3x5xf32, strided<[5, 1], offset: 5>>
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%other : memref<3x5xf32>) outs(%v2 : memref<3x5xf32, strided<[5, 1], offset: 5>>) {
+    ^bb0(%in: f32, %o: f32):
+      %s = arith.addf %o, %in : f32
+      linalg.yield %s : f32
+    }
+  } {train.microbatch_loop}
+  return
+}
+
+// -----
+
+// Attention's [batch, heads] over a [batch, seq, heads, dim] layout: the
+// heads are the GEMM's batch (stride 4 in A), the samples a host loop
+// moving every address along (A: 24 floats = 96 bytes).
+
+// CHECK-LABEL: func @attention
+// CHECK: scf.for %[[B:.+]] = %c0 to %c2 step %c1
+// CHECK: %[[OFFSET:.+]] = arith.muli %[[B]], %c96
+// CHECK: %[[PA:.+]] = arith.addi %{{.+}}, %[[OFFSET]]
+// CHECK: call @accrue_gemm(%c2, %c3, %c3, %c4, %[[PA]], %c8, %c1, %c4,
+#a = affine_map<(b, h, m, n, k) -> (b, m, h, k)>
+#b = affine_map<(b, h, m, n, k) -> (b, h, k, n)>
+#c = affine_map<(b, h, m, n, k) -> (b, h, m, n)>
+func.func @attention(%q: memref<2x3x2x4xf32>, %kt: memref<2x2x4x3xf32>, %s: memref<2x2x3x3xf32>) attributes {train.abi = [{train.name = "q", train.role = "batch"}, {train.name = "k", train.role = "batch"}, {train.name = "s", train.role = "batch"}]} {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %kt : memref<2x3x2x4xf32>, memref<2x2x4x3xf32>) outs(%s : memref<2x2x3x3xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// f32 inputs whose only writer widened bf16 values are marked exact in
+// bf16 (types = f32 | f32 << 8 | bf16 << 16); bf16 inputs widened in the
+// body are passed as bf16 (types = 1).
+
+// CHECK-LABEL: func @precision
+// CHECK: call @accrue_gemm({{.*}}, %c65536, %{{.+}})
+// CHECK: call @accrue_gemm({{.*}}, %c1, %{{.+}})
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(i, j) -> (i, j)>
+func.func @precision(%a: memref<4x3xbf16>, %b: memref<3x5xbf16>, %c: memref<4x5xf32>) attributes {train.abi = [{train.name = "a", train.role = "batch"}, {train.name = "b", train.role = "batch"}, {train.name = "c", train.role = "batch"}]} {
+  %wa = memref.alloc() : memref<4x3xf32>
+  %wb = memref.alloc() : memref<3x5xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<4x3xbf16>) outs(%wa : memref<4x3xf32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %e = arith.extf %in : bf16 to f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%b : memref<3x5xbf16>) outs(%wb : memref<3x5xf32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %e = arith.extf %in : bf16 to f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%wa, %wb : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x3xbf16>, memref<3x5xbf16>) outs(%c : memref<4x5xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %o: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Not GEMMs: a reduction over a loop only one input has, and an operand
+// with unit stride along neither dimension. Both stay linalg ops.
+
+// CHECK-LABEL: func @not_gemms
+// CHECK-NOT: accrue_gemm
+// CHECK-COUNT-2: linalg.generic
+#mk = affine_map<(m, n, k) -> (m, k)>
+#n = affine_map<(m, n, k) -> (n)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+func.func @not_gemms(%a: memref<4x3xf32>, %v: memref<5xf32>, %b: memref<3x5xf32, strided<[10, 2]>>, %c: memref<4x5xf32>) attributes {train.abi = [{train.name = "a", train.role = "batch"}, {train.name = "v", train.role = "batch"}, {train.name = "b", train.role = "batch"}, {train.name = "c", train.role = "batch"}]} {
+  linalg.generic {indexing_maps = [#mk, #n, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %v : memref<4x3xf32>, memref<5xf32>) outs(%c : memref<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x3xf32>, memref<3x5xf32, strided<[10, 2]>>) outs(%c : memref<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}

@@ -1,0 +1,159 @@
+// RUN: accrue-opt %s -split-input-file -cuda-fold-into-contractions | FileCheck %s
+
+// A transposed input is read from the tensor it was moved from.
+
+// CHECK-DAG: #[[XT:.+]] = affine_map<(d0, d1, d2) -> (d2, d0)>
+// CHECK-DAG: #[[W:.+]] = affine_map<(d0, d1, d2) -> (d2, d1)>
+// CHECK-DAG: #[[OUT:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK: func @moved_input
+// CHECK-SAME: (%[[X:.+]]: tensor<3x4xf32>, %[[Y:.+]]: tensor<3x5xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {indexing_maps = [#[[XT]], #[[W]], #[[OUT]]], iterator_types = ["parallel", "parallel", "reduction"]}
+// CHECK-SAME: ins(%[[X]], %[[Y]] : tensor<3x4xf32>, tensor<3x5xf32>)
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+func.func @moved_input(%x: tensor<3x4xf32>, %y: tensor<3x5xf32>) -> tensor<4x5xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %xt = linalg.transpose ins(%x : tensor<3x4xf32>) outs(%e : tensor<4x3xf32>) permutation = [1, 0]
+  %o = tensor.empty() : tensor<4x5xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%o : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %r = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%xt, %y : tensor<4x3xf32>, tensor<3x5xf32>) outs(%init : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  return %r : tensor<4x5xf32>
+}
+
+// -----
+
+// A Linear's weight gradient as autodiff writes it: a product per sample,
+// summed over the samples (keeping a unit dimension), transposed. One
+// contraction sums over samples and tokens and writes the transpose.
+
+// CHECK-DAG: #[[X:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1)>
+// CHECK-DAG: #[[DY:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+// CHECK-DAG: #[[DW:.+]] = affine_map<(d0, d1, d2, d3) -> (d3, 0, d1)>
+// CHECK: func @weight_gradient
+// CHECK: %[[INIT:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<5x1x4xf32>)
+// CHECK-NEXT: %[[DWT:.+]] = linalg.generic {indexing_maps = [#[[X]], #[[DY]], #[[DW]]], iterator_types = ["reduction", "parallel", "reduction", "parallel"]}
+// CHECK-SAME: outs(%[[INIT]] : tensor<5x1x4xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: return %[[DWT]]
+#b_mk = affine_map<(b, m, k, n) -> (b, m, k)>
+#b_kn = affine_map<(b, m, k, n) -> (b, k, n)>
+#b_mn = affine_map<(b, m, k, n) -> (b, m, n)>
+#id3 = affine_map<(b, m, n) -> (b, m, n)>
+#keep = affine_map<(b, m, n) -> (0, m, n)>
+func.func @weight_gradient(%x: tensor<2x7x4xf32>, %dy: tensor<2x7x5xf32>) -> tensor<5x1x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4x7xf32>
+  %xt = linalg.transpose ins(%x : tensor<2x7x4xf32>) outs(%e : tensor<2x4x7xf32>) permutation = [0, 2, 1]
+  %o = tensor.empty() : tensor<2x4x5xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%o : tensor<2x4x5xf32>) -> tensor<2x4x5xf32>
+  %per = linalg.generic {indexing_maps = [#b_mk, #b_kn, #b_mn], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+      ins(%xt, %dy : tensor<2x4x7xf32>, tensor<2x7x5xf32>) outs(%init : tensor<2x4x5xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4x5xf32>
+  %so = tensor.empty() : tensor<1x4x5xf32>
+  %sinit = linalg.fill ins(%zero : f32) outs(%so : tensor<1x4x5xf32>) -> tensor<1x4x5xf32>
+  %sum = linalg.generic {indexing_maps = [#id3, #keep], iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%per : tensor<2x4x5xf32>) outs(%sinit : tensor<1x4x5xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x5xf32>
+  %to = tensor.empty() : tensor<5x1x4xf32>
+  %t = linalg.transpose ins(%sum : tensor<1x4x5xf32>) outs(%to : tensor<5x1x4xf32>) permutation = [2, 0, 1]
+  return %t : tensor<5x1x4xf32>
+}
+
+// -----
+
+// A contraction that does not start from zeros keeps its sum separate (the
+// init would be summed too); one used twice keeps its result.
+
+// CHECK-LABEL: func @not_zero_based
+// CHECK-COUNT-2: linalg.generic
+// CHECK-LABEL: func @used_twice
+// CHECK: linalg.generic
+// CHECK: linalg.transpose
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+#id2 = affine_map<(m, n) -> (m, n)>
+#row = affine_map<(m, n) -> (n)>
+func.func @not_zero_based(%x: tensor<4x3xf32>, %y: tensor<3x5xf32>, %c: tensor<4x5xf32>) -> tensor<5xf32> {
+  %zero = arith.constant 0.0 : f32
+  %r = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %y : tensor<4x3xf32>, tensor<3x5xf32>) outs(%c : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  %so = tensor.empty() : tensor<5xf32>
+  %sinit = linalg.fill ins(%zero : f32) outs(%so : tensor<5xf32>) -> tensor<5xf32>
+  %sum = linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["reduction", "parallel"]}
+      ins(%r : tensor<4x5xf32>) outs(%sinit : tensor<5xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<5xf32>
+  return %sum : tensor<5xf32>
+}
+func.func @used_twice(%x: tensor<4x3xf32>, %y: tensor<3x5xf32>) -> (tensor<4x5xf32>, tensor<5x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %o = tensor.empty() : tensor<4x5xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%o : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %r = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %y : tensor<4x3xf32>, tensor<3x5xf32>) outs(%init : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  %to = tensor.empty() : tensor<5x4xf32>
+  %t = linalg.transpose ins(%r : tensor<4x5xf32>) outs(%to : tensor<5x4xf32>) permutation = [1, 0]
+  return %r, %t : tensor<4x5xf32>, tensor<5x4xf32>
+}
+
+// -----
+
+// Two contractions starting from one (CSE-merged) zero fill get one each.
+
+// CHECK-LABEL: func @shared_fill
+// CHECK: %[[F1:.+]] = linalg.fill
+// CHECK: %[[F2:.+]] = linalg.fill
+// CHECK: linalg.generic {{.*}} outs(%[[F2]] : tensor<4x5xf32>)
+// CHECK: linalg.generic {{.*}} outs(%[[F1]] : tensor<4x5xf32>)
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+func.func @shared_fill(%x: tensor<4x3xf32>, %y: tensor<3x5xf32>) -> (tensor<4x5xf32>, tensor<4x5xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %o = tensor.empty() : tensor<4x5xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%o : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %r1 = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %y : tensor<4x3xf32>, tensor<3x5xf32>) outs(%init : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  %r2 = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %y : tensor<4x3xf32>, tensor<3x5xf32>) outs(%init : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %b, %a : f32
+    %s = arith.addf %p, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  return %r1, %r2 : tensor<4x5xf32>, tensor<4x5xf32>
+}
