@@ -16,6 +16,7 @@
 #include "accrue-runtime/Trainer.h"
 
 #include <cstdint>
+#include <deque>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -212,6 +213,16 @@ public:
   void saveGradients(const std::string &path) const;
 
 private:
+  /// A launched step, until its metrics are back.
+  struct Launched {
+    int64_t samples = 0, allReduces = -1, graphLaunches = 0;
+  };
+  /// Launches the step of the next window (Trainer::launch).
+  void launchNext();
+  /// Waits for the oldest launched step; logs and checkpoints it.
+  StepRecord finishOldest();
+  /// Whether a checkpoint follows step `iteration`.
+  bool checkpointsAfter(int64_t iteration) const;
   void resumeFromCheckpoint();
   std::map<std::string, std::string> runRecord() const;
   void notify(Notice::Kind kind, const std::string &text) const;
@@ -230,6 +241,9 @@ private:
   int64_t steps = 0, iteration = 0;
   std::ofstream log;
   std::vector<std::vector<uint8_t>> staging;
+  std::deque<Launched> inFlight;
+  /// Device synchronizations when the last step was reported.
+  int64_t syncsReported = 0;
 };
 
 } // namespace accrue::rt

@@ -12,9 +12,9 @@
 #include "accrue-runtime/Manifest.h"
 
 #include <deque>
-#include <optional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +73,15 @@ Device deviceFor(const Manifest &manifest);
 
 /// Where a step's buffers live and how it is called: host memory and a
 /// plain call, or device memory, one stream and captured CUDA graphs.
+/// Bytes on their way from a backend's memory to the host.
+class PendingCopy {
+public:
+  virtual ~PendingCopy() = default;
+  /// Waits for this copy (not for anything issued after it) and returns
+  /// the bytes, valid while this object lives.
+  virtual const void *wait() = 0;
+};
+
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -82,10 +91,23 @@ public:
   virtual void upload(void *dst, const void *src, size_t bytes) = 0;
   virtual void download(void *dst, const void *src, size_t bytes) = 0;
   virtual void fillZero(void *dst, size_t bytes) = 0;
+  /// Copies what the call with `slot` (0 or 1: calls alternate) reads.
+  /// `ahead`: a batch in a buffer only calls with this slot use, which a
+  /// device may copy while the previous call still runs (once the last
+  /// call with this slot is done); else ordered after everything issued.
+  virtual void uploadForCall(void *dst, const void *src, size_t bytes,
+                             int /*slot*/, bool /*ahead*/) {
+    upload(dst, src, bytes);
+  }
+  /// Starts copying `bytes` at `src` to the host after everything issued
+  /// so far, without waiting for it.
+  virtual std::unique_ptr<PendingCopy> downloadLater(const void *src,
+                                                     size_t bytes);
   /// Calls the step with `args`. `shapeKey` names the shapes of the
-  /// arguments (a CUDA backend captures a graph per key and replays it).
+  /// arguments (a CUDA backend captures a graph per key and slot and
+  /// replays it).
   virtual void call(const Artifact &artifact, PackedArgs &args,
-                    int64_t shapeKey) = 0;
+                    int64_t shapeKey, int slot) = 0;
   /// Waits for every call and copy issued so far.
   virtual void synchronize() = 0;
   /// Whether buffers are host memory the host may use directly.
@@ -170,8 +192,26 @@ public:
   StepMetrics step(const std::vector<const void *> &inputs, int64_t samples,
                    double lr, int64_t sampleBase = 0, int64_t valid = -1);
 
+  /// step() in two halves, so that a device runs step t while the host
+  /// prepares step t + 1: launch() issues a step (its inputs are copied
+  /// before it returns) and finish() waits for the oldest launched step's
+  /// metrics. A step may be launched before the previous one finished only
+  /// if canLaunchAhead().
+  void launch(const std::vector<const void *> &inputs, int64_t samples,
+              double lr, int64_t sampleBase = 0, int64_t valid = -1);
+  StepMetrics finish();
+  /// Steps launched and not finished.
+  int64_t inFlight() const { return static_cast<int64_t>(pending.size()); }
+  /// Whether launching before finishing helps and is exact: a device, and
+  /// no loss scaling (whose next scale and step count depend on whether
+  /// this step overflowed).
+  bool canLaunchAhead() const;
+
   /// Completed optimizer steps (skipped ones do not count).
   int64_t completedSteps() const { return completed; }
+  /// The optimizer steps completed once every launched step finished
+  /// (launched steps complete when they may be launched ahead).
+  int64_t stepsAfterInFlight() const { return completed + inFlight(); }
   /// The loss scale the next step uses, and the finite steps since it last
   /// changed (dynamic scaling grows it after `interval` of them).
   double lossScale() const { return scale; }
@@ -203,6 +243,9 @@ private:
   std::map<std::string, Array> arenaArrays(const Buffer &arena) const;
   /// A host copy of `arena`'s floats.
   std::vector<float> hostCopy(const Buffer &arena) const;
+  /// Host copies of several arenas, with one wait.
+  std::vector<std::vector<float>>
+  hostCopies(const std::vector<const Buffer *> &arenas) const;
   /// Batch buffers on the device, for `samples` rows each.
   void reserveBatch(int64_t samples);
 
@@ -216,9 +259,21 @@ private:
   /// The metrics buffer and the per-step scalars the step reads from
   /// memory (device targets), one 16-byte slot each.
   Buffer metricsBuffer, scalars;
-  /// Device targets: the batch inputs' device copies and their capacity.
-  std::vector<Buffer> batchBuffers;
+  /// Device targets: the batch inputs' device copies, one set per call
+  /// slot (calls alternate between them), and their capacity.
+  std::vector<Buffer> batchBuffers[2];
   int64_t batchCapacity = 0;
+  /// Steps launched so far (their parity is the call slot).
+  int64_t launched = 0;
+  /// Launched steps whose metrics are on their way.
+  struct Pending {
+    std::unique_ptr<PendingCopy> metrics;
+    double lr;
+    int64_t valid;
+  };
+  std::deque<Pending> pending;
+  /// The metrics argument of the step (null without one).
+  const ArgSpec *metricsArg = nullptr;
   int64_t completed = 0;
   double scale = 1.0;
   int64_t streak = 0;

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 using namespace accrue::rt;
 
@@ -53,7 +54,8 @@ public:
   void fillZero(void *dst, size_t bytes) override {
     std::memset(dst, 0, bytes);
   }
-  void call(const Artifact &artifact, PackedArgs &args, int64_t) override {
+  void call(const Artifact &artifact, PackedArgs &args, int64_t,
+            int) override {
     artifact.call(args.data());
   }
   void synchronize() override {}
@@ -61,6 +63,20 @@ public:
 };
 
 } // namespace
+
+std::unique_ptr<PendingCopy> Backend::downloadLater(const void *src,
+                                                   size_t bytes) {
+  // Backends without asynchronous copies: copied now.
+  struct Copied final : PendingCopy {
+    std::vector<uint8_t> bytes;
+    const void *wait() override { return bytes.data(); }
+  };
+  auto copy = std::make_unique<Copied>();
+  copy->bytes.resize(bytes);
+  download(copy->bytes.data(), src, bytes);
+  synchronize();
+  return copy;
+}
 
 std::unique_ptr<Backend> Backend::create(Device device) {
   if (device == Device::CUDA)

@@ -52,10 +52,12 @@ void Trainer::saveCheckpoint(
     const std::string &path,
     const std::map<std::string, std::string> &run) const {
   // Host copies of the arenas (device targets keep them on the device).
-  std::vector<float> params = hostCopy(paramArena);
-  std::vector<std::vector<float>> states;
+  std::vector<const Buffer *> arenas = {&paramArena};
   for (const Buffer &state : stateArenas)
-    states.push_back(hostCopy(state));
+    arenas.push_back(&state);
+  std::vector<std::vector<float>> states = hostCopies(arenas);
+  std::vector<float> params = std::move(states.front());
+  states.erase(states.begin());
   std::vector<TensorRef> tensors;
   for (const ParamSpec &param : art->params)
     tensors.push_back(slice(param.name, params.data(), param));

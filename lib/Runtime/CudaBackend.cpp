@@ -500,19 +500,71 @@ Nccl &nccl() {
 // The backend
 //===----------------------------------------------------------------------===//
 
-/// Device memory, one stream, captured graphs.
+/// An event, created on first use.
+struct Event {
+  CUevent event = nullptr;
+  bool recorded = false;
+
+  void record(CUstream stream) {
+    if (!event)
+      check(driver().eventCreate(&event, CU_EVENT_DISABLE_TIMING),
+            "cuEventCreate");
+    check(driver().eventRecord(event, stream), "cuEventRecord");
+    recorded = true;
+  }
+  void wait() {
+    if (recorded)
+      check(driver().eventSynchronize(event), "cuEventSynchronize");
+    recorded = false;
+  }
+  /// `stream` waits (on the device) for what preceded the record.
+  void order(CUstream stream) const {
+    if (recorded)
+      check(driver().streamWaitEvent(stream, event, 0), "cuStreamWaitEvent");
+  }
+  ~Event() {
+    if (event)
+      driver().eventDestroy(event);
+  }
+};
+
+/// Pinned host memory handed out in order and reused once `free` says
+/// the copies that read it are done.
+struct Staging {
+  void *memory = nullptr;
+  size_t size = 0, used = 0;
+  /// Recorded after the last copy from this memory.
+  Event free;
+
+  ~Staging() {
+    if (memory)
+      driver().memFreeHost(memory);
+  }
+};
+
+/// Device memory, a compute stream and a copy stream, captured graphs.
+///
+/// Calls alternate between two slots. A batch for slot s is staged in
+/// pinned memory of its own and copied on the copy stream once the last
+/// call with slot s is done, while the previous call runs; the call waits
+/// for that copy on the device. The metrics come back through pinned
+/// memory and an event, so the host waits for one step's metrics while the
+/// device runs the next: no synchronization of the device inside a step.
 class CudaBackend final : public Backend {
 public:
-  CudaBackend() : context(Context::get()) { setGemmRunner(runGemmOnDevice); }
+  CudaBackend() : context(Context::get()) {
+    setGemmRunner(runGemmOnDevice);
+    check(driver().streamCreate(&copyStream, CU_STREAM_NON_BLOCKING),
+          "cuStreamCreate");
+  }
 
   ~CudaBackend() override {
     setGemmRunner(nullptr);
     const Driver &d = driver();
     d.streamSynchronize(context.stream);
+    d.streamSynchronize(copyStream);
     for (auto &[key, graph] : graphs)
       d.graphExecDestroy(graph);
-    if (staging)
-      d.memFreeHost(staging);
   }
 
   void *allocate(size_t bytes) override {
@@ -530,19 +582,49 @@ public:
   }
 
   void upload(void *dst, const void *src, size_t bytes) override {
-    void *staged = stage(bytes);
+    void *staged = stage(general, bytes);
     std::memcpy(staged, src, bytes);
     check(driver().memcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), staged,
                                    bytes, context.stream),
           "cuMemcpyHtoDAsync");
   }
 
+  void uploadForCall(void *dst, const void *src, size_t bytes, int slot,
+                     bool ahead) override {
+    void *staged = stage(slots[slot].staging, bytes);
+    std::memcpy(staged, src, bytes);
+    CUstream stream = context.stream;
+    if (ahead) {
+      // After the last call that read this slot's buffers, before this one.
+      stream = copyStream;
+      slots[slot].done.order(copyStream);
+      copied = true;
+    }
+    check(driver().memcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), staged,
+                                   bytes, stream),
+          "cuMemcpyHtoDAsync");
+  }
+
   void download(void *dst, const void *src, size_t bytes) override {
-    void *staged = stage(bytes);
+    void *staged = stage(general, bytes);
     check(driver().memcpyDtoHAsync(staged, reinterpret_cast<CUdeviceptr>(src),
                                    bytes, context.stream),
           "cuMemcpyDtoHAsync");
     pendingDownloads.push_back({dst, staged, bytes});
+  }
+
+  std::unique_ptr<PendingCopy> downloadLater(const void *src,
+                                             size_t bytes) override {
+    auto copy = std::make_unique<Readback>();
+    copy->bytes = std::max<size_t>(bytes, 1);
+    check(driver().memAllocHost(&copy->memory, copy->bytes),
+          "allocating pinned host memory");
+    check(driver().memcpyDtoHAsync(copy->memory,
+                                   reinterpret_cast<CUdeviceptr>(src), bytes,
+                                   context.stream),
+          "cuMemcpyDtoHAsync");
+    copy->copied.record(context.stream);
+    return copy;
   }
 
   void fillZero(void *dst, size_t bytes) override {
@@ -551,51 +633,68 @@ public:
           "cuMemsetD8Async");
   }
 
-  void call(const Artifact &artifact, PackedArgs &args,
-            int64_t shapeKey) override {
+  void call(const Artifact &artifact, PackedArgs &args, int64_t shapeKey,
+            int slot) override {
     // Load every kernel module before anything is captured, with errors a
     // caller can report.
     for (auto &module : modules())
       load(*module);
     const Driver &d = driver();
-    int64_t &calls = callsPerKey[shapeKey];
+    if (copied) {
+      // The call reads the batch the copy stream brought.
+      Event &arrived = slots[slot].arrived;
+      arrived.record(copyStream);
+      arrived.order(context.stream);
+      copied = false;
+    }
+    int64_t &calls = callsPerShape[shapeKey];
     ++calls;
     if (!graphsEnabled() || calls == 1) {
-      // The first call runs directly (warm-up: lazy loading, first-touch).
+      // The first call of a shape runs directly (warm-up: lazy loading,
+      // cuBLASLt's algorithm choice, first touch).
       artifact.call(args.data());
-      return;
-    }
-    auto found = graphs.find(shapeKey);
-    if (found == graphs.end()) {
-      CUgraph graph = nullptr;
-      CUgraphExec exec = nullptr;
-      int64_t collectivesBefore = collectives ? Collectives::get().calls() : 0;
-      check(d.streamBeginCapture(context.stream,
-                                 CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-            "cuStreamBeginCapture");
-      artifact.call(args.data());
-      check(d.streamEndCapture(context.stream, &graph), "cuStreamEndCapture");
-      check(d.graphInstantiate(&exec, graph, 0), "cuGraphInstantiate");
-      d.graphDestroy(graph);
-      found = graphs.emplace(shapeKey, exec).first;
-      // The all-reduces the graph holds were counted as they were captured.
-      capturedCollectives[shapeKey] =
-          collectives ? Collectives::get().calls() - collectivesBefore : 0;
     } else {
-      for (int64_t i = 0; i < capturedCollectives[shapeKey]; ++i)
-        Collectives::get().countCall();
+      int64_t key = shapeKey * 2 + slot;
+      auto found = graphs.find(key);
+      if (found == graphs.end()) {
+        CUgraph graph = nullptr;
+        CUgraphExec exec = nullptr;
+        int64_t collectivesBefore =
+            collectives ? Collectives::get().calls() : 0;
+        check(d.streamBeginCapture(context.stream,
+                                   CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+              "cuStreamBeginCapture");
+        artifact.call(args.data());
+        check(d.streamEndCapture(context.stream, &graph),
+              "cuStreamEndCapture");
+        check(d.graphInstantiate(&exec, graph, 0), "cuGraphInstantiate");
+        d.graphDestroy(graph);
+        found = graphs.emplace(key, exec).first;
+        // The all-reduces the graph holds were counted as they were
+        // captured.
+        capturedCollectives[key] =
+            collectives ? Collectives::get().calls() - collectivesBefore : 0;
+      } else {
+        for (int64_t i = 0; i < capturedCollectives[key]; ++i)
+          Collectives::get().countCall();
+      }
+      check(d.graphLaunch(found->second, context.stream), "cuGraphLaunch");
+      ++context.graphLaunches;
     }
-    check(d.graphLaunch(found->second, context.stream), "cuGraphLaunch");
-    ++context.graphLaunches;
+    // Done with this slot's batch buffers and staged copies.
+    slots[slot].done.record(context.stream);
+    slots[slot].staging.free.record(context.stream);
   }
 
   void synchronize() override {
+    check(driver().streamSynchronize(copyStream), "cuStreamSynchronize");
     check(driver().streamSynchronize(context.stream), "cuStreamSynchronize");
     ++context.synchronizations;
     for (const Download &download : pendingDownloads)
       std::memcpy(download.dst, download.staged, download.bytes);
     pendingDownloads.clear();
-    stagingUsed = 0;
+    general.used = 0;
+    general.free.recorded = false;
   }
 
   bool hostMemory() const override { return false; }
@@ -607,7 +706,7 @@ public:
     for (auto &[key, graph] : graphs)
       driver().graphExecDestroy(graph);
     graphs.clear();
-    callsPerKey.clear();
+    callsPerShape.clear();
     capturedCollectives.clear();
   }
   void joinCollectives() override {
@@ -629,37 +728,74 @@ private:
     size_t bytes;
   };
 
+  /// Metrics on their way to pinned host memory.
+  struct Readback final : PendingCopy {
+    void *memory = nullptr;
+    size_t bytes = 0;
+    Event copied;
+    const void *wait() override {
+      copied.wait();
+      return memory;
+    }
+    ~Readback() override {
+      copied.wait();
+      if (memory)
+        driver().memFreeHost(memory);
+    }
+  };
+
+  struct Slot {
+    Staging staging;
+    /// Recorded after the last call with this slot, and after the copy of
+    /// its batch.
+    Event done, arrived;
+  };
+
   static bool graphsEnabled() {
     const char *setting = std::getenv("ACCRUE_CUDA_GRAPHS");
     return !setting || std::strcmp(setting, "0") != 0;
   }
 
-  /// Pinned host memory for one copy, valid until the next synchronize().
-  void *stage(size_t bytes) {
+  /// `bytes` of `staging`, valid until the copies issued from it are done.
+  void *stage(Staging &staging, size_t bytes) {
+    if (staging.free.recorded) {
+      // The copies from this memory were issued before an earlier call;
+      // that call is normally long done.
+      staging.free.wait();
+      staging.used = 0;
+    }
     size_t aligned = (bytes + 255) / 256 * 256;
-    if (stagingUsed + aligned > stagingSize) {
-      if (stagingUsed)
+    if (staging.used + aligned > staging.size) {
+      // Rare (the first steps, a larger batch): wait for every copy, then
+      // grow.
+      if (staging.used)
         synchronize();
-      if (aligned > stagingSize) {
-        if (staging)
-          driver().memFreeHost(staging);
-        stagingSize = std::max<size_t>(aligned, 1 << 20);
-        check(driver().memAllocHost(&staging, stagingSize),
+      staging.used = 0;
+      if (aligned > staging.size) {
+        if (staging.memory)
+          driver().memFreeHost(staging.memory);
+        staging.memory = nullptr;
+        staging.size = std::max<size_t>(2 * aligned, 1 << 20);
+        check(driver().memAllocHost(&staging.memory, staging.size),
               "allocating pinned host memory");
       }
     }
-    void *slot = static_cast<uint8_t *>(staging) + stagingUsed;
-    stagingUsed += aligned;
+    void *slot = static_cast<uint8_t *>(staging.memory) + staging.used;
+    staging.used += aligned;
     return slot;
   }
 
   Context &context;
+  CUstream copyStream = nullptr;
+  Slot slots[2];
+  /// Staging for copies outside calls (initial state, checkpoints).
+  Staging general;
+  /// Whether the copy stream has a batch the next call must wait for.
+  bool copied = false;
   std::map<int64_t, CUgraphExec> graphs;
-  std::map<int64_t, int64_t> callsPerKey, capturedCollectives;
+  std::map<int64_t, int64_t> callsPerShape, capturedCollectives;
   /// Whether steps sum over data-parallel ranks (joinCollectives).
   bool collectives = false;
-  void *staging = nullptr;
-  size_t stagingSize = 0, stagingUsed = 0;
   std::vector<Download> pendingDownloads;
 };
 

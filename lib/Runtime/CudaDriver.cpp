@@ -117,6 +117,11 @@ const Driver &accrue::rt::cuda::driver() {
     bind(d.graphLaunch, "cuGraphLaunch");
     bind(d.graphExecDestroy, "cuGraphExecDestroy");
     bind(d.graphDestroy, "cuGraphDestroy");
+    bind(d.eventCreate, "cuEventCreate");
+    bind(d.eventRecord, "cuEventRecord");
+    bind(d.eventSynchronize, "cuEventSynchronize");
+    bind(d.eventDestroy, "cuEventDestroy_v2");
+    bind(d.streamWaitEvent, "cuStreamWaitEvent");
     bind(d.getErrorString, "cuGetErrorString");
     return d;
   }();

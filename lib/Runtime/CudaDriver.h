@@ -25,12 +25,14 @@ using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUgraph = struct CUgraph_st *;
 using CUgraphExec = struct CUgraphExec_st *;
+using CUevent = struct CUevent_st *;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
 
 /// The driver's entry points.
 struct Driver {
@@ -67,6 +69,11 @@ struct Driver {
   CUresult (*graphLaunch)(CUgraphExec exec, CUstream stream);
   CUresult (*graphExecDestroy)(CUgraphExec exec);
   CUresult (*graphDestroy)(CUgraph graph);
+  CUresult (*eventCreate)(CUevent *event, unsigned flags);
+  CUresult (*eventRecord)(CUevent event, CUstream stream);
+  CUresult (*eventSynchronize)(CUevent event);
+  CUresult (*eventDestroy)(CUevent event);
+  CUresult (*streamWaitEvent)(CUstream stream, CUevent event, unsigned flags);
   CUresult (*getErrorString)(CUresult error, const char **text);
 };
 

@@ -255,6 +255,7 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
            "the checkpoint has " + std::to_string(iteration) + " steps; " +
                settingRef("steps") + " " + std::to_string(steps) +
                " asks for no more");
+  syncsReported = trainer.backend().synchronizations();
 }
 
 Session::~Session() = default;
@@ -304,9 +305,28 @@ void Session::resumeFromCheckpoint() {
                                  std::to_string(iteration));
 }
 
+bool Session::checkpointsAfter(int64_t iter) const {
+  return !opts.checkpointDir.empty() &&
+         ((opts.checkpointEvery && iter % *opts.checkpointEvery == 0) ||
+          iter == steps);
+}
+
 StepRecord Session::step() {
+  if (trainer.inFlight() == 0)
+    launchNext();
+  // Run ahead: the device starts the next step while this one's metrics
+  // come back, unless this one is the last or is checkpointed (the
+  // checkpoint holds the state after it, and its data position).
+  int64_t finishing = iteration + 1;
+  if (trainer.canLaunchAhead() && trainer.inFlight() == 1 &&
+      finishing < steps && !checkpointsAfter(finishing))
+    launchNext();
+  return finishOldest();
+}
+
+void Session::launchNext() {
   const Artifact &art = artifact();
-  int64_t k = schedule.at(trainer.completedSteps());
+  int64_t k = schedule.at(trainer.stepsAfterInFlight());
   Window window = cursor->next(k * numRanks);
   // This rank's share of the window.
   int64_t perRank = art.microBatch * k;
@@ -338,17 +358,27 @@ StepRecord Session::step() {
       std::memcpy(staging[i].data() + r * rowBytes, rows, rowBytes);
     inputs[i] = staging[i].data();
   }
+  Launched launched;
+  launched.samples = window.valid;
   int64_t collectivesBefore =
       art.dataParallel() ? Collectives::get().calls() : 0;
-  Backend &backend = trainer.backend();
-  int64_t syncsBefore = backend.synchronizations();
-  int64_t graphsBefore = backend.graphLaunches();
+  int64_t graphsBefore = trainer.backend().graphLaunches();
+  // (The inputs are copied before launch() returns.)
+  trainer.launch(inputs, samples,
+                 lrSchedule->at(trainer.stepsAfterInFlight()), first, valid);
+  launched.allReduces =
+      art.dataParallel() ? Collectives::get().calls() - collectivesBefore : -1;
+  launched.graphLaunches = trainer.backend().graphLaunches() - graphsBefore;
+  inFlight.push_back(launched);
+}
 
+StepRecord Session::finishOldest() {
+  const Artifact &art = artifact();
+  Launched launched = inFlight.front();
+  inFlight.pop_front();
   StepRecord record;
-  record.metrics =
-      trainer.step(inputs, samples, lrSchedule->at(trainer.completedSteps()),
-                   first, valid);
-  record.metrics.samples = window.valid;
+  record.metrics = trainer.finish();
+  record.metrics.samples = launched.samples;
   record.iteration = ++iteration;
   const StepMetrics &m = record.metrics;
   if (!std::isfinite(m.loss) && !m.skipped)
@@ -362,29 +392,31 @@ StepRecord Session::step() {
                          {"grad_norm", m.gradNorm},
                          {"samples", m.samples}};
   if (art.dataParallel()) {
-    record.allReduces = Collectives::get().calls() - collectivesBefore;
+    record.allReduces = launched.allReduces;
     line["all_reduces"] = record.allReduces;
-  }
-  if (trainer.device() == Device::CUDA) {
-    record.synchronizations = backend.synchronizations() - syncsBefore;
-    record.graphLaunches = backend.graphLaunches() - graphsBefore;
-    line["device_syncs"] = record.synchronizations;
-    line["graph_launches"] = record.graphLaunches;
   }
   if (art.lossScaling.mode != ACCRUE_LOSS_SCALE_NONE) {
     line["loss_scale"] = m.lossScale;
     line["skipped"] = m.skipped;
     line["optimizer_steps"] = m.step;
   }
+  if (writes() && checkpointsAfter(iteration))
+    saveCheckpoint();
+  // Device synchronizations since the previous step's record, its
+  // checkpoint included.
+  if (trainer.device() == Device::CUDA) {
+    int64_t syncs = trainer.backend().synchronizations();
+    record.synchronizations = syncs - syncsReported;
+    syncsReported = syncs;
+    record.graphLaunches = launched.graphLaunches;
+    line["device_syncs"] = record.synchronizations;
+    line["graph_launches"] = record.graphLaunches;
+  }
   record.json = line.dump();
   if (log.is_open()) {
     log << record.json << "\n";
     log.flush();
   }
-  if (writes() && !opts.checkpointDir.empty() &&
-      ((opts.checkpointEvery && iteration % *opts.checkpointEvery == 0) ||
-       iteration == steps))
-    saveCheckpoint();
   return record;
 }
 

@@ -123,8 +123,10 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
   for (const ArgSpec &arg : art->args) {
     if (arg.role == ACCRUE_ROLE_WORKSPACE)
       workspace = Buffer(*exec, std::max<int64_t>(arg.shape[0], 1));
-    if (arg.role == ACCRUE_ROLE_METRICS)
+    if (arg.role == ACCRUE_ROLE_METRICS) {
       metricsBuffer = Buffer(*exec, arg.fields.size() * sizeof(float));
+      metricsArg = &arg;
+    }
   }
   scalars = Buffer(*exec, 16 * 8);
 
@@ -156,7 +158,9 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
 
 Trainer::~Trainer() {
   // Buffers go back to the backend before it goes.
-  batchBuffers.clear();
+  pending.clear();
+  for (std::vector<Buffer> &set : batchBuffers)
+    set.clear();
   stateArenas.clear();
   paramArena = Buffer();
   gradArena = Buffer();
@@ -168,21 +172,41 @@ Trainer::~Trainer() {
 void Trainer::reserveBatch(int64_t samples) {
   if (samples <= batchCapacity)
     return;
-  // New buffers: calls captured with the old ones are stale.
+  // New buffers: calls captured with the old ones are stale, and a step
+  // in flight may still read them.
+  if (batchCapacity)
+    exec->synchronize();
   exec->forgetCalls();
-  batchBuffers.clear();
-  for (const ArgSpec *input : art->batchInputs()) {
-    int64_t row = dtypeSize(input->dtype);
-    for (size_t d = 1; d < input->shape.size(); ++d)
-      row *= input->shape[d];
-    batchBuffers.emplace_back(*exec, std::max<int64_t>(samples * row, 1));
+  for (std::vector<Buffer> &set : batchBuffers) {
+    set.clear();
+    for (const ArgSpec *input : art->batchInputs()) {
+      int64_t row = dtypeSize(input->dtype);
+      for (size_t d = 1; d < input->shape.size(); ++d)
+        row *= input->shape[d];
+      set.emplace_back(*exec, std::max<int64_t>(samples * row, 1));
+    }
   }
   batchCapacity = samples;
+}
+
+bool Trainer::canLaunchAhead() const {
+  return !exec->hostMemory() &&
+         art->lossScaling.mode == ACCRUE_LOSS_SCALE_NONE;
 }
 
 StepMetrics Trainer::step(const std::vector<const void *> &inputs,
                           int64_t samples, double lr, int64_t sampleBase,
                           int64_t valid) {
+  launch(inputs, samples, lr, sampleBase, valid);
+  return finish();
+}
+
+void Trainer::launch(const std::vector<const void *> &inputs,
+                     int64_t samples, double lr, int64_t sampleBase,
+                     int64_t valid) {
+  if (!pending.empty() && !canLaunchAhead())
+    throw Error("step: the previous step has not finished (with loss "
+                "scaling, each step needs the previous one's outcome)");
   std::vector<const ArgSpec *> batch = art->batchInputs();
   if (inputs.size() != batch.size())
     throw Error("step: expected " + std::to_string(batch.size()) +
@@ -207,7 +231,9 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
   if (!art->hasOptimizer())
     exec->fillZero(gradArena.data(), gradArena.bytes());
 
-  // Batch inputs: host memory is passed as it is; a device gets a copy.
+  // Batch inputs: host memory is passed as it is; a device gets a copy in
+  // the buffers of this call's slot, made while the previous step runs.
+  int slot = static_cast<int>(launched % 2);
   std::vector<void *> batchData(inputs.size());
   if (exec->hostMemory()) {
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -218,8 +244,9 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
       size_t bytes = dtypeSize(batch[i]->dtype) * samples;
       for (size_t d = 1; d < batch[i]->shape.size(); ++d)
         bytes *= batch[i]->shape[d];
-      exec->upload(batchBuffers[i].data(), inputs[i], bytes);
-      batchData[i] = batchBuffers[i].data();
+      void *buffer = batchBuffers[slot][i].data();
+      exec->uploadForCall(buffer, inputs[i], bytes, slot, /*ahead=*/true);
+      batchData[i] = buffer;
     }
   }
 
@@ -229,10 +256,10 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
     float lr;
     int64_t step, valid, sampleBase;
     float scale;
-  } values{static_cast<float>(lr), completed + 1, valid, sampleBase,
-           static_cast<float>(scale)};
+  } values{static_cast<float>(lr), stepsAfterInFlight() + 1, valid,
+           sampleBase, static_cast<float>(scale)};
   alignas(16) uint8_t staged[16 * 8] = {};
-  auto slot = [&](int index) -> void * {
+  auto scalarSlot = [&](int index) -> void * {
     return static_cast<uint8_t *>(scalars.data()) + 16 * index;
   };
   std::memcpy(staged + 16 * 0, &values.lr, sizeof values.lr);
@@ -240,16 +267,16 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
   std::memcpy(staged + 16 * 2, &values.valid, sizeof values.valid);
   std::memcpy(staged + 16 * 3, &values.sampleBase, sizeof values.sampleBase);
   std::memcpy(staged + 16 * 4, &values.scale, sizeof values.scale);
-  exec->upload(scalars.data(), staged, sizeof staged);
+  exec->uploadForCall(scalars.data(), staged, sizeof staged, slot,
+                      /*ahead=*/false);
 
   PackedArgs packed;
   auto addScalar = [&](const ArgSpec &arg, void *value, int index) {
     if (arg.kind == ACCRUE_ARG_BUFFER)
-      packed.addMemref(slot(index), {});
+      packed.addMemref(scalarSlot(index), {});
     else
       packed.addScalar(value);
   };
-  const ArgSpec *metricsArg = nullptr;
   size_t nextState = 0, nextInput = 0;
   for (const ArgSpec &arg : art->args) {
     switch (arg.role) {
@@ -284,7 +311,6 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
       addScalar(arg, &values.scale, 4);
       break;
     case ACCRUE_ROLE_METRICS:
-      metricsArg = &arg;
       packed.addMemref(metricsBuffer.data(), arg.shape);
       break;
     case ACCRUE_ROLE_WORKSPACE:
@@ -295,11 +321,24 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
                   arg.name + "' is an output buffer)");
     }
   }
-  exec->call(*art, packed, samples);
-  std::vector<float> metrics(metricsArg ? metricsArg->fields.size() : 0);
-  exec->download(metrics.data(), metricsBuffer.data(),
-                 metrics.size() * sizeof(float));
-  exec->synchronize();
+  exec->call(*art, packed, samples, slot);
+  ++launched;
+  pending.push_back(
+      {exec->downloadLater(metricsBuffer.data(),
+                           metricsArg ? metricsArg->fields.size() *
+                                            sizeof(float)
+                                      : 0),
+       lr, valid});
+}
+
+StepMetrics Trainer::finish() {
+  if (pending.empty())
+    throw Error("finish: no step was launched");
+  Pending step = std::move(pending.front());
+  pending.pop_front();
+  const float *metrics = static_cast<const float *>(step.metrics->wait());
+  double lr = step.lr;
+  int64_t valid = step.valid;
   auto metric = [&](AccrueMetric which) -> double {
     if (metricsArg)
       for (size_t i = 0; i < metricsArg->fields.size(); ++i)
@@ -342,11 +381,22 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
   return result;
 }
 
-std::vector<float> Trainer::hostCopy(const Buffer &arena) const {
-  std::vector<float> values(arena.bytes() / sizeof(float));
-  exec->download(values.data(), arena.data(), arena.bytes());
+std::vector<std::vector<float>>
+Trainer::hostCopies(const std::vector<const Buffer *> &arenas) const {
+  if (!pending.empty())
+    throw Error("the state of a step in flight was read before it finished");
+  std::vector<std::vector<float>> copies;
+  for (const Buffer *arena : arenas) {
+    copies.emplace_back(arena->bytes() / sizeof(float));
+    exec->download(copies.back().data(), arena->data(), arena->bytes());
+  }
+  // One wait for all of them.
   exec->synchronize();
-  return values;
+  return copies;
+}
+
+std::vector<float> Trainer::hostCopy(const Buffer &arena) const {
+  return std::move(hostCopies({&arena}).front());
 }
 
 std::map<std::string, Array> Trainer::arenaArrays(const Buffer &arena) const {

@@ -79,7 +79,12 @@ int cuStreamCreate(void **stream, unsigned) { *stream = &fakeHandle; return 0; }
 int cuStreamSynchronize(void *) { count("cuStreamSynchronize"); return 0; }
 int cuMemAlloc_v2(uint64_t *pointer, size_t bytes) {
   count("cuMemAlloc");
-  *pointer = reinterpret_cast<uint64_t>(std::calloc(1, bytes));
+  // 256-byte aligned, as the driver's allocations are.
+  size_t rounded = (bytes + 255) / 256 * 256;
+  void *memory = std::aligned_alloc(256, rounded ? rounded : 256);
+  if (memory)
+    std::memset(memory, 0, rounded);
+  *pointer = reinterpret_cast<uint64_t>(memory);
   return *pointer ? 0 : 2;
 }
 int cuMemFree_v2(uint64_t pointer) { std::free(reinterpret_cast<void *>(pointer)); return 0; }
@@ -144,6 +149,17 @@ int cuGraphInstantiateWithFlags(void **exec, void *, unsigned long long) {
 int cuGraphLaunch(void *, void *) { count("cuGraphLaunch"); return 0; }
 int cuGraphExecDestroy(void *) { return 0; }
 int cuGraphDestroy(void *) { return 0; }
+int cuEventCreate(void **event, unsigned) { *event = new int(0); return 0; }
+int cuEventRecord(void *, void *) {
+  count(counts.capturing ? "captured_event_records" : "cuEventRecord");
+  return 0;
+}
+int cuEventSynchronize(void *) { count("cuEventSynchronize"); return 0; }
+int cuEventDestroy_v2(void *event) { delete static_cast<int *>(event); return 0; }
+int cuStreamWaitEvent(void *, void *, unsigned) {
+  count(counts.capturing ? "captured_event_waits" : "cuStreamWaitEvent");
+  return 0;
+}
 int cuGetErrorString(int, const char **text) { *text = "stub error"; return 0; }
 
 // cuBLASLt.
