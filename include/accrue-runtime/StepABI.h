@@ -179,7 +179,12 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
   /* A buffer the caller provides for a tensor result (inference forwards). */ \
   V(ACCRUE_ROLE_OUTPUT, "output")                                              \
   /* u8[n]: scratch memory for the step's temporaries (device targets). */     \
-  V(ACCRUE_ROLE_WORKSPACE, "workspace")
+  V(ACCRUE_ROLE_WORKSPACE, "workspace")                                        \
+  /* i64: finite steps since the loss scale last changed. Its presence says   \
+   * the step keeps its loss-scaling state on the device (CUDA targets): it   \
+   * writes the next loss scale, step number and streak into the buffers of  \
+   * loss_scale, step and this argument, by GradScaler's rule. */             \
+  V(ACCRUE_ROLE_LOSS_SCALE_STREAK, "loss_scale_streak")
 
 /* How an argument is passed: a scalar by value, or a buffer as a memref
  * descriptor (device targets pass the per-step scalars as rank-0 buffers). */

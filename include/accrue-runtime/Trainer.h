@@ -204,7 +204,7 @@ public:
   int64_t inFlight() const { return static_cast<int64_t>(pending.size()); }
   /// Whether launching before finishing helps and is exact: a device, and
   /// no loss scaling (whose next scale and step count depend on whether
-  /// this step overflowed).
+  /// this step overflowed) unless the step keeps that state on the device.
   bool canLaunchAhead() const;
 
   /// Completed optimizer steps (skipped ones do not count).
@@ -277,6 +277,11 @@ private:
   int64_t completed = 0;
   double scale = 1.0;
   int64_t streak = 0;
+  /// The step keeps the loss scale, step number and streak in its scalar
+  /// buffers and updates them itself (CUDA targets with loss scaling); the
+  /// host repeats the rule on the metrics. Stale: the host's values must be
+  /// uploaded (at the start, after loading a checkpoint).
+  bool deviceLossScale = false, deviceStateStale = true;
 };
 
 } // namespace accrue::rt

@@ -405,6 +405,11 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   stepOptions.optimizer = buildOptimizer(ctx, resolved.optimizer);
   stepOptions.maxNorm = resolved.optimizer.clipNorm;
   stepOptions.lossScale = resolved.lossScale.mode != ACCRUE_LOSS_SCALE_NONE;
+  if (resolved.lossScale.mode == ACCRUE_LOSS_SCALE_DYNAMIC) {
+    stepOptions.lossScaleGrowth = resolved.lossScale.growth;
+    stepOptions.lossScaleBackoff = resolved.lossScale.backoff;
+    stepOptions.lossScaleInterval = resolved.lossScale.interval;
+  }
   stepOptions.dataParallel =
       options.pipeline.train.collectives != ACCRUE_COLLECTIVES_NONE;
   FailureOr<train::StepLayout> layout =

@@ -160,6 +160,8 @@ Trainer::loadCheckpoint(const std::string &path) {
   completed = step;
   scale = savedScale;
   streak = savedStreak;
+  // A step that keeps this state on the device gets it with the next call.
+  deviceStateStale = true;
 
   std::map<std::string, std::string> run;
   for (const auto &[key, value] : metadata)

@@ -318,7 +318,12 @@ StepRecord Session::step() {
   // come back, unless this one is the last or is checkpointed (the
   // checkpoint holds the state after it, and its data position).
   int64_t finishing = iteration + 1;
-  if (trainer.canLaunchAhead() && trainer.inFlight() == 1 &&
+  // With loss scaling, a skipped step does not count: the learning rate
+  // and K of the next one are known ahead only if they are constant.
+  bool nextKnown = artifact().lossScaling.mode == ACCRUE_LOSS_SCALE_NONE ||
+                   (opts.lrSchedule == LRSchedule::Kind::Constant &&
+                    opts.accumulationSchedule.empty());
+  if (trainer.canLaunchAhead() && nextKnown && trainer.inFlight() == 1 &&
       finishing < steps && !checkpointsAfter(finishing))
     launchNext();
   return finishOldest();

@@ -123,6 +123,8 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
   for (const ArgSpec &arg : art->args) {
     if (arg.role == ACCRUE_ROLE_WORKSPACE)
       workspace = Buffer(*exec, std::max<int64_t>(arg.shape[0], 1));
+    if (arg.role == ACCRUE_ROLE_LOSS_SCALE_STREAK)
+      deviceLossScale = true;
     if (arg.role == ACCRUE_ROLE_METRICS) {
       metricsBuffer = Buffer(*exec, arg.fields.size() * sizeof(float));
       metricsArg = &arg;
@@ -191,7 +193,7 @@ void Trainer::reserveBatch(int64_t samples) {
 
 bool Trainer::canLaunchAhead() const {
   return !exec->hostMemory() &&
-         art->lossScaling.mode == ACCRUE_LOSS_SCALE_NONE;
+         (art->lossScaling.mode == ACCRUE_LOSS_SCALE_NONE || deviceLossScale);
 }
 
 StepMetrics Trainer::step(const std::vector<const void *> &inputs,
@@ -251,24 +253,36 @@ void Trainer::launch(const std::vector<const void *> &inputs,
   }
 
   // The per-step scalars: by value, or (device targets) in a buffer, one
-  // 16-byte slot each, refreshed before every call.
+  // 16-byte slot each: first those the host sets before every call, then
+  // those a step that keeps its loss-scaling state on the device updates
+  // itself (set by the host only when its state was loaded).
   struct Scalars {
     float lr;
-    int64_t step, valid, sampleBase;
+    int64_t valid, sampleBase, step;
     float scale;
-  } values{static_cast<float>(lr), stepsAfterInFlight() + 1, valid,
-           sampleBase, static_cast<float>(scale)};
-  alignas(16) uint8_t staged[16 * 8] = {};
+    int64_t streak;
+  } values{static_cast<float>(lr),
+           valid,
+           sampleBase,
+           stepsAfterInFlight() + 1,
+           static_cast<float>(scale),
+           streak};
+  enum { kLr, kValid, kSampleBase, kStep, kScale, kStreak, kSlots };
+  alignas(16) uint8_t staged[16 * kSlots] = {};
   auto scalarSlot = [&](int index) -> void * {
     return static_cast<uint8_t *>(scalars.data()) + 16 * index;
   };
-  std::memcpy(staged + 16 * 0, &values.lr, sizeof values.lr);
-  std::memcpy(staged + 16 * 1, &values.step, sizeof values.step);
-  std::memcpy(staged + 16 * 2, &values.valid, sizeof values.valid);
-  std::memcpy(staged + 16 * 3, &values.sampleBase, sizeof values.sampleBase);
-  std::memcpy(staged + 16 * 4, &values.scale, sizeof values.scale);
-  exec->uploadForCall(scalars.data(), staged, sizeof staged, slot,
+  std::memcpy(staged + 16 * kLr, &values.lr, sizeof values.lr);
+  std::memcpy(staged + 16 * kValid, &values.valid, sizeof values.valid);
+  std::memcpy(staged + 16 * kSampleBase, &values.sampleBase,
+              sizeof values.sampleBase);
+  std::memcpy(staged + 16 * kStep, &values.step, sizeof values.step);
+  std::memcpy(staged + 16 * kScale, &values.scale, sizeof values.scale);
+  std::memcpy(staged + 16 * kStreak, &values.streak, sizeof values.streak);
+  size_t hostSlots = deviceLossScale && !deviceStateStale ? kStep : kSlots;
+  exec->uploadForCall(scalars.data(), staged, 16 * hostSlots, slot,
                       /*ahead=*/false);
+  deviceStateStale = false;
 
   PackedArgs packed;
   auto addScalar = [&](const ArgSpec &arg, void *value, int index) {
@@ -296,19 +310,22 @@ void Trainer::launch(const std::vector<const void *> &inputs,
       break;
     }
     case ACCRUE_ROLE_LR:
-      addScalar(arg, &values.lr, 0);
+      addScalar(arg, &values.lr, kLr);
       break;
     case ACCRUE_ROLE_STEP:
-      addScalar(arg, &values.step, 1);
+      addScalar(arg, &values.step, kStep);
       break;
     case ACCRUE_ROLE_VALID_SAMPLES:
-      addScalar(arg, &values.valid, 2);
+      addScalar(arg, &values.valid, kValid);
       break;
     case ACCRUE_ROLE_SAMPLE_BASE:
-      addScalar(arg, &values.sampleBase, 3);
+      addScalar(arg, &values.sampleBase, kSampleBase);
       break;
     case ACCRUE_ROLE_LOSS_SCALE:
-      addScalar(arg, &values.scale, 4);
+      addScalar(arg, &values.scale, kScale);
+      break;
+    case ACCRUE_ROLE_LOSS_SCALE_STREAK:
+      addScalar(arg, &values.streak, kStreak);
       break;
     case ACCRUE_ROLE_METRICS:
       packed.addMemref(metricsBuffer.data(), arg.shape);
@@ -364,7 +381,9 @@ StepMetrics Trainer::finish() {
   if (result.skipped) {
     streak = 0;
     if (ls.mode == ACCRUE_LOSS_SCALE_DYNAMIC) {
-      scale *= ls.backoff;
+      // In f32, as a step that keeps this state on the device computes it.
+      scale = static_cast<float>(static_cast<float>(scale) *
+                                 static_cast<float>(ls.backoff));
       if (scale < 1e-30)
         throw Error("step " + std::to_string(completed + 1) +
                     ": the gradient is not finite at any loss scale (NaN "
@@ -373,7 +392,8 @@ StepMetrics Trainer::finish() {
   } else {
     ++completed;
     if (ls.mode == ACCRUE_LOSS_SCALE_DYNAMIC && ++streak == ls.interval) {
-      scale *= ls.growth;
+      scale = static_cast<float>(static_cast<float>(scale) *
+                                 static_cast<float>(ls.growth));
       streak = 0;
     }
   }

@@ -112,6 +112,21 @@ cpu, emulated = both("fp16", mse, mse_data, 4, 6, precision="fp16",
 assert any(r["skipped"] for r in cpu[1]), cpu[1]
 same("mse fp16 dynamic loss scale", cpu, emulated, rtol=1e-3, atol=1e-5)
 
+# The emulated step keeps its loss-scaling state in its own buffers: a run
+# stopped after 3 steps and resumed from its checkpoint (the host loads the
+# state back into them) ends where an uninterrupted run does.
+art = os.path.join(out, "fp16_cuda-emulated")
+ck = os.path.join(out, "fp16_ck")
+resumed = os.path.join(out, "fp16_resumed.onnx")
+base = [e2e.tool("accrue-train"), art, "--data", mse_data, "--no-progress",
+        "--checkpoint-dir", ck]
+e2e.run(base + ["--steps", "3"])
+e2e.run(base + ["--steps", "6", "--resume", "--export", resumed])
+whole = e2e.initializers(os.path.join(out, "fp16_cuda-emulated.onnx"))
+for name, value in e2e.initializers(resumed).items():
+    e2e.assert_close("fp16 resumed " + name, value, whole[name], rtol=0, atol=0)
+print("fp16 dynamic loss scale: resumed on the emulated target, bit for bit")
+
 same("mse sgd momentum", *both("sgd", mse, mse_data, 4, 4, accumulation_steps=2,
                                optimizer="sgd", lr=0.1, momentum=0.9, nesterov=True))
 same("gpt gradients only", *both("grads", gpt, gpt_data, 2, 1, accumulation_steps=4,

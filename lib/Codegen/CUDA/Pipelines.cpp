@@ -24,6 +24,7 @@ namespace accrue::cuda {
 void buildCUDABufferizationPipeline(OpPassManager &pm,
                                     const CompileOptions &options) {
   pm.addNestedPass<func::FuncOp>(createCudaDeviceScalars());
+  pm.addNestedPass<func::FuncOp>(createCudaDeviceLossScale());
   pm.addNestedPass<func::FuncOp>(createConvertNNToLinalg());
   pm.addNestedPass<func::FuncOp>(createConvertTrainToLinalg());
   pm.addPass(createCanonicalizerPass());

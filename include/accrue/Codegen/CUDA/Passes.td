@@ -26,6 +26,30 @@ def CudaDeviceScalars : Pass<"cuda-device-scalars", "::mlir::func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def CudaDeviceLossScale
+    : Pass<"cuda-device-loss-scale", "::mlir::func::FuncOp"> {
+  let summary = "Keep the loss-scaling state on the device";
+  let description = [{
+    With loss scaling, the next step's loss scale and step number depend on
+    whether this step's gradient was finite. On a training step with a
+    `loss_scale` argument (after `cuda-device-scalars`), this pass appends
+    GradScaler's rule to the step: an overflow (a non-finite global norm)
+    multiplies the scale by `backoff`, keeps the step number and restarts
+    the streak; a finite step adds one to the step number and to the
+    streak, and the `interval`-th in a row multiplies the scale by `growth`
+    and restarts the streak. The results are stored into the `loss_scale`
+    and `step` buffers and a new `loss_scale_streak` buffer argument, so
+    the host needs no result of a step to launch the next one. The
+    factors and the interval come from the step's `train.loss_scale_rule`
+    (static scaling: growth and backoff 1, interval 0).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def CudaTensorizeScalars
     : Pass<"cuda-tensorize-scalars", "::mlir::func::FuncOp"> {
   let summary = "Keep scalars computed from tensor data on the device";

@@ -152,6 +152,15 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   step.setAllArgAttrs(inputAttrs);
   step.setAllResultAttrs(resultAttrs);
   step->setAttr(StepAttrs::kStep, b.getUnitAttr());
+  if (options.lossScale)
+    step->setAttr(
+        StepAttrs::kLossScaleRule,
+        b.getDictionaryAttr(
+            {b.getNamedAttr("growth", b.getF64FloatAttr(options.lossScaleGrowth)),
+             b.getNamedAttr("backoff",
+                            b.getF64FloatAttr(options.lossScaleBackoff)),
+             b.getNamedAttr("interval",
+                            b.getI64IntegerAttr(options.lossScaleInterval))}));
   Block *entry = step.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
