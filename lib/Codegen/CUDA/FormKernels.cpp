@@ -15,6 +15,7 @@
 #include "accrue/Dialect/Train/IR/Train.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
@@ -227,6 +228,134 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
   return success();
 }
 
+/// The streaming form of an elementwise op over rank-1 buffers (the fused
+/// optimizer update, elementwise passes over the arenas): a grid-stride
+/// loop in which each thread takes 4 consecutive elements of every operand
+/// with one aligned vector load or store (16 bytes for f32), the body run
+/// once per element. Applies when every buffer operand is rank 1 with unit
+/// stride and a static offset that is a multiple of 4 (buffers start
+/// 256-byte aligned: arguments and workspace views) or rank 0 (a scalar
+/// every element reads), its elements whole bytes, and the size is a
+/// static multiple of 4.
+LogicalResult formStreamingKernel(RewriterBase &rewriter, linalg::GenericOp op,
+                                  int64_t blockSize, int64_t maxBlocks) {
+  constexpr int64_t kWidth = 4;
+  if (op.getNumLoops() != 1 || op.getNumReductionLoops() != 0)
+    return failure();
+  int64_t size = op.getStaticLoopRanges()[0];
+  if (ShapedType::isDynamic(size) || size % kWidth != 0 || size == 0)
+    return failure();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  for (auto [k, operand] : llvm::enumerate(op->getOperands())) {
+    auto type = dyn_cast<MemRefType>(operand.getType());
+    if (!type)
+      continue; // a scalar input
+    if (type.getRank() == 0)
+      continue;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (type.getRank() != 1 || !maps[k].isIdentity() ||
+        failed(type.getStridesAndOffset(strides, offset)) ||
+        strides[0] != 1 || ShapedType::isDynamic(offset) ||
+        offset % kWidth != 0 || !type.getElementType().isIntOrFloat() ||
+        // i1 buffers hold a byte per element, vectors of i1 a bit.
+        type.getElementTypeBitWidth() % 8 != 0)
+      return failure();
+  }
+  Location loc = FusedLoc::get(op.getContext(), {op.getLoc()},
+                               rewriter.getStringAttr(kernelTag(op)));
+  rewriter.setInsertionPoint(op);
+  auto index = [&](OpBuilder &b, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  int64_t chunks = size / kWidth;
+  int64_t blocks =
+      std::min<int64_t>((chunks + blockSize - 1) / blockSize, maxBlocks);
+  int64_t threads = std::min<int64_t>(blockSize, chunks);
+  Value one = index(rewriter, 1);
+  auto launch =
+      gpu::LaunchOp::create(rewriter, loc, index(rewriter, blocks), one, one,
+                            index(rewriter, threads), one, one);
+  Block &body = launch.getBody().front();
+  rewriter.setInsertionPointToStart(&body);
+  gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.setInsertionPointToStart(&body);
+  Value first = arith::AddIOp::create(
+      rewriter, loc,
+      arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
+                            launch.getBlockSize().x),
+      launch.getThreadIds().x);
+  Value stride = index(rewriter, blocks * threads);
+  Block &opBody = op.getRegion().front();
+  unsigned numInputs = op.getNumDpsInputs();
+  scf::ForOp::create(
+      rewriter, loc, first, index(rewriter, chunks), stride, ValueRange{},
+      [&](OpBuilder &b, Location, Value chunk, ValueRange) {
+        Value base =
+            arith::MulIOp::create(b, loc, chunk, index(b, kWidth));
+        // One vector per rank-1 operand the body reads; one load per
+        // scalar operand.
+        SmallVector<Value> loaded(op->getNumOperands());
+        for (auto [k, operand] : llvm::enumerate(op->getOperands())) {
+          auto type = dyn_cast<MemRefType>(operand.getType());
+          bool read = k < numInputs || !opBody.getArgument(k).use_empty();
+          if (!type || !read)
+            continue;
+          if (type.getRank() == 0) {
+            loaded[k] = memref::LoadOp::create(b, loc, operand, ValueRange{});
+            continue;
+          }
+          auto vectorType = VectorType::get({kWidth}, type.getElementType());
+          loaded[k] = vector::LoadOp::create(
+              b, loc, vectorType, operand, ValueRange{base},
+              /*nontemporal=*/false,
+              llvm::MaybeAlign(kWidth * type.getElementTypeBitWidth() / 8));
+        }
+        SmallVector<SmallVector<Value>> results(op.getNumDpsInits());
+        for (int64_t j = 0; j < kWidth; ++j) {
+          IRMapping mapping;
+          for (auto [k, operand] : llvm::enumerate(op->getOperands())) {
+            BlockArgument arg = opBody.getArgument(k);
+            if (!isa<MemRefType>(operand.getType())) {
+              mapping.map(arg, operand);
+              continue;
+            }
+            if (!loaded[k])
+              continue;
+            mapping.map(arg, isa<VectorType>(loaded[k].getType())
+                                 ? vector::ExtractOp::create(b, loc,
+                                                             loaded[k], j)
+                                       .getResult()
+                                 : loaded[k]);
+          }
+          Value element = arith::AddIOp::create(b, loc, base, index(b, j));
+          for (Operation &bodyOp : opBody.without_terminator()) {
+            if (auto indexOp = dyn_cast<linalg::IndexOp>(bodyOp)) {
+              mapping.map(indexOp.getResult(), element);
+              continue;
+            }
+            b.clone(bodyOp, mapping);
+          }
+          for (auto [k, yielded] :
+               llvm::enumerate(opBody.getTerminator()->getOperands()))
+            results[k].push_back(mapping.lookupOrDefault(yielded));
+        }
+        for (auto [k, init] : llvm::enumerate(op.getDpsInits())) {
+          auto type = cast<MemRefType>(init.getType());
+          auto vectorType = VectorType::get({kWidth}, type.getElementType());
+          Value packed =
+              vector::FromElementsOp::create(b, loc, vectorType, results[k]);
+          vector::StoreOp::create(
+              b, loc, packed, init, ValueRange{base},
+              /*nontemporal=*/false,
+              llvm::MaybeAlign(kWidth * type.getElementTypeBitWidth() / 8));
+        }
+        scf::YieldOp::create(b, loc);
+      });
+  rewriter.eraseOp(op);
+  return success();
+}
+
 /// Whether host loop `loop` works on buffer elements itself (a scatter-add
 /// written as a loop): it runs in one thread as a whole.
 bool isSerialKernel(scf::ForOp loop) {
@@ -318,6 +447,9 @@ struct CudaFormKernelsPass
         }
         generic = *generalized;
       }
+      if (succeeded(
+              formStreamingKernel(rewriter, generic, blockSize, maxBlocks)))
+        continue;
       if (failed(formKernel(rewriter, generic, blockSize)))
         return signalPassFailure();
     }

@@ -89,3 +89,60 @@ func.func @train_step(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf
   linalg.fill ins(%zero : f32) outs(%s : memref<f32>)
   return
 } loc("step")
+
+// -----
+
+// An update over rank-1 arenas streams: a grid-stride loop (4096 chunks of
+// 4 elements, 16 blocks of 256 threads: a stride of 4096 chunks) moving 4
+// elements of each operand
+// with one 16-byte vector access; the rank-0 scalar is loaded once per
+// chunk.
+
+// CHECK-LABEL: func @streaming
+// CHECK-SAME: (%[[P:.+]]: memref<16384xf32>, %[[G:.+]]: memref<16384xf32>, %[[LR:.+]]: memref<f32>)
+// CHECK-DAG: %[[CHUNKS:.+]] = arith.constant 4096 : index
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.+}} = %c16{{.*}}, {{.*}}) threads({{.*}}) in (%{{.+}} = %c256
+// CHECK:   scf.for %[[C:.+]] = %{{.+}} to %[[CHUNKS]] step %[[CHUNKS]] {
+// CHECK:     %[[BASE:.+]] = arith.muli %[[C]], %c4
+// CHECK-DAG: %[[VP:.+]] = vector.load %[[P]][%[[BASE]]] {alignment = 16 : i64} : memref<16384xf32>, vector<4xf32>
+// CHECK-DAG: %[[VG:.+]] = vector.load %[[G]][%[[BASE]]] {alignment = 16 : i64} : memref<16384xf32>, vector<4xf32>
+// CHECK-DAG: memref.load %[[LR]][] : memref<f32>
+// CHECK-COUNT-4: arith.mulf
+// CHECK: %[[NEW:.+]] = vector.from_elements
+// CHECK: vector.store %[[NEW]], %[[P]][%[[BASE]]] {alignment = 16 : i64} : memref<16384xf32>, vector<4xf32>
+// CHECK-NOT: memref.store
+#id = affine_map<(d0) -> (d0)>
+#scalar = affine_map<(d0) -> ()>
+func.func @streaming(%p: memref<16384xf32>, %g: memref<16384xf32>, %lr: memref<f32>) attributes {train.abi = [{train.name = "params", train.role = "params"}, {train.name = "grads", train.role = "accumulator"}, {train.name = "lr", train.role = "lr"}]} {
+  linalg.generic {indexing_maps = [#id, #scalar, #id], iterator_types = ["parallel"]}
+      ins(%g, %lr : memref<16384xf32>, memref<f32>) outs(%p : memref<16384xf32>) {
+  ^bb0(%grad: f32, %rate: f32, %param: f32):
+    %step = arith.mulf %grad, %rate : f32
+    %new = arith.subf %param, %step : f32
+    linalg.yield %new : f32
+  }
+  return
+}
+
+// -----
+
+// Not streamed: an offset that is not a multiple of 4 elements, and i1
+// elements (a byte each in memory, a bit each in a vector).
+
+// CHECK-LABEL: func @not_streaming
+// CHECK-NOT: vector.load
+// CHECK: memref.load
+#id = affine_map<(d0) -> (d0)>
+func.func @not_streaming(%x: memref<64xf32, strided<[1], offset: 2>>, %y: memref<64xf32>, %m: memref<64xi1>, %z: memref<64xi1>) {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : memref<64xf32, strided<[1], offset: 2>>) outs(%y : memref<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%m : memref<64xi1>) outs(%z : memref<64xi1>) {
+  ^bb0(%in: i1, %out: i1):
+    linalg.yield %in : i1
+  }
+  return
+}

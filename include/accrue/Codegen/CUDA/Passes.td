@@ -164,14 +164,20 @@ def CudaFormKernels : Pass<"cuda-form-kernels", "::mlir::func::FuncOp"> {
     of `block-size` threads per block), each running the op's reduction
     loops sequentially, with its outputs kept in registers across them. An
     op without parallel loops (rank-0 scalar work, the second stage of a
-    split reduction) runs in one thread. Kernels use no shared memory and
-    no barriers.
+    split reduction) runs in one thread. Elementwise ops over rank-1
+    buffers (the fused optimizer update) stream instead: a grid-stride loop
+    of at most `max-blocks` blocks in which each thread moves 4 consecutive
+    elements of every operand with one aligned vector access (16 bytes for
+    f32). Kernels use no shared memory and no barriers.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", "256",
            "Threads per block">,
+    Option<"maxBlocks", "max-blocks", "int64_t", "4096",
+           "Blocks of a streaming kernel's grid-stride loop (at most)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::vector::VectorDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::affine::AffineDialect",
