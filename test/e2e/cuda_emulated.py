@@ -1,14 +1,15 @@
 # The CUDA pipeline, checked on the CPU: --target cuda-emulated compiles a
 # step through every CUDA transformation (per-step scalars as device
-# buffers, scalar glue kept in rank-0 device tensors, two-stage reductions,
-# contractions as calls of the runtime's GEMM entry, the planned workspace,
-# one kernel per linalg op, the device-access check) and runs each kernel's
+# buffers, the loss-scaling state kept by the step, scalar glue in rank-0
+# device tensors, two-stage full and row reductions, contractions as calls
+# of the runtime's GEMM entry, the planned workspace, one kernel per linalg
+# op or a streaming kernel, the device-access check) and runs each kernel's
 # threads one after the other on the host; the GEMM entry runs on the host
 # the same column-major plan (transposes, leading dimensions, batch strides,
-# beta) it gives cuBLASLt on a GPU. Trained
-# with the same flags and data, it must reach the CPU artifact's parameters
-# and losses: the transformations compute the same step, whatever the
-# order threads run in (every thread writes only its own outputs). Models:
+# beta) it gives cuBLASLt on a GPU. Trained with the same flags and data,
+# it must reach the CPU artifact's parameters and losses: the
+# transformations compute the same step, whatever the order threads run in
+# (every thread writes only its own outputs). Models:
 # PyTorch exports of an MLP, a CNN and a GPT with padded tokens, a partial
 # last window, Dropout, fp16 with dynamic loss scaling (an injected overflow
 # skipped on both), SGD with momentum, a gradient-only step, and two
@@ -101,6 +102,12 @@ same("cnn", *both("cnn", cnn, cnn_data, 2, 4, **common))
 # tightly below ("gpt gradients only").
 gpt, gpt_data = export("gpt", zoo.GPT(3), 19)
 same("gpt", *both("gpt", gpt, gpt_data, 2, 3, **common), atol=1e-5)
+
+# Rows of 128 (LayerNorm) and 300 (the logits' softmax) elements: split
+# reductions with a warp of threads per row.
+wide, wide_data = export("wide", zoo.GPT(5, vocab=300, d=128, heads=2, layers=1), 8)
+same("wide gpt gradients", *both("wide", wide, wide_data, 2, 1, accumulation_steps=2,
+                                 optimizer="none"))
 
 dropout, dropout_data = export("dropout", zoo.GPT(4, dropout=0.2, loss="masked"), 16)
 same("gpt dropout", *both("dropout", dropout, dropout_data, 2, 2, **common))

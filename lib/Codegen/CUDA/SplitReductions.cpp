@@ -1,5 +1,7 @@
 //===- SplitReductions.cpp - two-stage full reductions ----------*- C++ -*-===//
 
+#include "Contractions.h"
+
 #include "accrue/Codegen/CUDA/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -51,134 +53,192 @@ findCombiner(linalg::GenericOp op) {
   return std::make_pair(combine, *kind);
 }
 
-/// Splits a linalg.generic that reduces its whole iteration space into
-/// one value: `partials` threads reduce strided shares, one thread folds
-/// the partials in order.
-LogicalResult splitFullReduction(RewriterBase &rewriter, linalg::GenericOp op,
-                                 int64_t partials, int64_t minElements) {
-  {
-    if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
-        op.getNumLoops() == 0 || op.getNumParallelLoops() != 0)
-      return failure();
-    auto outType = dyn_cast<RankedTensorType>(op.getDpsInits()[0].getType());
-    if (!outType || outType.getRank() != 0)
-      return failure();
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    int64_t count = 1;
-    for (int64_t r : ranges) {
-      if (ShapedType::isDynamic(r))
+/// Splits a reduction into two deterministic stages. For each point of
+/// the output (none for a full reduction into a rank-0 result, one per row
+/// otherwise), `threads` threads each fold a strided share of the reduced
+/// elements (thread p takes p, p + T, p + 2T, ...: neighbouring threads
+/// read neighbouring elements) into partials; then one thread per point
+/// folds that point's partials, in order, into the original init.
+LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
+                             int64_t fullThreads, int64_t minElements,
+                             int64_t rowThreads, int64_t minRowElements) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumResults() != 1 || op.getNumReductionLoops() == 0)
+    return failure();
+  auto outType = dyn_cast<RankedTensorType>(op.getDpsInits()[0].getType());
+  if (!outType)
+    return failure();
+  SmallVector<AffineMap> oldMaps = op.getIndexingMapsArray();
+  AffineMap outMap = oldMaps.back();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  auto iterators = op.getIteratorTypesArray();
+  // Which output dimension each parallel loop is (every parallel loop
+  // must index the output; unit dimensions may be constant zeros).
+  SmallVector<int64_t> outDimOfLoop(op.getNumLoops(), -1);
+  for (auto [j, expr] : llvm::enumerate(outMap.getResults())) {
+    if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
+      if (iterators[dim.getPosition()] != utils::IteratorType::parallel)
         return failure();
-      count *= r;
+      outDimOfLoop[dim.getPosition()] = j;
+      continue;
     }
-    if (count < minElements)
+    auto constant = dyn_cast<AffineConstantExpr>(expr);
+    if (!constant || constant.getValue() != 0)
       return failure();
-    auto combiner = findCombiner(op);
-    if (!combiner)
-      return failure();
-    Operation *combine = combiner->first;
-    arith::AtomicRMWKind kind = combiner->second;
-
-    Location loc = op.getLoc();
-    MLIRContext *ctx = op.getContext();
-    Type elementType = outType.getElementType();
-    // P threads, thread p folding elements p, p + P, p + 2P, ...
-    int64_t threads =
-        std::max<int64_t>(1, std::min<int64_t>(partials, (count + 15) / 16));
-    auto partialType = RankedTensorType::get({threads}, elementType);
-    Value identity = arith::getIdentityValue(kind, elementType, rewriter, loc);
-    Value partialInit =
-        linalg::FillOp::create(
-            rewriter, loc, identity,
-            Value(tensor::EmptyOp::create(rewriter, loc, partialType,
-                                          ValueRange{})))
-            .getResult(0);
-
-    Block &oldBody = op.getRegion().front();
-    SmallVector<AffineMap> oldMaps = op.getIndexingMapsArray();
-    SmallVector<Value> oldInputs(op.getDpsInputs());
-    // Stage 1: thread p folds elements p, p + P, ... in a loop of its own
-    // (a loop in the body: linalg needs every loop to index an operand).
-    int64_t perThread = (count + threads - 1) / threads;
-    auto stage1Maps =
-        SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(1, ctx)};
-    auto stage1 = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{partialType}, ValueRange{},
-        ValueRange{partialInit}, stage1Maps, {utils::IteratorType::parallel},
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          auto index = [&](OpBuilder &ib, int64_t v) {
-            return arith::ConstantIndexOp::create(ib, l, v).getResult();
-          };
-          Value p = linalg::IndexOp::create(b, l, 0);
-          auto chunk = scf::ForOp::create(
-              b, l, index(b, 0), index(b, perThread), index(b, 1),
-              ValueRange{args[0]},
-              [&](OpBuilder &lb, Location, Value j, ValueRange iterArgs) {
-                Value out = iterArgs[0];
-                Value i = arith::AddIOp::create(
-                    lb, l, arith::MulIOp::create(lb, l, j, index(lb, threads)),
-                    p);
-                Value valid = arith::CmpIOp::create(
-                    lb, l, arith::CmpIPredicate::ult, i, index(lb, count));
-                Value clamped =
-                    arith::SelectOp::create(lb, l, valid, i, index(lb, 0));
-                // The element's position in the original iteration space.
-                SmallVector<Value> dims(ranges.size());
-                Value rest = clamped;
-                for (int64_t d = static_cast<int64_t>(ranges.size()) - 1;
-                     d >= 0; --d) {
-                  dims[d] =
-                      arith::RemUIOp::create(lb, l, rest, index(lb, ranges[d]));
-                  rest =
-                      arith::DivUIOp::create(lb, l, rest, index(lb, ranges[d]));
-                }
-                IRMapping mapping;
-                for (auto [k, input] : llvm::enumerate(oldInputs)) {
-                  Value value = input;
-                  if (isa<RankedTensorType>(input.getType())) {
-                    SmallVector<Value> indices;
-                    for (AffineExpr expr : oldMaps[k].getResults())
-                      indices.push_back(affine::AffineApplyOp::create(
-                          lb, l, AffineMap::get(ranges.size(), 0, expr),
-                          dims));
-                    value = tensor::ExtractOp::create(lb, l, input, indices);
-                  }
-                  mapping.map(oldBody.getArgument(k), value);
-                }
-                mapping.map(oldBody.getArguments().back(), out);
-                for (Operation &bodyOp : oldBody.without_terminator()) {
-                  if (auto idx = dyn_cast<linalg::IndexOp>(bodyOp)) {
-                    mapping.map(idx.getResult(), dims[idx.getDim()]);
-                    continue;
-                  }
-                  lb.clone(bodyOp, mapping);
-                }
-                Value folded =
-                    mapping.lookup(oldBody.getTerminator()->getOperand(0));
-                scf::YieldOp::create(
-                    lb, l,
-                    ValueRange{
-                        arith::SelectOp::create(lb, l, valid, folded, out)});
-              });
-          linalg::YieldOp::create(b, l, chunk.getResults());
-        });
-
-    // One thread folds the partials in order into the original init.
-    auto stage2Maps = SmallVector<AffineMap>{
-        AffineMap::getMultiDimIdentityMap(1, ctx), AffineMap::get(1, 0, ctx)};
-    bool outFirst = combine->getOperand(0) == oldBody.getArguments().back();
-    auto stage2 = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{outType}, stage1.getResults(),
-        op.getDpsInits(), stage2Maps, {utils::IteratorType::reduction},
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          Value partial = args[0], out = args[1];
-          linalg::YieldOp::create(
-              b, l,
-              outFirst ? arith::getReductionOp(kind, b, l, out, partial)
-                       : arith::getReductionOp(kind, b, l, partial, out));
-        });
-    rewriter.replaceOp(op, stage2.getResults());
-    return success();
   }
+  SmallVector<unsigned> reduced;
+  int64_t count = 1;
+  for (auto [d, kind] : llvm::enumerate(iterators)) {
+    if (kind == utils::IteratorType::parallel) {
+      if (outDimOfLoop[d] < 0)
+        return failure();
+      continue;
+    }
+    if (ShapedType::isDynamic(ranges[d]))
+      return failure();
+    reduced.push_back(d);
+    count *= ranges[d];
+  }
+  bool full = outType.getRank() == 0;
+  if (count < (full ? minElements : minRowElements))
+    return failure();
+  // Products (a * b summed) are GEMMs for cuda-contractions-to-gemm.
+  if (!full && cuda::matchContraction(op))
+    return failure();
+  auto combiner = findCombiner(op);
+  if (!combiner)
+    return failure();
+  Operation *combine = combiner->first;
+  arith::AtomicRMWKind kind = combiner->second;
+
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  Type elementType = outType.getElementType();
+  int64_t rank = outType.getRank();
+  // A full reduction: up to `fullThreads`, 16 elements each at least. A
+  // row: a warp at least, 32 elements each, up to `rowThreads`.
+  int64_t threads =
+      full ? std::max<int64_t>(
+                 1, std::min<int64_t>(fullThreads, (count + 15) / 16))
+           : std::min<int64_t>(
+                 count, std::min<int64_t>(
+                            rowThreads,
+                            std::max<int64_t>(32, (count + 31) / 32)));
+  // Partials: the output's shape, then the threads.
+  SmallVector<int64_t> partialShape(outType.getShape());
+  partialShape.push_back(threads);
+  auto partialType = RankedTensorType::get(partialShape, elementType);
+  SmallVector<Value> dynamicSizes;
+  for (int64_t j = 0; j < rank; ++j)
+    if (outType.isDynamicDim(j))
+      dynamicSizes.push_back(
+          tensor::DimOp::create(rewriter, loc, op.getDpsInits()[0], j));
+  Value identity = arith::getIdentityValue(kind, elementType, rewriter, loc);
+  Value partialInit =
+      linalg::FillOp::create(
+          rewriter, loc, identity,
+          Value(tensor::EmptyOp::create(rewriter, loc, partialType,
+                                        dynamicSizes)))
+          .getResult(0);
+
+  Block &oldBody = op.getRegion().front();
+  SmallVector<Value> oldInputs(op.getDpsInputs());
+  // Stage 1: for each output point, thread p folds reduced elements p,
+  // p + T, ... in a loop of its own (a loop in the body: linalg needs every
+  // loop to index an operand).
+  int64_t perThread = (count + threads - 1) / threads;
+  SmallVector<AffineMap> stage1Maps = {
+      AffineMap::getMultiDimIdentityMap(rank + 1, ctx)};
+  SmallVector<utils::IteratorType> stage1Iterators(
+      rank + 1, utils::IteratorType::parallel);
+  auto stage1 = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{partialType}, ValueRange{},
+      ValueRange{partialInit}, stage1Maps, stage1Iterators,
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        auto index = [&](OpBuilder &ib, int64_t v) {
+          return arith::ConstantIndexOp::create(ib, l, v).getResult();
+        };
+        Value p = linalg::IndexOp::create(b, l, rank);
+        // The output point's loops.
+        SmallVector<Value> dims(ranges.size());
+        for (auto [d, j] : llvm::enumerate(outDimOfLoop))
+          if (j >= 0)
+            dims[d] = linalg::IndexOp::create(b, l, j);
+        auto chunk = scf::ForOp::create(
+            b, l, index(b, 0), index(b, perThread), index(b, 1),
+            ValueRange{args[0]},
+            [&](OpBuilder &lb, Location, Value k, ValueRange iterArgs) {
+              Value out = iterArgs[0];
+              Value i = arith::AddIOp::create(
+                  lb, l, arith::MulIOp::create(lb, l, k, index(lb, threads)),
+                  p);
+              Value valid = arith::CmpIOp::create(
+                  lb, l, arith::CmpIPredicate::ult, i, index(lb, count));
+              Value clamped =
+                  arith::SelectOp::create(lb, l, valid, i, index(lb, 0));
+              // The element's position in the reduced loops.
+              Value rest = clamped;
+              for (unsigned d : llvm::reverse(reduced)) {
+                dims[d] =
+                    arith::RemUIOp::create(lb, l, rest, index(lb, ranges[d]));
+                rest =
+                    arith::DivUIOp::create(lb, l, rest, index(lb, ranges[d]));
+              }
+              IRMapping mapping;
+              for (auto [k, input] : llvm::enumerate(oldInputs)) {
+                Value value = input;
+                if (isa<RankedTensorType>(input.getType())) {
+                  SmallVector<Value> indices;
+                  for (AffineExpr expr : oldMaps[k].getResults())
+                    indices.push_back(affine::AffineApplyOp::create(
+                        lb, l, AffineMap::get(ranges.size(), 0, expr),
+                        dims));
+                  value = tensor::ExtractOp::create(lb, l, input, indices);
+                }
+                mapping.map(oldBody.getArgument(k), value);
+              }
+              mapping.map(oldBody.getArguments().back(), out);
+              for (Operation &bodyOp : oldBody.without_terminator()) {
+                if (auto idx = dyn_cast<linalg::IndexOp>(bodyOp)) {
+                  mapping.map(idx.getResult(), dims[idx.getDim()]);
+                  continue;
+                }
+                lb.clone(bodyOp, mapping);
+              }
+              Value folded =
+                  mapping.lookup(oldBody.getTerminator()->getOperand(0));
+              scf::YieldOp::create(
+                  lb, l,
+                  ValueRange{
+                      arith::SelectOp::create(lb, l, valid, folded, out)});
+            });
+        linalg::YieldOp::create(b, l, chunk.getResults());
+      });
+
+  // Stage 2: one thread per output point folds its partials in order into
+  // the original init.
+  SmallVector<AffineExpr> pointDims;
+  for (int64_t j = 0; j < rank; ++j)
+    pointDims.push_back(getAffineDimExpr(j, ctx));
+  SmallVector<AffineMap> stage2Maps = {
+      AffineMap::getMultiDimIdentityMap(rank + 1, ctx),
+      AffineMap::get(rank + 1, 0, pointDims, ctx)};
+  SmallVector<utils::IteratorType> stage2Iterators(
+      rank, utils::IteratorType::parallel);
+  stage2Iterators.push_back(utils::IteratorType::reduction);
+  bool outFirst = combine->getOperand(0) == oldBody.getArguments().back();
+  auto stage2 = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{outType}, stage1.getResults(),
+      op.getDpsInits(), stage2Maps, stage2Iterators,
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        Value partial = args[0], out = args[1];
+        linalg::YieldOp::create(
+            b, l,
+            outFirst ? arith::getReductionOp(kind, b, l, out, partial)
+                     : arith::getReductionOp(kind, b, l, partial, out));
+      });
+  rewriter.replaceOp(op, stage2.getResults());
+  return success();
 }
 
 struct CudaSplitReductionsPass
@@ -196,7 +256,8 @@ struct CudaSplitReductionsPass
     IRRewriter rewriter(&getContext());
     for (linalg::GenericOp op : candidates) {
       rewriter.setInsertionPoint(op);
-      (void)splitFullReduction(rewriter, op, partials, minElements);
+      (void)splitReduction(rewriter, op, partials, minElements, rowThreads,
+                           minRowElements);
     }
   }
 };

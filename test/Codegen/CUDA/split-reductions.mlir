@@ -55,8 +55,8 @@ func.func @max(%x: tensor<256xf32>, %init: tensor<f32>) -> tensor<f32> {
 
 // -----
 
-// Left alone: too few elements, a reduction with parallel loops (one thread
-// per row already), and a combiner the pass does not know.
+// Left alone: too few elements, rows shorter than 128 elements (one thread
+// per row), and a combiner the pass does not know.
 
 // CHECK-LABEL: func @left_alone
 // CHECK-COUNT-3: linalg.generic
@@ -65,7 +65,7 @@ func.func @max(%x: tensor<256xf32>, %init: tensor<f32>) -> tensor<f32> {
 #all = affine_map<(d0) -> ()>
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
-func.func @left_alone(%small: tensor<8xf32>, %x: tensor<4x256xf32>, %y: tensor<256xf32>,
+func.func @left_alone(%small: tensor<8xf32>, %x: tensor<4x64xf32>, %y: tensor<256xf32>,
                       %s: tensor<f32>, %r: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>, tensor<f32>) {
   %a = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction"]}
       ins(%small : tensor<8xf32>) outs(%s : tensor<f32>) {
@@ -74,7 +74,7 @@ func.func @left_alone(%small: tensor<8xf32>, %x: tensor<4x256xf32>, %y: tensor<2
     linalg.yield %v : f32
   } -> tensor<f32>
   %b = linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
-      ins(%x : tensor<4x256xf32>) outs(%r : tensor<4xf32>) {
+      ins(%x : tensor<4x64xf32>) outs(%r : tensor<4xf32>) {
   ^bb0(%in: f32, %out: f32):
     %v = arith.addf %in, %out : f32
     linalg.yield %v : f32
@@ -86,4 +86,36 @@ func.func @left_alone(%small: tensor<8xf32>, %x: tensor<4x256xf32>, %y: tensor<2
     linalg.yield %v : f32
   } -> tensor<f32>
   return %a, %b, %c : tensor<f32>, tensor<4xf32>, tensor<f32>
+}
+
+// -----
+
+// Rows of 256 elements (a dynamic number of them, keepdims): a warp per
+// row folds strided shares (thread p of row r: elements p, p + 32, ...),
+// then one thread per row folds its 32 partials in order.
+
+// CHECK-LABEL: func @rows
+// CHECK-SAME: (%[[X:.+]]: tensor<?x256xf32>, %[[INIT:.+]]: tensor<?x1xf32>)
+// CHECK: %[[N:.+]] = tensor.dim %[[INIT]], %c0
+// CHECK: %[[E:.+]] = tensor.empty(%[[N]]) : tensor<?x1x32xf32>
+// CHECK: %[[P0:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[E]] : tensor<?x1x32xf32>)
+// CHECK: %[[P:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]} outs(%[[P0]] : tensor<?x1x32xf32>)
+// CHECK:   %[[T:.+]] = linalg.index 2 : index
+// CHECK:   %[[ROW:.+]] = linalg.index 0 : index
+// CHECK:   scf.for %[[J:.+]] = %{{.+}} to %c8 step
+// CHECK:     %[[JP:.+]] = arith.muli %[[J]], %c32
+// CHECK:     %[[I:.+]] = arith.addi %[[JP]], %[[T]]
+// CHECK:     affine.apply #{{.+}}(%[[ROW]], %{{.+}})
+// CHECK:     tensor.extract %[[X]]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[P]] : tensor<?x1x32xf32>) outs(%[[INIT]] : tensor<?x1xf32>)
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#keep = affine_map<(d0, d1) -> (d0, 0)>
+func.func @rows(%x: tensor<?x256xf32>, %init: tensor<?x1xf32>) -> tensor<?x1xf32> {
+  %r = linalg.generic {indexing_maps = [#rows, #keep], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x256xf32>) outs(%init : tensor<?x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %v = arith.addf %in, %out : f32
+    linalg.yield %v : f32
+  } -> tensor<?x1xf32>
+  return %r : tensor<?x1xf32>
 }

@@ -72,22 +72,32 @@ def CudaTensorizeScalars
 
 def CudaSplitReductions
     : Pass<"cuda-split-reductions", "::mlir::func::FuncOp"> {
-  let summary = "Split full reductions into two deterministic stages";
+  let summary = "Split reductions into two deterministic stages";
   let description = [{
     A `linalg.generic` that reduces all of its iteration space into a
     rank-0 result (a loss sum, a count, the global norm) would run in one
-    thread. It becomes two: `partials` threads each reduce a strided share
-    of the elements (thread p takes p, p + P, p + 2P, ...: coalesced
-    loads), then one thread combines the partials in order, starting from
-    the original initial value. The split is fixed by the sizes, so the
-    result is the same on every run. Reductions whose combining operation
-    is not recognized (add, max, min) are left alone.
+    thread, and a row reduction (softmax's max and sum, LayerNorm's
+    moments, a loss per sample) in one thread per row reading its row on
+    its own. Each becomes two stages: for every output point, T threads
+    each reduce a strided share of its elements (thread p takes p, p + T,
+    p + 2T, ...: neighbouring threads read neighbouring elements, so a warp
+    reads a row's elements together) into partials, then one thread per
+    point combines them in order, starting from the original initial
+    value. Full reductions get up to `partials` threads; rows of at least
+    `min-row-elements` elements get a warp or more (32 elements a thread,
+    up to `row-threads`). The split is fixed by the sizes, so the result is
+    the same on every run. Reductions whose combining operation is not
+    recognized (add, mul, max, min) are left alone.
   }];
   let options = [
     Option<"partials", "partials", "int64_t", "1024",
-           "Threads of the first stage (at most)">,
+           "Threads of the first stage of a full reduction (at most)">,
     Option<"minElements", "min-elements", "int64_t", "64",
-           "Reductions over fewer elements stay in one thread">,
+           "Full reductions over fewer elements stay in one thread">,
+    Option<"rowThreads", "row-threads", "int64_t", "256",
+           "Threads per row of the first stage of a row reduction (at most)">,
+    Option<"minRowElements", "min-row-elements", "int64_t", "128",
+           "Rows of fewer elements stay in one thread each">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
