@@ -15,6 +15,7 @@
 
 #include "accrue-runtime/Trainer.h"
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <fstream>
@@ -160,6 +161,8 @@ struct StepRecord {
   /// Device targets: host synchronizations and graph launches the step
   /// made, else -1.
   int64_t synchronizations = -1, graphLaunches = -1;
+  /// Wall time since the previous step's record, in milliseconds.
+  double milliseconds = 0;
   /// The metrics.jsonl line, without the newline.
   std::string json;
 };
@@ -242,8 +245,9 @@ private:
   std::ofstream log;
   std::vector<std::vector<uint8_t>> staging;
   std::deque<Launched> inFlight;
-  /// Device synchronizations when the last step was reported.
+  /// Device synchronizations when the last step was reported, and when.
   int64_t syncsReported = 0;
+  std::chrono::steady_clock::time_point lastRecord;
 };
 
 } // namespace accrue::rt

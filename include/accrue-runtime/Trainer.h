@@ -116,6 +116,9 @@ public:
   virtual int64_t synchronizations() const { return 0; }
   /// Graph launches performed so far (CUDA).
   virtual int64_t graphLaunches() const { return 0; }
+  /// The most device memory the backend held at once, in bytes (0 for
+  /// host memory).
+  virtual int64_t peakDeviceBytes() const { return 0; }
   /// Forgets what was learned from earlier calls (captured graphs): the
   /// buffers the arguments point to changed.
   virtual void forgetCalls() {}

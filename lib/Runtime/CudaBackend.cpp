@@ -278,6 +278,15 @@ struct CublasLt {
   }
 };
 
+/// Whether cuBLASLt (and its workspace) was loaded.
+bool &cublasLtLoaded() {
+  static bool loaded = false;
+  return loaded;
+}
+int64_t cublasLtWorkspaceBytes() {
+  return cublasLtLoaded() ? static_cast<int64_t>(kWorkspaceBytes) : 0;
+}
+
 CublasLt &cublasLt() {
   static CublasLt loaded = [] {
     void *library = openLibrary(
@@ -307,6 +316,7 @@ CublasLt &cublasLt() {
     lt.check(lt.create(&lt.handle), "cublasLtCreate");
     check(driver().memAlloc(&lt.workspace, kWorkspaceBytes),
           "allocating cuBLASLt's workspace");
+    cublasLtLoaded() = true;
     return lt;
   }();
   return loaded;
@@ -572,13 +582,19 @@ public:
     check(driver().memAlloc(&pointer, std::max<size_t>(bytes, 1)),
           ("allocating " + std::to_string(bytes) + " bytes of device memory")
               .c_str());
+    sizes[pointer] = bytes;
+    held += bytes;
+    peak = std::max(peak, held);
     check(driver().memsetD8Async(pointer, 0, bytes, context.stream),
           "cuMemsetD8Async");
     return reinterpret_cast<void *>(pointer);
   }
 
   void release(void *buffer) override {
-    driver().memFree(reinterpret_cast<CUdeviceptr>(buffer));
+    auto pointer = reinterpret_cast<CUdeviceptr>(buffer);
+    held -= sizes[pointer];
+    sizes.erase(pointer);
+    driver().memFree(pointer);
   }
 
   void upload(void *dst, const void *src, size_t bytes) override {
@@ -702,6 +718,10 @@ public:
     return context.synchronizations;
   }
   int64_t graphLaunches() const override { return context.graphLaunches; }
+  int64_t peakDeviceBytes() const override {
+    // cuBLASLt's workspace, once created, is held for the process.
+    return peak + cublasLtWorkspaceBytes();
+  }
   void forgetCalls() override {
     for (auto &[key, graph] : graphs)
       driver().graphExecDestroy(graph);
@@ -797,6 +817,9 @@ private:
   /// Whether steps sum over data-parallel ranks (joinCollectives).
   bool collectives = false;
   std::vector<Download> pendingDownloads;
+  /// Device memory held, by allocation, and its peak.
+  std::map<CUdeviceptr, size_t> sizes;
+  int64_t held = 0, peak = 0;
 };
 
 } // namespace

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -256,6 +257,7 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
                settingRef("steps") + " " + std::to_string(steps) +
                " asks for no more");
   syncsReported = trainer.backend().synchronizations();
+  lastRecord = std::chrono::steady_clock::now();
 }
 
 Session::~Session() = default;
@@ -405,14 +407,18 @@ StepRecord Session::finishOldest() {
     line["skipped"] = m.skipped;
     line["optimizer_steps"] = m.step;
   }
-  if (writes() && checkpointsAfter(iteration))
-    saveCheckpoint();
-  // Device synchronizations since the previous step's record, its
-  // checkpoint included.
+  // Wall time since the previous step's record and checkpoint (a run
+  // ahead by one step measures the device's throughput).
+  auto now = std::chrono::steady_clock::now();
+  record.milliseconds =
+      std::chrono::duration<double, std::milli>(now - lastRecord).count();
+  line["time_ms"] = std::round(record.milliseconds * 1000) / 1000;
+  // Device synchronizations since the previous step's record (checkpoints
+  // between steps wait for the device, and are not counted).
   if (trainer.device() == Device::CUDA) {
-    int64_t syncs = trainer.backend().synchronizations();
-    record.synchronizations = syncs - syncsReported;
-    syncsReported = syncs;
+    line["device_bytes"] = trainer.backend().peakDeviceBytes();
+    record.synchronizations =
+        trainer.backend().synchronizations() - syncsReported;
     record.graphLaunches = launched.graphLaunches;
     line["device_syncs"] = record.synchronizations;
     line["graph_launches"] = record.graphLaunches;
@@ -422,6 +428,12 @@ StepRecord Session::finishOldest() {
     log << record.json << "\n";
     log.flush();
   }
+  // The log line first: a run killed while writing the checkpoint resumes
+  // from the previous one and logs this step again.
+  if (writes() && checkpointsAfter(iteration))
+    saveCheckpoint();
+  syncsReported = trainer.backend().synchronizations();
+  lastRecord = std::chrono::steady_clock::now();
   return record;
 }
 

@@ -63,9 +63,15 @@ def initializers(path):
     return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
 
 
-def read_jsonl(path):
+def read_jsonl(path, keep_time=False):
+    """The records of a metrics log; without the wall-clock fields (time_ms)
+    unless keep_time, so that runs compare by what they computed."""
     with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+        records = [json.loads(line) for line in f if line.strip()]
+    if not keep_time:
+        for r in records:
+            r.pop("time_ms", None)
+    return records
 
 
 def assert_close(name, actual, expected, rtol, atol):

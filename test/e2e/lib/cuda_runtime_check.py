@@ -11,10 +11,10 @@ log = [json.loads(line) for line in open(metrics)]
 steps = len(log)
 assert [r["graph_launches"] for r in log] == [0] + [1] * (steps - 1), log
 # No synchronization of the device inside a step: the host waits for each
-# step's metrics (an event) while the device runs the next. Only the
-# checkpoint after the last step (single) drains the device.
-syncs = [r["device_syncs"] for r in log]
-assert syncs == [0] * (steps - 1) + [1 if mode == "single" else 0], log
+# step's metrics (an event) while the device runs the next. (The checkpoint
+# after the last step, single, drains the device between steps: not
+# counted.)
+assert all(r["device_syncs"] == 0 for r in log), log
 files = [stub + ".0", stub + ".1"] if mode == "parallel" else [stub]
 for path in files:
     calls = json.load(open(path))
