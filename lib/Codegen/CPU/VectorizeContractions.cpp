@@ -131,7 +131,8 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
     if (!plan.width)
       return failure();
     plan.tileK = largestDivisor(bounds[plan.k], {tileK, 128, 64, 32, 16, 8});
-    if (plan.tileK % plan.width)
+    // No block size divides k (k = 12 with 4-wide vectors): one block.
+    if (!plan.tileK || plan.tileK % plan.width)
       plan.tileK = bounds[plan.k];
     return plan;
   }

@@ -20,6 +20,7 @@ a, b = rand(10, 24), rand(24, 48)
 at, bt = rand(24, 10), rand(48, 24)
 x, w = rand(3, 16, 32), rand(32, 64)
 p, q = rand(8, 32), rand(12, 32)
+r, s12 = rand(8, 12), rand(6, 12)
 CASES = [
     # B and C contiguous along n: outer products (10 rows: blocks of 2).
     ("gemm", "nn.gemm %a, %b", [a, b], a.astype(np.float64) @ b),
@@ -32,9 +33,12 @@ CASES = [
      at.T.astype(np.float64) @ bt.T),
     # A batch dimension, blocks of 8 x 32.
     ("batched", "nn.matmul %x, %w", [x, w], np.matmul(x.astype(np.float64), w)),
+    # Dot products over k = 12: 4-wide vectors at 256 or 128 bits, and no
+    # k block size divides 12 (scalar loops at 512 bits).
+    ("gemm_tb12", "nn.gemm %r, %s12 {transB = true}", [r, s12], r.astype(np.float64) @ s12.T),
 ]
 NAMES = {id(a): "a", id(b): "b", id(at): "at", id(bt): "bt", id(x): "x", id(w): "w",
-         id(p): "p", id(q): "q"}
+         id(p): "p", id(q): "q", id(r): "r", id(s12): "s12"}
 
 
 def ty(array):
@@ -48,7 +52,7 @@ def dense(array):
 
 def gen(path):
     lines = ["func.func private @printMemrefF32(memref<*xf32>)", "", "func.func @main() {"]
-    for array in [a, b, at, bt, x, w, p, q]:
+    for array in [a, b, at, bt, x, w, p, q, r, s12]:
         lines.append("  %%%s = arith.constant dense<%s> : %s" % (NAMES[id(array)], dense(array),
                                                                  ty(array)))
     for name, op, operands, result in CASES:
