@@ -6,6 +6,7 @@ this machine), the CPU references, and accrue-train.
 
 usage: bench/gpu/prepare.py [--out .gpu] [--build build] [--target cuda]
                             [--cuda-arch sm_90] [--quick]
+                            [--gpts gpt10m,gpt100m]
 
 --quick: the MLP's equivalence checks only (what the test suite rehearses).
 The bundle stays under the device tool's 64 MiB: the benchmark GPTs travel
@@ -36,6 +37,8 @@ def main():
     ap.add_argument("--target", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--cuda-arch", default="sm_90")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--gpts", default=",".join(cases.GPTS),
+                    help="the benchmark GPTs to build (comma-separated)")
     args = ap.parse_args()
     os.environ["ACCRUE_TOOLS"] = os.path.join(args.build, "bin")
     import accrue_e2e as e2e
@@ -98,13 +101,16 @@ def main():
             e2e.compile_model(model, os.path.join(folder, "cpu_fp16"), cases.B,
                               accumulation_steps=cases.K, precision="fp16",
                               loss_scale=scale, **cases.ADAMW)
-            e2e.train(os.path.join(folder, "cpu_fp16"), os.path.join(folder, "data.npz"),
+            overflow = {k: v.copy() for k, v in data.items()}
+            overflow["x"][cases.FP16_OVERFLOW_STEP * cases.B * cases.K] = 1e5
+            np.savez(os.path.join(folder, "data_fp16.npz"), **overflow)
+            e2e.train(os.path.join(folder, "cpu_fp16"), os.path.join(folder, "data_fp16.npz"),
                       cases.FP16_STEPS, log=os.path.join(folder, "cpu_fp16.jsonl"))
             shutil.rmtree(os.path.join(folder, "cpu_fp16"))
         summary["models"][name] = entry
 
     if not args.quick:
-        for name in cases.GPTS:
+        for name in filter(None, args.gpts.split(",")):
             folder = os.path.join(out, name)
             os.makedirs(folder)
             module = cases.gpt(name)

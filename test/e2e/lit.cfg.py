@@ -29,6 +29,7 @@ config.substitutions = [s for s in config.substitutions if s[0] != "%python"]
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%reference_python", config.reference_python))
 config.substitutions.append(("%models", os.path.join(config.test_source_root, "models")))
+config.substitutions.append(("%accrue_build", os.path.dirname(config.accrue_tools_dir)))
 config.substitutions.append(("%cuda_stub", os.path.join(config.accrue_obj_root, "lib",
                                                        "libaccrue-cuda-stub.so")))
 config.substitutions.append(("%accrue_train_path",
