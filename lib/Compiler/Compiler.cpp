@@ -505,8 +505,16 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   phase.stop();
   phase = root.nest("translate to LLVM IR");
   llvm::LLVMContext llvmContext;
+  cpu::CPUTargetOptions host = options.target;
+  // A CUDA step's host code is launch glue: one long block of argument
+  // packing and calls that O3's vectorizers would spend minutes on
+  // (quadratic in the block) for nothing.
+  if (options.pipeline.target == ACCRUE_TARGET_CUDA) {
+    host.optLevel = std::min(host.optLevel, 1u);
+    host.llvmVectorize = false;
+  }
   FailureOr<std::unique_ptr<llvm::Module>> llvmModule =
-      cpu::translateToLLVMIR(module, llvmContext, options.target);
+      cpu::translateToLLVMIR(module, llvmContext, host);
   if (failed(llvmModule))
     return failure();
   embedFingerprint(**llvmModule, *manifest);

@@ -59,9 +59,9 @@ createTargetMachine(const cpu::CPUTargetOptions &options, std::string &error) {
 /// LLVM's default pipeline at `optLevel`, without loop unrolling: the
 /// generated loop nests have small static trip counts, which LLVM otherwise
 /// unrolls fully into megabytes of code at great compile-time cost, for
-/// little gain. Vectorization stays on.
+/// little gain. Vectorization stays on unless `vectorize` is false.
 llvm::Error optimizeModule(llvm::Module &module, llvm::TargetMachine *machine,
-                           unsigned optLevel) {
+                           unsigned optLevel, bool vectorize = true) {
   if (optLevel == 0)
     return llvm::Error::success();
   llvm::LoopAnalysisManager lam;
@@ -71,8 +71,8 @@ llvm::Error optimizeModule(llvm::Module &module, llvm::TargetMachine *machine,
   llvm::PipelineTuningOptions tuning;
   tuning.LoopUnrolling = false;
   tuning.LoopInterleaving = true;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
+  tuning.LoopVectorization = vectorize;
+  tuning.SLPVectorization = vectorize;
   llvm::PassBuilder builder(machine, tuning);
   builder.registerModuleAnalyses(mam);
   builder.registerCGSCCAnalyses(cgam);
@@ -139,7 +139,8 @@ cpu::translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
   if (llvm::verifyModule(*llvmModule, &llvm::errs()))
     return module.emitError("generated LLVM IR does not verify");
   if (llvm::Error err =
-          optimizeModule(*llvmModule, machine.get(), options.optLevel))
+          optimizeModule(*llvmModule, machine.get(), options.optLevel,
+                         options.llvmVectorize))
     return module.emitError("LLVM optimization failed: ")
            << llvm::toString(std::move(err));
   return llvmModule;

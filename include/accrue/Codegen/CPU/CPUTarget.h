@@ -31,6 +31,8 @@ struct CPUTargetOptions {
   std::string cpu = "host";
   /// LLVM optimization level, 0 to 3.
   unsigned optLevel = 3;
+  /// LLVM's loop and SLP vectorizers (off for code that is only glue).
+  bool llvmVectorize = true;
 };
 
 /// The widest vector registers of the target CPU, in bits: 512 with
