@@ -507,10 +507,10 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   llvm::LLVMContext llvmContext;
   cpu::CPUTargetOptions host = options.target;
   // A CUDA step's host code is launch glue: one long block of argument
-  // packing and calls that O3's vectorizers would spend minutes on
-  // (quadratic in the block) for nothing.
+  // packing and calls, on which O3's vectorizers spend minutes (quadratic
+  // in the block) and instruction selection seconds, for nothing.
   if (options.pipeline.target == ACCRUE_TARGET_CUDA) {
-    host.optLevel = std::min(host.optLevel, 1u);
+    host.optLevel = 0;
     host.llvmVectorize = false;
   }
   FailureOr<std::unique_ptr<llvm::Module>> llvmModule =

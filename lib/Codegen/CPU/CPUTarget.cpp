@@ -43,6 +43,8 @@ createTargetMachine(const cpu::CPUTargetOptions &options, std::string &error) {
   }
   llvm::CodeGenOptLevel level = options.optLevel >= 3
                                     ? llvm::CodeGenOptLevel::Aggressive
+                                : options.optLevel == 0
+                                    ? llvm::CodeGenOptLevel::None
                                     : llvm::CodeGenOptLevel::Default;
   // Constructors (a CUDA step registers its kernels in one) go in
   // .init_array, which the dynamic loader runs; .ctors would need crt files.
