@@ -149,6 +149,15 @@ struct SessionOptions {
 
   /// Checks the values and their combinations; errors name the settings.
   void validate() const;
+
+  /// Sets the setting `name` (steps, accumulation_steps,
+  /// accumulation_schedule, drop_last, lr, lr_schedule, warmup_steps,
+  /// total_steps, checkpoint_dir, checkpoint_every, keep_checkpoints,
+  /// resume, log, device) from its text; booleans take "true" or "false".
+  /// Throws on an unknown name or a malformed value, naming the setting.
+  void set(const std::string &name, const std::string &value);
+  /// The names set() takes.
+  static const std::vector<std::string> &settingNames();
 };
 
 /// One optimizer step as the session reports it.

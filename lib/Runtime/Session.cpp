@@ -52,6 +52,78 @@ void SessionOptions::validate() const {
                 " needs " + settingRef("checkpoint_dir"));
 }
 
+const std::vector<std::string> &SessionOptions::settingNames() {
+  static const std::vector<std::string> names = {
+      "steps",         "accumulation_steps", "accumulation_schedule",
+      "drop_last",     "lr",                 "lr_schedule",
+      "warmup_steps",  "total_steps",        "checkpoint_dir",
+      "checkpoint_every", "keep_checkpoints", "resume",
+      "log",           "device"};
+  return names;
+}
+
+void SessionOptions::set(const std::string &name, const std::string &value) {
+  auto integer = [&]() -> int64_t {
+    char *end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(value.c_str(), &end, 10);
+    if (errno || value.empty() || *end)
+      throw Error(settingRef(name) + " expects an integer, got '" + value +
+                  "'");
+    return v;
+  };
+  auto number = [&]() -> double {
+    char *end = nullptr;
+    errno = 0;
+    double v = std::strtod(value.c_str(), &end);
+    if (errno || value.empty() || *end || !std::isfinite(v))
+      throw Error(settingRef(name) + " expects a number, got '" + value + "'");
+    return v;
+  };
+  auto boolean = [&]() -> bool {
+    if (value == "true" || value == "1")
+      return true;
+    if (value == "false" || value == "0")
+      return false;
+    throw Error(settingRef(name) + " expects true or false, got '" + value +
+                "'");
+  };
+  if (name == "steps")
+    steps = integer();
+  else if (name == "accumulation_steps")
+    accumulationSteps = integer();
+  else if (name == "accumulation_schedule")
+    accumulationSchedule = value;
+  else if (name == "drop_last")
+    dropLast = boolean();
+  else if (name == "lr")
+    lr = number();
+  else if (name == "lr_schedule")
+    lrSchedule = LRSchedule::parseKind(value);
+  else if (name == "warmup_steps")
+    warmupSteps = integer();
+  else if (name == "total_steps")
+    totalSteps = integer();
+  else if (name == "checkpoint_dir")
+    checkpointDir = value;
+  else if (name == "checkpoint_every")
+    checkpointEvery = integer();
+  else if (name == "keep_checkpoints")
+    keepCheckpoints = integer();
+  else if (name == "resume")
+    resume = boolean();
+  else if (name == "log")
+    log = value;
+  else if (name == "device")
+    device = parseDevice(value);
+  else {
+    std::string known;
+    for (const std::string &n : settingNames())
+      known += (known.empty() ? "" : ", ") + n;
+    throw Error("unknown setting '" + name + "' (known: " + known + ")");
+  }
+}
+
 static SessionOptions validated(SessionOptions options) {
   options.validate();
   return options;

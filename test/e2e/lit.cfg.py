@@ -35,7 +35,8 @@ config.substitutions.append(("%cuda_stub", os.path.join(config.accrue_obj_root, 
 config.substitutions.append(("%accrue_train_path",
                              os.path.join(config.accrue_tools_dir, "accrue-train")))
 llvm_config.add_tool_substitutions(
-    ["accrue-opt", "accrue-compile", "accrue-train"], [config.accrue_tools_dir])
+    ["accrue-opt", "accrue-compile", "accrue-train", "capi-train"],
+    [config.accrue_tools_dir])
 
 
 def python_has(module, python=config.python_executable):

@@ -46,87 +46,38 @@ struct Options {
   std::exit(message ? 1 : 0);
 }
 
-int64_t parseInt(const char *flag, const char *text) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text, &end, 10);
-  if (errno || !end || *end || end == text)
-    throw Error(std::string(flag) + " expects an integer, got '" + text + "'");
-  return v;
-}
-
-double parseDouble(const char *flag, const char *text) {
-  char *end = nullptr;
-  errno = 0;
-  double v = std::strtod(text, &end);
-  if (errno || !end || *end || end == text || !std::isfinite(v))
-    throw Error(std::string(flag) + " expects a number, got '" + text + "'");
-  return v;
-}
-
 Options parseOptions(int argc, char **argv) {
-  enum {
-    Steps = 1000,
-    Accum,
-    Lr,
-    Log,
-    Export,
-    SaveGrads,
-    Progress,
-    NoProgress,
-    Schedule,
-    DropLast,
-    LrSchedule,
-    Warmup,
-    Total,
-    CheckpointDir,
-    CheckpointEvery,
-    KeepCheckpoints,
-    Resume,
-    DeviceFlag
-  };
-  static const option longOptions[] = {
+  enum { Export = 1000, SaveGrads, Progress, NoProgress, Setting };
+  // Every session setting is a flag of its name (with '-' for '_');
+  // booleans take no argument.
+  std::vector<std::string> flagNames;
+  for (const std::string &name : SessionOptions::settingNames())
+    flagNames.push_back(accrue::settingFlag(name).substr(2));
+  std::vector<option> longOptions = {
       {"data", required_argument, nullptr, 'd'},
-      {"steps", required_argument, nullptr, Steps},
-      {"accumulation-steps", required_argument, nullptr, Accum},
-      {"lr", required_argument, nullptr, Lr},
-      {"log", required_argument, nullptr, Log},
       {"export", required_argument, nullptr, Export},
       {"save-gradients", required_argument, nullptr, SaveGrads},
       {"progress", no_argument, nullptr, Progress},
       {"no-progress", no_argument, nullptr, NoProgress},
-      {"accumulation-schedule", required_argument, nullptr, Schedule},
-      {"drop-last", no_argument, nullptr, DropLast},
-      {"lr-schedule", required_argument, nullptr, LrSchedule},
-      {"warmup-steps", required_argument, nullptr, Warmup},
-      {"total-steps", required_argument, nullptr, Total},
-      {"checkpoint-dir", required_argument, nullptr, CheckpointDir},
-      {"checkpoint-every", required_argument, nullptr, CheckpointEvery},
-      {"keep-checkpoints", required_argument, nullptr, KeepCheckpoints},
-      {"resume", no_argument, nullptr, Resume},
-      {"device", required_argument, nullptr, DeviceFlag},
-      {"help", no_argument, nullptr, 'h'},
-      {nullptr, 0, nullptr, 0}};
+      {"help", no_argument, nullptr, 'h'}};
+  auto isBoolean = [](const std::string &name) {
+    return name == "drop_last" || name == "resume";
+  };
+  for (size_t i = 0; i < flagNames.size(); ++i)
+    longOptions.push_back(
+        {flagNames[i].c_str(),
+         isBoolean(SessionOptions::settingNames()[i]) ? no_argument
+                                                      : required_argument,
+         nullptr, Setting + static_cast<int>(i)});
+  longOptions.push_back({nullptr, 0, nullptr, 0});
   Options o;
-  SessionOptions &s = o.session;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "hd:", longOptions, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "hd:", longOptions.data(), nullptr)) !=
+         -1) {
     switch (c) {
     case 'd':
       o.data = optarg;
-      break;
-    case Steps:
-      s.steps = parseInt("--steps", optarg);
-      break;
-    case Accum:
-      s.accumulationSteps = parseInt("--accumulation-steps", optarg);
-      break;
-    case Lr:
-      s.lr = parseDouble("--lr", optarg);
-      break;
-    case Log:
-      s.log = optarg;
       break;
     case Export:
       o.exportPath = optarg;
@@ -140,41 +91,16 @@ Options parseOptions(int argc, char **argv) {
     case NoProgress:
       o.progress = 0;
       break;
-    case Schedule:
-      s.accumulationSchedule = optarg;
-      break;
-    case DropLast:
-      s.dropLast = true;
-      break;
-    case LrSchedule:
-      s.lrSchedule = LRSchedule::parseKind(optarg);
-      break;
-    case Warmup:
-      s.warmupSteps = parseInt("--warmup-steps", optarg);
-      break;
-    case Total:
-      s.totalSteps = parseInt("--total-steps", optarg);
-      break;
-    case CheckpointDir:
-      s.checkpointDir = optarg;
-      break;
-    case CheckpointEvery:
-      s.checkpointEvery = parseInt("--checkpoint-every", optarg);
-      break;
-    case KeepCheckpoints:
-      s.keepCheckpoints = parseInt("--keep-checkpoints", optarg);
-      break;
-    case Resume:
-      s.resume = true;
-      break;
-    case DeviceFlag:
-      s.device = parseDevice(optarg);
-      break;
     case 'h':
       usage();
-    default:
-      throw Error(std::string("unknown or incomplete option '") +
-                  argv[optind - 1] + "'");
+    default: {
+      size_t index = static_cast<size_t>(c - Setting);
+      if (c < Setting || index >= flagNames.size())
+        throw Error(std::string("unknown or incomplete option '") +
+                    argv[optind - 1] + "'");
+      const std::string &name = SessionOptions::settingNames()[index];
+      o.session.set(name, isBoolean(name) ? "true" : optarg);
+    }
     }
   }
   if (optind + 1 != argc)
@@ -182,7 +108,7 @@ Options parseOptions(int argc, char **argv) {
   o.artifact = argv[optind];
   if (o.data.empty())
     throw Error("--data is required");
-  s.validate();
+  o.session.validate();
   return o;
 }
 

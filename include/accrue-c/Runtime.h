@@ -1,0 +1,166 @@
+/*===- accrue-c/Runtime.h - training with compiled steps, from C --*- C -*-===*
+ *
+ * The runtime's C API: open an artifact (what accrue-compile writes), give
+ * it data as host arrays, and train: one optimizer step at a time or N of
+ * them, with checkpoints, parameters and the trained ONNX model. It is the
+ * Session of accrue-train (include/accrue-runtime/Session.h) behind opaque
+ * handles, and links no MLIR or LLVM.
+ *
+ * Conventions: objects are created by accrue<Type>Create/Open and released
+ * by accrue<Type>Destroy (which accepts NULL). Functions that can fail
+ * return 0 on success and -1 on failure (or NULL for constructors) and,
+ * when `error` is not NULL, store a new AccrueError there that the caller
+ * releases with accrueErrorDestroy. Nothing aborts the host process or
+ * throws through these functions. Strings returned by the API stay valid
+ * until the object they came from is destroyed or changed.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ACCRUE_C_RUNTIME_H
+#define ACCRUE_C_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===*
+ * Errors
+ *===----------------------------------------------------------------------===*/
+
+typedef struct AccrueError AccrueError;
+
+/* The message, one line, settings named as they are spelled in this API
+ * ("accumulation_steps"). */
+const char *accrueErrorMessage(const AccrueError *error);
+void accrueErrorDestroy(AccrueError *error);
+
+/*===----------------------------------------------------------------------===*
+ * Artifacts
+ *===----------------------------------------------------------------------===*/
+
+typedef struct AccrueArtifact AccrueArtifact;
+
+/* Opens the artifact in `directory`: reads and checks its manifest, loads
+ * step.so and checks the contract fingerprint. */
+AccrueArtifact *accrueArtifactOpen(const char *directory, AccrueError **error);
+void accrueArtifactDestroy(AccrueArtifact *artifact);
+
+/* Samples per micro-batch the step was compiled for. */
+int64_t accrueArtifactMicroBatch(const AccrueArtifact *artifact);
+/* The batch inputs the data must provide, by name, in call order. */
+int accrueArtifactNumInputs(const AccrueArtifact *artifact);
+const char *accrueArtifactInputName(const AccrueArtifact *artifact, int index);
+/* The trained parameters, by their ONNX names, and their shapes. */
+int accrueArtifactNumParameters(const AccrueArtifact *artifact);
+const char *accrueArtifactParameterName(const AccrueArtifact *artifact,
+                                        int index);
+int accrueArtifactParameterRank(const AccrueArtifact *artifact, int index);
+const int64_t *accrueArtifactParameterShape(const AccrueArtifact *artifact,
+                                            int index);
+
+/*===----------------------------------------------------------------------===*
+ * Data
+ *===----------------------------------------------------------------------===*/
+
+typedef enum AccrueDType {
+  ACCRUE_DTYPE_FLOAT32,
+  ACCRUE_DTYPE_FLOAT64,
+  ACCRUE_DTYPE_FLOAT16,
+  ACCRUE_DTYPE_INT64,
+  ACCRUE_DTYPE_INT32,
+  ACCRUE_DTYPE_BOOL,
+  ACCRUE_DTYPE_UINT8
+} AccrueDType;
+
+typedef struct AccrueDataset AccrueDataset;
+
+AccrueDataset *accrueDatasetCreate(void);
+/* Reads a .npz file: one array per batch input, samples along axis 0. */
+AccrueDataset *accrueDatasetOpenNpz(const char *path, AccrueError **error);
+void accrueDatasetDestroy(AccrueDataset *dataset);
+/* Adds (a copy of) a dense, row-major array named as a batch input, samples
+ * along dimension 0. Arrays are checked against the artifact when a session
+ * is created (every input present, shapes, dtypes convertible, equal sample
+ * counts, no NaN or infinity). */
+int accrueDatasetAddArray(AccrueDataset *dataset, const char *name,
+                          AccrueDType dtype, const int64_t *shape, int rank,
+                          const void *data, AccrueError **error);
+
+/*===----------------------------------------------------------------------===*
+ * Sessions
+ *===----------------------------------------------------------------------===*/
+
+typedef struct AccrueSessionOptions AccrueSessionOptions;
+
+AccrueSessionOptions *accrueSessionOptionsCreate(void);
+void accrueSessionOptionsDestroy(AccrueSessionOptions *options);
+/* Sets one setting from its text, as accrue-train's flag of the same name
+ * (with '_' for '-'): steps, accumulation_steps, accumulation_schedule,
+ * drop_last, lr, lr_schedule, warmup_steps, total_steps, checkpoint_dir,
+ * checkpoint_every, keep_checkpoints, resume, log, device. Booleans take
+ * "true" or "false". Refuses unknown settings and malformed values. */
+int accrueSessionOptionsSet(AccrueSessionOptions *options, const char *name,
+                            const char *value, AccrueError **error);
+
+typedef struct AccrueSession AccrueSession;
+
+/* Checks the options and the data against the artifact and loads the
+ * initial parameters (or, with resume, the newest checkpoint). The session
+ * keeps what it needs of the artifact and the data: they may be destroyed
+ * after this call. */
+AccrueSession *accrueSessionCreate(const AccrueArtifact *artifact,
+                                   const AccrueDataset *data,
+                                   const AccrueSessionOptions *options,
+                                   AccrueError **error);
+void accrueSessionDestroy(AccrueSession *session);
+
+/* What one optimizer step reports (the fields of metrics.jsonl). */
+typedef struct AccrueStepMetrics {
+  /* Windows of data consumed so far (the log's step number). */
+  int64_t iteration;
+  /* Completed optimizer steps (loss scaling: skipped ones do not count). */
+  int64_t optimizerSteps;
+  double loss;
+  /* The global gradient norm before clipping (NaN when skipped). */
+  double gradNorm;
+  double lr;
+  int64_t samples;
+  /* The loss scale this step used (0 without loss scaling). */
+  double lossScale;
+  int skipped;
+  double milliseconds;
+} AccrueStepMetrics;
+
+/* Optimizer steps the session runs in all, and those done so far. */
+int64_t accrueSessionPlannedSteps(const AccrueSession *session);
+int64_t accrueSessionIterations(const AccrueSession *session);
+/* Runs the next optimizer step (the next window of the data); logs and
+ * checkpoints as the options say. `metrics` may be NULL. */
+int accrueSessionStep(AccrueSession *session, AccrueStepMetrics *metrics,
+                      AccrueError **error);
+/* The last step's metrics.jsonl line (without the newline). */
+const char *accrueSessionLastRecord(const AccrueSession *session);
+
+/* Writes a checkpoint of the current state to the options' checkpoint_dir
+ * (and drops old ones beyond keep_checkpoints). */
+int accrueSessionSaveCheckpoint(AccrueSession *session, AccrueError **error);
+/* Writes the artifact's model with the trained parameters. */
+int accrueSessionExportOnnx(const AccrueSession *session, const char *path,
+                            AccrueError **error);
+/* Writes the gradient accumulator, by parameter, as .npz. */
+int accrueSessionSaveGradients(const AccrueSession *session, const char *path,
+                               AccrueError **error);
+/* Copies the current value of parameter `name` (float32, its shape's
+ * element count) to `values`, which has room for `count` floats. */
+int accrueSessionReadParameter(const AccrueSession *session, const char *name,
+                               float *values, int64_t count,
+                               AccrueError **error);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCRUE_C_RUNTIME_H */

@@ -1,0 +1,305 @@
+//===- CAPI.cpp - the runtime's C API ---------------------------*- C++ -*-===//
+//
+// include/accrue-c/Runtime.h over the Session: each entry catches every
+// exception and turns it into an AccrueError, with settings named as the
+// C API spells them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "accrue-c/Runtime.h"
+
+#include "accrue-runtime/Runtime.h"
+
+#include <cstring>
+#include <memory>
+#include <new>
+
+using namespace accrue::rt;
+
+struct AccrueError {
+  std::string message;
+};
+
+struct AccrueArtifact {
+  std::shared_ptr<const Artifact> artifact;
+  std::vector<const ArgSpec *> inputs;
+};
+
+struct AccrueDataset {
+  std::map<std::string, Array> arrays;
+  /// Set when the arrays came from a file: how errors name the data.
+  std::string what = "the data";
+};
+
+struct AccrueSessionOptions {
+  SessionOptions options;
+};
+
+struct AccrueSession {
+  std::unique_ptr<Session> session;
+  std::string lastRecord;
+};
+
+namespace {
+
+/// Runs `body`; on an exception stores its message in `*error` (if given)
+/// and returns `failed`.
+template <typename T, typename Body>
+T guarded(AccrueError **error, T failed, Body &&body) {
+  try {
+    return body();
+  } catch (const std::exception &e) {
+    if (error)
+      *error = new (std::nothrow)
+          AccrueError{renderSettings(e.what(), [](const std::string &name) {
+            return name;
+          })};
+    return failed;
+  }
+}
+
+DType dtypeOf(AccrueDType type) {
+  switch (type) {
+  case ACCRUE_DTYPE_FLOAT32:
+    return DType::F32;
+  case ACCRUE_DTYPE_FLOAT64:
+    return DType::F64;
+  case ACCRUE_DTYPE_FLOAT16:
+    return DType::F16;
+  case ACCRUE_DTYPE_INT64:
+    return DType::I64;
+  case ACCRUE_DTYPE_INT32:
+    return DType::I32;
+  case ACCRUE_DTYPE_BOOL:
+    return DType::Bool;
+  case ACCRUE_DTYPE_UINT8:
+    return DType::U8;
+  }
+  throw Error("unknown dtype " + std::to_string(static_cast<int>(type)));
+}
+
+} // namespace
+
+extern "C" {
+
+const char *accrueErrorMessage(const AccrueError *error) {
+  return error ? error->message.c_str() : "";
+}
+
+void accrueErrorDestroy(AccrueError *error) { delete error; }
+
+AccrueArtifact *accrueArtifactOpen(const char *directory, AccrueError **error) {
+  return guarded<AccrueArtifact *>(error, nullptr, [&] {
+    if (!directory)
+      throw Error("no artifact directory given");
+    auto result = std::make_unique<AccrueArtifact>();
+    result->artifact = std::make_shared<const Artifact>(directory);
+    result->inputs = result->artifact->batchInputs();
+    return result.release();
+  });
+}
+
+void accrueArtifactDestroy(AccrueArtifact *artifact) { delete artifact; }
+
+int64_t accrueArtifactMicroBatch(const AccrueArtifact *artifact) {
+  return artifact->artifact->microBatch;
+}
+
+int accrueArtifactNumInputs(const AccrueArtifact *artifact) {
+  return static_cast<int>(artifact->inputs.size());
+}
+
+const char *accrueArtifactInputName(const AccrueArtifact *artifact,
+                                    int index) {
+  if (index < 0 || index >= accrueArtifactNumInputs(artifact))
+    return nullptr;
+  return artifact->inputs[index]->name.c_str();
+}
+
+int accrueArtifactNumParameters(const AccrueArtifact *artifact) {
+  return static_cast<int>(artifact->artifact->params.size());
+}
+
+const char *accrueArtifactParameterName(const AccrueArtifact *artifact,
+                                        int index) {
+  if (index < 0 || index >= accrueArtifactNumParameters(artifact))
+    return nullptr;
+  return artifact->artifact->params[index].name.c_str();
+}
+
+int accrueArtifactParameterRank(const AccrueArtifact *artifact, int index) {
+  if (index < 0 || index >= accrueArtifactNumParameters(artifact))
+    return -1;
+  return static_cast<int>(artifact->artifact->params[index].shape.size());
+}
+
+const int64_t *accrueArtifactParameterShape(const AccrueArtifact *artifact,
+                                            int index) {
+  if (index < 0 || index >= accrueArtifactNumParameters(artifact))
+    return nullptr;
+  return artifact->artifact->params[index].shape.data();
+}
+
+AccrueDataset *accrueDatasetCreate(void) {
+  return new (std::nothrow) AccrueDataset();
+}
+
+AccrueDataset *accrueDatasetOpenNpz(const char *path, AccrueError **error) {
+  return guarded<AccrueDataset *>(error, nullptr, [&] {
+    if (!path)
+      throw Error("no data file given");
+    auto dataset = std::make_unique<AccrueDataset>();
+    dataset->arrays = readNpz(path);
+    dataset->what = std::string("'") + path + "'";
+    return dataset.release();
+  });
+}
+
+void accrueDatasetDestroy(AccrueDataset *dataset) { delete dataset; }
+
+int accrueDatasetAddArray(AccrueDataset *dataset, const char *name,
+                          AccrueDType dtype, const int64_t *shape, int rank,
+                          const void *data, AccrueError **error) {
+  return guarded<int>(error, -1, [&] {
+    if (!dataset || !name || (rank > 0 && !shape) || rank < 1)
+      throw Error("an array needs a name and a shape of rank 1 or more");
+    Array array;
+    array.dtype = dtypeOf(dtype);
+    array.shape.assign(shape, shape + rank);
+    for (int64_t extent : array.shape)
+      if (extent < 0)
+        throw Error(std::string("array '") + name + "' has a negative extent");
+    size_t bytes = array.numElements() * dtypeSize(array.dtype);
+    if (bytes && !data)
+      throw Error(std::string("array '") + name + "' has no data");
+    array.data.assign(static_cast<const uint8_t *>(data),
+                      static_cast<const uint8_t *>(data) + bytes);
+    if (!dataset->arrays.emplace(name, std::move(array)).second)
+      throw Error(std::string("the data already has an array '") + name + "'");
+    return 0;
+  });
+}
+
+AccrueSessionOptions *accrueSessionOptionsCreate(void) {
+  return new (std::nothrow) AccrueSessionOptions();
+}
+
+void accrueSessionOptionsDestroy(AccrueSessionOptions *options) {
+  delete options;
+}
+
+int accrueSessionOptionsSet(AccrueSessionOptions *options, const char *name,
+                            const char *value, AccrueError **error) {
+  return guarded<int>(error, -1, [&] {
+    if (!options || !name || !value)
+      throw Error("a setting needs a name and a value");
+    options->options.set(name, value);
+    return 0;
+  });
+}
+
+AccrueSession *accrueSessionCreate(const AccrueArtifact *artifact,
+                                   const AccrueDataset *data,
+                                   const AccrueSessionOptions *options,
+                                   AccrueError **error) {
+  return guarded<AccrueSession *>(error, nullptr, [&] {
+    if (!artifact || !data)
+      throw Error("a session needs an artifact and data");
+    SessionOptions settings = options ? options->options : SessionOptions();
+    settings.validate();
+    if (artifact->artifact->dataParallel())
+      Collectives::get();
+    auto result = std::make_unique<AccrueSession>();
+    result->session = std::make_unique<Session>(
+        artifact->artifact,
+        Dataset::fromArrays(data->arrays, *artifact->artifact, data->what),
+        settings);
+    return result.release();
+  });
+}
+
+void accrueSessionDestroy(AccrueSession *session) { delete session; }
+
+int64_t accrueSessionPlannedSteps(const AccrueSession *session) {
+  return session->session->plannedSteps();
+}
+
+int64_t accrueSessionIterations(const AccrueSession *session) {
+  return session->session->iterations();
+}
+
+int accrueSessionStep(AccrueSession *session, AccrueStepMetrics *metrics,
+                      AccrueError **error) {
+  return guarded<int>(error, -1, [&] {
+    StepRecord record = session->session->step();
+    session->lastRecord = record.json;
+    if (metrics) {
+      const StepMetrics &m = record.metrics;
+      metrics->iteration = record.iteration;
+      metrics->optimizerSteps = m.step;
+      metrics->loss = m.loss;
+      metrics->gradNorm = m.gradNorm;
+      metrics->lr = m.lr;
+      metrics->samples = m.samples;
+      metrics->lossScale = m.lossScale;
+      metrics->skipped = m.skipped;
+      metrics->milliseconds = record.milliseconds;
+    }
+    return 0;
+  });
+}
+
+const char *accrueSessionLastRecord(const AccrueSession *session) {
+  return session->lastRecord.c_str();
+}
+
+int accrueSessionSaveCheckpoint(AccrueSession *session, AccrueError **error) {
+  return guarded<int>(error, -1, [&] {
+    session->session->saveCheckpoint();
+    return 0;
+  });
+}
+
+int accrueSessionExportOnnx(const AccrueSession *session, const char *path,
+                            AccrueError **error) {
+  return guarded<int>(error, -1, [&] {
+    if (!path)
+      throw Error("no path given");
+    session->session->exportOnnx(path);
+    return 0;
+  });
+}
+
+int accrueSessionSaveGradients(const AccrueSession *session, const char *path,
+                               AccrueError **error) {
+  return guarded<int>(error, -1, [&] {
+    if (!path)
+      throw Error("no path given");
+    session->session->saveGradients(path);
+    return 0;
+  });
+}
+
+int accrueSessionReadParameter(const AccrueSession *session, const char *name,
+                               float *values, int64_t count,
+                               AccrueError **error) {
+  return guarded<int>(error, -1, [&] {
+    if (!name)
+      throw Error("no parameter name given");
+    std::map<std::string, Array> params =
+        session->session->state().parameterArrays();
+    auto found = params.find(name);
+    if (found == params.end())
+      throw Error(std::string("the artifact has no parameter '") + name + "'");
+    const Array &array = found->second;
+    if (count < array.numElements() || (array.numElements() && !values))
+      throw Error(std::string("parameter '") + name + "' has " +
+                  std::to_string(array.numElements()) +
+                  " elements; the buffer has room for " +
+                  std::to_string(count));
+    std::memcpy(values, array.data.data(), array.data.size());
+    return 0;
+  });
+}
+
+} // extern "C"
