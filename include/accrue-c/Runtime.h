@@ -36,6 +36,9 @@ typedef struct AccrueError AccrueError;
  * ("accumulation_steps"). */
 const char *accrueErrorMessage(const AccrueError *error);
 void accrueErrorDestroy(AccrueError *error);
+/* A new error with `message` (for hosts that report their own errors the
+ * same way); NULL if out of memory. */
+AccrueError *accrueErrorCreate(const char *message);
 
 /*===----------------------------------------------------------------------===*
  * Artifacts

@@ -377,7 +377,8 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   ctx.loadAllAvailableDialects();
   // --mlir-timing reports every phase, passes included.
   DefaultTimingManager timing;
-  applyDefaultTimingManagerCLOptions(timing);
+  if (options.commandLineOptions)
+    applyDefaultTimingManagerCLOptions(timing);
   TimingScope root = timing.getRootScope();
   TimingScope phase = root.nest("import ONNX and build the step");
 
@@ -434,9 +435,9 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
     PassManager pm(&ctx);
     build(pm);
     pm.enableTiming(phase);
-    return failed(applyPassManagerCLOptions(pm)) || failed(pm.run(module))
-               ? failure()
-               : success();
+    if (options.commandLineOptions && failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    return pm.run(module);
   };
   if (failed(runPasses("train passes", [&](OpPassManager &pm) {
         buildTrainPipeline(pm, options.pipeline.train);

@@ -23,6 +23,38 @@ static std::optional<std::string> nodeName(Location loc) {
   return std::nullopt;
 }
 
+const char *accrue::severityName(DiagnosticSeverity severity) {
+  switch (severity) {
+  case DiagnosticSeverity::Error:
+    return "error";
+  case DiagnosticSeverity::Warning:
+    return "warning";
+  case DiagnosticSeverity::Note:
+    return "note";
+  case DiagnosticSeverity::Remark:
+    return "remark";
+  }
+  return "error";
+}
+
+std::string accrue::describeDiagnostic(
+    Diagnostic &diag, const std::function<std::string(const std::string &)> &spell) {
+  std::string out;
+  // The importer names nodes plainly and graph inputs and initializers
+  // with a "kind:" prefix.
+  if (auto name = nodeName(diag.getLocation())) {
+    StringRef text = *name;
+    StringRef kind = "node";
+    for (StringRef prefix : {"input", "initializer"})
+      if (text.consume_front((prefix + ":").str())) {
+        kind = prefix;
+        break;
+      }
+    out += (kind + " '" + escapeForDisplay(text) + "': ").str();
+  }
+  return out + escapeForDisplay(renderSettings(diag.str(), spell));
+}
+
 std::string accrue::escapeForDisplay(StringRef text) {
   std::string out;
   const auto *bytes = reinterpret_cast<const unsigned char *>(text.data());
@@ -77,35 +109,10 @@ OneLineDiagnosticHandler::OneLineDiagnosticHandler(MLIRContext *context,
     : ScopedDiagnosticHandler(context) {
   std::string toolName = tool.str();
   setHandler([this, toolName, spell, &os](Diagnostic &diag) {
-    const char *severity = "error";
-    switch (diag.getSeverity()) {
-    case DiagnosticSeverity::Error:
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
       ++numErrors;
-      break;
-    case DiagnosticSeverity::Warning:
-      severity = "warning";
-      break;
-    case DiagnosticSeverity::Note:
-      severity = "note";
-      break;
-    case DiagnosticSeverity::Remark:
-      severity = "remark";
-      break;
-    }
-    os << toolName << ": " << severity << ": ";
-    // The importer names nodes plainly and graph inputs and initializers
-    // with a "kind:" prefix.
-    if (auto name = nodeName(diag.getLocation())) {
-      StringRef text = *name;
-      StringRef kind = "node";
-      for (StringRef prefix : {"input", "initializer"})
-        if (text.consume_front((prefix + ":").str())) {
-          kind = prefix;
-          break;
-        }
-      os << kind << " '" << escapeForDisplay(text) << "': ";
-    }
-    os << escapeForDisplay(renderSettings(diag.str(), spell)) << "\n";
+    os << toolName << ": " << severityName(diag.getSeverity()) << ": "
+       << describeDiagnostic(diag, spell) << "\n";
     os.flush();
     return success();
   });

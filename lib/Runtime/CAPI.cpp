@@ -88,6 +88,10 @@ const char *accrueErrorMessage(const AccrueError *error) {
 
 void accrueErrorDestroy(AccrueError *error) { delete error; }
 
+AccrueError *accrueErrorCreate(const char *message) {
+  return new (std::nothrow) AccrueError{message ? message : ""};
+}
+
 AccrueArtifact *accrueArtifactOpen(const char *directory, AccrueError **error) {
   return guarded<AccrueArtifact *>(error, nullptr, [&] {
     if (!directory)

@@ -35,7 +35,7 @@ config.substitutions.append(("%cuda_stub", os.path.join(config.accrue_obj_root, 
 config.substitutions.append(("%accrue_train_path",
                              os.path.join(config.accrue_tools_dir, "accrue-train")))
 llvm_config.add_tool_substitutions(
-    ["accrue-opt", "accrue-compile", "accrue-train", "capi-train"],
+    ["accrue-opt", "accrue-compile", "accrue-train", "capi-train", "capi-compile"],
     [config.accrue_tools_dir])
 
 

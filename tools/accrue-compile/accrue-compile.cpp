@@ -108,6 +108,7 @@ int main(int argc, char **argv) {
     return fail(accrue::settingRef("micro_batch") + " is required");
   options.import.modelPath = model;
   options.output = output;
+  options.commandLineOptions = true;
 
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   accrue::OneLineDiagnosticHandler diagnostics(&context, "accrue-compile",

@@ -96,6 +96,10 @@ struct CompilerOptions {
   std::string output;
   /// The linker (ld.lld); empty means the one found at configure time.
   std::string lldPath;
+  /// Apply MLIR's command-line options for pass managers and timing
+  /// (--mlir-timing, --mlir-print-ir-after, ...): only for tools that
+  /// registered them.
+  bool commandLineOptions = false;
 };
 
 /// The settings of a compilation (accrue-compile's flags, the C API's and

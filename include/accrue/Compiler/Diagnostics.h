@@ -30,6 +30,16 @@ public:
 /// a name from a model file prints as one readable line.
 std::string escapeForDisplay(llvm::StringRef text);
 
+/// "error", "warning", "note" or "remark".
+const char *severityName(mlir::DiagnosticSeverity severity);
+
+/// The diagnostic's message as one line, after the ONNX node, input or
+/// initializer its location names (`node 'X': message`), settings spelled
+/// by `spell`, unprintable bytes escaped.
+std::string
+describeDiagnostic(mlir::Diagnostic &diag,
+                   const std::function<std::string(const std::string &)> &spell);
+
 } // namespace accrue
 
 #endif // ACCRUE_COMPILER_DIAGNOSTICS_H
