@@ -10,7 +10,8 @@ config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.accrue_obj_root, "test")
 # The end-to-end suite is its own lit suite (check-accrue-e2e).
-config.excludes = ["e2e", "ONNXBackend", "Inputs", "CMakeLists.txt", "lit.cfg.py"]
+config.excludes = ["e2e", "ONNXBackend", "Inputs", "CAPI", "Runtime", "CMakeLists.txt",
+                   "lit.cfg.py"]
 config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
 
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
