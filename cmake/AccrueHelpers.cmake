@@ -11,4 +11,18 @@ function(accrue_add_library name)
     add_dependencies(${name} ${ARG_DEPENDS})
   endif()
   set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  accrue_install_library(${name})
+endfunction()
+
+# Installs library `name` into the exported package as Accrue::<name without
+# its Accrue prefix> (AccrueTrainDialect: Accrue::TrainDialect), with the
+# installed include folder as its interface.
+function(accrue_install_library name)
+  string(REGEX REPLACE "^Accrue" "" exported ${name})
+  set_target_properties(${name} PROPERTIES EXPORT_NAME ${exported})
+  target_include_directories(${name} INTERFACE $<INSTALL_INTERFACE:include>)
+  install(TARGETS ${name} EXPORT AccrueTargets
+    ARCHIVE DESTINATION lib
+    LIBRARY DESTINATION lib
+    RUNTIME DESTINATION bin)
 endfunction()

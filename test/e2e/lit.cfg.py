@@ -30,6 +30,9 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%reference_python", config.reference_python))
 config.substitutions.append(("%models", os.path.join(config.test_source_root, "models")))
 config.substitutions.append(("%accrue_build", os.path.dirname(config.accrue_tools_dir)))
+config.substitutions.append(("%cmake", config.cmake_command))
+config.substitutions.append(("%cc", config.c_compiler))
+config.substitutions.append(("%cxx", config.cxx_compiler))
 config.substitutions.append(("%cuda_stub", os.path.join(config.accrue_obj_root, "lib",
                                                        "libaccrue-cuda-stub.so")))
 config.substitutions.append(("%accrue_train_path",
