@@ -60,6 +60,11 @@ void accrueCompileOptionsDestroy(AccrueCompileOptions *options);
  * booleans take "true" or "false". micro_batch is required. */
 int accrueCompileOptionsSet(AccrueCompileOptions *options, const char *name,
                             const char *value, AccrueError **error);
+/* The names accrueCompileOptionsSet takes, and whether each is a boolean
+ * (a flag of accrue-compile). */
+int accrueCompileOptionsNumSettings(void);
+const char *accrueCompileOptionsSettingName(int index);
+int accrueCompileOptionsSettingIsFlag(int index);
 
 /* Called once per diagnostic: "error", "warning", "note" or "remark", and
  * the message, with the ONNX node (or file position) it concerns. */

@@ -56,6 +56,13 @@ int64_t accrueArtifactMicroBatch(const AccrueArtifact *artifact);
 /* The batch inputs the data must provide, by name, in call order. */
 int accrueArtifactNumInputs(const AccrueArtifact *artifact);
 const char *accrueArtifactInputName(const AccrueArtifact *artifact, int index);
+/* Input `index`'s element type ("f32", "i64", ...) and shape, -1 for the
+ * samples dimension. */
+const char *accrueArtifactInputDType(const AccrueArtifact *artifact,
+                                     int index);
+int accrueArtifactInputRank(const AccrueArtifact *artifact, int index);
+const int64_t *accrueArtifactInputShape(const AccrueArtifact *artifact,
+                                        int index);
 /* The trained parameters, by their ONNX names, and their shapes. */
 int accrueArtifactNumParameters(const AccrueArtifact *artifact);
 const char *accrueArtifactParameterName(const AccrueArtifact *artifact,
@@ -107,6 +114,9 @@ void accrueSessionOptionsDestroy(AccrueSessionOptions *options);
  * "true" or "false". Refuses unknown settings and malformed values. */
 int accrueSessionOptionsSet(AccrueSessionOptions *options, const char *name,
                             const char *value, AccrueError **error);
+/* The names accrueSessionOptionsSet takes. */
+int accrueSessionOptionsNumSettings(void);
+const char *accrueSessionOptionsSettingName(int index);
 
 typedef struct AccrueSession AccrueSession;
 
@@ -146,10 +156,23 @@ int accrueSessionStep(AccrueSession *session, AccrueStepMetrics *metrics,
                       AccrueError **error);
 /* The last step's metrics.jsonl line (without the newline). */
 const char *accrueSessionLastRecord(const AccrueSession *session);
+/* Trains on `data` from now on, from its first window; the model, the
+ * optimizer state and the step count carry on. */
+int accrueSessionSetData(AccrueSession *session, const AccrueDataset *data,
+                         AccrueError **error);
+/* Sets the number of optimizer steps the session runs in all (at least
+ * those already run). */
+int accrueSessionPlanSteps(AccrueSession *session, int64_t total,
+                           AccrueError **error);
+/* The optimizer steps until the current pass over the data ends. */
+int64_t accrueSessionStepsLeftInPass(const AccrueSession *session);
 
 /* Writes a checkpoint of the current state to the options' checkpoint_dir
  * (and drops old ones beyond keep_checkpoints). */
 int accrueSessionSaveCheckpoint(AccrueSession *session, AccrueError **error);
+/* Writes a checkpoint to the file `path` (atomically). */
+int accrueSessionSaveCheckpointTo(const AccrueSession *session,
+                                  const char *path, AccrueError **error);
 /* Writes the artifact's model with the trained parameters. */
 int accrueSessionExportOnnx(const AccrueSession *session, const char *path,
                             AccrueError **error);

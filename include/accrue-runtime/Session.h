@@ -219,8 +219,17 @@ public:
   /// Writes a checkpoint of the current state to checkpointDir (and drops
   /// old ones beyond keepCheckpoints); returns its path.
   std::string saveCheckpoint();
+  /// Writes a checkpoint of the current state to `path`.
+  void saveCheckpointTo(const std::string &path) const;
   /// Writes the trained model (the original ONNX with these parameters).
   void exportOnnx(const std::string &path) const;
+  /// Trains on `data` from now on, from its first window (the state of
+  /// the model and optimizer carries on).
+  void setData(Dataset data);
+  /// Sets the optimizer steps the run ends at (at least those run).
+  void planSteps(int64_t total);
+  /// The steps until the data's current pass ends.
+  int64_t stepsLeftInPass() const;
   /// Writes the gradient accumulator, by parameter, as .npz.
   void saveGradients(const std::string &path) const;
 
@@ -229,6 +238,8 @@ private:
   struct Launched {
     int64_t samples = 0, allReduces = -1, graphLaunches = 0;
   };
+  /// Checks `data` against the batch sizes and starts its first pass.
+  void startData();
   /// Launches the step of the next window (Trainer::launch).
   void launchNext();
   /// Waits for the oldest launched step; logs and checkpoints it.

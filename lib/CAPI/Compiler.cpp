@@ -96,6 +96,29 @@ int accrueCompileOptionsSet(AccrueCompileOptions *options, const char *name,
   return 0;
 }
 
+/// One options struct whose table lists the settings.
+static const AccrueCompileOptions &settingsCatalog() {
+  static const AccrueCompileOptions *catalog = new AccrueCompileOptions();
+  return *catalog;
+}
+
+int accrueCompileOptionsNumSettings(void) {
+  return static_cast<int>(settingsCatalog().table.settings().size());
+}
+
+const char *accrueCompileOptionsSettingName(int index) {
+  if (index < 0 || index >= accrueCompileOptionsNumSettings())
+    return nullptr;
+  return settingsCatalog().table.settings()[index].name.c_str();
+}
+
+int accrueCompileOptionsSettingIsFlag(int index) {
+  if (index < 0 || index >= accrueCompileOptionsNumSettings())
+    return 0;
+  return settingsCatalog().table.settings()[index].kind ==
+         accrue::Setting::Kind::Flag;
+}
+
 int accrueCompile(const char *modelPath, const char *output,
                   const AccrueCompileOptions *options,
                   AccrueDiagnosticCallback callback, void *userData,

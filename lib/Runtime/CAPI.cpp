@@ -120,6 +120,26 @@ const char *accrueArtifactInputName(const AccrueArtifact *artifact,
   return artifact->inputs[index]->name.c_str();
 }
 
+const char *accrueArtifactInputDType(const AccrueArtifact *artifact,
+                                     int index) {
+  if (index < 0 || index >= accrueArtifactNumInputs(artifact))
+    return nullptr;
+  return dtypeName(artifact->inputs[index]->dtype);
+}
+
+int accrueArtifactInputRank(const AccrueArtifact *artifact, int index) {
+  if (index < 0 || index >= accrueArtifactNumInputs(artifact))
+    return -1;
+  return static_cast<int>(artifact->inputs[index]->shape.size());
+}
+
+const int64_t *accrueArtifactInputShape(const AccrueArtifact *artifact,
+                                        int index) {
+  if (index < 0 || index >= accrueArtifactNumInputs(artifact))
+    return nullptr;
+  return artifact->inputs[index]->shape.data();
+}
+
 int accrueArtifactNumParameters(const AccrueArtifact *artifact) {
   return static_cast<int>(artifact->artifact->params.size());
 }
@@ -202,6 +222,16 @@ int accrueSessionOptionsSet(AccrueSessionOptions *options, const char *name,
   });
 }
 
+int accrueSessionOptionsNumSettings(void) {
+  return static_cast<int>(SessionOptions::settingNames().size());
+}
+
+const char *accrueSessionOptionsSettingName(int index) {
+  if (index < 0 || index >= accrueSessionOptionsNumSettings())
+    return nullptr;
+  return SessionOptions::settingNames()[index].c_str();
+}
+
 AccrueSession *accrueSessionCreate(const AccrueArtifact *artifact,
                                    const AccrueDataset *data,
                                    const AccrueSessionOptions *options,
@@ -255,6 +285,40 @@ int accrueSessionStep(AccrueSession *session, AccrueStepMetrics *metrics,
 
 const char *accrueSessionLastRecord(const AccrueSession *session) {
   return session->lastRecord.c_str();
+}
+
+int accrueSessionSetData(AccrueSession *session, const AccrueDataset *data,
+                         AccrueError **error) {
+  return guarded<int>(error, -1, [&] {
+    if (!data)
+      throw Error("no data given");
+    const Artifact &artifact = session->session->artifact();
+    session->session->setData(
+        Dataset::fromArrays(data->arrays, artifact, data->what));
+    return 0;
+  });
+}
+
+int accrueSessionPlanSteps(AccrueSession *session, int64_t total,
+                           AccrueError **error) {
+  return guarded<int>(error, -1, [&] {
+    session->session->planSteps(total);
+    return 0;
+  });
+}
+
+int64_t accrueSessionStepsLeftInPass(const AccrueSession *session) {
+  return session->session->stepsLeftInPass();
+}
+
+int accrueSessionSaveCheckpointTo(const AccrueSession *session,
+                                  const char *path, AccrueError **error) {
+  return guarded<int>(error, -1, [&] {
+    if (!path)
+      throw Error("no path given");
+    session->session->saveCheckpointTo(path);
+    return 0;
+  });
 }
 
 int accrueSessionSaveCheckpoint(AccrueSession *session, AccrueError **error) {

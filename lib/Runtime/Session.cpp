@@ -232,29 +232,7 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
                  : AccumulationSchedule(
                        opts.accumulationSteps.value_or(art.accumulationSteps));
   int64_t k = schedule.at(0);
-  // A pass that does not end on a whole effective batch ends with a partial
-  // window, padded and masked, when the step can mask padding.
-  bool dropLast = opts.dropLast || !art.partialWindows;
-  if (!opts.dropLast && !art.partialWindows &&
-      (data.numSamples % effectiveBatch() != 0 || schedule.max() != k))
-    notify(Notice::Kind::Warning,
-           "this model's loss cannot mask padded samples, so samples that "
-           "do not fill an effective batch at the end of a pass are skipped");
-  int64_t largest = art.microBatch * schedule.max() * numRanks;
-  if (dropLast && data.numSamples < largest)
-    throw Error(
-        data.what + " has " + std::to_string(data.numSamples) +
-        " samples, fewer than one effective batch of " +
-        std::to_string(largest) + " (micro-batch " +
-        std::to_string(art.microBatch) + " x " +
-        std::to_string(schedule.max()) + " accumulation steps" +
-        (numRanks > 1 ? " x " + std::to_string(numRanks) + " ranks" : "") +
-        ")" +
-        (opts.dropLast ? "; " + settingRef("drop_last") +
-                             " skips partial batches"
-                       : "; this model's loss cannot mask padded samples, so "
-                         "batches must be full"));
-  cursor.emplace(data.numSamples, art.microBatch, dropLast);
+  startData();
   if (opts.steps) {
     steps = *opts.steps;
   } else {
@@ -288,7 +266,7 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
             {"accumulation", !opts.accumulationSchedule.empty()
                                  ? opts.accumulationSchedule
                                  : "0:" + std::to_string(k)},
-            {"drop_last", dropLast ? "1" : "0"},
+            {"drop_last", opts.dropLast || !art.partialWindows ? "1" : "0"},
             {"lr", exactNumber(lr)},
             {"lr_schedule", LRSchedule::kindName(opts.lrSchedule)},
             {"ranks", std::to_string(numRanks)}};
@@ -333,6 +311,62 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
 }
 
 Session::~Session() = default;
+
+void Session::startData() {
+  const Artifact &art = artifact();
+  int64_t k = schedule.at(0);
+  // A pass that does not end on a whole effective batch ends with a partial
+  // window, padded and masked, when the step can mask padding.
+  bool dropLast = opts.dropLast || !art.partialWindows;
+  if (!opts.dropLast && !art.partialWindows &&
+      (data.numSamples % effectiveBatch() != 0 || schedule.max() != k))
+    notify(Notice::Kind::Warning,
+           "this model's loss cannot mask padded samples, so samples that "
+           "do not fill an effective batch at the end of a pass are skipped");
+  int64_t largest = art.microBatch * schedule.max() * numRanks;
+  if (dropLast && data.numSamples < largest)
+    throw Error(
+        data.what + " has " + std::to_string(data.numSamples) +
+        " samples, fewer than one effective batch of " +
+        std::to_string(largest) + " (micro-batch " +
+        std::to_string(art.microBatch) + " x " +
+        std::to_string(schedule.max()) + " accumulation steps" +
+        (numRanks > 1 ? " x " + std::to_string(numRanks) + " ranks" : "") +
+        ")" +
+        (opts.dropLast ? "; " + settingRef("drop_last") +
+                             " skips partial batches"
+                       : "; this model's loss cannot mask padded samples, so "
+                         "batches must be full"));
+  cursor.emplace(data.numSamples, art.microBatch, dropLast);
+}
+
+void Session::setData(Dataset newData) {
+  if (trainer.inFlight())
+    throw Error("the data cannot change while a step runs");
+  if (newData.arrays.size() != artifact().batchInputs().size())
+    throw Error(newData.what + " does not hold the model's batch inputs");
+  data = std::move(newData);
+  startData();
+  config["data_samples"] = std::to_string(data.numSamples);
+}
+
+int64_t Session::stepsLeftInPass() const {
+  WindowCursor probe = *cursor;
+  int64_t epoch = probe.epoch, done = trainer.completedSteps(), n = 0;
+  while (probe.next(schedule.at(done + n) * numRanks).epoch == epoch)
+    ++n;
+  return n;
+}
+
+void Session::planSteps(int64_t total) {
+  if (total < iteration)
+    throw Error(settingRef("steps") + " " + std::to_string(total) +
+                " is fewer than the " + std::to_string(iteration) +
+                " steps already run");
+  steps = total;
+}
+
+
 
 int64_t Session::effectiveBatch() const {
   return artifact().microBatch * schedule.at(trainer.completedSteps()) *
@@ -526,6 +560,10 @@ std::map<std::string, std::string> Session::runRecord() const {
   // and the data position are the whole random state.
   run["rng"] = "counter-based (seed, step, sample)";
   return run;
+}
+
+void Session::saveCheckpointTo(const std::string &path) const {
+  trainer.saveCheckpoint(path, runRecord());
 }
 
 std::string Session::saveCheckpoint() {

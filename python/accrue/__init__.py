@@ -1,0 +1,233 @@
+"""Accrue: compile an ONNX model whose graph computes a loss into a training
+step with exact gradient accumulation, and train it.
+
+    import accrue
+    art = accrue.compile("model.onnx", "step", micro_batch=8,
+                         accumulation_steps=4, optimizer="adamw", lr=1e-3,
+                         clip_norm=1.0)
+    sess = accrue.Session(art, checkpoint_dir="ck")
+    metrics = sess.train({"x": x, "y": y}, steps=100)
+    sess.export("trained.onnx")
+
+Keywords are accrue-compile's and accrue-train's settings (their flags with
+'_' for '-'); an unknown keyword raises TypeError. Bad data raises
+ValueError before anything runs; everything else raises AccrueError (a
+RuntimeError) with the library's message.
+"""
+import json
+import os
+import warnings
+
+import numpy as np
+
+from . import _accrue
+from ._accrue import AccrueError
+
+__all__ = ["AccrueError", "Artifact", "Session", "compile", "compile_torch",
+           "export_torch"]
+
+_COMPILE_SETTINGS = dict(_accrue.compile_settings())
+_SESSION_SETTINGS = list(_accrue.session_settings())
+
+
+def _text(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _check_keywords(function, given, known):
+    for name in given:
+        if name not in known:
+            raise TypeError("%s() got an unexpected keyword argument '%s' (settings: %s)"
+                            % (function, name, ", ".join(sorted(known))))
+
+
+class Artifact:
+    """A compiled training step (the directory accrue-compile writes)."""
+
+    def __init__(self, directory):
+        self.path = os.fspath(directory)
+        self._handle = _accrue.Artifact(self.path)
+
+    @property
+    def micro_batch(self):
+        return self._handle.micro_batch
+
+    @property
+    def inputs(self):
+        """[(name, dtype, shape)] of the batch inputs; -1 marks the samples."""
+        return self._handle.inputs
+
+    @property
+    def parameters(self):
+        """{name: shape} of the trained parameters (ONNX names)."""
+        return dict(self._handle.parameters)
+
+    def __repr__(self):
+        return "accrue.Artifact(%r)" % self.path
+
+
+def compile(model, output, **settings):
+    """Compiles `model` (a path, or the bytes of a .onnx file) into the
+    artifact directory `output` with accrue-compile's settings as keywords
+    (micro_batch is required); returns the Artifact. Warnings of the
+    compiler become Python warnings."""
+    _check_keywords("compile", settings, _COMPILE_SETTINGS)
+    if not isinstance(model, (bytes, bytearray)):
+        model = os.fspath(model)
+    else:
+        model = bytes(model)
+    diagnostics = _accrue.compile(model, os.fspath(output),
+                                  [(k, _text(v)) for k, v in settings.items()])
+    for severity, message in diagnostics:
+        if severity == "warning":
+            warnings.warn(message, stacklevel=2)
+    return Artifact(output)
+
+
+def _float_kind(dtype):
+    return dtype.startswith("f")
+
+
+def _checked(artifact, data):
+    """The arrays of `data` the artifact reads, checked (ValueError)."""
+    if not isinstance(data, dict):
+        raise ValueError("data must be a dict of numpy arrays (samples on axis 0), got %s"
+                         % type(data).__name__)
+    arrays, samples = {}, None
+    names = [name for name, _, _ in artifact.inputs]
+    for name, dtype, shape in artifact.inputs:
+        if name not in data:
+            raise ValueError("the data has no array '%s' (the model's batch inputs: %s)"
+                             % (name, ", ".join(names)))
+        array = data[name]
+        if hasattr(array, "detach"):  # a torch tensor
+            array = array.detach().cpu().numpy()
+        array = np.asarray(array) if not isinstance(array, np.ndarray) else array
+        if array.ndim != len(shape) or tuple(array.shape[1:]) != tuple(shape[1:]):
+            raise ValueError("array '%s' has shape %s; the model takes %s"
+                             % (name, tuple(array.shape),
+                                tuple("N" if d < 0 else d for d in shape)))
+        if _float_kind(dtype) != (array.dtype.kind == "f"):
+            raise ValueError("array '%s' has dtype %s; the model takes %s"
+                             % (name, array.dtype, dtype))
+        if not array.flags["C_CONTIGUOUS"]:
+            raise ValueError("array '%s' is not C-contiguous (np.ascontiguousarray makes "
+                             "a contiguous copy)" % name)
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            raise ValueError("array '%s' contains NaN or infinity" % name)
+        if samples is not None and array.shape[0] != samples:
+            raise ValueError("array '%s' has %d samples, the others %d"
+                             % (name, array.shape[0], samples))
+        samples = array.shape[0]
+        arrays[name] = array
+    return arrays
+
+
+class Session:
+    """A training run of an artifact: parameters, optimizer state, the step
+    count and the data position, as accrue-train keeps them. Keywords are
+    accrue-train's settings (accumulation_steps, lr, lr_schedule,
+    warmup_steps, total_steps, checkpoint_dir, checkpoint_every,
+    keep_checkpoints, log, device, drop_last, ...)."""
+
+    def __init__(self, artifact, **options):
+        if "steps" in options:
+            raise TypeError("Session() takes the number of steps in train(data, steps=N)")
+        _check_keywords("Session", options, _SESSION_SETTINGS)
+        self.artifact = artifact if isinstance(artifact, Artifact) else Artifact(artifact)
+        self._options = [(k, _text(v)) for k, v in options.items()]
+        self._session = None
+
+    @classmethod
+    def resume(cls, artifact, checkpoint_dir, **options):
+        """A session that continues from the newest checkpoint in
+        `checkpoint_dir` when it first trains (with the data and settings
+        the checkpoint was written with)."""
+        return cls(artifact, checkpoint_dir=os.fspath(checkpoint_dir), resume=True,
+                   **options)
+
+    @property
+    def steps(self):
+        """Optimizer steps (windows of data) run so far."""
+        return self._session.iterations if self._session else 0
+
+    def train(self, data, steps=None):
+        """Trains on `data`: a dict of numpy arrays (samples on axis 0, one
+        per batch input), or an iterable of such dicts, each trained from
+        its first window. Runs `steps` optimizer steps in all (default: one
+        pass over each dict). Returns the steps' metrics as dicts with the
+        keys of metrics.jsonl."""
+        chunks = [data] if isinstance(data, dict) else data
+        records = []
+        for chunk in chunks:
+            if steps is not None and len(records) >= steps:
+                break
+            arrays = _checked(self.artifact, chunk)
+            if self._session is None:
+                self._session = _accrue.Session(self.artifact._handle, arrays,
+                                                self._options)
+            else:
+                self._session.set_data(arrays)
+            left = self._session.steps_left_in_pass
+            count = left if steps is None else steps - len(records)
+            self._session.plan_steps(self._session.iterations + count)
+            while self._session.iterations < self._session.planned_steps:
+                records.append(json.loads(self._session.step()))
+        return records
+
+    def _require(self):
+        if self._session is None:
+            raise RuntimeError("the session has not trained yet: call train() first")
+        return self._session
+
+    def parameters(self):
+        """{name: numpy array} of the current parameters (ONNX names)."""
+        if self._session is None:
+            raise RuntimeError("the session has not trained yet: call train() first")
+        return {name: self._session.parameter(name, shape)
+                for name, shape in self.artifact.parameters.items()}
+
+    def save_checkpoint(self, path=None):
+        """Writes a checkpoint: to `path`, or to the checkpoint_dir setting's
+        folder (rotated like accrue-train's)."""
+        session = self._require()
+        if path is None:
+            session.save_checkpoint()
+        else:
+            session.save_checkpoint_to(os.fspath(path))
+
+    def export(self, path):
+        """Writes the artifact's ONNX model with the trained parameters."""
+        self._require().export(os.fspath(path))
+
+    def save_gradients(self, path):
+        """Writes the gradient accumulator, by parameter, as .npz."""
+        self._require().save_gradients(os.fspath(path))
+
+
+def export_torch(module, example, path, opset=17):
+    """Exports a torch.nn.Module whose forward takes the arrays of `example`
+    (a dict of numpy arrays or tensors, in the forward's order) and returns
+    the loss, in training mode with a dynamic batch axis, to `path`."""
+    import torch
+    names = list(example)
+    inputs = tuple(torch.as_tensor(np.asarray(example[n])[:2]) for n in names)
+    module.train()
+    torch.onnx.export(module, inputs, os.fspath(path), input_names=names,
+                      output_names=["loss"],
+                      dynamic_axes={n: {0: "batch"} for n in names},
+                      opset_version=opset,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False)
+    return os.fspath(path)
+
+
+def compile_torch(module, example, output, opset=17, **settings):
+    """export_torch then compile: a PyTorch module to a compiled step in one
+    call (the ONNX file is kept as `output`.onnx)."""
+    path = export_torch(module, example, os.fspath(output) + ".onnx", opset)
+    return compile(path, output, **settings)

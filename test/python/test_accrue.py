@@ -1,0 +1,174 @@
+"""The Python package (python/accrue) against the command-line tools: the
+same compiled step and the same training, bit for bit; its checks of data
+and keywords; checkpoints; PyTorch modules."""
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+import accrue
+from conftest import SPIRALS, run, tool
+
+FLAGS = dict(micro_batch=16, accumulation_steps=2, optimizer="adamw", lr=0.01,
+             weight_decay=0.01, clip_norm=1.0)
+
+
+def cli_flags(settings):
+    flags = []
+    for name, value in settings.items():
+        flags += ["--" + name.replace("_", "-"), str(value)]
+    return flags
+
+
+def initializers(path):
+    return {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+
+
+def assert_same(params, reference):
+    assert params.keys() == reference.keys()
+    for name, value in reference.items():
+        assert params[name].dtype == value.dtype and params[name].shape == value.shape
+        assert params[name].tobytes() == value.tobytes(), name
+
+
+def cli_train(tmp_path, model, data_path, steps, settings, extra=()):
+    art = tmp_path / "cli_art"
+    run(tool("accrue-compile"), model, "-o", art, *cli_flags(settings))
+    out = tmp_path / "cli.onnx"
+    run(tool("accrue-train"), art, "--data", data_path, "--steps", steps, "--export", out,
+        "--no-progress", *extra)
+    return initializers(out)
+
+
+def test_spirals_bit_identical_to_accrue_train(tmp_path, spirals):
+    model = os.path.join(SPIRALS, "model.onnx")
+    art = accrue.compile(model, tmp_path / "art", **FLAGS)
+    assert art.micro_batch == 16
+    assert [name for name, _, _ in art.inputs] == ["x", "y"]
+    session = accrue.Session(art)
+    metrics = session.train(spirals, steps=7)
+    assert [m["step"] for m in metrics] == list(range(1, 8))
+    assert all(np.isfinite(m["loss"]) for m in metrics)
+    want = cli_train(tmp_path, model, os.path.join(SPIRALS, "data.npz"), 7, FLAGS)
+    assert_same(session.parameters(), want)
+    # The export is the same model with those parameters.
+    session.export(tmp_path / "py.onnx")
+    assert_same(initializers(tmp_path / "py.onnx"), want)
+
+
+def test_gpt_from_pytorch_bit_identical(tmp_path):
+    import zoo
+    module = zoo.GPT(3)
+    data = module.data(64, np.random.default_rng(0))
+    np.savez(tmp_path / "gpt.npz", **data)
+    settings = dict(FLAGS, micro_batch=4)
+    art = accrue.compile_torch(module, data, tmp_path / "gpt", **settings)
+    session = accrue.Session(art)
+    session.train(data, steps=5)
+    want = cli_train(tmp_path, str(tmp_path / "gpt.onnx"), tmp_path / "gpt.npz", 5, settings)
+    assert_same(session.parameters(), want)
+
+
+def test_iterable_of_batches(tmp_path, spirals):
+    """Two chunks, each trained from its first window, equal one pass over
+    their concatenation when each holds whole effective batches."""
+    model = os.path.join(SPIRALS, "model.onnx")
+    art = accrue.compile(model, tmp_path / "art", **FLAGS)
+    n = 32 * 4
+    first = {k: v[:n] for k, v in spirals.items()}
+    second = {k: v[n:2 * n] for k, v in spirals.items()}
+    session = accrue.Session(art)
+    metrics = session.train(iter([first, second]))
+    assert len(metrics) == 8 and session.steps == 8
+    both = {k: np.concatenate([first[k], second[k]]) for k in spirals}
+    np.savez(tmp_path / "both.npz", **both)
+    assert_same(session.parameters(),
+                cli_train(tmp_path, model, tmp_path / "both.npz", 8, FLAGS))
+    # steps caps the total across chunks.
+    capped = accrue.Session(art)
+    assert len(capped.train([first, second], steps=5)) == 5
+
+
+def test_checkpoint_and_resume_bit_identical(tmp_path, spirals):
+    model = os.path.join(SPIRALS, "model.onnx")
+    art = accrue.compile(model, tmp_path / "art", **FLAGS)
+    straight = accrue.Session(art)
+    straight.train(spirals, steps=5)
+    first = accrue.Session(art, checkpoint_dir=tmp_path / "ck")
+    first.train(spirals, steps=3)
+    first.save_checkpoint(tmp_path / "explicit.safetensors")
+    assert (tmp_path / "explicit.safetensors").exists()
+    resumed = accrue.Session.resume(art, tmp_path / "ck")
+    metrics = resumed.train(spirals, steps=2)
+    assert [m["step"] for m in metrics] == [4, 5]
+    assert_same(resumed.parameters(), straight.parameters())
+
+
+def test_bad_data_raises_value_error(tmp_path, spirals):
+    art = accrue.compile(os.path.join(SPIRALS, "model.onnx"), tmp_path / "art", **FLAGS)
+    session = accrue.Session(art)
+    with pytest.raises(ValueError, match="no array 'y'"):
+        session.train({"x": spirals["x"]})
+    with pytest.raises(ValueError, match="array 'x' has dtype int64; the model takes f32"):
+        session.train({"x": spirals["x"].astype(np.int64), "y": spirals["y"]})
+    with pytest.raises(ValueError, match=r"array 'x' has shape \(\d+, 3\)"):
+        session.train({"x": np.zeros((len(spirals["y"]), 3), np.float32), "y": spirals["y"]})
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        session.train({"x": np.asfortranarray(spirals["x"]), "y": spirals["y"]})
+    bad = spirals["x"].copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        session.train({"x": bad, "y": spirals["y"]})
+    with pytest.raises(ValueError, match="samples"):
+        session.train({"x": spirals["x"][:-1], "y": spirals["y"]})
+    # Nothing ran.
+    assert session.steps == 0
+
+
+def test_unknown_keywords_raise_type_error(tmp_path):
+    model = os.path.join(SPIRALS, "model.onnx")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'micro_bach'"):
+        accrue.compile(model, tmp_path / "art", micro_bach=16)
+    art = accrue.compile(model, tmp_path / "art", micro_batch=16)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'learning_rate'"):
+        accrue.Session(art, learning_rate=0.1)
+
+
+def test_library_errors(tmp_path, spirals):
+    model = os.path.join(SPIRALS, "model.onnx")
+    with pytest.raises(accrue.AccrueError, match="micro_batch is required"):
+        accrue.compile(model, tmp_path / "art")
+    with pytest.raises(accrue.AccrueError, match="optimizer must be"):
+        accrue.compile(model, tmp_path / "art", micro_batch=16, optimizer="adamz")
+    with pytest.raises(accrue.AccrueError, match="not a valid ONNX model"):
+        accrue.compile(b"\x08\x01garbage", tmp_path / "art", micro_batch=16)
+    assert not (tmp_path / "art").exists()
+    with pytest.raises(accrue.AccrueError):
+        accrue.Artifact(tmp_path / "nothing")
+    art = accrue.compile(model, tmp_path / "art", micro_batch=16)
+    session = accrue.Session(art, lr_schedule="sideways")
+    with pytest.raises(accrue.AccrueError, match="lr_schedule must be constant, linear or cosine"):
+        session.train(spirals, steps=1)
+    assert isinstance(accrue.AccrueError("x"), RuntimeError)
+
+
+def test_pip_install(tmp_path):
+    """pip install ./python packages the built module with its library."""
+    import subprocess
+    import sys
+    from conftest import BUILD, ROOT
+    target = tmp_path / "site"
+    run(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+        "--no-build-isolation", "--target", target, os.path.join(ROOT, "python"))
+    assert (target / "accrue" / "libAccrueCAPI.so").exists()
+    code = ("import accrue, sys; "
+            "a = accrue.compile(sys.argv[1], sys.argv[2], micro_batch=16); "
+            "print(accrue.__file__, sorted(a.parameters))")
+    proc = subprocess.run([sys.executable, "-c", code, os.path.join(SPIRALS, "model.onnx"),
+                           str(tmp_path / "art")], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(target),
+                                   ACCRUE_BUILD_DIR=BUILD))
+    assert proc.returncode == 0, proc.stderr
+    assert str(target) in proc.stdout and "fc1.weight" in proc.stdout
