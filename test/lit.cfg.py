@@ -37,20 +37,9 @@ for lib in ["mlir_c_runner_utils", "mlir_runner_utils"]:
     config.substitutions.append(
         ("%" + lib, os.path.join(llvm_lib_dir, "lib" + lib + config.llvm_shlib_ext)))
 
-# The CUDA backend's PTX is checked with ptxas where a toolkit is present
-# (scripts/test makes sure one is).
+# The CUDA toolkit (ptxas, libdevice) and the features scripts/test requires.
 import sys
 sys.path.insert(0, os.path.join(config.accrue_src_root, "test"))
-import cuda_toolkit
-_toolkit = cuda_toolkit.find(config.accrue_src_root)
-if _toolkit:
-    config.available_features.add("cuda-toolkit")
-    config.substitutions.append(("%ptxas", os.path.join(_toolkit, "bin", "ptxas")))
-    config.environment["ACCRUE_PTXAS"] = os.path.join(_toolkit, "bin", "ptxas")
-
-# scripts/test installs everything the suite uses; there a missing feature
-# is an install bug, not a reason to skip tests quietly.
-for feature in filter(None, os.environ.get("ACCRUE_LIT_REQUIRE", "").split(",")):
-    if feature not in config.available_features:
-        lit_config.fatal("feature '%s' is required (ACCRUE_LIT_REQUIRE) but not available"
-                         % feature)
+import lit_common
+lit_common.add_cuda_toolkit(config)
+lit_common.require_features(config, lit_config, "ACCRUE_LIT_REQUIRE")

@@ -297,11 +297,7 @@ CublasLt &cublasLt() {
         "CUDA steps call for their matrix products,");
     CublasLt lt;
     auto bind = [&](auto &function, const char *name) {
-      void *address = ::dlsym(library, name);
-      if (!address)
-        throw Error(std::string("cuBLASLt has no '") + name + "'");
-      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
-          address);
+      bindSymbol(library, function, name, "cuBLASLt");
     };
     bind(lt.create, "cublasLtCreate");
     bind(lt.descCreate, "cublasLtMatmulDescCreate");
@@ -483,11 +479,7 @@ Nccl &nccl() {
         "data-parallel CUDA runs need,");
     Nccl n;
     auto bind = [&](auto &function, const char *name) {
-      void *address = ::dlsym(library, name);
-      if (!address)
-        throw Error(std::string("NCCL has no '") + name + "'");
-      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
-          address);
+      bindSymbol(library, function, name, "NCCL");
     };
     bind(n.getUniqueId, "ncclGetUniqueId");
     bind(n.commInitRank, "ncclCommInitRank");

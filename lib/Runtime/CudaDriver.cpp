@@ -77,6 +77,15 @@ void *accrue::rt::cuda::openLibrary(const char *variable,
               " to its path):" + errors);
 }
 
+void *accrue::rt::cuda::requireSymbol(void *library, const char *name,
+                                      const std::string &what,
+                                      const char *hint) {
+  void *address = ::dlsym(library, name);
+  if (!address)
+    throw Error(what + " has no '" + name + "'" + hint);
+  return address;
+}
+
 const Driver &accrue::rt::cuda::driver() {
   static const Driver loaded = [] {
     void *library =
@@ -85,12 +94,8 @@ const Driver &accrue::rt::cuda::driver() {
                     "is this a machine with an NVIDIA GPU?)");
     Driver d;
     auto bind = [&](auto &function, const char *name) {
-      void *address = ::dlsym(library, name);
-      if (!address)
-        throw Error(std::string("the CUDA driver has no '") + name +
-                    "' (Accrue needs CUDA 12 or later)");
-      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
-          address);
+      bindSymbol(library, function, name, "the CUDA driver",
+                 " (Accrue needs CUDA 12 or later)");
     };
     bind(d.init, "cuInit");
     bind(d.deviceGetCount, "cuDeviceGetCount");

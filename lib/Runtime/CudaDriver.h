@@ -92,6 +92,19 @@ void check(CUresult result, const char *what);
 void *openLibrary(const char *variable, const std::vector<std::string> &sonames,
                   const std::string &what);
 
+/// The address of `name` in `library`; throws rt::Error "<what> has no
+/// '<name>'<hint>" when it is missing.
+void *requireSymbol(void *library, const char *name, const std::string &what,
+                    const char *hint = "");
+
+/// Binds the function pointer `function` to `name` in `library`.
+template <typename Function>
+void bindSymbol(void *library, Function &function, const char *name,
+                const std::string &what, const char *hint = "") {
+  function = reinterpret_cast<Function>(
+      requireSymbol(library, name, what, hint));
+}
+
 } // namespace accrue::rt::cuda
 
 #endif // ACCRUE_LIB_RUNTIME_CUDADRIVER_H

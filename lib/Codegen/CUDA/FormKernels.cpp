@@ -49,6 +49,24 @@ SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
   return indices;
 }
 
+/// A 1-D gpu.launch of `blocks` x `threads` at the insertion point, which
+/// moves into its body; returns the thread's linear index there.
+Value createLinearLaunch(RewriterBase &rewriter, Location loc, Value blocks,
+                         Value threads) {
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  auto launch = gpu::LaunchOp::create(rewriter, loc, blocks, one, one, threads,
+                                      one, one);
+  Block &body = launch.getBody().front();
+  rewriter.setInsertionPointToStart(&body);
+  gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.setInsertionPointToStart(&body);
+  return arith::AddIOp::create(
+      rewriter, loc,
+      arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
+                            launch.getBlockSize().x),
+      launch.getThreadIds().x);
+}
+
 /// What a kernel computes, for its name: "update" for the op that writes
 /// the parameters, else the ONNX node it comes from, else "kernel".
 std::string kernelTag(linalg::GenericOp op) {
@@ -104,17 +122,7 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
     threads = std::max<int64_t>(*staticTotal, 1);
   Value blockDim = arith::ConstantIndexOp::create(rewriter, loc, threads);
   Value blocks = arith::CeilDivUIOp::create(rewriter, loc, total, blockDim);
-  auto launch = gpu::LaunchOp::create(rewriter, loc, blocks, one, one,
-                                      blockDim, one, one);
-  Block &body = launch.getBody().front();
-  rewriter.setInsertionPointToStart(&body);
-  gpu::TerminatorOp::create(rewriter, loc);
-  rewriter.setInsertionPointToStart(&body);
-  Value thread = arith::AddIOp::create(
-      rewriter, loc,
-      arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
-                            launch.getBlockSize().x),
-      launch.getThreadIds().x);
+  Value thread = createLinearLaunch(rewriter, loc, blocks, blockDim);
   Value inRange = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
                                         thread, total);
   auto guard = scf::IfOp::create(rewriter, loc, inRange, false);
@@ -272,19 +280,8 @@ LogicalResult formStreamingKernel(RewriterBase &rewriter, linalg::GenericOp op,
   int64_t blocks =
       std::min<int64_t>((chunks + blockSize - 1) / blockSize, maxBlocks);
   int64_t threads = std::min<int64_t>(blockSize, chunks);
-  Value one = index(rewriter, 1);
-  auto launch =
-      gpu::LaunchOp::create(rewriter, loc, index(rewriter, blocks), one, one,
-                            index(rewriter, threads), one, one);
-  Block &body = launch.getBody().front();
-  rewriter.setInsertionPointToStart(&body);
-  gpu::TerminatorOp::create(rewriter, loc);
-  rewriter.setInsertionPointToStart(&body);
-  Value first = arith::AddIOp::create(
-      rewriter, loc,
-      arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
-                            launch.getBlockSize().x),
-      launch.getThreadIds().x);
+  Value first = createLinearLaunch(rewriter, loc, index(rewriter, blocks),
+                                   index(rewriter, threads));
   Value stride = index(rewriter, blocks * threads);
   Block &opBody = op.getRegion().front();
   unsigned numInputs = op.getNumDpsInputs();
