@@ -32,6 +32,8 @@ public:
   static void setDeviceReducer(std::function<void(float *, int64_t)> reducer);
   /// Whether all ranks pass the same value (a cheap consistency check).
   bool agree(int64_t value);
+  /// Whether `mine` holds on any rank (every rank gets the same answer).
+  bool anyRank(bool mine);
   /// Ends every rank after an error on one (the others may be waiting in
   /// a collective); a no-op unless MPI runs with several ranks.
   static void abortIfParallel(int code);

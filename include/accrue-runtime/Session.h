@@ -215,6 +215,10 @@ public:
   StepRecord step();
   /// Steps until plannedSteps(), calling `onStep` after each.
   void run(const std::function<void(const StepRecord &)> &onStep = {});
+  /// Finishes the steps launched ahead (a device runs one step ahead of the
+  /// host), logging them; returns their records. After it, the state is
+  /// that of the last step logged (for a checkpoint before stopping).
+  std::vector<StepRecord> finishInFlight();
 
   /// Writes a checkpoint of the current state to checkpointDir (and drops
   /// old ones beyond keepCheckpoints); returns its path.

@@ -221,6 +221,16 @@ bool Collectives::agree(int64_t value) {
   return low == high;
 }
 
+bool Collectives::anyRank(bool mine) {
+  if (worldSize == 1)
+    return mine;
+  long long value = mine, any = 0;
+  check(loadedMpi->allreduce(&value, &any, 1, loadedMpi->i64, loadedMpi->max,
+                             loadedMpi->world),
+        "MPI_Allreduce");
+  return any != 0;
+}
+
 /// Called by compiled data-parallel steps: sums one buffer (the gradient
 /// accumulator with the loss sum and count in its tail) over all ranks, in
 /// place.

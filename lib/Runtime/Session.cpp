@@ -543,6 +543,13 @@ StepRecord Session::finishOldest() {
   return record;
 }
 
+std::vector<StepRecord> Session::finishInFlight() {
+  std::vector<StepRecord> records;
+  while (trainer.inFlight())
+    records.push_back(finishOldest());
+  return records;
+}
+
 void Session::run(const std::function<void(const StepRecord &)> &onStep) {
   while (!done()) {
     StepRecord record = step();

@@ -1,6 +1,6 @@
 # Checkpoints: a run killed with SIGKILL and resumed with --resume ends with
 # bit-identical parameters, optimizer state and metrics to an uninterrupted
-# run (a GPT with dropout, AdamW, a warmup+cosine schedule and partial last
+# run; so does one stopped by SIGTERM or SIGINT, which checkpoints first (a GPT with dropout, AdamW, a warmup+cosine schedule and partial last
 # windows, so the data position, step count and LR position all matter).
 # Only --keep-checkpoints files remain; corrupt, truncated and mismatched
 # checkpoints are refused with a clear error.
@@ -83,7 +83,38 @@ assert a == b, "final checkpoints differ"
 kept = sorted(n for n in os.listdir(ckpt) if n.endswith(".safetensors"))
 assert len(kept) == 2 and kept[-1] == final, kept
 
-# 2. Refusals, each with one line naming the problem.
+# 2. A graceful stop: SIGTERM (or SIGINT) finishes the current step, writes
+# a checkpoint even between scheduled ones, and exits non-zero (128 + the
+# signal); resuming from it ends where the uninterrupted run does.
+for signum in (signal.SIGTERM, signal.SIGINT):
+    stopped = os.path.join(out, "stopped_%d" % signum)
+    stop_log = os.path.join(out, "stop_%d.jsonl" % signum)
+    stop_onnx = os.path.join(out, "stop_%d.onnx" % signum)
+    cmd = train_cmd(STEPS, None, stop_log, stop_onnx,
+                    ["--checkpoint-dir", stopped, "--checkpoint-every", "1000"])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if os.path.exists(stop_log) and sum(1 for _ in open(stop_log)) >= 10:
+            break
+        time.sleep(0.002)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signum, (proc.returncode, err)
+    assert not os.path.exists(stop_onnx), "a stopped run exports nothing"
+    name = signal.Signals(signum).name
+    assert "accrue-train: stopped by %s after step " % name in err, err
+    at = int(err.split(" after step ")[1].split(";")[0])
+    assert 10 <= at < STEPS and "step-%08d.safetensors" % at in err, err
+    assert len(e2e.read_jsonl(stop_log)) == at
+    e2e.run(train_cmd(STEPS, None, stop_log, stop_onnx,
+                      ["--checkpoint-dir", stopped, "--checkpoint-every", "1000", "--resume"]))
+    got = e2e.initializers(stop_onnx)
+    for key, value in ref.items():
+        assert np.array_equal(got[key], value), "%s differs after a %s stop" % (key, name)
+    print("stopped by %s at step %d and resumed: bit-identical" % (name, at))
+
+# 3. Refusals, each with one line naming the problem.
 latest = os.path.join(ckpt, final)
 def refuse(expect, extra=(), steps=STEPS + 5, directory=ckpt):
     proc = e2e.run(train_cmd(steps, directory, log, trained, ["--resume"] + list(extra)),

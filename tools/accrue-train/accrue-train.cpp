@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <getopt.h>
@@ -20,6 +21,10 @@
 using namespace accrue::rt;
 
 namespace {
+
+/// The signal that asked training to stop (0: none).
+volatile std::sig_atomic_t stopSignal = 0;
+void onStopSignal(int signal) { stopSignal = signal; }
 
 /// Flags, beyond the session's own settings.
 struct Options {
@@ -155,11 +160,40 @@ int run(int argc, char **argv) {
   auto start = std::chrono::steady_clock::now();
   int64_t first = session.iterations();
   StepMetrics last;
-  session.run([&](const StepRecord &record) {
+  auto report = [&](const StepRecord &record) {
     last = record.metrics;
     if (progress && writer)
       drawProgress(record.iteration, session.plannedSteps(), last);
-  });
+  };
+  // SIGINT and SIGTERM stop after the current optimizer step (agreed by
+  // every rank), with a checkpoint when there is a checkpoint directory.
+  std::signal(SIGINT, onStopSignal);
+  std::signal(SIGTERM, onStopSignal);
+  bool stop = false;
+  while (!session.done() && !stop) {
+    report(session.step());
+    stop = stopSignal != 0;
+    if (artifact->dataParallel())
+      stop = Collectives::get().anyRank(stop);
+  }
+  if (stop) {
+    for (const StepRecord &record : session.finishInFlight())
+      report(record);
+    std::string where;
+    if (!opts.session.checkpointDir.empty()) {
+      std::string path = session.saveCheckpoint();
+      where = "; checkpoint " + path + " (resume with --resume)";
+    }
+    if (progress && writer)
+      std::fputc('\n', stderr);
+    if (writer)
+      std::cerr << "accrue-train: stopped by "
+                << (stopSignal == SIGINT   ? "SIGINT"
+                    : stopSignal == SIGTERM ? "SIGTERM"
+                                            : "another rank")
+                << " after step " << session.iterations() << where << "\n";
+    return stopSignal ? 128 + stopSignal : 1;
+  }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
