@@ -74,7 +74,7 @@ Mpi loadMpi() {
     library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (library)
       break;
-    errors += std::string("\n  ") + ::dlerror();
+    errors += (errors.empty() ? " " : "; ") + std::string(::dlerror());
   }
   if (!library)
     throw Error("this artifact is data-parallel and needs Open MPI, which "

@@ -71,7 +71,7 @@ void *accrue::rt::cuda::openLibrary(const char *variable,
   for (const std::string &name : tries) {
     if (void *library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL))
       return library;
-    errors += std::string("\n  ") + ::dlerror();
+    errors += (errors.empty() ? " " : "; ") + std::string(::dlerror());
   }
   throw Error(what + " could not be loaded (set " + variable +
               " to its path):" + errors);

@@ -19,6 +19,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 
+#include <csignal>
 #include <deque>
 
 using namespace llvm;
@@ -30,6 +31,9 @@ static std::string flagFor(const std::string &setting) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  // A file-size limit fails the write (reported, the temporary artifact
+  // removed) instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   // --mlir-print-debuginfo and friends, for --emit import|mlir.
   mlir::registerAsmPrinterCLOptions();
   // --mlir-timing and friends, to see where compile time goes.

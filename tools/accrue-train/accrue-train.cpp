@@ -228,6 +228,9 @@ int fail(const std::string &what) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // A file-size limit fails the write (reported, temporary files removed)
+  // instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     return run(argc, argv);
   } catch (const Error &e) {

@@ -265,6 +265,14 @@ FailureOr<Value> GraphImporter::finishOp(Operation *op) {
     op->erase();
     return failure();
   }
+  for (Type type : op->getResultTypes())
+    if (auto shaped = dyn_cast<RankedTensorType>(type);
+        shaped && !withinElementLimit(shaped.getShape())) {
+      InFlightDiagnostic diag = op->emitError("the result ")
+                                << type << " has more than 2^40 elements";
+      op->erase();
+      return failure();
+    }
   assert(op->getNumResults() == 1 && "importer ops have one result");
   SmallVector<Attribute> constants;
   for (Value operand : op->getOperands()) {

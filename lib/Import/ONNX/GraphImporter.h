@@ -23,6 +23,22 @@ namespace accrue::onnx_import {
 
 class GraphImporter;
 
+/// Whether a tensor of `shape` has at most 2^40 elements (4 TiB of f32: far
+/// beyond any model, and far from int64 overflow in the shape arithmetic
+/// downstream). Negative (dynamic) extents fail.
+inline bool withinElementLimit(llvm::ArrayRef<int64_t> shape) {
+  constexpr int64_t kLimit = int64_t(1) << 40;
+  int64_t count = 1;
+  for (int64_t extent : shape) {
+    if (extent < 0)
+      return false;
+    if (extent != 0 && count > kLimit / extent)
+      return false;
+    count *= extent;
+  }
+  return true;
+}
+
 /// Imports one node; emits an error through `importer.error(node)` and
 /// fails when the node cannot be imported.
 using OpHandler = llvm::LogicalResult (*)(GraphImporter &importer,

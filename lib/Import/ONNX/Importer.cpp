@@ -20,6 +20,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Regex.h"
 
+#include <cmath>
 #include <cstring>
 
 using namespace mlir;
@@ -81,6 +82,7 @@ private:
   LogicalResult parse(StringRef bytes);
   LogicalResult readTrainingInfo();
   LogicalResult chooseOutputs();
+  LogicalResult checkNames();
   LogicalResult sliceAndCheckNodes();
   LogicalResult buildSignature();
   LogicalResult importBody();
@@ -296,8 +298,45 @@ LogicalResult ModelImporter::chooseOutputs() {
   return diag;
 }
 
+LogicalResult ModelImporter::checkNames() {
+  const onnx::GraphProto &graph = model.graph();
+  // Every name is defined once: by a graph input, an initializer (which may
+  // give a graph input of the same name its default), or one node output.
+  llvm::StringMap<std::string> definedBy;
+  llvm::StringSet<> inputs;
+  for (const auto &input : graph.input())
+    if (!inputs.insert(input.name()).second)
+      return emitError(namedLoc("input", input.name()))
+             << "two graph inputs have this name";
+  for (const auto &init : graph.initializer())
+    if (!definedBy.try_emplace(init.name(), "an initializer").second)
+      return emitError(namedLoc("initializer", init.name()))
+             << "two initializers have this name";
+  for (const auto &input : graph.input())
+    definedBy.try_emplace(input.name(), "a graph input");
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    std::string name =
+        node.name().empty() ? node.op_type() + "_" + std::to_string(i)
+                            : node.name();
+    for (const std::string &out : node.output()) {
+      if (out.empty())
+        continue;
+      auto [it, inserted] = definedBy.try_emplace(out, "node '" + name + "'");
+      if (!inserted)
+        return emitError(NameLoc::get(builder.getStringAttr(name), fileLoc))
+               << node.op_type() << ": output '" << out
+               << "' is already defined by " << it->second
+               << " (ONNX names each value once)";
+    }
+  }
+  return success();
+}
+
 LogicalResult ModelImporter::sliceAndCheckNodes() {
   const onnx::GraphProto &graph = model.graph();
+  if (failed(checkNames()))
+    return failure();
   // Only the nodes the outputs depend on are imported.
   llvm::StringMap<int> producer;
   for (int i = 0; i < graph.node_size(); ++i)
@@ -396,6 +435,9 @@ ModelImporter::inputType(const onnx::ValueInfoProto &input) {
                             : "");
     shape.push_back(dim.dim_value());
   }
+  if (!withinElementLimit(shape))
+    return emitError(loc) << "graph input '" << input.name()
+                          << "' has more than 2^40 elements per micro-batch";
   return RankedTensorType::get(shape, element);
 }
 
@@ -426,6 +468,19 @@ LogicalResult ModelImporter::buildSignature() {
                        namedLoc("initializer", proto->name()));
     if (failed(data))
       return failure();
+    // A parameter that starts non-finite trains to NaN.
+    const float *values = reinterpret_cast<const float *>(data->bytes.data());
+    for (int64_t i = 0, n = data->numElements(); i < n; ++i)
+      if (!std::isfinite(values[i]))
+        return emitError(namedLoc("initializer", proto->name()))
+               << "the trainable tensor holds "
+               << (std::isnan(values[i]) ? "NaN" : "an infinity")
+               << " at element " << i;
+    if (data->numElements() == 0)
+      return emitError(namedLoc("initializer", proto->name()))
+             << "a trainable tensor with a zero dimension has nothing to "
+                "train (freeze it with "
+             << settingRef("freeze") << " or remove it)";
     ImportedParameter param;
     param.name = proto->name();
     param.shape.assign(data->shape.begin(), data->shape.end());
