@@ -159,6 +159,25 @@ std::map<int64_t, std::string> listCheckpoints(const std::string &dir) {
   return found;
 }
 
+/// Removes what a killed process left of a checkpoint write,
+/// "step-00000012.safetensors.tmp-Ab12Cd": the writes are atomic, so a
+/// temporary file is never a checkpoint, only disk space.
+void removeInterruptedWrites(const std::string &dir) {
+  DIR *d = opendir(dir.c_str());
+  if (!d)
+    return;
+  std::vector<std::string> stale;
+  while (dirent *entry = readdir(d)) {
+    std::string name = entry->d_name;
+    if (name.compare(0, 5, "step-") == 0 &&
+        name.find(".safetensors.tmp-") != std::string::npos)
+      stale.push_back(dir + "/" + name);
+  }
+  closedir(d);
+  for (const std::string &path : stale)
+    ::unlink(path.c_str());
+}
+
 std::string checkpointPath(const std::string &dir, int64_t step) {
   char name[64];
   std::snprintf(name, sizeof name, "step-%08lld.safetensors",
@@ -278,6 +297,8 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
       ::mkdir(opts.checkpointDir.c_str(), 0755) != 0 && errno != EEXIST)
     throw Error("cannot create " + settingRef("checkpoint_dir") + " '" +
                 opts.checkpointDir + "': " + std::strerror(errno));
+  if (!opts.checkpointDir.empty() && writes())
+    removeInterruptedWrites(opts.checkpointDir);
   if (opts.resume)
     resumeFromCheckpoint();
   if (!opts.log.empty() && writes()) {
