@@ -48,7 +48,11 @@ def same(got, want, what):
 # 1. The MLP: 2 ranks x K=2 against 1 rank x K=4, micro-batch 4.
 model = os.path.join(out, "mlp.onnx")
 mlp.export(mlp.MLP(seed=3), model)
-x, y = mlp.dataset(STEPS * 16, seed=5)
+# A third of the labels are ignored: ranks and micro-batches count unequal
+# numbers of samples, and the mean is over the whole window's count.
+x, y = mlp.dataset(STEPS * 16, seed=5, ignored=0.3)
+mlp.assert_unequal_counts(y, 4, 16)
+mlp.assert_unequal_counts(y, 8, 16)
 data = os.path.join(out, "mlp.npz")
 np.savez(data, x=x, y=y)
 one, one_log = train(model, data, "mlp_1x4", 4, 4, 1)
@@ -113,7 +117,8 @@ gpt_two_ranks_as_one(zoo.GPT(7, dropout=0.3), 8, "gpt_dropout")
 
 # 3. 19 samples in windows of 8 (2 ranks x 2 x 2): the third window has 3
 #    samples, all on rank 0; rank 1 runs an empty step and joins the sum.
-x19, y19 = mlp.dataset(19, seed=6)
+x19, y19 = mlp.dataset(19, seed=6, ignored=0.3)
+mlp.assert_unequal_counts(y19, 2, 8)
 d19 = os.path.join(out, "mlp19.npz")
 np.savez(d19, x=x19, y=y19)
 one, one_log = train(model, d19, "p_1x4", 2, 4, 1, steps=3)

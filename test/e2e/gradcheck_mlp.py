@@ -1,6 +1,7 @@
 # The MLP exported by PyTorch: gradients of the effective batch (micro-batch
 # 8 x 4) against float64 central finite differences of the same module in
-# PyTorch, evaluated at the float32 initial parameters.
+# PyTorch, evaluated at the float32 initial parameters. A third of the
+# labels are ignored, so the micro-batches count unequal numbers of samples.
 #
 # REQUIRES: torch
 # RUN: rm -rf %t && mkdir -p %t
@@ -18,7 +19,8 @@ import mlp
 out = sys.argv[1]
 module = mlp.MLP(seed=3)
 mlp.export(module, os.path.join(out, "mlp.onnx"))
-x, y = mlp.dataset(32)
+x, y = mlp.dataset(32, ignored=0.3)
+mlp.assert_unequal_counts(y, 8, 32)
 np.savez(os.path.join(out, "data.npz"), x=x, y=y)
 
 art = e2e.compile_model(os.path.join(out, "mlp.onnx"), os.path.join(out, "art"), 8,

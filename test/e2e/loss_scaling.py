@@ -1,5 +1,9 @@
 # Loss scaling: power-of-two scales are exact, so a statically scaled run
-# equals an unscaled one bit for bit. With dynamic scaling, a window whose
+# equals an unscaled one bit for bit (with SGD, whose update is linear in
+# the gradient: a gradient left scaled would move the parameters 1024 times
+# as far, where Adam would hide it), and so do the gradient norms it logs;
+# the scale is also undone with non-power-of-two scales (to rounding). With
+# dynamic scaling, a window whose
 # scaled gradient overflows is skipped: parameters, Adam's moments and the
 # optimizer step count stay as they were (the run equals, bit for bit, an
 # unscaled run on the data without that window), the accumulator is
@@ -53,9 +57,9 @@ keep = np.r_[0:2 * E, 3 * E:5 * E]
 np.savez(without, x=x[keep], y=y[keep])
 
 
-def run(tag, data, steps, scale, extra=()):
+def run(tag, data, steps, scale, extra=(), optimizer="adam"):
     art = e2e.compile_model(model, os.path.join(out, tag), B, accumulation_steps=K,
-                            optimizer="adam", lr=0.05, loss_scale=scale)
+                            optimizer=optimizer, lr=0.05, loss_scale=scale)
     trained, log = os.path.join(out, tag + ".onnx"), os.path.join(out, tag + ".jsonl")
     e2e.train(art, data, steps, export=trained, log=log, extra=list(extra))
     return e2e.initializers(trained), e2e.read_jsonl(log), art
@@ -67,9 +71,18 @@ def same(a, b, what):
 
 
 # 1. Static scaling is exact.
-plain, plain_log, _ = run("plain", clean, 5, "none")
-static, static_log, art = run("static", clean, 5, "static:1024")
+plain, plain_log, _ = run("plain", clean, 5, "none", optimizer="sgd")
+static, static_log, art = run("static", clean, 5, "static:1024", optimizer="sgd")
 same(static, plain, "static:1024 vs none")
+initial = e2e.initializers(model)
+assert all(np.abs(plain[n] - initial[n]).max() > 1e-3 for n in initial), "SGD did not train"
+assert [r["grad_norm"] for r in static_log] == [r["grad_norm"] for r in plain_log]
+odd, odd_log, _ = run("odd", clean, 5, "static:1000", optimizer="sgd")
+for name in plain:
+    e2e.assert_close("static:1000 " + name, odd[name], plain[name], rtol=1e-5, atol=1e-6)
+for a, b in zip(odd_log, plain_log):
+    e2e.assert_close("static:1000 grad_norm", a["grad_norm"], b["grad_norm"], rtol=1e-5,
+                     atol=0)
 assert json.load(open(os.path.join(art, "step.json")))["loss_scale"] == \
     {"mode": "static", "scale": 1024.0}
 assert all(r["loss_scale"] == 1024 and not r["skipped"] for r in static_log)

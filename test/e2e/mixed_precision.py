@@ -1,5 +1,5 @@
 # Mixed precision: bf16 and fp16 compute (fp32 master weights, gradients,
-# accumulator and optimizer state) trains the MLP and the GPT for 20 AdamW
+# accumulator and optimizer state, each checked to hold fp32 values) trains the MLP and the GPT for 20 AdamW
 # steps within a stated tolerance of the fp32 run, and visibly differs from
 # it (the casts are real). fp16 gradients accumulated over K=64
 # micro-batches are as accurate as over K=4: the fp32 accumulator keeps
@@ -95,6 +95,51 @@ low, low_log = run(gpt, gdata, "gpt_fp16_fits", 2, 2, "fp16", lr=0.003,
                    loss_scale="dynamic:init=%d" % settled)
 assert not any(r["skipped"] for r in low_log)
 compare("GPT (loss scaling)", low, low_log, ref, ref_log, e2e.initializers(gpt), "fp16")
+
+# Master weights, accumulators and optimizer state stay fp32 under bf16
+# compute. SGD at lr 1e-6 moves the MLP's parameters (|p| ~ 0.1-0.5) by
+# ~1e-7 per step: below bf16's spacing there (2^-10 to 2^-8), above fp32's.
+# bf16 master weights would lose every update and round the initial values
+# by up to 0.4%; fp32 ones apply the updates fp32 would, to the accuracy of
+# bf16 gradients.
+initial = e2e.initializers(model)
+tiny = {p: run(model, data, "tiny_" + p, 8, 2, p, steps=3, optimizer="sgd", lr=1e-6)[0]
+        for p in ["fp32", "bf16"]}
+moved = {p: np.concatenate([(tiny[p][n] - initial[n]).ravel() for n in initial])
+         for p in tiny}
+assert 0 < np.abs(moved["fp32"]).max() < 1e-5, np.abs(moved["fp32"]).max()
+tiny_err = np.linalg.norm(moved["bf16"] - moved["fp32"]) / np.linalg.norm(moved["fp32"])
+print("bf16 master weights: updates of ~1e-7 kept, off by %.3g (relative)" % tiny_err)
+assert tiny_err < TOLERANCE["bf16"]["update"], tiny_err
+
+
+def not_bf16(arrays):
+    """The fraction of the nonzero values of `arrays` (float32) that bf16
+    cannot represent: 0 for bf16 storage widened to float32; well above 0
+    for float32 sums of bf16 terms (exact zeros, such as the gradients of
+    ReLU's dead units, are representable either way)."""
+    bits = np.concatenate([np.ascontiguousarray(a, np.float32).ravel() for a in arrays])
+    bits = bits[bits != 0].view(np.uint32)
+    return np.mean((bits & 0xFFFF) != 0)
+
+
+# The optimizer state (a checkpoint of 3 bf16 AdamW steps) and the
+# accumulated gradients (K=4) are float32 values, not widened bf16 ones.
+ckpt = os.path.join(out, "bf16_ckpt")
+art = e2e.compile_model(model, os.path.join(out, "bf16_adamw"), 8, accumulation_steps=2,
+                        precision="bf16", lr=0.01)
+e2e.train(art, data, 3, extra=["--checkpoint-dir", ckpt])
+state = e2e.read_safetensors(os.path.join(ckpt, sorted(os.listdir(ckpt))[-1]))
+for name, value in state.items():
+    assert value.dtype == np.float32, (name, value.dtype)
+for kind in ["exp_avg/", "exp_avg_sq/", ""]:
+    group = [v for n, v in state.items() if n.startswith(kind) and (kind or "/" not in n)]
+    assert group and not_bf16(group) > 0.25, "%s state holds bf16 values" % (kind or "weight")
+art = e2e.compile_model(model, os.path.join(out, "bf16_grads"), 4, accumulation_steps=4,
+                        precision="bf16", optimizer="none")
+e2e.train(art, data, 1, extra=["--save-gradients", os.path.join(out, "bf16_grads.npz")])
+grads = np.load(os.path.join(out, "bf16_grads.npz"))
+assert not_bf16([grads[n] for n in grads.files]) > 0.25, "the accumulators hold bf16 values"
 
 # fp16 gradients of 4 x K samples against fp32's, for K = 4, 16 and 64.
 errors = {}

@@ -4,7 +4,8 @@
 # the optimizer, its hyperparameters and the learning rate come from the
 # model. Five accumulated steps (b=4, K=2) match PyTorch's gradients fed to
 # ONNX's own reference update functions (onnx/backend/test/case/node), which
-# take the update count T = completed steps.
+# take the update count T = completed steps. A third of the labels are
+# ignored, so the micro-batches count unequal numbers of samples.
 #
 # REQUIRES: torch
 # RUN: rm -rf %t && mkdir -p %t
@@ -30,7 +31,8 @@ out = sys.argv[1]
 B, K, STEPS, LR = 4, 2, 5, 0.05
 E = B * K
 DOMAIN = "ai.onnx.preview.training"
-x, y = mlp.dataset(STEPS * E, seed=4)
+x, y = mlp.dataset(STEPS * E, seed=4, ignored=0.3)
+mlp.assert_unequal_counts(y, B, E)
 data = os.path.join(out, "data.npz")
 np.savez(data, x=x, y=y)
 

@@ -1,7 +1,9 @@
 # Training the exported MLP with Accrue (micro-batch 8 x 4, global-norm
 # clipping) gives the parameters PyTorch gets training the same module with a
 # manual accumulation loop, after 5 steps: AdamW for opsets 13 and 17, SGD
-# with Nesterov momentum and weight decay for opset 13.
+# with Nesterov momentum and weight decay for opset 13. A third of the
+# labels are ignored (ignore_index), so micro-batches count unequal numbers
+# of samples and the reference divides each window's loss sum by its count.
 #
 # REQUIRES: torch
 # RUN: rm -rf %t && mkdir -p %t
@@ -21,13 +23,15 @@ import mlp
 out = sys.argv[1]
 B, K, STEPS, LR, WD, CLIP = 8, 4, 5, 0.01, 0.05, 0.5
 E = B * K
-x, y = mlp.dataset(STEPS * E)
+x, y = mlp.dataset(STEPS * E, ignored=0.3)
+mlp.assert_unequal_counts(y, B, E)
 data = os.path.join(out, "data.npz")
 np.savez(data, x=x, y=y)
 
 
 def pytorch_reference(module, optimizer):
-    """The textbook accumulation loop, normalized by the effective batch."""
+    """The textbook accumulation loop, normalized by the window's count of
+    labels (what one batch of the whole window would average over)."""
     if optimizer == "adamw":
         opt = torch.optim.AdamW(module.parameters(), lr=LR, weight_decay=WD)
     else:
@@ -38,9 +42,10 @@ def pytorch_reference(module, optimizer):
     for step in range(STEPS):
         opt.zero_grad()
         total = 0.0
+        count = mlp.counted(y[step * E:(step + 1) * E])
         for k in range(K):
             s = slice(step * E + k * B, step * E + (k + 1) * B)
-            loss = F.cross_entropy(module.logits(xt[s]), yt[s], reduction="sum") / E
+            loss = F.cross_entropy(module.logits(xt[s]), yt[s], reduction="sum") / count
             loss.backward()
             total += loss.item()
         norm = torch.nn.utils.clip_grad_norm_(module.parameters(), CLIP).item()

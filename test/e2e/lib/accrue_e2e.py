@@ -63,6 +63,24 @@ def initializers(path):
     return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
 
 
+def read_safetensors(path):
+    """name -> numpy array of a safetensors file (checkpoints)."""
+    dtypes = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32,
+              "F16": np.float16, "U8": np.uint8}
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+        body = f.read()
+    arrays = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        arrays[name] = np.frombuffer(body[begin:end], dtypes[info["dtype"]]).reshape(
+            info["shape"])
+    return arrays
+
+
 def read_jsonl(path, keep_time=False):
     """The records of a metrics log; without the wall-clock fields (time_ms)
     unless keep_time, so that runs compare by what they computed."""

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 IN, HIDDEN, CLASSES = 8, 16, 4
+IGNORE = -100  # F.cross_entropy's default ignore_index, exported with the loss
 
 
 class MLP(torch.nn.Module):
@@ -32,13 +33,36 @@ class MLP(torch.nn.Module):
         return F.cross_entropy(self.logits(x), y)
 
 
-def dataset(samples, seed=1):
-    """Inputs with some structure so that training makes progress."""
+def dataset(samples, seed=1, ignored=0.0):
+    """Inputs with some structure so that training makes progress. With
+    `ignored` > 0, that fraction of the labels (at random places) is IGNORE,
+    so micro-batches hold unequal numbers of counted samples: only an exact
+    normalization (by the window's count) then matches PyTorch's mean."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((samples, IN)).astype(np.float32)
     w = rng.standard_normal((IN, CLASSES)).astype(np.float32)
     y = np.argmax(x @ w + 0.5 * rng.standard_normal((samples, CLASSES)), axis=1)
+    if ignored:
+        y[rng.random(samples) < ignored] = IGNORE
     return x, y.astype(np.int64)
+
+
+def counted(y):
+    """How many labels of `y` the loss counts."""
+    return int((np.asarray(y) != IGNORE).sum())
+
+
+def assert_unequal_counts(y, micro_batch, window):
+    """Checks that some window's micro-batches count different numbers of
+    labels and that no window is empty, so a test using `y` tells an exact
+    normalization from a mean of micro-batch means."""
+    unequal = False
+    for w in range(0, len(y), window):
+        counts = [counted(y[i:i + micro_batch]) for i in range(w, min(w + window, len(y)),
+                                                              micro_batch)]
+        assert sum(counts) > 0, "window at %d counts no label" % w
+        unequal |= len(set(counts)) > 1
+    assert unequal, "every micro-batch counts the same number of labels"
 
 
 def export(module, path, opset=13):
