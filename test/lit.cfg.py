@@ -28,7 +28,13 @@ config.substitutions.append(
      config.python_executable + " " +
      os.path.join(config.accrue_src_root, "test", "Inputs", "onnx_from_text.py")))
 llvm_config.add_tool_substitutions(
-    ["accrue-opt", "accrue-compile", "accrue-train"], [config.accrue_tools_dir])
+    ["accrue-opt", "accrue-compile", "accrue-train", "accrue-replay-onnx-import",
+     "accrue-replay-npz", "accrue-replay-safetensors", "accrue-replay-manifest"],
+    [config.accrue_tools_dir])
+# ONNX's backend node-test models (Debian's libonnx-testdata).
+config.substitutions.append(("%node_tests", "/usr/share/libonnx-testdata/data/node"))
+if os.path.isdir("/usr/share/libonnx-testdata/data/node"):
+    config.available_features.add("onnx-testdata")
 llvm_config.add_tool_substitutions(["not", "split-file", "mlir-runner", "llvm-nm"],
                                    [config.llvm_tools_dir])
 # Runtime support libraries for the execution tests (mlir-runner).
@@ -42,4 +48,5 @@ import sys
 sys.path.insert(0, os.path.join(config.accrue_src_root, "test"))
 import lit_common
 lit_common.add_cuda_toolkit(config)
+lit_common.add_sanitizer(config)
 lit_common.require_features(config, lit_config, "ACCRUE_LIT_REQUIRE")

@@ -24,3 +24,18 @@ def require_features(config, lit_config, variable):
         if feature not in config.available_features:
             lit_config.fatal("feature '%s' is required (%s) but not available"
                              % (feature, variable))
+
+
+def add_sanitizer(config):
+    """An ACCRUE_SANITIZE build (scripts/test-sanitized): the `sanitizer`
+    feature, symbolized reports, and the sanitizer settings of the
+    environment passed through to the tools."""
+    if not getattr(config, "accrue_sanitize", False):
+        return
+    config.available_features.add("sanitizer")
+    symbolizer = os.path.join(config.llvm_tools_dir, "llvm-symbolizer")
+    if os.path.exists(symbolizer):
+        config.environment["ASAN_SYMBOLIZER_PATH"] = symbolizer
+    for name in ["ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"]:
+        if name in os.environ:
+            config.environment[name] = os.environ[name]

@@ -58,6 +58,9 @@ struct TensorRef {
 
 /// Reads every array of a .npz file (stored or deflated members).
 std::map<std::string, Array> readNpz(const std::string &path);
+/// The same from the file's bytes; `path` names the file in errors.
+std::map<std::string, Array> parseNpz(const std::string &bytes,
+                                      const std::string &path);
 /// Writes arrays as an uncompressed .npz, atomically.
 void writeNpz(const std::string &path,
               const std::map<std::string, Array> &arrays);
@@ -66,6 +69,10 @@ void writeNpz(const std::string &path,
 std::map<std::string, Array>
 readSafetensors(const std::string &path,
                 std::map<std::string, std::string> *metadata = nullptr);
+/// The same from the file's bytes; `path` names the file in errors.
+std::map<std::string, Array>
+parseSafetensors(const std::string &bytes, const std::string &path,
+                 std::map<std::string, std::string> *metadata = nullptr);
 /// Writes a safetensors file atomically (temp file, fsync, rename),
 /// streaming the tensors from where they are.
 void writeSafetensors(const std::string &path,

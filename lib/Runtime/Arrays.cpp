@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -81,6 +82,43 @@ int64_t Array::numElements() const {
     n *= d;
   return n;
 }
+
+namespace {
+
+/// The most elements an array read from a file may have (as the importer's
+/// limit for tensors): far beyond any real array, and small enough that
+/// element and byte counts cannot overflow.
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+
+/// Checks a shape read from a file: dimensions >= 0 and at most
+/// kMaxElements elements in all, so numElements() is exact.
+void checkShape(const std::vector<int64_t> &shape, const std::string &what) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw Error(what + " has a negative dimension");
+    if (d > kMaxElements || (d && n > kMaxElements / d))
+      throw Error(what + " has more than 2^40 elements");
+    n *= d;
+  }
+}
+
+/// One dimension of a .npy header's shape: decimal digits, blanks around.
+int64_t parseDimension(const std::string &text, const std::string &what) {
+  size_t begin = text.find_first_not_of(' ');
+  size_t end = text.find_last_not_of(' ');
+  if (begin == std::string::npos || end - begin + 1 > 15)
+    throw Error(what + ": malformed .npy header (shape)");
+  int64_t value = 0;
+  for (size_t i = begin; i <= end; ++i) {
+    if (text[i] < '0' || text[i] > '9')
+      throw Error(what + ": malformed .npy header (shape)");
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+} // namespace
 
 static float halfToFloat(uint16_t h) {
   uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
@@ -306,7 +344,8 @@ Array parseNpy(const std::string &bytes, const std::string &what) {
   std::string item;
   while (std::getline(ss, item, ','))
     if (item.find_first_not_of(" ") != std::string::npos)
-      a.shape.push_back(std::stoll(item));
+      a.shape.push_back(parseDimension(item, what));
+  checkShape(a.shape, what);
   static const std::map<std::string, DType> types = {
       {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16},
       {"<i8", DType::I64}, {"<i4", DType::I32}, {"|b1", DType::Bool},
@@ -317,7 +356,7 @@ Array parseNpy(const std::string &bytes, const std::string &what) {
                 "' (use float32, float64, int64, int32 or bool)");
   a.dtype = it->second;
   size_t size = a.numElements() * dtypeSize(a.dtype);
-  if (start + headerLen + size > bytes.size())
+  if (size > bytes.size() - start - headerLen)
     throw Error(what + " is truncated: its data is shorter than its shape");
   a.data.assign(p + start + headerLen, p + start + headerLen + size);
   return a;
@@ -365,7 +404,11 @@ std::string npyBytes(const Array &a) {
 } // namespace
 
 std::map<std::string, Array> accrue::rt::readNpz(const std::string &path) {
-  std::string bytes = readFile(path);
+  return parseNpz(readFile(path), path);
+}
+
+std::map<std::string, Array> accrue::rt::parseNpz(const std::string &bytes,
+                                                  const std::string &path) {
   const auto *p = reinterpret_cast<const uint8_t *>(bytes.data());
   size_t size = bytes.size();
   // End of central directory, within the last 64 KiB + 22 bytes.
@@ -385,48 +428,60 @@ std::map<std::string, Array> accrue::rt::readNpz(const std::string &path) {
   if (dirOffset == 0xffffffffu && eocd >= 20 &&
       le32(p + eocd - 20) == 0x07064b50) {
     uint64_t z64 = le64(p + eocd - 20 + 8);
-    if (z64 + 56 > size || le32(p + z64) != 0x06064b50)
+    if (size < 56 || z64 > size - 56 || le32(p + z64) != 0x06064b50)
       throw Error("'" + path + "': corrupt zip64 directory");
     count = le64(p + z64 + 32);
     dirOffset = le64(p + z64 + 48);
   }
   std::map<std::string, Array> arrays;
   size_t at = dirOffset;
+  // (Offsets and sizes come from the file: every check below is written so
+  // that it cannot overflow.)
   for (uint64_t e = 0; e < count; ++e) {
-    if (at + 46 > size || le32(p + at) != 0x02014b50)
+    if (at > size || size - at < 46 || le32(p + at) != 0x02014b50)
       throw Error("'" + path + "': corrupt zip directory");
     uint16_t method = le16(p + at + 10);
     uint64_t csize = le32(p + at + 20), usize = le32(p + at + 24);
     uint16_t nameLen = le16(p + at + 28), extraLen = le16(p + at + 30),
              commentLen = le16(p + at + 32);
     uint64_t local = le32(p + at + 42);
-    if (at + 46 + nameLen + extraLen > size)
+    if (size - at - 46 < size_t(nameLen) + extraLen)
       throw Error("'" + path + "': corrupt zip directory");
     std::string name(reinterpret_cast<const char *>(p + at + 46), nameLen);
     // zip64 extra field: 64-bit sizes/offset replace the saturated ones.
-    for (size_t x = at + 46 + nameLen; x + 4 <= at + 46 + nameLen + extraLen;) {
+    size_t extraEnd = at + 46 + nameLen + extraLen;
+    for (size_t x = at + 46 + nameLen; x + 4 <= extraEnd;) {
       uint16_t id = le16(p + x), len = le16(p + x + 2);
+      size_t fieldEnd = std::min(extraEnd, x + 4 + len);
       if (id == 0x0001) {
         size_t f = x + 4;
-        if (usize == 0xffffffffu) {
-          usize = le64(p + f);
+        auto next = [&](uint64_t &value) {
+          if (f + 8 > fieldEnd)
+            throw Error("'" + path + "': corrupt zip64 field of '" + name +
+                        "'");
+          value = le64(p + f);
           f += 8;
-        }
-        if (csize == 0xffffffffu) {
-          csize = le64(p + f);
-          f += 8;
-        }
+        };
+        if (usize == 0xffffffffu)
+          next(usize);
+        if (csize == 0xffffffffu)
+          next(csize);
         if (local == 0xffffffffu)
-          local = le64(p + f);
+          next(local);
       }
       x += 4 + len;
     }
     at += 46 + nameLen + extraLen + commentLen;
-    if (local + 30 > size || le32(p + local) != 0x04034b50)
+    if (size < 30 || local > size - 30 || le32(p + local) != 0x04034b50)
       throw Error("'" + path + "': corrupt zip entry '" + name + "'");
     size_t dataStart = local + 30 + le16(p + local + 26) + le16(p + local + 28);
-    if (dataStart + csize > size)
+    if (dataStart > size || csize > size - dataStart)
       throw Error("'" + path + "' is truncated (entry '" + name + "')");
+    // Deflate expands at most 1032:1: a larger size is a lie, not data to
+    // allocate for (a zip bomb's header).
+    if (method == 8 && usize / 1032 > csize + 1)
+      throw Error("'" + path + "' entry '" + name +
+                  "' claims to inflate to more than its data can hold");
     std::string what = "'" + path + "' entry '" + name + "'";
     std::string member;
     if (method == 0)
@@ -534,7 +589,12 @@ static const char *safetensorsDType(DType t) {
 std::map<std::string, Array>
 accrue::rt::readSafetensors(const std::string &path,
                             std::map<std::string, std::string> *metadata) {
-  std::string bytes = readFile(path);
+  return parseSafetensors(readFile(path), path, metadata);
+}
+
+std::map<std::string, Array>
+accrue::rt::parseSafetensors(const std::string &bytes, const std::string &path,
+                             std::map<std::string, std::string> *metadata) {
   if (bytes.size() < 8)
     throw Error("'" + path + "' is not a safetensors file (too short)");
   uint64_t headerLen = le64(reinterpret_cast<const uint8_t *>(bytes.data()));
@@ -570,9 +630,10 @@ accrue::rt::readSafetensors(const std::string &path,
                     "' has an unsupported dtype");
       a.dtype = it->second;
       a.shape = info.at("shape").get<std::vector<int64_t>>();
+      checkShape(a.shape, "'" + path + "': tensor '" + name + "'");
       auto offsets = info.at("data_offsets").get<std::vector<uint64_t>>();
       if (offsets.size() != 2 || offsets[1] < offsets[0] ||
-          base + offsets[1] > bytes.size() ||
+          offsets[1] > bytes.size() - base ||
           offsets[1] - offsets[0] != a.numElements() * dtypeSize(a.dtype))
         throw Error("'" + path + "': tensor '" + name +
                     "' has inconsistent data offsets (truncated file?)");

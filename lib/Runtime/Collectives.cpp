@@ -59,9 +59,17 @@ std::function<void(float *, int64_t)> &deviceReducer() {
   return reducer;
 }
 
+/// Set in sanitizer builds (tools/sanitizer/SanitizerDefaults.c), absent
+/// otherwise: a process that loads Open MPI is not leak-checked, because
+/// Open MPI unloads its plugins at MPI_Finalize and their allocations can
+/// then be neither attributed nor suppressed.
+extern "C" __attribute__((weak)) int accrue_sanitizer_no_leak_check;
+
 /// Loads Open MPI (ACCRUE_MPI_LIBRARY, else libmpi.so.40, Open MPI 4's
 /// soname). RTLD_GLOBAL: Open MPI's own plugins resolve symbols against it.
 Mpi loadMpi() {
+  if (&accrue_sanitizer_no_leak_check)
+    accrue_sanitizer_no_leak_check = 1;
   const char *override = std::getenv("ACCRUE_MPI_LIBRARY");
   std::vector<std::string> names;
   if (override && *override)

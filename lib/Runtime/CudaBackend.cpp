@@ -256,6 +256,7 @@ struct CublasLt {
   int (*layoutSetAttribute)(LtLayout layout, int attribute, const void *value,
                             size_t bytes);
   int (*preferenceCreate)(LtPreference *preference);
+  int (*preferenceDestroy)(LtPreference preference);
   int (*preferenceSetAttribute)(LtPreference preference, int attribute,
                                 const void *value, size_t bytes);
   int (*heuristic)(LtHandle handle, LtMatmulDesc desc, LtLayout a, LtLayout b,
@@ -305,6 +306,7 @@ CublasLt &cublasLt() {
     bind(lt.layoutCreate, "cublasLtMatrixLayoutCreate");
     bind(lt.layoutSetAttribute, "cublasLtMatrixLayoutSetAttribute");
     bind(lt.preferenceCreate, "cublasLtMatmulPreferenceCreate");
+    bind(lt.preferenceDestroy, "cublasLtMatmulPreferenceDestroy");
     bind(lt.preferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
     bind(lt.heuristic, "cublasLtMatmulAlgoGetHeuristic");
     bind(lt.matmul, "cublasLtMatmul");
@@ -359,7 +361,9 @@ const LtGemm &ltGemm(const GemmPlan &plan) {
                     std::to_string(plan.k) + ":" + matrixKey(plan.a) + ":" +
                     matrixKey(plan.b) + ":" + matrixKey(plan.c) + ":" +
                     std::to_string(plan.exact);
-  static std::map<std::string, LtGemm> cache;
+  // One entry per GEMM shape, for the life of the process (its descriptors
+  // stay reachable, never released: steps may run until exit).
+  static auto &cache = *new std::map<std::string, LtGemm>;
   if (auto found = cache.find(key); found != cache.end())
     return found->second;
   LtGemm g;
@@ -415,9 +419,10 @@ const LtGemm &ltGemm(const GemmPlan &plan) {
   }
   LtHeuristic result{};
   int returned = 0;
-  lt.check(lt.heuristic(lt.handle, g.desc, g.a, g.b, g.c, g.c, preference, 1,
-                        &result, &returned),
-           "cublasLtMatmulAlgoGetHeuristic");
+  int status = lt.heuristic(lt.handle, g.desc, g.a, g.b, g.c, g.c, preference,
+                            1, &result, &returned);
+  lt.preferenceDestroy(preference);
+  lt.check(status, "cublasLtMatmulAlgoGetHeuristic");
   if (returned == 0)
     throw Error("cuBLASLt has no algorithm for a " + std::to_string(plan.m) +
                 "x" + std::to_string(plan.n) + "x" + std::to_string(plan.k) +

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 
 namespace {
@@ -120,7 +121,10 @@ int cuModuleLoadData(void **module, const void *image) {
 int cuModuleUnload(void *) { return 0; }
 int cuModuleGetFunction(void **function, void *, const char *name) {
   count("cuModuleGetFunction");
-  *function = strdup(name);
+  // A function handle is the module's (as the driver's are): its name,
+  // kept for the life of the process.
+  static std::set<std::string> names;
+  *function = const_cast<char *>(names.insert(name).first->c_str());
   return 0;
 }
 int cuLaunchKernel(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -176,6 +180,10 @@ int cublasLtMatrixLayoutCreate(void **layout, int, uint64_t rows, uint64_t,
 }
 int cublasLtMatrixLayoutSetAttribute(void *, int, const void *, size_t) { return 0; }
 int cublasLtMatmulPreferenceCreate(void **preference) { *preference = new Opaque{}; return 0; }
+int cublasLtMatmulPreferenceDestroy(void *preference) {
+  delete static_cast<Opaque *>(preference);
+  return 0;
+}
 int cublasLtMatmulPreferenceSetAttribute(void *, int, const void *, size_t) { return 0; }
 int cublasLtMatmulAlgoGetHeuristic(void *, void *, void *, void *, void *,
                                    void *, void *, int, Opaque *results,

@@ -69,4 +69,5 @@ import sys
 sys.path.insert(0, os.path.join(config.accrue_src_root, "test"))
 import lit_common
 lit_common.add_cuda_toolkit(config)
+lit_common.add_sanitizer(config)
 lit_common.require_features(config, lit_config, "ACCRUE_E2E_REQUIRE")

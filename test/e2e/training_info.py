@@ -136,4 +136,19 @@ for kind in OPTIMIZERS:
         e2e.assert_close("%s %s" % (kind, name), got[name], value, rtol=1e-5, atol=atol)
     # The export keeps the training algorithm.
     assert len(onnx.load(trained).training_info) == 1
+
+# Flags given explicitly override the model's algorithm: the Adam model
+# compiled with --optimizer sgd --lr 0.02 trains exactly as the plain model
+# does with those flags.
+overridden = e2e.compile_model(with_training_info(plain, "adam"), os.path.join(out, "override"),
+                               B, accumulation_steps=K, optimizer="sgd", lr=0.02)
+manifest = json.load(open(os.path.join(overridden, "step.json")))["optimizer"]
+assert manifest["name"] == "sgd" and abs(manifest["lr"] - 0.02) < 1e-9, manifest
+e2e.train(overridden, data, STEPS, export=os.path.join(out, "override.onnx"))
+flags_only = e2e.compile_model(plain, os.path.join(out, "flags_only"), B, accumulation_steps=K,
+                               optimizer="sgd", lr=0.02)
+e2e.train(flags_only, data, STEPS, export=os.path.join(out, "flags_only.onnx"))
+got, want = (e2e.initializers(os.path.join(out, f)) for f in ["override.onnx", "flags_only.onnx"])
+for name, value in want.items():
+    assert np.array_equal(got[name], value), "override: " + name
 print("ok")

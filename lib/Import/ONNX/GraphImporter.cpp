@@ -5,8 +5,11 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace accrue;
@@ -145,10 +148,34 @@ static FailureOr<std::string> readExternalData(const onnx::TensorProto &tensor,
   return (*buffer)->getBuffer().str();
 }
 
+LogicalResult GraphImporter::requireBroadcastsTo(const onnx::NodeProto &node,
+                                                int index, Value value,
+                                                ArrayRef<int64_t> shape) {
+  ArrayRef<int64_t> have = cast<RankedTensorType>(value.getType()).getShape();
+  bool fits = have.size() <= shape.size();
+  for (size_t i = 1; fits && i <= have.size(); ++i)
+    fits = have[have.size() - i] == 1 ||
+           have[have.size() - i] == shape[shape.size() - i];
+  if (fits)
+    return success();
+  auto text = [](ArrayRef<int64_t> dims) {
+    std::string out = "[";
+    for (auto [i, d] : llvm::enumerate(dims))
+      out += (i ? ", " : "") + std::to_string(d);
+    return out + "]";
+  };
+  return error(node) << "input " << index << " ('" << node.input(index)
+                     << "') has shape " << text(have)
+                     << ", which does not broadcast to " << text(shape);
+}
+
 int64_t TensorData::numElements() const {
+  // Saturates: a shape from a file may describe more elements than int64
+  // counts (it is refused against the limits, never allocated).
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (llvm::MulOverflow(n, d, n))
+      return std::numeric_limits<int64_t>::max();
   return n;
 }
 
@@ -274,6 +301,9 @@ FailureOr<Value> GraphImporter::finishOp(Operation *op) {
       return failure();
     }
   assert(op->getNumResults() == 1 && "importer ops have one result");
+  if (auto shaped = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+      shaped && shaped.getNumElements() > kMaxFoldedElements)
+    return op->getResult(0);
   SmallVector<Attribute> constants;
   for (Value operand : op->getOperands()) {
     Attribute attr;

@@ -39,6 +39,11 @@ inline bool withinElementLimit(llvm::ArrayRef<int64_t> shape) {
   return true;
 }
 
+/// The most elements the importer computes at compile time (constant
+/// folding, Range): shape arithmetic needs few; a larger result stays an op
+/// that the step computes (or, for Range, is refused).
+constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
+
 /// Imports one node; emits an error through `importer.error(node)` and
 /// fails when the node cannot be imported.
 using OpHandler = llvm::LogicalResult (*)(GraphImporter &importer,
@@ -149,6 +154,13 @@ public:
                          llvm::StringRef defaultValue);
   std::optional<llvm::SmallVector<int64_t>>
   intsAttr(const onnx::NodeProto &node, llvm::StringRef name);
+
+  /// Fails with an error naming input `index` of `node` unless `value`'s
+  /// shape broadcasts (numpy rules) to `shape`; handlers that compose ops
+  /// check their inputs with it before building.
+  llvm::LogicalResult requireBroadcastsTo(const onnx::NodeProto &node,
+                                          int index, mlir::Value value,
+                                          llvm::ArrayRef<int64_t> shape);
 
   /// Normalizes `axis` for `rank` (negative counts from the end); fails
   /// with an error when out of range.

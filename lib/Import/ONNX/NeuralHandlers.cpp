@@ -68,6 +68,10 @@ LogicalResult importLayerNormalization(GraphImporter &im,
       im.normalizeAxis(node, im.intAttr(node, "axis", -1), type.getRank());
   if (failed(axis))
     return failure();
+  ArrayRef<int64_t> normalized = type.getShape().drop_front(*axis);
+  if (failed(im.requireBroadcastsTo(node, 1, *scale, normalized)) ||
+      (*bias && failed(im.requireBroadcastsTo(node, 2, *bias, normalized))))
+    return failure();
   OpBuilder &b = im.builder;
   Location loc = im.loc(node);
   nn::NNBuilder nnb(b, loc);
@@ -116,6 +120,12 @@ LogicalResult importBatchNormalization(GraphImporter &im,
   int64_t rank = type.getRank();
   if (rank < 2)
     return im.error(node) << "needs an input of rank >= 2";
+  // Scale, bias, mean and variance hold one value per channel.
+  for (int i = 1; i < 5; ++i)
+    if (typeOf(in[i]).getShape() != ArrayRef<int64_t>{type.getDimSize(1)})
+      return im.error(node) << "input " << i << " ('" << node.input(i)
+                            << "') must have shape [" << type.getDimSize(1)
+                            << "], one value per channel";
   bool training = im.opset >= 14 ? im.intAttr(node, "training_mode", 0) != 0
                                  : node.output_size() > 1 &&
                                        im.opset < 9 &&
@@ -285,6 +295,9 @@ LogicalResult importConv(GraphImporter &im, const onnx::NodeProto &node) {
   RankedTensorType w = typeOf(*weight);
   if (w.getRank() != typeOf(*x).getRank())
     return im.error(node) << "weight rank differs from the input's";
+  if (w.getRank() < 3)
+    return im.error(node) << "needs an input and weight of rank >= 3 (N, C "
+                             "and spatial dimensions)";
   SmallVector<int64_t> kernel(w.getShape().drop_front(2));
   FailureOr<Window> win = resolveWindow(im, node, typeOf(*x), kernel, false);
   FailureOr<Value> input = toWindowInput(im, node, *x);

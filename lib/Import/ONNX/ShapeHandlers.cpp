@@ -2,6 +2,8 @@
 
 #include "GraphImporter.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -38,7 +40,8 @@ LogicalResult importReshape(GraphImporter &im, const onnx::NodeProto &node) {
     }
     if (d < 0)
       return im.error(node) << "shape entry " << d << " is invalid";
-    known *= d;
+    if (llvm::MulOverflow(known, d, known))
+      return im.error(node) << "the shape's element count overflows int64";
     dims.push_back(d);
   }
   if (inferred >= 0) {
@@ -445,6 +448,10 @@ LogicalResult importRange(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<DenseElementsAttr> delta = im.constantInput(node, 2, "delta");
   if (failed(start) || failed(limit) || failed(delta))
     return failure();
+  DenseElementsAttr inputs[] = {*start, *limit, *delta};
+  for (auto [i, input] : llvm::enumerate(inputs))
+    if (input.getNumElements() != 1)
+      return im.error(node) << "input " << i << " must be a scalar";
   Type element = start->getElementType();
   auto scalar = [](DenseElementsAttr a) {
     Attribute v = *a.getValues<Attribute>().begin();
@@ -453,21 +460,41 @@ LogicalResult importRange(GraphImporter &im, const onnx::NodeProto &node) {
     return static_cast<double>(cast<IntegerAttr>(v).getInt());
   };
   double s = scalar(*start), l = scalar(*limit), d = scalar(*delta);
+  if (!std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d))
+    return im.error(node) << "start, limit and delta must be finite";
   if (d == 0)
     return im.error(node) << "delta is zero";
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  // Range is computed here, at compile time: its values become a constant.
+  double count = std::max(0.0, std::ceil((l - s) / d));
+  if (!(count <= kMaxFoldedElements))
+    return im.error(node) << "gives " << count << " values; ranges of more than "
+                          << kMaxFoldedElements
+                          << " values are not supported (Accrue computes "
+                             "Range at compile time)";
+  int64_t n = static_cast<int64_t>(count);
   auto type = RankedTensorType::get({n}, element);
-  SmallVector<Attribute> values;
-  for (int64_t i = 0; i < n; ++i) {
-    double v = s + i * d;
-    if (isa<FloatType>(element))
-      values.push_back(FloatAttr::get(element, v));
-    else
-      values.push_back(IntegerAttr::get(element, static_cast<int64_t>(v)));
-  }
-  im.setOutput(node, 0,
-               nn::ConstantOp::create(im.builder, im.loc(node),
-                                      DenseElementsAttr::get(type, values)));
+  DenseElementsAttr values;
+  auto fill = [&](auto zero) {
+    SmallVector<decltype(zero)> data(n);
+    for (int64_t i = 0; i < n; ++i)
+      data[i] = static_cast<decltype(zero)>(s + i * d);
+    values = DenseElementsAttr::get(type, llvm::ArrayRef(data));
+  };
+  if (element.isF32())
+    fill(float());
+  else if (element.isF64())
+    fill(double());
+  else if (element.isInteger(64))
+    fill(int64_t());
+  else if (element.isInteger(32))
+    fill(int32_t());
+  else if (element.isInteger(16))
+    fill(int16_t());
+  else
+    return im.error(node) << "supports float, double and 16-, 32- and 64-bit "
+                             "integers, not "
+                          << element;
+  im.setOutput(node, 0, nn::ConstantOp::create(im.builder, im.loc(node), values));
   return success();
 }
 

@@ -157,7 +157,10 @@ LogicalResult TrainDeferCollectivesPass::defer(AllReduceOp op, scf::ForOp loop,
     sums.push_back(*sum);
   }
 
-  // Inside the loop, accumulate the local values.
+  // Inside the loop, accumulate the local values. (What the new all-reduce
+  // takes from the old one is read before the old one is erased.)
+  Location loc = op.getLoc();
+  auto scalarsAt = op.getScalarsAt();
   IRRewriter rewriter(op);
   for (auto [result, local] : llvm::zip(op->getResults(), op->getOperands()))
     rewriter.replaceAllUsesWith(result, local);
@@ -165,7 +168,6 @@ LogicalResult TrainDeferCollectivesPass::defer(AllReduceOp op, scf::ForOp loop,
 
   // Carried values that may not start at zero start at zero and are added
   // back after the sum over ranks.
-  Location loc = op.getLoc();
   SmallVector<Value> initials(sums.size());
   rewriter.setInsertionPoint(loop);
   for (auto [i, sum] : llvm::enumerate(sums)) {
@@ -194,7 +196,7 @@ LogicalResult TrainDeferCollectivesPass::defer(AllReduceOp op, scf::ForOp loop,
             : arith::ConstantOp::create(rewriter, loc,
                                         rewriter.getF32FloatAttr(0)));
   auto reduced = AllReduceOp::create(rewriter, loc, operands[0], operands[1],
-                                     operands[2], op.getScalarsAt());
+                                     operands[2], scalarsAt);
   for (auto [i, sum] : llvm::enumerate(sums)) {
     if (!sum)
       continue;
