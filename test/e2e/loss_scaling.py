@@ -96,6 +96,7 @@ assert [r["skipped"] for r in log3] == [False, False, True], log3
 assert log3[2]["grad_norm"] is None  # not finite: JSON null
 five, log5, _ = run("five", poisoned, 5, "dynamic")
 assert [r["loss_scale"] for r in log5] == [65536, 65536, 65536, 32768, 32768], log5
+assert [r["loss_scale"] for r in log5] == e2e.grad_scaler_scales(r["skipped"] for r in log5)
 assert [r["optimizer_steps"] for r in log5] == [1, 2, 2, 3, 4], log5
 # Windows 1, 2, 4, 5 without scaling, as four plain steps: the same
 # parameters, so the skip left Adam's moments and step count alone and
@@ -106,6 +107,8 @@ same(five, reference, "training after the skip")
 # 3. The scale grows after `interval` finite steps.
 _, grow_log, _ = run("grow", clean, 5, "dynamic:init=8,interval=2")
 assert [r["loss_scale"] for r in grow_log] == [8, 8, 16, 16, 32], grow_log
+assert [r["loss_scale"] for r in grow_log] == e2e.grad_scaler_scales(
+    [False] * 5, init=8, interval=2)
 
 # 4. Bad settings name the flag.
 bad = e2e.run([e2e.tool("accrue-compile"), model, "-o", os.path.join(out, "bad"),

@@ -85,6 +85,8 @@ _, scaled_log = run(gpt, gdata, "gpt_fp16_scaled", 2, 2, "fp16", lr=0.003,
                     loss_scale="dynamic")
 skips = [r["skipped"] for r in scaled_log]
 print("fp16 loss scale by step:", [r["loss_scale"] for r in scaled_log])
+# The scales follow GradScaler's rule applied to the run's own overflows.
+assert [r["loss_scale"] for r in scaled_log] == e2e.grad_scaler_scales(skips), scaled_log
 assert any(skips[:10]) and not any(skips[10:]), skips
 settled = scaled_log[-1]["loss_scale"]
 assert settled == 65536 / 2 ** sum(skips), (settled, skips)

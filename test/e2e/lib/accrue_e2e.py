@@ -63,6 +63,23 @@ def initializers(path):
     return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
 
 
+def grad_scaler_scales(skipped, init=65536.0, growth=2.0, backoff=0.5, interval=2000):
+    """The loss scale of each step by torch.cuda.amp.GradScaler's update rule
+    (torch.amp's _amp_update_scale_), given which steps overflowed: an
+    overflow multiplies the scale by `backoff` and resets the count of
+    finite steps; `interval` finite steps in a row multiply it by `growth`."""
+    scale, finite, scales = init, 0, []
+    for overflow in skipped:
+        scales.append(scale)
+        if overflow:
+            scale, finite = scale * backoff, 0
+        else:
+            finite += 1
+            if finite == interval:
+                scale, finite = scale * growth, 0
+    return scales
+
+
 def read_safetensors(path):
     """name -> numpy array of a safetensors file (checkpoints)."""
     dtypes = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32,
