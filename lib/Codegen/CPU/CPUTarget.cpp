@@ -212,9 +212,11 @@ cpu::createJIT(ModuleOp module, const CPUTargetOptions &options) {
   llvm::InitializeNativeTargetAsmPrinter();
   ExecutionEngineOptions engineOptions;
   unsigned optLevel = options.optLevel;
-  engineOptions.transformer = [optLevel](llvm::Module *module) {
+  // The options hold a function_ref: the callable must outlive create().
+  auto transformer = [optLevel](llvm::Module *module) {
     return optimizeModule(*module, nullptr, optLevel);
   };
+  engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel = options.optLevel >= 3
                                          ? llvm::CodeGenOptLevel::Aggressive
                                          : llvm::CodeGenOptLevel::Default;

@@ -469,7 +469,7 @@ struct MaxPoolGradLowering : public OpConversionPattern<MaxPoolGradOp> {
                                        dyType.getDimSize(2));
           auto [validW, ow] = windowOf(b, l, idx(3), idx(5), p[1], s[1], d[1],
                                        dyType.getDimSize(3));
-          ValueRange at{idx(0), idx(1), oh, ow};
+          SmallVector<Value, 4> at{idx(0), idx(1), oh, ow};
           Value winner = tensor::ExtractOp::create(b, l, winners, at);
           Value here = arith::IndexCastOp::create(
               b, l, b.getI64Type(),

@@ -396,6 +396,24 @@ GraphImporter::constantInts(const onnx::NodeProto &node, int index,
   return ints;
 }
 
+FailureOr<double> GraphImporter::constantScalar(const onnx::NodeProto &node,
+                                                int index, StringRef what) {
+  FailureOr<DenseElementsAttr> attr = constantInput(node, index, what);
+  if (failed(attr))
+    return failure();
+  if (attr->getNumElements() != 1)
+    return error(node) << what << " must hold one value, not "
+                       << attr->getNumElements();
+  Type element = attr->getElementType();
+  if (isa<FloatType>(element))
+    return (*attr->getValues<APFloat>().begin()).convertToDouble();
+  if (element.isInteger(1))
+    return (*attr->getValues<APInt>().begin()).getBoolValue() ? 1.0 : 0.0;
+  if (element.isInteger())
+    return static_cast<double>((*attr->getValues<APInt>().begin()).getSExtValue());
+  return error(node) << what << " must be a number, not " << element;
+}
+
 void GraphImporter::setOutput(const onnx::NodeProto &node, int index,
                               Value value) {
   if (index < node.output_size() && !node.output(index).empty())

@@ -117,6 +117,10 @@ public:
   /// `what` when it is not constant.
   llvm::FailureOr<mlir::DenseElementsAttr>
   constantInput(const onnx::NodeProto &node, int index, llvm::StringRef what);
+  /// The one value of a constant scalar input, as a double (floats,
+  /// integers and booleans); fails with an error naming `what` otherwise.
+  llvm::FailureOr<double> constantScalar(const onnx::NodeProto &node,
+                                         int index, llvm::StringRef what);
   /// Integer values of a constant input (axes, shapes).
   llvm::FailureOr<llvm::SmallVector<int64_t>>
   constantInts(const onnx::NodeProto &node, int index, llvm::StringRef what);

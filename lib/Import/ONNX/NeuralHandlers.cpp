@@ -397,22 +397,21 @@ LogicalResult importDropout(GraphImporter &im, const onnx::NodeProto &node) {
   bool training = false;
   if (im.opset >= 12) {
     if (node.input_size() > 1 && !node.input(1).empty()) {
-      FailureOr<DenseElementsAttr> r = im.constantInput(node, 1, "the ratio");
+      FailureOr<double> r = im.constantScalar(node, 1, "the ratio");
       if (failed(r))
         return failure();
-      ratio = (*r->getValues<APFloat>().begin()).convertToDouble();
+      ratio = *r;
     }
     if (node.input_size() > 2 && !node.input(2).empty()) {
-      FailureOr<DenseElementsAttr> t =
-          im.constantInput(node, 2, "training_mode");
+      FailureOr<double> t = im.constantScalar(node, 2, "training_mode");
       if (failed(t))
         return failure();
-      training = (*t->getValues<APInt>().begin()).getBoolValue();
+      training = *t != 0;
     }
   } else {
     ratio = im.floatAttr(node, "ratio", 0.5f);
   }
-  if (ratio < 0 || ratio >= 1)
+  if (!(ratio >= 0 && ratio < 1))
     return im.error(node) << "ratio " << ratio << " is outside [0, 1)";
   OpBuilder &b = im.builder;
   Location loc = im.loc(node);

@@ -443,23 +443,18 @@ LogicalResult importConstantOfShape(GraphImporter &im,
 }
 
 LogicalResult importRange(GraphImporter &im, const onnx::NodeProto &node) {
-  FailureOr<DenseElementsAttr> start = im.constantInput(node, 0, "start");
-  FailureOr<DenseElementsAttr> limit = im.constantInput(node, 1, "limit");
-  FailureOr<DenseElementsAttr> delta = im.constantInput(node, 2, "delta");
-  if (failed(start) || failed(limit) || failed(delta))
+  FailureOr<double> first = im.constantScalar(node, 0, "start");
+  if (failed(first))
     return failure();
-  DenseElementsAttr inputs[] = {*start, *limit, *delta};
-  for (auto [i, input] : llvm::enumerate(inputs))
-    if (input.getNumElements() != 1)
-      return im.error(node) << "input " << i << " must be a scalar";
-  Type element = start->getElementType();
-  auto scalar = [](DenseElementsAttr a) {
-    Attribute v = *a.getValues<Attribute>().begin();
-    if (auto f = dyn_cast<FloatAttr>(v))
-      return f.getValueAsDouble();
-    return static_cast<double>(cast<IntegerAttr>(v).getInt());
-  };
-  double s = scalar(*start), l = scalar(*limit), d = scalar(*delta);
+  FailureOr<double> limit = im.constantScalar(node, 1, "limit");
+  if (failed(limit))
+    return failure();
+  FailureOr<double> delta = im.constantScalar(node, 2, "delta");
+  if (failed(delta))
+    return failure();
+  Type element = cast<ShapedType>(im.lookup(node.input(0)).getType())
+                     .getElementType();
+  double s = *first, l = *limit, d = *delta;
   if (!std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d))
     return im.error(node) << "start, limit and delta must be finite";
   if (d == 0)
