@@ -288,18 +288,21 @@ void GraphImporter::nameNode(const onnx::NodeProto &node, int index) {
 }
 
 FailureOr<Value> GraphImporter::finishOp(Operation *op) {
+  // Result shapes first: the verifier counts elements, which a shape from
+  // a file (negative, or beyond int64) must not reach.
+  for (Type type : op->getResultTypes())
+    if (auto shaped = dyn_cast<RankedTensorType>(type);
+        shaped && !withinElementLimit(shaped.getShape())) {
+      InFlightDiagnostic diag =
+          op->emitError("the result ")
+          << type << " has a negative extent or more than 2^40 elements";
+      op->erase();
+      return failure();
+    }
   if (failed(mlir::verify(op))) {
     op->erase();
     return failure();
   }
-  for (Type type : op->getResultTypes())
-    if (auto shaped = dyn_cast<RankedTensorType>(type);
-        shaped && !withinElementLimit(shaped.getShape())) {
-      InFlightDiagnostic diag = op->emitError("the result ")
-                                << type << " has more than 2^40 elements";
-      op->erase();
-      return failure();
-    }
   assert(op->getNumResults() == 1 && "importer ops have one result");
   if (auto shaped = dyn_cast<RankedTensorType>(op->getResult(0).getType());
       shaped && shaped.getNumElements() > kMaxFoldedElements)

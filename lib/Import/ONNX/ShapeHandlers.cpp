@@ -424,6 +424,9 @@ LogicalResult importConstantOfShape(GraphImporter &im,
       im.constantInts(node, 0, "the shape");
   if (failed(shape))
     return failure();
+  if (!withinElementLimit(*shape))
+    return im.error(node) << "the shape has a negative extent or more than "
+                             "2^40 elements";
   Attribute value = im.builder.getF32FloatAttr(0.0f);
   if (const onnx::AttributeProto *attr = im.attribute(node, "value")) {
     FailureOr<DenseElementsAttr> v =
