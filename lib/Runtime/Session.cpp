@@ -599,12 +599,19 @@ std::string Session::saveCheckpoint() {
     throw Error("no " + settingRef("checkpoint_dir") + " to write to");
   std::string path =
       checkpointPath(opts.checkpointDir, trainer.completedSteps());
+  // Keep the newest keep_checkpoints. Rotating before the write too bounds
+  // the folder at keep + 1 even when kills land between a write and its
+  // rotation twice in a row (the extra one is never the newest).
+  auto rotate = [&] {
+    std::map<int64_t, std::string> found = listCheckpoints(opts.checkpointDir);
+    while (static_cast<int64_t>(found.size()) > opts.keepCheckpoints) {
+      ::unlink(found.begin()->second.c_str());
+      found.erase(found.begin());
+    }
+  };
+  rotate();
   trainer.saveCheckpoint(path, runRecord());
-  std::map<int64_t, std::string> found = listCheckpoints(opts.checkpointDir);
-  while (static_cast<int64_t>(found.size()) > opts.keepCheckpoints) {
-    ::unlink(found.begin()->second.c_str());
-    found.erase(found.begin());
-  }
+  rotate();
   return path;
 }
 
