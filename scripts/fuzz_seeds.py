@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "test", "e2e", "models")]
 
 
-def artifacts(out, tools, work):
+def artifacts(tools, work):
     """Compiles the spirals example with several settings and trains each a
     few steps with checkpoints; yields the artifact folders."""
     model = os.path.join(ROOT, "examples", "spirals", "model.onnx")
@@ -96,7 +96,7 @@ def npz_seeds(out, tools, work):
 
 def safetensors_seeds(out, tools, work):
     count = 0
-    for name, art in artifacts(out, tools, work):
+    for name, art in artifacts(tools, work):
         shutil.copy(os.path.join(art, "init.safetensors"), os.path.join(out, name + "_init.safetensors"))
         count += 1
         for ckpt in sorted(glob.glob(os.path.join(art, "ckpt", "*.safetensors")))[-1:]:
@@ -107,7 +107,7 @@ def safetensors_seeds(out, tools, work):
 
 def manifest_seeds(out, tools, work):
     count = 0
-    for name, art in artifacts(out, tools, work):
+    for name, art in artifacts(tools, work):
         shutil.copy(os.path.join(art, "step.json"), os.path.join(out, name + ".json"))
         count += 1
     return count

@@ -152,21 +152,14 @@ LogicalResult GraphImporter::requireBroadcastsTo(const onnx::NodeProto &node,
                                                 int index, Value value,
                                                 ArrayRef<int64_t> shape) {
   ArrayRef<int64_t> have = cast<RankedTensorType>(value.getType()).getShape();
-  bool fits = have.size() <= shape.size();
-  for (size_t i = 1; fits && i <= have.size(); ++i)
-    fits = have[have.size() - i] == 1 ||
-           have[have.size() - i] == shape[shape.size() - i];
-  if (fits)
+  FailureOr<SmallVector<int64_t>> result = nn::broadcastShapes(have, shape);
+  if (succeeded(result) && ArrayRef<int64_t>(*result) == shape)
     return success();
-  auto text = [](ArrayRef<int64_t> dims) {
-    std::string out = "[";
-    for (auto [i, d] : llvm::enumerate(dims))
-      out += (i ? ", " : "") + std::to_string(d);
-    return out + "]";
-  };
   return error(node) << "input " << index << " ('" << node.input(index)
-                     << "') has shape " << text(have)
-                     << ", which does not broadcast to " << text(shape);
+                     << "') has shape ["
+                     << llvm::make_range(have.begin(), have.end())
+                     << "], which does not broadcast to ["
+                     << llvm::make_range(shape.begin(), shape.end()) << "]";
 }
 
 int64_t TensorData::numElements() const {
