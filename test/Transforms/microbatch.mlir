@@ -162,7 +162,10 @@ func.func @step(%w: tensor<3xf32>, %x: tensor<?x3xf32>, %m: tensor<?x3xi64>, %ac
 
 // -----
 
-// With a seed (loss scaling), the gradient is divided by count x seed once.
+// With a seed (loss scaling), each micro-batch's backward is seeded with
+// S / P, P the power of two at or below the window's full count (2 x 3
+// elements per micro-batch times K): gradients as large as the mean loss's.
+// The accumulated gradient is divided by count x S / P once.
 
 func.func private @seeded(%w: tensor<3xf32>, %x: tensor<2x3xf32>) -> tensor<f32> {
   %0 = nn.mul %x, %w : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
@@ -172,10 +175,31 @@ func.func private @seeded(%w: tensor<3xf32>, %x: tensor<2x3xf32>) -> tensor<f32>
 
 // CHECK-LABEL: func @step
 // CHECK-SAME: %[[S:[^:]+]]: f32
+// CHECK: %[[ROWS:.+]] = tensor.dim
+// CHECK: %[[K:.+]] = arith.divui %[[ROWS]]
+// CHECK: %[[K64:.+]] = arith.index_castui %[[K]] : index to i64
+// CHECK: %[[KF:.+]] = arith.uitofp %[[K64]] : i64 to f32
+// CHECK: %[[SIX:.+]] = arith.constant 6.000000e+00 : f32
+// CHECK: %[[UNITS:.+]] = arith.mulf %[[SIX]], %[[KF]] : f32
+// CHECK: %[[CLAMPED:.+]] = arith.maximumf %[[UNITS]]
+// CHECK: %[[BITS:.+]] = arith.bitcast %[[CLAMPED]] : f32 to i32
+// CHECK: %[[EXP:.+]] = arith.andi %[[BITS]], %c2139095040_i32 : i32
+// CHECK: %[[P:.+]] = arith.bitcast %[[EXP]] : i32 to f32
+// CHECK: %[[INVP:.+]] = arith.divf %{{.+}}, %[[P]] : f32
+// CHECK: %[[SEED:.+]] = arith.mulf %[[S]], %[[INVP]] : f32
 // CHECK: %[[LOOP:.+]]:3 = scf.for
-// CHECK: train.value_and_grad @seeded_split(%{{.+}}, %{{.+}}) seed %[[S]]
+// CHECK: train.value_and_grad @seeded_split(%{{.+}}, %{{.+}}) seed %[[SEED]]
 // CHECK: arith.divf %[[LOOP]]#1, %[[LOOP]]#2 : f32
-// CHECK: %[[DIV:.+]] = arith.mulf %[[LOOP]]#2, %[[S]] : f32
+// CHECK: %[[DIV:.+]] = arith.mulf %[[LOOP]]#2, %[[SEED]] : f32
+
+// With K known (steps=4): 24 elements per window, P = 16.
+// STATIC-LABEL: func.func private @seeded_split
+// STATIC: func @step
+// STATIC-SAME: %[[S:[^:]+]]: f32
+// STATIC: %[[INVP:.+]] = arith.constant 6.250000e-02 : f32
+// STATIC: %[[SEED:.+]] = arith.mulf %[[S]], %[[INVP]] : f32
+// STATIC: train.value_and_grad @seeded_split(%{{.+}}, %{{.+}}) seed %[[SEED]]
+// STATIC: arith.mulf %{{.+}}#2, %[[SEED]] : f32
 // CHECK: %[[INV:.+]] = arith.divf %{{.+}}, %[[DIV]] : f32
 // CHECK: train.scale %[[LOOP]]#0, %[[INV]]
 func.func @step(%w: tensor<3xf32>, %x: tensor<?x3xf32>, %s: f32, %acc: tensor<16xf32>) -> (tensor<f32>, tensor<16xf32>) {

@@ -6,7 +6,8 @@
 # runtime's counter in metrics.jsonl), never per micro-batch; the per-micro-batch placement
 # (--collectives per-micro-batch) gives the same parameters with K
 # all-reduces per step, padding ranks short of samples. fp16 with dynamic
-# loss scaling skips the same steps on 2 ranks as on one. Only rank 0
+# loss scaling skips the same steps on 2 ranks as one rank does at twice
+# the scale (each rank scales its own window's mean). Only rank 0
 # writes; a checkpointed 2-rank run resumes bit-identically.
 #
 # REQUIRES: mpi, torch
@@ -67,15 +68,19 @@ same(naive, one, "per-micro-batch all-reduce")
 assert all(r["all_reduces"] == 2 for r in naive_log), naive_log
 
 # fp16 with dynamic loss scaling: the overflow check runs on the summed
-# gradient, so every rank skips the same steps and backs off alike; the
-# scale and skip sequence equal one rank's, and so do the parameters (to
-# fp16's rounding of parameters that differ in the last f32 bit).
+# gradient, so every rank skips the same steps and backs off alike. Each
+# rank seeds its backward as PyTorch's DDP + GradScaler does, with the
+# scale times the gradient of its own window's mean (b*K = 8 samples
+# here), so 2 ranks at scale s run the very micro-batch backwards of one
+# rank (b*K = 16) at scale 2s: the same overflows, the scale and skip
+# sequence of one rank started at twice the scale, and the same parameters
+# (to fp16's rounding of parameters that differ in the last f32 bit).
 half_one, half_one_log = train(model, data, "mlp_fp16_1x4", 4, 4, 1, precision="fp16",
-                               loss_scale="dynamic:init=1e5,backoff=0.25,interval=2")
+                               loss_scale="dynamic:init=1.6e6,backoff=0.25,interval=2")
 half_two, half_two_log = train(model, data, "mlp_fp16_2x2", 4, 2, 2, precision="fp16",
-                               loss_scale="dynamic:init=1e5,backoff=0.25,interval=2")
-trace = lambda log: [(r["loss_scale"], r["skipped"]) for r in log]
-assert trace(half_two_log) == trace(half_one_log), (trace(half_two_log), trace(half_one_log))
+                               loss_scale="dynamic:init=8e5,backoff=0.25,interval=2")
+trace = lambda log, f=1: [(r["loss_scale"] * f, r["skipped"]) for r in log]
+assert trace(half_two_log, 2) == trace(half_one_log), (trace(half_two_log), trace(half_one_log))
 assert any(skipped for _, skipped in trace(half_two_log)), "no overflow was exercised"
 assert not all(skipped for _, skipped in trace(half_two_log)), "nothing trained"
 for name, value in half_one.items():

@@ -8,7 +8,8 @@
 # optimizer step count stay as they were (the run equals, bit for bit, an
 # unscaled run on the data without that window), the accumulator is
 # cleared, the scale backs off, and it grows again after `interval` finite
-# steps. metrics.jsonl shows loss_scale and skipped.
+# steps. metrics.jsonl shows loss_scale and skipped. Overflow starts at the
+# scale where it starts with PyTorch's GradScaler, on the same data.
 #
 # RUN: rm -rf %t && mkdir -p %t
 # RUN: %python %s %t
@@ -49,7 +50,7 @@ y = rng.standard_normal((5 * E, 1)).astype(np.float32)
 clean = os.path.join(out, "clean.npz")
 np.savez(clean, x=x, y=y)
 poisoned_x = x.copy()
-poisoned_x[2 * E + 3] = 1e17  # window 3
+poisoned_x[2 * E + 3] = 1e18  # window 3
 poisoned = os.path.join(out, "poisoned.npz")
 np.savez(poisoned, x=poisoned_x, y=y)
 without = os.path.join(out, "without3.npz")
@@ -57,9 +58,9 @@ keep = np.r_[0:2 * E, 3 * E:5 * E]
 np.savez(without, x=x[keep], y=y[keep])
 
 
-def run(tag, data, steps, scale, extra=(), optimizer="adam"):
+def run(tag, data, steps, scale, extra=(), optimizer="adam", lr=0.05):
     art = e2e.compile_model(model, os.path.join(out, tag), B, accumulation_steps=K,
-                            optimizer=optimizer, lr=0.05, loss_scale=scale)
+                            optimizer=optimizer, lr=lr, loss_scale=scale)
     trained, log = os.path.join(out, tag + ".onnx"), os.path.join(out, tag + ".jsonl")
     e2e.train(art, data, steps, export=trained, log=log, extra=list(extra))
     return e2e.initializers(trained), e2e.read_jsonl(log), art
@@ -109,6 +110,65 @@ _, grow_log, _ = run("grow", clean, 5, "dynamic:init=8,interval=2")
 assert [r["loss_scale"] for r in grow_log] == [8, 8, 16, 16, 32], grow_log
 assert [r["loss_scale"] for r in grow_log] == e2e.grad_scaler_scales(
     [False] * 5, init=8, interval=2)
+
+# 5. The scale at which gradients overflow is GradScaler's. PyTorch's
+# recipe scales each micro-batch's mean loss divided by K, so the backward
+# sees S times the gradient of the window's mean loss; Accrue seeds each
+# micro-batch's loss sum with S / P, P the power of two at or below the
+# window's count (here b*K = 8 elements: P = 8), which is the same. Each of
+# 30 windows holds one row of magnitude 1e12..1e15, so overflow starts at
+# scales from about 2^47 down to 2^27; from 2^40, with growth every 3 finite
+# steps, the scale backs off and grows again. The reference is PyTorch
+# itself (float32, the scaled backward and the isfinite check GradScaler's
+# unscale_ does, its update rule; learning rate 0, so the parameters stay
+# where both started). Seeding the loss sum with S (what Accrue did before)
+# overflows at scales 8 times smaller: a different trace, checked below so
+# the comparison can tell the two apart.
+import torch
+
+WINDOWS, INIT = 30, 2.0 ** 40
+grng = np.random.default_rng(5)
+gx = grng.standard_normal((WINDOWS * E, 4)).astype(np.float32)
+gy = grng.standard_normal((WINDOWS * E, 1)).astype(np.float32)
+for window in range(WINDOWS):
+    row = window * E + grng.integers(E)
+    gx[row] = (10.0 ** grng.uniform(12, 15)) * np.sign(grng.standard_normal(4))
+scaled_data = os.path.join(out, "grad_scaler.npz")
+np.savez(scaled_data, x=gx, y=gy)
+
+
+def grad_scaler_trace(factor=1.0):
+    start = e2e.initializers(model)
+    w = torch.tensor(start["w"], requires_grad=True)
+    b = torch.tensor(start["b"], requires_grad=True)
+    scale, finite, trace = INIT, 0, []
+    for window in range(WINDOWS):
+        w.grad = b.grad = None
+        for m in range(K):
+            rows = slice(window * E + m * B, window * E + (m + 1) * B)
+            p = torch.from_numpy(gx[rows]) @ w + b
+            loss = ((p - torch.from_numpy(gy[rows])) ** 2).mean() / K
+            (loss * torch.tensor(scale * factor, dtype=torch.float32)).backward()
+        overflow = not all(bool(torch.isfinite(t.grad).all()) for t in (w, b))
+        trace.append((scale, overflow))
+        if overflow:
+            scale, finite = scale * 0.5, 0
+        else:
+            finite += 1
+            if finite == 3:
+                scale, finite = scale * 2.0, 0
+    return trace
+
+
+_, gs_log, _ = run("grad_scaler", scaled_data, WINDOWS, "dynamic:init=%d,interval=3" % INIT,
+                   optimizer="sgd", lr=0)
+ours = [(r["loss_scale"], r["skipped"]) for r in gs_log]
+reference = grad_scaler_trace()
+print("GradScaler's trace:", reference)
+assert ours == reference, (ours, reference)
+skipped = sum(s for _, s in ours)
+assert 3 <= skipped <= WINDOWS - 3, ours  # backs off and grows again
+assert grad_scaler_trace(factor=E) != reference
 
 # 4. Bad settings name the flag.
 bad = e2e.run([e2e.tool("accrue-compile"), model, "-o", os.path.join(out, "bad"),

@@ -76,20 +76,26 @@ for precision in ["bf16", "fp16"]:
     low, low_log = run(gpt, gdata, "gpt_" + precision, 2, 2, precision, lr=0.003)
     compare("GPT", low, low_log, ref, ref_log, e2e.initializers(gpt), precision)
 
-# fp16 with dynamic loss scaling, as fp16 is meant to run. From
-# GradScaler's initial 65536 the GPT's scaled fp16 adjoints overflow: the
+# fp16 with dynamic loss scaling, as fp16 is meant to run. The backward is
+# seeded the way PyTorch's GradScaler seeds it (the scale times the mean
+# loss's gradient), so GradScaler's initial 65536 fits this small GPT with
+# nothing skipped. Started at 2^24, the scaled fp16 adjoints overflow: the
 # early steps that overflow are skipped, each halving the scale, until it
-# settles (here at 4096: 16 steps are applied out of 20, none skipped in
-# the second half).
+# settles (here at 131072 after 7 skips, 13 steps applied out of 20).
+_, default_log = run(gpt, gdata, "gpt_fp16_default", 2, 2, "fp16", lr=0.003,
+                     loss_scale="dynamic", steps=4)
+assert [r["loss_scale"] for r in default_log] == [65536] * 4, default_log
+assert not any(r["skipped"] for r in default_log), default_log
 _, scaled_log = run(gpt, gdata, "gpt_fp16_scaled", 2, 2, "fp16", lr=0.003,
-                    loss_scale="dynamic")
+                    loss_scale="dynamic:init=%d" % 2 ** 24)
 skips = [r["skipped"] for r in scaled_log]
 print("fp16 loss scale by step:", [r["loss_scale"] for r in scaled_log])
 # The scales follow GradScaler's rule applied to the run's own overflows.
-assert [r["loss_scale"] for r in scaled_log] == e2e.grad_scaler_scales(skips), scaled_log
-assert any(skips[:10]) and not any(skips[10:]), skips
+assert [r["loss_scale"] for r in scaled_log] == e2e.grad_scaler_scales(skips, init=2 ** 24), \
+    scaled_log
+assert any(skips[:5]) and not any(skips[-5:]), skips
 settled = scaled_log[-1]["loss_scale"]
-assert settled == 65536 / 2 ** sum(skips), (settled, skips)
+assert settled == 2 ** 24 / 2 ** sum(skips), (settled, skips)
 assert scaled_log[-1]["optimizer_steps"] == STEPS - sum(skips)
 # Started at the settled scale, nothing is skipped and the run stays within
 # fp16's tolerance of fp32.

@@ -24,6 +24,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include <cmath>
 #include <limits>
 
 namespace accrue::train {
@@ -57,6 +58,12 @@ struct SplitLoss {
   /// The function takes a trailing tensor<i64>: the number of real samples
   /// of its micro-batch, and masks the others out of N and D.
   bool masked = false;
+  /// The count D of a full micro-batch as far as it is known statically
+  /// (the elements a mean reduces; for a data-dependent count, the elements
+  /// of the mask). Loss scaling divides its seed by the power of two nearest
+  /// below this times K, so the backward sees gradients as large as those
+  /// of the mean loss, as with PyTorch's GradScaler.
+  double fullCount = 1;
 };
 
 /// Which samples a value's elements belong to.
@@ -357,8 +364,9 @@ Value maskedSum(OpBuilder &builder, Value v, SampleMask &mask) {
 /// the form is not recognized, or, with `mask`, if padded samples cannot be
 /// masked out of it. Sets `kind` (and `floor` for a clamped count).
 std::optional<std::pair<Value, Value>>
-splitLossValue(OpBuilder &builder, Value loss, LossKind &kind,
-               std::optional<double> &floor, SampleMask *mask) {
+splitLossValue(OpBuilder &builder, Value loss, int64_t microBatch,
+               LossKind &kind, std::optional<double> &floor,
+               double &fullCount, SampleMask *mask) {
   nn::NNBuilder nnb(builder, loss.getLoc());
   Value root = lookThroughIdentity(loss);
   auto scalarType = RankedTensorType::get({}, builder.getF32Type());
@@ -396,16 +404,23 @@ splitLossValue(OpBuilder &builder, Value loss, LossKind &kind,
                                         mean.getAxes(),
                                         /*keepdims=*/false);
     kind = LossKind::Mean;
+    fullCount = static_cast<double>(inType.getNumElements());
     return std::make_pair(toScalar(sum), count);
   }
+  auto labelCount = [](Operation *op) {
+    return static_cast<double>(
+        cast<RankedTensorType>(op->getOperand(1).getType()).getNumElements());
+  };
   if (auto sce = root.getDefiningOp<nn::SoftmaxCrossEntropyLossOp>();
       sce && sce.getReduction() == nn::LossReduction::Mean) {
     kind = LossKind::Mean;
+    fullCount = labelCount(sce);
     return splitClassificationLoss(builder, sce, mask);
   }
   if (auto nll = root.getDefiningOp<nn::NegativeLogLikelihoodLossOp>();
       nll && nll.getReduction() == nn::LossReduction::Mean) {
     kind = LossKind::Mean;
+    fullCount = labelCount(nll);
     return splitClassificationLoss(builder, nll, mask);
   }
   // sum(x) / c with a constant c the importer classified: a count of d per
@@ -426,13 +441,13 @@ splitLossValue(OpBuilder &builder, Value loss, LossKind &kind,
     }
     kind = LossKind::Mean;
     Value count = div.getRhs();
-    if (mask) {
-      double perSample =
-          div->getAttrOfType<FloatAttr>(StepAttrs::kDivisorPerSample)
-              .getValueAsDouble();
+    double perSample =
+        div->getAttrOfType<FloatAttr>(StepAttrs::kDivisorPerSample)
+            .getValueAsDouble();
+    fullCount = perSample * static_cast<double>(microBatch);
+    if (mask)
       count = nnb.mul(mask->validCount(builder, div.getLoc()),
                       nnb.scalar(builder.getF32Type(), perSample));
-    }
     return std::make_pair(toScalar(sum), toScalar(f32(count)));
   }
   // sum(x) / count(data), e.g. a masked token loss divided by the number of
@@ -442,6 +457,10 @@ splitLossValue(OpBuilder &builder, Value loss, LossKind &kind,
       isSumOverSamples(div.getLhs())) {
     std::optional<double> clampFloor;
     if (Value count = dataDependentCount(div.getRhs(), clampFloor)) {
+      fullCount = static_cast<double>(
+          cast<RankedTensorType>(
+              count.getDefiningOp<nn::ReduceSumOp>().getInput().getType())
+              .getNumElements());
       Value sum = div.getLhs();
       if (mask) {
         sum = maskedSum(builder, sum, *mask);
@@ -499,9 +518,10 @@ std::optional<SplitLoss> splitLoss(func::FuncOp forward, bool exact,
 
   LossKind kind = LossKind::MeanOfMeans;
   std::optional<double> floor;
+  double fullCount = 1;
   std::optional<std::pair<Value, Value>> nd;
   if (exact)
-    nd = splitLossValue(builder, loss, kind, floor,
+    nd = splitLossValue(builder, loss, microBatch, kind, floor, fullCount,
                         sampleMask ? &*sampleMask : nullptr);
   if (!nd && mask) {
     split.erase();
@@ -509,6 +529,7 @@ std::optional<SplitLoss> splitLoss(func::FuncOp forward, bool exact,
   }
   if (!nd) {
     kind = LossKind::MeanOfMeans;
+    fullCount = 1;
     builder.setInsertionPoint(ret);
     nn::NNBuilder nnb(builder, ret.getLoc());
     nd = std::make_pair(loss, nnb.scalar(builder.getF32Type(), 1.0));
@@ -529,7 +550,38 @@ std::optional<SplitLoss> splitLoss(func::FuncOp forward, bool exact,
                          ValueRange{nd->first, nd->second});
   ret.erase();
   symbols.insert(split);
-  return SplitLoss{split, kind, floor, mask};
+  return SplitLoss{split, kind, floor, mask, std::max(fullCount, 1.0)};
+}
+
+/// 1 / P as an f32, with P the largest power of two not above
+/// `fullCount` * K (computed in f32; K is `steps` or, when that is 0, the
+/// run-time `numSteps`).
+Value inversePowerOfTwoBelow(OpBuilder &b, Location loc, double fullCount,
+                             int64_t steps, Value numSteps) {
+  float unit = static_cast<float>(fullCount);
+  if (steps > 0) {
+    float units = std::max(unit * static_cast<float>(steps), 1.0f);
+    return arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(std::ldexp(1.0f, -std::ilogb(units))));
+  }
+  // The same at run time: clearing the mantissa bits of a positive normal
+  // float leaves the power of two at or below it.
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  Value k = arith::UIToFPOp::create(
+      b, loc, f32,
+      arith::IndexCastUIOp::create(b, loc, b.getI64Type(), numSteps));
+  Value units = arith::MaximumFOp::create(
+      b, loc,
+      arith::MulFOp::create(
+          b, loc, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(unit)),
+          k),
+      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f)));
+  Value exponent = arith::AndIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, i32, units),
+      arith::ConstantIntOp::create(b, loc, 0x7F800000, 32));
+  return arith::DivFOp::create(
+      b, loc, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f)),
+      arith::BitcastOp::create(b, loc, f32, exponent));
 }
 
 struct TrainMicrobatchPass
@@ -665,6 +717,17 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
   SmallVector<Value> inits{accumulate.getAccumulator(), zero, zero};
 
+  // Loss scaling seeds the backward of each micro-batch's loss sum with
+  // S / P, P the power of two at or below the window's full count, so the
+  // gradients are as large as those of the mean loss scaled by S (PyTorch's
+  // GradScaler with each micro-batch's loss divided by K) and overflow
+  // starts at the same scale. A power of two keeps static scaling exact.
+  Value seed = op.getSeed();
+  if (seed && split.kind != LossKind::Sum)
+    seed = arith::MulFOp::create(
+        b, loc, seed,
+        inversePowerOfTwoBelow(b, loc, split.fullCount, steps, numSteps));
+
   auto loop = scf::ForOp::create(
       b, loc, c0, numSteps, c1, inits,
       [&](OpBuilder &lb, Location l, Value iv, ValueRange iterArgs) {
@@ -712,7 +775,7 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
         llvm::append_range(resultTypes, op.getGradients().getTypes());
         auto step = ValueAndGradOp::create(
             lb, l, resultTypes, split.function.getSymName(), args,
-            /*valid=*/Value(), op.getSeed(), op.getWrt(),
+            /*valid=*/Value(), seed, op.getWrt(),
             /*micro_batch=*/nullptr);
         // The accumulate takes the gradients in its own order.
         SmallVector<Value> grads;
@@ -759,7 +822,7 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   Value loss = lossSum, gradient = accumulated;
   // The gradient is divided once by the total count (for mean of means,
   // the count is K) and by the loss-scaling seed.
-  Value divisor = op.getSeed();
+  Value divisor = seed;
   if (split.kind != LossKind::Sum) {
     Value count = totalCount;
     if (split.countFloor)
