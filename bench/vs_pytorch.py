@@ -48,12 +48,34 @@ class WideMLP(torch.nn.Module):
         return torch.nn.functional.cross_entropy(self.net(x), y)
 
 
+class SmallCNN(torch.nn.Module):
+    """Three 3x3 convolutions (3-32-64-64 channels, 32x32 images), ReLU,
+    max pooling, global average pooling and a linear classifier."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        nn = torch.nn
+        self.net = nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(self.net(x), y)
+
+
 def build(name, out, steps):
     """(module, data dict, micro-batch, onnx path)."""
     rng = np.random.default_rng(0)
     if name == "gpt":
         module, b = zoo.GPT(1, vocab=4096, d=256, heads=4, layers=4, block=64), 8
         data = module.data(b * K * steps, rng)
+    elif name == "cnn":
+        module, b = SmallCNN(), 16
+        data = {"x": rng.standard_normal((b * K * steps, 3, 32, 32)).astype(np.float32),
+                "y": rng.integers(0, 10, b * K * steps).astype(np.int64)}
     else:
         module, b = WideMLP(), 64
         data = {"x": rng.standard_normal((b * K * steps, 512)).astype(np.float32),

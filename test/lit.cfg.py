@@ -42,6 +42,8 @@ llvm_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
 for lib in ["mlir_c_runner_utils", "mlir_runner_utils"]:
     config.substitutions.append(
         ("%" + lib, os.path.join(llvm_lib_dir, "lib" + lib + config.llvm_shlib_ext)))
+# OpenMP, for programs with parallel loops.
+config.substitutions.append(("%libomp", os.path.join(llvm_lib_dir, "libomp.so")))
 
 # The CUDA toolkit (ptxas, libdevice) and the features scripts/test requires.
 import sys

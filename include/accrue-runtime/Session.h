@@ -142,6 +142,10 @@ struct SessionOptions {
   /// Every N optimizer steps; unset: only after the last step.
   std::optional<int64_t> checkpointEvery;
   int64_t keepCheckpoints = 2;
+  /// Threads for the step's parallel loops; unset or 0: OMP_NUM_THREADS
+  /// when set, else the cores this process may use, divided among the
+  /// node's ranks.
+  std::optional<int64_t> threads;
   /// Continue from the newest checkpoint in checkpointDir.
   bool resume = false;
   /// metrics.jsonl (empty: no log); a resumed run appends.
@@ -265,6 +269,8 @@ private:
   /// What a checkpoint must agree on to resume bit for bit.
   std::map<std::string, std::string> config;
   int numRanks = 1, rank = 0;
+  /// Threads of the step's parallel loops.
+  int64_t threadCount = 1;
   int64_t steps = 0, iteration = 0;
   std::ofstream log;
   std::vector<std::vector<uint8_t>> staging;

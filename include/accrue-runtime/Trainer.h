@@ -55,6 +55,12 @@ public:
   std::string path(const std::string &file) const { return dir + "/" + file; }
   /// Calls the packed entry point.
   void call(void **packedArgs) const;
+  /// Runs the step's parallel loops on `threads` threads (0: as
+  /// OMP_NUM_THREADS says when it is set, else the cores this process may
+  /// use, shared among the ranks of this node). Results do not depend on
+  /// it. Returns the count set, or 1 for a step without parallel
+  /// loops.
+  int64_t setThreads(int64_t threads) const;
 
 private:
   void *handle = nullptr;

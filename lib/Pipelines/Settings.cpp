@@ -227,6 +227,10 @@ void accrue::bindPipelineSettings(SettingTable &table,
              "Register-tile and vectorize contractions (off: scalar loops, "
              "for comparison)",
              cpu.vectorize);
+  table.flag("parallel",
+             "Run large kernels on all cores (OpenMP; off: one thread, no "
+             "libomp)",
+             cpu.parallel);
   table.integer("vector_bits",
                 "The target's vector register width for the contraction "
                 "kernels (512, 256 or 128; default: the target CPU's in "

@@ -35,6 +35,7 @@ void SessionOptions::validate() const {
   atLeast("total_steps", totalSteps, 1);
   atLeast("checkpoint_every", checkpointEvery, 1);
   atLeast("keep_checkpoints", keepCheckpoints, 1);
+  atLeast("threads", threads, 0);
   if (lr && !(std::isfinite(*lr) && *lr >= 0))
     throw Error(settingRef("lr") + " must be a finite number >= 0");
   if (accumulationSteps && !accumulationSchedule.empty())
@@ -58,7 +59,7 @@ const std::vector<std::string> &SessionOptions::settingNames() {
       "drop_last",     "lr",                 "lr_schedule",
       "warmup_steps",  "total_steps",        "checkpoint_dir",
       "checkpoint_every", "keep_checkpoints", "resume",
-      "log",           "device"};
+      "log",           "device",             "threads"};
   return names;
 }
 
@@ -116,6 +117,8 @@ void SessionOptions::set(const std::string &name, const std::string &value) {
     log = value;
   else if (name == "device")
     device = parseDevice(value);
+  else if (name == "threads")
+    threads = integer();
   else {
     std::string known;
     for (const std::string &n : settingNames())
@@ -232,6 +235,7 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
     : opts(validated(std::move(options))), notices(std::move(sink)),
       trainer(std::move(artifact), opts.device), data(std::move(dataset)) {
   const Artifact &art = trainer.artifact();
+  threadCount = art.setThreads(opts.threads.value_or(0));
   // Data parallelism: each of the G ranks takes its b x K slice of every
   // global window of b x K x G samples; rank 0 alone writes.
   if (art.dataParallel()) {
@@ -274,7 +278,9 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
              " = effective batch " + std::to_string(effectiveBatch()) +
              (opts.accumulationSchedule.empty()
                   ? std::string()
-                  : " (schedule " + opts.accumulationSchedule + ")"));
+                  : " (schedule " + opts.accumulationSchedule + ")") +
+             (threadCount > 1 ? "; " + std::to_string(threadCount) + " threads"
+                              : ""));
   if (art.activationBytes)
     notify(Notice::Kind::Info,
            "estimated activation memory of one micro-batch: " +

@@ -4,10 +4,12 @@
 
 #include "accrue-runtime/Collectives.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <sched.h>
 #include <malloc.h>
 
 using namespace accrue::rt;
@@ -21,6 +23,10 @@ Artifact::Artifact(const std::string &directory) : dir(directory) {
   static_cast<Manifest &>(*this) =
       Manifest::parse(readFile(manifestPath), manifestPath);
   std::string libraryPath = path(library);
+  // Idle OpenMP threads spin for 1 ms before they sleep (libomp's default,
+  // 200 ms, keeps cores busy between steps and starves other processes);
+  // a user's KMP_BLOCKTIME wins.
+  ::setenv("KMP_BLOCKTIME", "1", /*overwrite=*/0);
   // RTLD_LOCAL: two artifacts in one process keep their symbols apart.
   handle = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
@@ -76,6 +82,32 @@ void PackedArgs::addMemref(void *data, const std::vector<int64_t> &shape) {
     integers.push_back(s);
     slots.push_back(&integers.back());
   }
+}
+
+int64_t Artifact::setThreads(int64_t threads) const {
+  // libomp comes with the step (a step without parallel loops does not
+  // link it); dlsym searches the library's dependencies too.
+  auto *set = reinterpret_cast<void (*)(int)>(
+      dlsym(handle, "omp_set_num_threads"));
+  if (!set)
+    return 1;
+  if (threads <= 0 && std::getenv("OMP_NUM_THREADS")) {
+    // The user's OpenMP setting stands.
+    auto *get =
+        reinterpret_cast<int (*)()>(dlsym(handle, "omp_get_max_threads"));
+    return get ? get() : 1;
+  }
+  if (threads <= 0) {
+    cpu_set_t cpus;
+    int64_t cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
+                        ? CPU_COUNT(&cpus)
+                        : 1;
+    const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    int64_t ranks = local ? std::max(1, std::atoi(local)) : 1;
+    threads = std::max<int64_t>(1, cores / ranks);
+  }
+  set(static_cast<int>(threads));
+  return threads;
 }
 
 //===----------------------------------------------------------------------===//

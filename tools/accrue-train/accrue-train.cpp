@@ -47,7 +47,8 @@ struct Options {
          "         [--checkpoint-dir D [--checkpoint-every N]\n"
          "          [--keep-checkpoints K] [--resume]]\n"
          "         [--export TRAINED.onnx] [--save-gradients GRADS.npz]\n"
-         "         [--device cpu|cuda] [--progress | --no-progress]\n";
+         "         [--device cpu|cuda] [--threads N]\n"
+         "         [--progress | --no-progress]\n";
   std::exit(message ? 1 : 0);
 }
 

@@ -42,6 +42,10 @@ struct CPULoweringOptions {
   bool fuseElementwise = true;
   /// Register-tile and vectorize contractions (vectorize-contractions).
   bool vectorize = true;
+  /// Run large kernels on all cores: scf.parallel loops lowered to OpenMP
+  /// (the step then links libomp; results do not depend on the thread
+  /// count).
+  bool parallel = true;
   /// The target's vector register width in bits; sizes the kernels' blocks
   /// (rows of 2 registers, dot products over one register). Unset:
   /// accrue-compile asks the target CPU, accrue-opt takes 512.

@@ -13,6 +13,7 @@
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -190,11 +191,16 @@ LogicalResult cpu::linkSharedLibrary(StringRef objectPath, StringRef outputPath,
                                      StringRef lldPath, std::string &error) {
   SmallVector<StringRef> args{lldPath, "-shared",  "--as-needed",
                               "-o",    outputPath, objectPath};
-  // The generated code calls libm (expf, tanhf, ...) and libc (malloc).
+  // The generated code calls libm (expf, tanhf, ...) and libc (malloc),
+  // and its parallel loops libomp (found at run time through the rpath;
+  // --as-needed drops it from a step without parallel loops).
   for (StringRef lib :
        {"/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libc.so.6"})
     if (llvm::sys::fs::exists(lib))
       args.push_back(lib);
+  std::string rpath = "-rpath=" + llvm::sys::path::parent_path(ACCRUE_LIBOMP).str();
+  args.push_back(ACCRUE_LIBOMP);
+  args.push_back(rpath);
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(lldPath, args, std::nullopt, {}, 0, 0,
                                      &message);

@@ -57,24 +57,37 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
     vectorize.dotWidth = lanes;
     // 16 registers of the block (8 rows of 2) with AVX; SSE has 16 in all.
     vectorize.tileM = lanes >= 8 ? 8 : 4;
+    vectorize.parallel = options.parallel;
     pm.addNestedPass<func::FuncOp>(createVectorizeContractions(vectorize));
   }
-  pm.addPass(createConvertLinalgToLoopsPass());
+  if (options.parallel) {
+    // Parallel dimensions become scf.parallel loops; the outermost ones
+    // with enough work run on OpenMP's threads, the rest stay sequential.
+    pm.addPass(createConvertLinalgToParallelLoopsPass());
+    pm.addNestedPass<func::FuncOp>(createScheduleParallelLoops());
+    pm.addPass(createConvertSCFToOpenMPPass());
+  } else {
+    pm.addPass(createConvertLinalgToLoopsPass());
+  }
   {
     ApproximateMathOptions approximate;
     approximate.ops = {"math.exp", "math.log", "math.tanh", "math.erf"};
     pm.addPass(createApproximateMath(approximate));
   }
-  pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // After the memref lowering: scf-to-openmp puts each parallel iteration
+  // in a memref.alloca_scope, which must hold one block until it is gone.
+  pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
+  if (options.parallel)
+    pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }

@@ -53,10 +53,17 @@ struct Plan {
   /// Dot: A and B contiguous along k; tileM x tileN partial sums, each a
   /// vector of `width` consecutive k, reduced into C at the end.
   enum class Kind { OuterProduct, Dot } kind;
-  SmallVector<unsigned> batch;
+  /// Outer loops: parallel dimensions (batch, and m or n dimensions beyond
+  /// the blocked ones), then reduction dimensions beyond the blocked k.
+  SmallVector<unsigned> batch, outerK;
   unsigned m, n, k;
   unsigned a, b;
   int64_t tileM, tileN, width = 1;
+  /// Whether the blocks run as an scf.parallel loop (see the pass).
+  bool parallel = false;
+  /// The ranges of m and n this kernel covers (multiples of the tiles); a
+  /// remainder gets a kernel of its own with smaller tiles.
+  int64_t mBegin = 0, mEnd = 0, nBegin = 0, nEnd = 0;
   /// k is split into blocks of tileK, the outermost loop after the batch:
   /// the rows of B (and A) of one k block stay in cache while every block
   /// of C accumulates them.
@@ -89,19 +96,33 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
       return failure();
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(op);
-  if (failed(dims) || dims->m.empty() || dims->n.size() != 1 ||
-      dims->k.size() != 1)
+  if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.empty())
     return failure();
-  // The last m dimension is blocked; the others (say, a batch dimension
-  // the right-hand side is broadcast over) are outer loops, as batch
-  // dimensions are.
-  Plan plan;
-  plan.batch.assign(dims->batch.begin(), dims->batch.end());
-  plan.batch.append(dims->m.begin(), dims->m.end() - 1);
-  plan.m = dims->m.back();
-  plan.n = dims->n[0];
-  plan.k = dims->k[0];
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  // One m, one n and one k dimension are blocked: the last m, the n that is
+  // innermost in C (else the last) and the k that is innermost in an
+  // operand (else the last). The other m and n dimensions (say, a batch
+  // dimension the right-hand side is broadcast over, or the samples of a
+  // convolution's columns) are outer loops, as batch dimensions are; the
+  // other k dimensions are outer loops too, each accumulating into C.
+  auto pick = [](ArrayRef<unsigned> candidates, ArrayRef<AffineMap> inner) {
+    for (AffineMap map : inner)
+      for (unsigned d : candidates)
+        if (innermostIs(map, d))
+          return d;
+    return candidates.back();
+  };
+  Plan plan;
+  plan.m = dims->m.back();
+  plan.n = pick(dims->n, {maps[2]});
+  plan.k = pick(dims->k, {maps[0], maps[1]});
+  plan.batch.assign(dims->batch.begin(), dims->batch.end());
+  for (unsigned d : llvm::concat<const unsigned>(dims->m, dims->n))
+    if (d != plan.m && d != plan.n)
+      plan.batch.push_back(d);
+  for (unsigned d : dims->k)
+    if (d != plan.k)
+      plan.outerK.push_back(d);
   AffineExpr n = getAffineDimExpr(plan.n, op.getContext());
   plan.b = maps[0].getResultPosition(n) ? 0 : 1;
   plan.a = 1 - plan.b;
@@ -111,9 +132,9 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
       unitInnerStride(op->getOperand(2)) &&
       unitInnerStride(op->getOperand(plan.b))) {
     plan.kind = Plan::Kind::OuterProduct;
-    plan.tileM = largestDivisor(bounds[plan.m], {tileM, 4, 2, 1});
+    plan.tileM = std::min(tileM, bounds[plan.m]);
     plan.tileN = largestDivisor(bounds[plan.n], {tileN, tileN / 2});
-    if (!plan.tileM || !plan.tileN)
+    if (!plan.tileN)
       return failure();
     plan.tileK = largestDivisor(bounds[plan.k], {tileK, 128, 64, 32, 16, 8});
     if (!plan.tileK)
@@ -126,8 +147,8 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
       unitInnerStride(op->getOperand(plan.b))) {
     plan.kind = Plan::Kind::Dot;
     plan.width = largestDivisor(bounds[plan.k], {dotWidth, dotWidth / 2});
-    plan.tileM = largestDivisor(bounds[plan.m], {4, 2, 1});
-    plan.tileN = largestDivisor(bounds[plan.n], {4, 2, 1});
+    plan.tileM = std::min<int64_t>(4, bounds[plan.m]);
+    plan.tileN = std::min<int64_t>(4, bounds[plan.n]);
     if (!plan.width)
       return failure();
     plan.tileK = largestDivisor(bounds[plan.k], {tileK, 128, 64, 32, 16, 8});
@@ -149,20 +170,55 @@ struct BlockedContraction {
       : rewriter(rewriter), loc(op.getLoc()), plan(plan),
         maps(op.getIndexingMapsArray()), a(op->getOperand(plan.a)),
         b(op->getOperand(plan.b)), c(op->getOperand(2)) {
-    SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+    bounds = op.getStaticLoopRanges();
     Value zero = constant(0);
     ivs.assign(bounds.size(), zero);
-    SmallVector<std::pair<unsigned, int64_t>> loops;
+    // Loop groups, outermost first; a parallel plan makes one group an
+    // scf.parallel: the batch dimensions when they have enough iterations,
+    // else the blocks of C inside each k block.
+    int64_t batchIterations = 1;
     for (unsigned d : plan.batch)
-      loops.push_back({d, 1});
-    loops.push_back({plan.k, plan.tileK});
-    loops.push_back({plan.n, plan.tileN});
-    loops.push_back({plan.m, plan.tileM});
-    for (auto [dim, step] : loops) {
-      auto loop = scf::ForOp::create(rewriter, loc, zero,
-                                     constant(bounds[dim]), constant(step));
-      ivs[dim] = loop.getInductionVar();
-      rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+      batchIterations *= bounds[d];
+    bool parallelBatch = plan.parallel && batchIterations >= 4;
+    SmallVector<std::pair<SmallVector<unsigned>, bool>> groups;
+    if (!plan.batch.empty())
+      groups.push_back({SmallVector<unsigned>(plan.batch), parallelBatch});
+    groups.push_back({{plan.k}, false});
+    if (plan.parallel && !parallelBatch) {
+      groups.push_back({{plan.n, plan.m}, true});
+    } else {
+      groups.push_back({{plan.n}, false});
+      groups.push_back({{plan.m}, false});
+    }
+    for (auto &[dims, parallel] : groups) {
+      SmallVector<Value> lbs, ubs, steps;
+      for (unsigned dim : dims) {
+        int64_t begin = 0, end = bounds[dim], step = 1;
+        if (dim == plan.m)
+          std::tie(begin, end, step) =
+              std::make_tuple(plan.mBegin, plan.mEnd, plan.tileM);
+        else if (dim == plan.n)
+          std::tie(begin, end, step) =
+              std::make_tuple(plan.nBegin, plan.nEnd, plan.tileN);
+        else if (dim == plan.k)
+          step = plan.tileK;
+        lbs.push_back(constant(begin));
+        ubs.push_back(constant(end));
+        steps.push_back(constant(step));
+      }
+      if (parallel) {
+        auto loop = scf::ParallelOp::create(rewriter, loc, lbs, ubs, steps);
+        loop->setAttr("accrue.parallel_kernel", rewriter.getUnitAttr());
+        for (auto [dim, iv] : llvm::zip(dims, loop.getInductionVars()))
+          ivs[dim] = iv;
+        rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+        continue;
+      }
+      for (auto [dim, lb, ub, step] : llvm::zip(dims, lbs, ubs, steps)) {
+        auto loop = scf::ForOp::create(rewriter, loc, lb, ub, step);
+        ivs[dim] = loop.getInductionVar();
+        rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+      }
     }
   }
 
@@ -193,9 +249,24 @@ struct BlockedContraction {
   }
 
   /// The loop over this block of k in steps of `step`, carrying `init`;
-  /// `body` gets k and the carried values and returns the next ones.
+  /// `body` gets k and the carried values and returns the next ones. The
+  /// other k dimensions are loops around it, so the block of C stays in
+  /// registers over all of them.
   scf::ForOp kLoop(int64_t step, ValueRange init,
-                   function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+                   function_ref<SmallVector<Value>(Value, ValueRange)> body,
+                   unsigned outer = 0) {
+    if (outer < plan.outerK.size()) {
+      unsigned dim = plan.outerK[outer];
+      auto loop = scf::ForOp::create(rewriter, loc, constant(0),
+                                     constant(bounds[dim]), constant(1), init);
+      OpBuilder::InsertionGuard inner(rewriter);
+      rewriter.setInsertionPointToStart(loop.getBody());
+      ivs[dim] = loop.getInductionVar();
+      scf::ForOp nested =
+          kLoop(step, loop.getRegionIterArgs(), body, outer + 1);
+      scf::YieldOp::create(rewriter, loc, nested.getResults());
+      return loop;
+    }
     Value start = ivs[plan.k];
     Value end = arith::AddIOp::create(rewriter, loc, start,
                                       constant(plan.tileK));
@@ -212,6 +283,7 @@ struct BlockedContraction {
   RewriterBase &rewriter;
   Location loc;
   const Plan &plan;
+  SmallVector<int64_t> bounds;
   SmallVector<AffineMap> maps;
   Value a, b, c;
   SmallVector<Value> ivs;
@@ -312,11 +384,35 @@ struct VectorizeContractionsPass
       FailureOr<Plan> plan = planContraction(op, tileM, tileN, tileK, dotWidth);
       if (failed(plan))
         continue;
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      int64_t flops = 1;
+      for (int64_t r : ranges)
+        flops *= r;
+      plan->parallel = parallel && flops >= minParallelFlops;
       rewriter.setInsertionPoint(op);
-      if (plan->kind == Plan::Kind::OuterProduct)
-        emitBlockedContraction(rewriter, op, *plan);
-      else
-        emitBlockedDot(rewriter, op, *plan);
+      // Whole tiles of m and n, then the remainders with smaller tiles
+      // (the vectors along n of the outer-product kernel divide n).
+      SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+      auto pieces = [](int64_t extent, int64_t tile) {
+        SmallVector<std::array<int64_t, 3>> result;
+        int64_t whole = extent - extent % tile;
+        if (whole)
+          result.push_back({0, whole, tile});
+        if (whole != extent)
+          result.push_back({whole, extent, extent - whole});
+        return result;
+      };
+      for (auto [mBegin, mEnd, tileM] : pieces(bounds[plan->m], plan->tileM))
+        for (auto [nBegin, nEnd, tileN] :
+             pieces(bounds[plan->n], plan->tileN)) {
+          Plan piece = *plan;
+          piece.mBegin = mBegin, piece.mEnd = mEnd, piece.tileM = tileM;
+          piece.nBegin = nBegin, piece.nEnd = nEnd, piece.tileN = tileN;
+          if (piece.kind == Plan::Kind::OuterProduct)
+            emitBlockedContraction(rewriter, op, piece);
+          else
+            emitBlockedDot(rewriter, op, piece);
+        }
       rewriter.eraseOp(op);
       ++numVectorized;
     }

@@ -1,7 +1,8 @@
 //===- Neural.cpp - lower softmax, conv, pooling, dropout -------*- C++ -*-===//
 //
-// Convolutions and pooling are linalg.generic ops over padded inputs with
-// affine windows. Their adjoints with respect to the input use a "gather"
+// Convolutions are contractions over their input's columns (im2col, see
+// ConvLowering). Pooling is a linalg.generic over the padded input with
+// affine windows; its adjoint with respect to the input uses a "gather"
 // form: each input element sums, over the kernel positions, the output
 // elements whose window covered it (the division by the stride is checked
 // in the body), so no scatter or atomic update is needed.
@@ -153,20 +154,143 @@ std::pair<Value, Value> windowOf(OpBuilder &b, Location loc, Value i, Value k,
   return {valid, arith::IndexCastOp::create(b, loc, b.getIndexType(), safe)};
 }
 
+/// The [N, C, OH, OW] view of `padded` that kernel position (i, j) of
+/// every window reads.
+Value windowView(OpBuilder &b, Location loc, Value padded,
+                 RankedTensorType viewType, int64_t i, int64_t j,
+                 ArrayRef<int64_t> s, ArrayRef<int64_t> d) {
+  auto index = [&](int64_t v) { return b.getIndexAttr(v); };
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t size : viewType.getShape())
+    sizes.push_back(index(size));
+  return tensor::ExtractSliceOp::create(
+      b, loc, viewType, padded,
+      SmallVector<OpFoldResult>{index(0), index(0), index(i * d[0]),
+                                index(j * d[1])},
+      sizes,
+      SmallVector<OpFoldResult>{index(1), index(1), index(s[0]), index(s[1])});
+}
+
+/// `padded` with `update` [N, C, OH, OW] added to the view of kernel
+/// position (i, j).
+Value addToWindowView(OpBuilder &b, Location loc, Value padded, Value update,
+                      int64_t i, int64_t j, ArrayRef<int64_t> s,
+                      ArrayRef<int64_t> d) {
+  auto viewType = cast<RankedTensorType>(update.getType());
+  auto view = windowView(b, loc, padded, viewType, i, j, s, d)
+                  .getDefiningOp<tensor::ExtractSliceOp>();
+  Value sum = buildElementwise(
+      b, loc, viewType, ValueRange{view, update},
+      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::AddFOp::create(nb, l, args[0], args[1]);
+      });
+  return tensor::InsertSliceOp::create(b, loc, sum, padded,
+                                       view.getMixedOffsets(),
+                                       view.getMixedSizes(),
+                                       view.getMixedStrides());
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution
 //===----------------------------------------------------------------------===//
 
-/// Views a [F, C/G, KH, KW] weight (or weight-shaped tensor) as
-/// [G, F/G, C/G, KH, KW], so that the group and the filter within it are
-/// separate loops of the generic.
-Value groupedWeight(OpBuilder &b, Location loc, Value weight, int64_t groups) {
-  auto type = cast<RankedTensorType>(weight.getType());
-  SmallVector<int64_t> shape{groups, type.getDimSize(0) / groups};
-  llvm::append_range(shape, type.getShape().drop_front());
-  return tensor::ExpandShapeOp::create(
-      b, loc, RankedTensorType::get(shape, type.getElementType()), weight,
-      ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});
+// A convolution is a matrix product over its columns (im2col): for sample
+// n and group g, column p = (oh, ow) holds the input elements window p
+// covers, row kk = (c, kh, kw) of the columns the element at that kernel
+// position. Then, with W_g the group's weights as [F/G, C/G * KH * KW],
+//   Y[n, g] = W_g x Col[n, g]             (forward),
+//   dW_g = sum_n dY[n, g] x Col[n, g]^T    (weight gradient),
+//   dCol[n, g] = W_g^T x dY[n, g]          (input gradient, then col2im),
+// three contractions the CPU backend runs as register-blocked kernels. The
+// columns cost C * KH * KW * OH * OW elements per sample, F/G times less
+// than the products they feed.
+
+/// Sizes of one convolution: the input [N, C, H, W], the output's spatial
+/// size, the kernel's and the groups.
+struct ConvShape {
+  int64_t n, c, h, w, f, kh, kw, oh, ow, groups;
+  ArrayRef<int64_t> s, d, p;
+  int64_t cg() const { return c / groups; }
+  int64_t fg() const { return f / groups; }
+  /// Rows of the columns (and of the grouped weight): C/G * KH * KW.
+  int64_t rows() const { return cg() * kh * kw; }
+  /// Whether the columns are the input itself (1x1 kernel, stride 1, no
+  /// padding).
+  bool direct() const {
+    return kh == 1 && kw == 1 && s[0] == 1 && s[1] == 1 &&
+           llvm::all_of(p, [](int64_t v) { return v == 0; });
+  }
+};
+
+ConvShape convShape(RankedTensorType input, RankedTensorType weight,
+                    RankedTensorType output, ArrayRef<int64_t> strides,
+                    ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads,
+                    int64_t groups) {
+  return {input.getDimSize(0),  input.getDimSize(1),  input.getDimSize(2),
+          input.getDimSize(3),  weight.getDimSize(0), weight.getDimSize(2),
+          weight.getDimSize(3), output.getDimSize(2), output.getDimSize(3),
+          groups,               strides,              dilations,
+          pads};
+}
+
+RankedTensorType tensorType(ArrayRef<int64_t> shape, Type element) {
+  return RankedTensorType::get(shape, element);
+}
+
+/// The columns of `input` [N, C, H, W] as [N, G, C/G * KH * KW, OH * OW].
+Value convColumns(OpBuilder &b, Location loc, Value input,
+                  const ConvShape &cs) {
+  MLIRContext *ctx = b.getContext();
+  Type element = cast<RankedTensorType>(input.getType()).getElementType();
+  auto colType = tensorType({cs.n, cs.groups, cs.rows(), cs.oh * cs.ow},
+                            element);
+  if (cs.direct())
+    return reshapeTensor(b, loc, input, colType);
+  Value padded = padSpatial(b, loc, input, cs.p, 0.0);
+  // Iteration space (n, g, c, kh, kw, oh, ow): rows of the columns are
+  // written contiguously.
+  AffineExpr n, g, c, kh, kw, oh, ow;
+  bindDims(ctx, n, g, c, kh, kw, oh, ow);
+  auto fullType =
+      tensorType({cs.n, cs.groups, cs.cg(), cs.kh, cs.kw, cs.oh, cs.ow},
+                 element);
+  auto generic = linalg::GenericOp::create(
+      b, loc, fullType, padded, emptyTensor(b, loc, fullType),
+      ArrayRef<AffineMap>{
+          AffineMap::get(7, 0,
+                         {n, g * cs.cg() + c, oh * cs.s[0] + kh * cs.d[0],
+                          ow * cs.s[1] + kw * cs.d[1]},
+                         ctx),
+          b.getMultiDimIdentityMap(7)},
+      SmallVector<IteratorType>(7, IteratorType::parallel),
+      [](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(nb, l, args[0]);
+      });
+  return reshapeTensor(b, loc, generic.getResult(0), colType);
+}
+
+/// Accumulates the products of `lhs` and `rhs` into `init` over the
+/// iteration space of the maps (the reduction dimensions are those not in
+/// `init`'s map).
+Value convContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                      Value init, ArrayRef<AffineMap> maps) {
+  SmallVector<IteratorType> iterators;
+  for (unsigned d = 0; d < maps[2].getNumDims(); ++d)
+    iterators.push_back(maps[2].isFunctionOfDim(d) ? IteratorType::parallel
+                                                   : IteratorType::reduction);
+  arith::FastMathFlagsAttr flags = reassocFlags(b);
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), ValueRange{lhs, rhs}, init, maps,
+             iterators,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value prod =
+                   arith::MulFOp::create(nb, l, args[0], args[1], flags);
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::AddFOp::create(nb, l, args[2], prod, flags)
+                       .getResult());
+             })
+      .getResult(0);
 }
 
 struct ConvLowering : public OpConversionPattern<ConvOp> {
@@ -179,29 +303,31 @@ struct ConvLowering : public OpConversionPattern<ConvOp> {
     auto resultType = cast<RankedTensorType>(op.getType());
     auto weightType = cast<RankedTensorType>(adaptor.getWeight().getType());
     auto inType = cast<RankedTensorType>(adaptor.getInput().getType());
-    int64_t groups = static_cast<int64_t>(op.getGroup());
-    int64_t cg = inType.getDimSize(1) / groups;
-    int64_t fg = weightType.getDimSize(0) / groups;
-    ArrayRef<int64_t> s = op.getStrides(), d = op.getDilations();
-    Value padded = padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(), 0.0);
-
-    // Iteration space (n, g, f, oh, ow, c, kh, kw).
-    AffineExpr n, g, f, oh, ow, c, kh, kw;
-    bindDims(ctx, n, g, f, oh, ow, c, kh, kw);
-    auto map = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(8, 0, e, ctx); };
-    AffineMap inMap =
-        map({n, g * cg + c, oh * s[0] + kh * d[0], ow * s[1] + kw * d[1]});
-    AffineMap wMap = map({g, f, c, kh, kw});
-    AffineMap outMap = map({n, g * fg + f, oh, ow});
-    Value weight = groupedWeight(rewriter, loc, adaptor.getWeight(), groups);
-
+    Type element = resultType.getElementType();
+    ConvShape cs = convShape(inType, weightType, resultType, op.getStrides(),
+                             op.getDilations(), op.getPads(),
+                             static_cast<int64_t>(op.getGroup()));
+    Value columns = convColumns(rewriter, loc, adaptor.getInput(), cs);
+    Value weight = reshapeTensor(
+        rewriter, loc, adaptor.getWeight(),
+        tensorType({cs.groups, cs.fg(), cs.rows()},
+                   weightType.getElementType()));
+    auto outType =
+        tensorType({cs.n, cs.groups, cs.fg(), cs.oh * cs.ow}, element);
     Value init;
     if (Value bias = adaptor.getBias()) {
+      Value grouped = reshapeTensor(
+          rewriter, loc, bias,
+          tensorType({cs.groups, cs.fg()},
+                     cast<RankedTensorType>(bias.getType()).getElementType()));
       init = linalg::GenericOp::create(
-                 rewriter, loc, resultType, bias,
-                 emptyTensor(rewriter, loc, resultType),
+                 rewriter, loc, outType, grouped,
+                 emptyTensor(rewriter, loc, outType),
                  ArrayRef<AffineMap>{
-                     AffineMap::get(4, 0, getAffineDimExpr(1, ctx), ctx),
+                     AffineMap::get(4, 0,
+                                    {getAffineDimExpr(1, ctx),
+                                     getAffineDimExpr(2, ctx)},
+                                    ctx),
                      rewriter.getMultiDimIdentityMap(4)},
                  SmallVector<IteratorType>(4, IteratorType::parallel),
                  [](OpBuilder &b, Location l, ValueRange args) {
@@ -209,21 +335,20 @@ struct ConvLowering : public OpConversionPattern<ConvOp> {
                  })
                  .getResult(0);
     } else {
-      init = filledTensor(rewriter, loc, resultType, 0.0);
+      init = filledTensor(rewriter, loc, outType, 0.0);
     }
-    // The output viewed as [N, G, F/G, OH, OW] through the map's g * fg + f.
-    SmallVector<IteratorType> iterators(5, IteratorType::parallel);
-    iterators.append(3, IteratorType::reduction);
-    arith::FastMathFlagsAttr flags = reassocFlags(rewriter);
-    auto generic = linalg::GenericOp::create(
-        rewriter, loc, resultType, ValueRange{padded, weight}, init,
-        ArrayRef<AffineMap>{inMap, wMap, outMap}, iterators,
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          Value prod = arith::MulFOp::create(b, l, args[0], args[1], flags);
-          linalg::YieldOp::create(
-              b, l, arith::AddFOp::create(b, l, args[2], prod, flags).getResult());
-        });
-    rewriter.replaceOp(op, generic.getResult(0));
+    // Iteration space (n, g, f, kk, p): Y[n, g, f, p] += W[g, f, kk] *
+    // Col[n, g, kk, p].
+    AffineExpr n, g, f, kk, pp;
+    bindDims(ctx, n, g, f, kk, pp);
+    auto map = [&](ArrayRef<AffineExpr> e) {
+      return AffineMap::get(5, 0, e, ctx);
+    };
+    Value product =
+        convContraction(rewriter, loc, weight, columns, init,
+                        {map({g, f, kk}), map({n, g, kk, pp}),
+                         map({n, g, f, pp})});
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, product, resultType));
     return success();
   }
 };
@@ -238,49 +363,66 @@ struct ConvGradInputLowering : public OpConversionPattern<ConvGradInputOp> {
     auto resultType = cast<RankedTensorType>(op.getType());
     auto weightType = cast<RankedTensorType>(adaptor.getWeight().getType());
     auto dyType = cast<RankedTensorType>(adaptor.getDresult().getType());
-    int64_t groups = static_cast<int64_t>(op.getGroup());
-    int64_t cg = resultType.getDimSize(1) / groups;
-    int64_t fg = weightType.getDimSize(0) / groups;
-    ArrayRef<int64_t> s = op.getStrides(), d = op.getDilations(),
-                      p = op.getPads();
-    Value dy = adaptor.getDresult();
-
-    // Iteration space (n, g, c, ih, iw, f, kh, kw).
-    AffineExpr n, g, c, ih, iw, f, kh, kw;
-    bindDims(ctx, n, g, c, ih, iw, f, kh, kw);
-    auto map = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(8, 0, e, ctx); };
-    SmallVector<IteratorType> iterators(5, IteratorType::parallel);
-    iterators.append(3, IteratorType::reduction);
     Type element = resultType.getElementType();
-    Value weight = groupedWeight(rewriter, loc, adaptor.getWeight(), groups);
-    auto generic = linalg::GenericOp::create(
-        rewriter, loc, resultType, weight,
-        filledTensor(rewriter, loc, resultType, 0.0),
-        ArrayRef<AffineMap>{map({g, f, c, kh, kw}),
-                            map({n, g * cg + c, ih, iw})},
-        iterators, [&](OpBuilder &b, Location l, ValueRange args) {
-          auto idx = [&](unsigned dim) {
-            return linalg::IndexOp::create(b, l, dim).getResult();
-          };
-          auto [validH, oh] = windowOf(b, l, idx(3), idx(6), p[0], s[0], d[0],
-                                       dyType.getDimSize(2));
-          auto [validW, ow] = windowOf(b, l, idx(4), idx(7), p[1], s[1], d[1],
-                                       dyType.getDimSize(3));
-          Value filter = arith::AddIOp::create(
-              b, l,
-              arith::MulIOp::create(b, l, idx(1),
-                                    arith::ConstantIndexOp::create(b, l, fg)),
-              idx(5));
-          Value grad = tensor::ExtractOp::create(
-              b, l, dy, ValueRange{idx(0), filter, oh, ow});
-          Value prod = arith::MulFOp::create(b, l, grad, args[0]);
-          Value valid = arith::AndIOp::create(b, l, validH, validW);
-          Value contribution = arith::SelectOp::create(
-              b, l, valid, prod, scalarConstant(b, l, element, 0.0));
-          linalg::YieldOp::create(
-              b, l, arith::AddFOp::create(b, l, args[1], contribution).getResult());
-        });
-    rewriter.replaceOp(op, generic.getResult(0));
+    ConvShape cs = convShape(resultType, weightType, dyType, op.getStrides(),
+                             op.getDilations(), op.getPads(),
+                             static_cast<int64_t>(op.getGroup()));
+    Value weight = reshapeTensor(
+        rewriter, loc, adaptor.getWeight(),
+        tensorType({cs.groups, cs.fg(), cs.rows()},
+                   weightType.getElementType()));
+    Value dy = reshapeTensor(
+        rewriter, loc, adaptor.getDresult(),
+        tensorType({cs.n, cs.groups, cs.fg(), cs.oh * cs.ow},
+                   dyType.getElementType()));
+    // Iteration space (n, g, kk, f, p): dCol[n, g, kk, p] += W[g, f, kk] *
+    // dY[n, g, f, p].
+    AffineExpr n, g, kk, f, pp;
+    bindDims(ctx, n, g, kk, f, pp);
+    auto map = [&](ArrayRef<AffineExpr> e) {
+      return AffineMap::get(5, 0, e, ctx);
+    };
+    auto colType =
+        tensorType({cs.n, cs.groups, cs.rows(), cs.oh * cs.ow}, element);
+    Value columns = convContraction(
+        rewriter, loc, weight, dy, filledTensor(rewriter, loc, colType, 0.0),
+        {map({g, f, kk}), map({n, g, f, pp}), map({n, g, kk, pp})});
+    if (cs.direct()) {
+      rewriter.replaceOp(op, reshapeTensor(rewriter, loc, columns, resultType));
+      return success();
+    }
+    // col2im: the padded input gradient gets, for each kernel position, the
+    // columns' rows at that position added to the window it strides over.
+    Value perPosition = reshapeTensor(
+        rewriter, loc, columns,
+        tensorType({cs.n, cs.c, cs.kh, cs.kw, cs.oh, cs.ow}, element));
+    auto paddedType = tensorType({cs.n, cs.c, cs.h + cs.p[0] + cs.p[2],
+                                  cs.w + cs.p[1] + cs.p[3]},
+                                 element);
+    Value padded = filledTensor(rewriter, loc, paddedType, 0.0);
+    auto index = [&](int64_t v) { return rewriter.getIndexAttr(v); };
+    for (int64_t i = 0; i < cs.kh; ++i)
+      for (int64_t j = 0; j < cs.kw; ++j) {
+        Value part = tensor::ExtractSliceOp::create(
+            rewriter, loc, tensorType({cs.n, cs.c, cs.oh, cs.ow}, element),
+            perPosition,
+            SmallVector<OpFoldResult>{index(0), index(0), index(i), index(j),
+                                      index(0), index(0)},
+            SmallVector<OpFoldResult>{index(cs.n), index(cs.c), index(1),
+                                      index(1), index(cs.oh), index(cs.ow)},
+            SmallVector<OpFoldResult>(6, index(1)));
+        padded =
+            addToWindowView(rewriter, loc, padded, part, i, j, cs.s, cs.d);
+      }
+    if (llvm::any_of(cs.p, [](int64_t v) { return v != 0; }))
+      padded = tensor::ExtractSliceOp::create(
+          rewriter, loc, resultType, padded,
+          SmallVector<OpFoldResult>{index(0), index(0), index(cs.p[0]),
+                                    index(cs.p[1])},
+          SmallVector<OpFoldResult>{index(cs.n), index(cs.c), index(cs.h),
+                                    index(cs.w)},
+          SmallVector<OpFoldResult>(4, index(1)));
+    rewriter.replaceOp(op, padded);
     return success();
   }
 };
@@ -294,36 +436,28 @@ struct ConvGradWeightLowering : public OpConversionPattern<ConvGradWeightOp> {
     MLIRContext *ctx = rewriter.getContext();
     auto resultType = cast<RankedTensorType>(op.getType());
     auto inType = cast<RankedTensorType>(adaptor.getInput().getType());
-    int64_t groups = static_cast<int64_t>(op.getGroup());
-    int64_t cg = inType.getDimSize(1) / groups;
-    int64_t fg = resultType.getDimSize(0) / groups;
-    ArrayRef<int64_t> s = op.getStrides(), d = op.getDilations();
-    Value padded = padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(), 0.0);
-    // Iteration space (g, f, c, kh, kw, n, oh, ow).
-    AffineExpr g, f, c, kh, kw, n, oh, ow;
-    bindDims(ctx, g, f, c, kh, kw, n, oh, ow);
-    auto map = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(8, 0, e, ctx); };
-    SmallVector<IteratorType> iterators(5, IteratorType::parallel);
-    iterators.append(3, IteratorType::reduction);
-    arith::FastMathFlagsAttr flags = reassocFlags(rewriter);
-    Value init = groupedWeight(
-        rewriter, loc, filledTensor(rewriter, loc, resultType, 0.0), groups);
-    auto generic = linalg::GenericOp::create(
-        rewriter, loc, init.getType(), ValueRange{adaptor.getDresult(), padded},
-        init,
-        ArrayRef<AffineMap>{
-            map({n, g * fg + f, oh, ow}),
-            map({n, g * cg + c, oh * s[0] + kh * d[0], ow * s[1] + kw * d[1]}),
-            map({g, f, c, kh, kw})},
-        iterators, [&](OpBuilder &b, Location l, ValueRange args) {
-          Value prod = arith::MulFOp::create(b, l, args[0], args[1], flags);
-          linalg::YieldOp::create(
-              b, l, arith::AddFOp::create(b, l, args[2], prod, flags).getResult());
-        });
-    rewriter.replaceOp(op, tensor::CollapseShapeOp::create(
-                               rewriter, loc, resultType, generic.getResult(0),
-                               ArrayRef<ReassociationIndices>{
-                                   {0, 1}, {2}, {3}, {4}}));
+    auto dyType = cast<RankedTensorType>(adaptor.getDresult().getType());
+    Type element = resultType.getElementType();
+    ConvShape cs = convShape(inType, resultType, dyType, op.getStrides(),
+                             op.getDilations(), op.getPads(),
+                             static_cast<int64_t>(op.getGroup()));
+    Value columns = convColumns(rewriter, loc, adaptor.getInput(), cs);
+    Value dy = reshapeTensor(
+        rewriter, loc, adaptor.getDresult(),
+        tensorType({cs.n, cs.groups, cs.fg(), cs.oh * cs.ow},
+                   dyType.getElementType()));
+    // Iteration space (g, f, kk, n, p): dW[g, f, kk] += dY[n, g, f, p] *
+    // Col[n, g, kk, p].
+    AffineExpr g, f, kk, n, pp;
+    bindDims(ctx, g, f, kk, n, pp);
+    auto map = [&](ArrayRef<AffineExpr> e) {
+      return AffineMap::get(5, 0, e, ctx);
+    };
+    auto gradType = tensorType({cs.groups, cs.fg(), cs.rows()}, element);
+    Value grad = convContraction(
+        rewriter, loc, dy, columns, filledTensor(rewriter, loc, gradType, 0.0),
+        {map({n, g, f, pp}), map({n, g, kk, pp}), map({g, f, kk})});
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, grad, resultType));
     return success();
   }
 };
@@ -347,31 +481,106 @@ struct PoolMaps {
   }
 };
 
+/// The maximum of each window and, with `positions`, the kernel position
+/// (i * KW + j) of its first maximum among the input's elements (padding
+/// never counts). One pass over the output, reading the strided view of
+/// each kernel position, so the loops are plain and vectorize.
+SmallVector<Value> windowMaxima(OpBuilder &b, Location loc, Value input,
+                                ArrayRef<int64_t> k, ArrayRef<int64_t> s,
+                                ArrayRef<int64_t> d, ArrayRef<int64_t> p,
+                                RankedTensorType resultType, bool positions) {
+  double inf = std::numeric_limits<double>::infinity();
+  auto inType = cast<RankedTensorType>(input.getType());
+  int64_t height = inType.getDimSize(2), width = inType.getDimSize(3);
+  Value padded = padSpatial(b, loc, input, p, -inf);
+  SmallVector<Value> views;
+  for (int64_t i = 0; i < k[0]; ++i)
+    for (int64_t j = 0; j < k[1]; ++j)
+      views.push_back(windowView(b, loc, padded, resultType, i, j, s, d));
+  auto positionType =
+      RankedTensorType::get(resultType.getShape(), b.getI32Type());
+  SmallVector<Type> types{resultType};
+  SmallVector<Value> inits{emptyTensor(b, loc, resultType)};
+  if (positions) {
+    types.push_back(positionType);
+    inits.push_back(emptyTensor(b, loc, positionType));
+  }
+  SmallVector<AffineMap> maps(views.size() + inits.size(),
+                              b.getMultiDimIdentityMap(4));
+  bool padding = llvm::any_of(p, [](int64_t v) { return v != 0; });
+  auto generic = linalg::GenericOp::create(
+      b, loc, types, views, inits, maps,
+      SmallVector<IteratorType>(4, IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        auto c32 = [&](int64_t v) {
+          return arith::ConstantOp::create(nb, l, nb.getI32IntegerAttr(v))
+              .getResult();
+        };
+        // Whether kernel position (i, j) of this window is in the input.
+        auto real = [&](int64_t i, int64_t j) -> Value {
+          auto inside = [&](unsigned dim, int64_t offset, int64_t size) {
+            Value o = linalg::IndexOp::create(nb, l, dim);
+            Value at = arith::AddIOp::create(
+                nb, l,
+                arith::MulIOp::create(
+                    nb, l, o,
+                    arith::ConstantIndexOp::create(nb, l, s[dim - 2])),
+                arith::ConstantIndexOp::create(nb, l, offset));
+            Value lo = arith::CmpIOp::create(
+                nb, l, arith::CmpIPredicate::sge, at,
+                arith::ConstantIndexOp::create(nb, l, p[dim - 2]));
+            Value hi = arith::CmpIOp::create(
+                nb, l, arith::CmpIPredicate::slt, at,
+                arith::ConstantIndexOp::create(nb, l, p[dim - 2] + size));
+            return arith::AndIOp::create(nb, l, lo, hi).getResult();
+          };
+          return arith::AndIOp::create(nb, l, inside(2, i * d[0], height),
+                                       inside(3, j * d[1], width));
+        };
+        Value best = args[0], position = c32(padding ? -1 : 0);
+        if (padding)
+          best = scalarConstant(nb, l, resultType.getElementType(), -inf);
+        for (int64_t i = 0; i < k[0]; ++i)
+          for (int64_t j = 0; j < k[1]; ++j) {
+            int64_t at = i * k[1] + j;
+            if (!padding && at == 0)
+              continue;
+            Value v = args[at];
+            if (!positions) {
+              best = arith::MaximumFOp::create(nb, l, best, v);
+              continue;
+            }
+            Value better = arith::CmpFOp::create(
+                nb, l, arith::CmpFPredicate::OGT, v, best);
+            if (padding) {
+              Value none = arith::CmpIOp::create(
+                  nb, l, arith::CmpIPredicate::eq, position, c32(-1));
+              better = arith::AndIOp::create(
+                  nb, l, real(i, j),
+                  arith::OrIOp::create(nb, l, better, none));
+            }
+            best = arith::SelectOp::create(nb, l, better, v, best);
+            position = arith::SelectOp::create(nb, l, better, c32(at),
+                                               position);
+          }
+        SmallVector<Value> results{best};
+        if (positions)
+          results.push_back(position);
+        linalg::YieldOp::create(nb, l, results);
+      });
+  return SmallVector<Value>(generic.getResults());
+}
+
 struct MaxPoolLowering : public OpConversionPattern<MaxPoolOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(MaxPoolOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    auto resultType = cast<RankedTensorType>(op.getType());
-    double inf = std::numeric_limits<double>::infinity();
-    Value padded =
-        padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(), -inf);
-    PoolMaps maps(rewriter.getContext(), op.getStrides(), op.getDilations());
-    // The kernel's shape only bounds the two reduction loops.
-    Value kernel = tensor::EmptyOp::create(rewriter, loc, op.getKernel(),
-                                           resultType.getElementType());
-    AffineExpr kh = rewriter.getAffineDimExpr(4), kw = rewriter.getAffineDimExpr(5);
-    AffineMap kernelMap = AffineMap::get(6, 0, {kh, kw}, rewriter.getContext());
-    auto generic = linalg::GenericOp::create(
-        rewriter, loc, resultType, ValueRange{padded, kernel},
-        filledTensor(rewriter, loc, resultType, -inf),
-        ArrayRef<AffineMap>{maps.input, kernelMap, maps.output}, maps.iterators,
-        [](OpBuilder &b, Location l, ValueRange args) {
-          linalg::YieldOp::create(
-              b, l, arith::MaximumFOp::create(b, l, args[2], args[0]).getResult());
-        });
-    rewriter.replaceOp(op, generic.getResult(0));
+    rewriter.replaceOp(
+        op, windowMaxima(rewriter, op.getLoc(), adaptor.getInput(),
+                         op.getKernel(), op.getStrides(), op.getDilations(),
+                         op.getPads(), cast<RankedTensorType>(op.getType()),
+                         /*positions=*/false)[0]);
     return success();
   }
 };
@@ -382,113 +591,50 @@ struct MaxPoolGradLowering : public OpConversionPattern<MaxPoolGradOp> {
   matchAndRewrite(MaxPoolGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     auto inType = cast<RankedTensorType>(adaptor.getInput().getType());
     auto dyType = cast<RankedTensorType>(adaptor.getDresult().getType());
     Type element = inType.getElementType();
     ArrayRef<int64_t> s = op.getStrides(), d = op.getDilations(),
                       p = op.getPads(), k = op.getKernel();
-    int64_t height = inType.getDimSize(2), width = inType.getDimSize(3);
-    double inf = std::numeric_limits<double>::infinity();
-    Value padded =
-        padSpatial(rewriter, loc, adaptor.getInput(), p, -inf);
-    PoolMaps maps(ctx, s, d);
-    Value kernel = tensor::EmptyOp::create(rewriter, loc, k, element);
-    AffineMap kernelMap = AffineMap::get(
-        6, 0, {getAffineDimExpr(4, ctx), getAffineDimExpr(5, ctx)}, ctx);
-
-    // 1. The first maximum of each window, as a flat input index (-1: none
-    //    yet). Padding never counts.
-    auto indexType = RankedTensorType::get(dyType.getShape(), rewriter.getI64Type());
-    auto valueType = RankedTensorType::get(dyType.getShape(), element);
-    auto argmax = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{valueType, indexType},
-        ValueRange{padded, kernel},
-        ValueRange{filledTensor(rewriter, loc, valueType, -inf),
-                   filledTensor(rewriter, loc, indexType, -1.0)},
-        ArrayRef<AffineMap>{maps.input, kernelMap, maps.output, maps.output},
-        maps.iterators, [&](OpBuilder &b, Location l, ValueRange args) {
-          auto idx = [&](unsigned dim) {
-            Value i = linalg::IndexOp::create(b, l, dim);
-            return arith::IndexCastOp::create(b, l, b.getI64Type(), i).getResult();
-          };
-          auto c64 = [&](int64_t v) {
-            return arith::ConstantOp::create(b, l, b.getI64IntegerAttr(v))
-                .getResult();
-          };
-          // Input coordinates of this window element.
-          Value ih = arith::SubIOp::create(
-              b, l,
-              arith::AddIOp::create(b, l,
-                                    arith::MulIOp::create(b, l, idx(2), c64(s[0])),
-                                    arith::MulIOp::create(b, l, idx(4), c64(d[0]))),
-              c64(p[0]));
-          Value iw = arith::SubIOp::create(
-              b, l,
-              arith::AddIOp::create(b, l,
-                                    arith::MulIOp::create(b, l, idx(3), c64(s[1])),
-                                    arith::MulIOp::create(b, l, idx(5), c64(d[1]))),
-              c64(p[1]));
-          auto inside = [&](Value v, int64_t size) {
-            return arith::AndIOp::create(
-                b, l,
-                arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, v, c64(0)),
-                arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, v,
-                                      c64(size)));
-          };
-          Value real = arith::AndIOp::create(b, l, inside(ih, height),
-                                             inside(iw, width));
-          Value greater = arith::CmpFOp::create(
-              b, l, arith::CmpFPredicate::OGT, args[0], args[2]);
-          Value none = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                             args[3], c64(-1));
-          Value better = arith::AndIOp::create(
-              b, l, real, arith::OrIOp::create(b, l, greater, none));
-          Value flat = arith::AddIOp::create(
-              b, l, arith::MulIOp::create(b, l, ih, c64(width)), iw);
-          linalg::YieldOp::create(
-              b, l,
-              ValueRange{arith::SelectOp::create(b, l, better, args[0], args[2]),
-                         arith::SelectOp::create(b, l, better, flat, args[3])});
-        });
-    Value winners = argmax.getResult(1);
-
-    // 2. Each input element collects the adjoints of the windows it won.
+    // 1. The kernel position of each window's first maximum.
+    Value winners = windowMaxima(rewriter, loc, adaptor.getInput(), k, s, d,
+                                 p, dyType, /*positions=*/true)[1];
+    // 2. For each kernel position, the adjoints of the windows it won go to
+    //    the input elements at that position (added: windows may overlap).
+    auto paddedType = RankedTensorType::get(
+        {inType.getDimSize(0), inType.getDimSize(1),
+         inType.getDimSize(2) + p[0] + p[2], inType.getDimSize(3) + p[1] + p[3]},
+        element);
+    Value padded = filledTensor(rewriter, loc, paddedType, 0.0);
     Value dy = adaptor.getDresult();
-    AffineExpr n, c, ih, iw, kh, kw;
-    bindDims(ctx, n, c, ih, iw, kh, kw);
-    auto generic = linalg::GenericOp::create(
-        rewriter, loc, inType, kernel, filledTensor(rewriter, loc, inType, 0.0),
-        ArrayRef<AffineMap>{AffineMap::get(6, 0, {kh, kw}, ctx),
-                            AffineMap::get(6, 0, {n, c, ih, iw}, ctx)},
-        maps.iterators, [&](OpBuilder &b, Location l, ValueRange args) {
-          auto idx = [&](unsigned dim) {
-            return linalg::IndexOp::create(b, l, dim).getResult();
-          };
-          auto [validH, oh] = windowOf(b, l, idx(2), idx(4), p[0], s[0], d[0],
-                                       dyType.getDimSize(2));
-          auto [validW, ow] = windowOf(b, l, idx(3), idx(5), p[1], s[1], d[1],
-                                       dyType.getDimSize(3));
-          SmallVector<Value, 4> at{idx(0), idx(1), oh, ow};
-          Value winner = tensor::ExtractOp::create(b, l, winners, at);
-          Value here = arith::IndexCastOp::create(
-              b, l, b.getI64Type(),
-              arith::AddIOp::create(
-                  b, l,
-                  arith::MulIOp::create(b, l, idx(2),
-                                        arith::ConstantIndexOp::create(b, l, width)),
-                  idx(3)));
-          Value won = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                            winner, here);
-          Value valid = arith::AndIOp::create(
-              b, l, arith::AndIOp::create(b, l, validH, validW), won);
-          Value grad = tensor::ExtractOp::create(b, l, dy, at);
-          Value contribution = arith::SelectOp::create(
-              b, l, valid, grad, scalarConstant(b, l, element, 0.0));
-          linalg::YieldOp::create(
-              b, l, arith::AddFOp::create(b, l, args[1], contribution).getResult());
-        });
-    rewriter.replaceOp(op, generic.getResult(0));
+    for (int64_t i = 0; i < k[0]; ++i)
+      for (int64_t j = 0; j < k[1]; ++j) {
+        int64_t at = i * k[1] + j;
+        Value won = buildElementwise(
+            rewriter, loc, dyType, ValueRange{winners, dy},
+            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+              Value here = arith::CmpIOp::create(
+                  nb, l, arith::CmpIPredicate::eq, args[0],
+                  arith::ConstantOp::create(nb, l, nb.getI32IntegerAttr(at)));
+              return arith::SelectOp::create(
+                  nb, l, here, args[1], scalarConstant(nb, l, element, 0.0));
+            });
+        padded = addToWindowView(rewriter, loc, padded, won, i, j, s, d);
+      }
+    Value result = padded;
+    if (llvm::any_of(p, [](int64_t v) { return v != 0; })) {
+      auto index = [&](int64_t v) { return rewriter.getIndexAttr(v); };
+      result = tensor::ExtractSliceOp::create(
+          rewriter, loc, inType, padded,
+          SmallVector<OpFoldResult>{index(0), index(0), index(p[0]),
+                                    index(p[1])},
+          SmallVector<OpFoldResult>{index(inType.getDimSize(0)),
+                                    index(inType.getDimSize(1)),
+                                    index(inType.getDimSize(2)),
+                                    index(inType.getDimSize(3))},
+          SmallVector<OpFoldResult>(4, index(1)));
+    }
+    rewriter.replaceOp(op, result);
     return success();
   }
 };

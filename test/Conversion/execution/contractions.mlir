@@ -1,6 +1,6 @@
 // Contractions, broadcasting and reductions, run with the ExecutionEngine
 // (mlir-runner) and compared with numpy (check_contractions.py).
-// RUN: accrue-opt %s --accrue-lower-cpu | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils,%mlir_runner_utils > %t.out
+// RUN: accrue-opt %s --accrue-lower-cpu | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils,%mlir_runner_utils,%libomp > %t.out
 // RUN: %python %S/check_contractions.py %t.out
 
 func.func private @printMemrefF32(memref<*xf32>)

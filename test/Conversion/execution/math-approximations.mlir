@@ -4,7 +4,7 @@
 // under 0.5 (libm's own f32 functions measure 0.06-0.15 ppm here; the
 // approximations 0.06-0.27). Special values keep IEEE semantics: masked
 // attention scores are exp(-inf).
-// RUN: accrue-opt %s --accrue-lower-cpu | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils,%mlir_runner_utils > %t.out
+// RUN: accrue-opt %s --accrue-lower-cpu | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils,%mlir_runner_utils,%libomp > %t.out
 // RUN: %python %S/check_math_approximations.py %t.out
 
 func.func private @printMemrefF32(memref<*xf32>)

@@ -1,7 +1,7 @@
 // The optimizer update rules, run with the ExecutionEngine (mlir-runner) for
 // three steps and compared with numpy transcriptions of PyTorch's
 // definitions (check_optimizers.py).
-// RUN: accrue-opt %s --accrue-lower-cpu | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils,%mlir_runner_utils > %t.out
+// RUN: accrue-opt %s --accrue-lower-cpu | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils,%mlir_runner_utils,%libomp > %t.out
 // RUN: %python %S/check_optimizers.py %t.out
 
 func.func private @printMemrefF32(memref<*xf32>)

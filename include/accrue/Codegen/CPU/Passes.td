@@ -42,15 +42,22 @@ def VectorizeContractions
   let summary = "Register-tile and vectorize contractions on buffers";
   let description = [{
     Each f32 contraction on static buffers (`linalg.generic` or a named
-    matmul; C[.., m, n] += A[.., m, k] * B[.., k, n] with C and B contiguous
-    along n, A in either layout) is tiled into `tile-m` x `tile-n` blocks of
-    C with the k loop innermost, and each block becomes a `vector.contract`
-    lowered to outer products: per k, one row of B is loaded once and
-    `tile-m` broadcast FMAs update the block, which stays in registers for
-    a block of `tile-k` steps of k (k blocks are the outer loop, so one
-    block's rows of B stay in cache for every block of C). Smaller tiles are
-    used when the extents do not divide; contractions of another layout
-    (B contiguous along k) keep their scalar loops.
+    matmul; C[.., m, n] += A[.., m, k] * B[.., k, n], extra m, n and k
+    dimensions allowed) is tiled into blocks of C held in registers over a
+    block of `tile-k` steps of k: outer products (`tile-m` x `tile-n`) when
+    B and C are contiguous along n (per k, one row of B and a broadcast FMA
+    per row of the block), dot products when A and B are contiguous along
+    k. k blocks are the outer loop after the batch dimensions, so one
+    block's rows of B stay in cache for every block of C; extra k
+    dimensions run inside the block's accumulation. Remainders of m (and of
+    n for dot products) get smaller blocks; other layouts keep their scalar
+    loops.
+
+    With `parallel`, contractions of at least `min-parallel-flops`
+    multiply-adds get one `scf.parallel` loop: over the batch dimensions
+    when they have at least 4 iterations, else over the blocks of C inside
+    each k block. Each element of C is still summed by one thread in a
+    fixed order, so results do not depend on the number of threads.
   }];
   let options = [
     Option<"tileM", "tile-m", "int64_t", "8", "Rows of C per register block">,
@@ -61,6 +68,10 @@ def VectorizeContractions
     Option<"tileK", "tile-k", "int64_t", "256",
            "Reduction steps per cache block (the outermost loop after batch "
            "dimensions)">,
+    Option<"parallel", "parallel", "bool", "false",
+           "Run the blocks of large contractions as scf.parallel loops">,
+    Option<"minParallelFlops", "min-parallel-flops", "int64_t", "131072",
+           "Multiply-adds below which a contraction stays sequential">,
   ];
   let statistics = [
     Statistic<"numVectorized", "vectorized", "Contractions vectorized">,
@@ -69,6 +80,33 @@ def VectorizeContractions
                            "::mlir::vector::VectorDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def ScheduleParallelLoops
+    : Pass<"schedule-parallel-loops", "::mlir::func::FuncOp"> {
+  let summary = "Keep the scf.parallel loops worth a thread fork, serialize the rest";
+  let description = [{
+    After linalg ops become loops (`convert-linalg-to-parallel-loops`) every
+    run of parallel dimensions is an `scf.parallel`. Forking threads pays
+    only for an outermost loop with enough work, so this pass keeps an
+    `scf.parallel` when it is nested in no other loop and its iterations,
+    times those of the loops inside it, reach `min-work` (or when
+    `vectorize-contractions` made it, marked `accrue.parallel_kernel`, and
+    no other parallel loop encloses it); the others become nested
+    `scf.for` loops. What remains is lowered to OpenMP. A parallel loop
+    never carries a reduction across its iterations, so each value is
+    computed by one thread in a fixed order: results are bitwise identical
+    for any number of threads.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", "32768",
+           "Loop iterations below which a parallel loop stays sequential">,
+  ];
+  let statistics = [
+    Statistic<"numParallel", "parallel", "Parallel loops kept">,
+    Statistic<"numSerialized", "serialized", "Parallel loops serialized">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
 def FuseElementwise : Pass<"fuse-elementwise"> {

@@ -1,0 +1,135 @@
+//===- ScheduleParallelLoops.cpp - choose the loops worth a fork -*- C++ -*-===//
+//
+// Keeps the scf.parallel loops that are worth running on several threads
+// (outermost, with enough work) and turns the others into nested scf.for
+// loops; see the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "accrue/Codegen/CPU/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace accrue::cpu {
+#define GEN_PASS_DEF_SCHEDULEPARALLELLOOPS
+#include "accrue/Codegen/CPU/Passes.h.inc"
+} // namespace accrue::cpu
+
+using namespace mlir;
+
+namespace {
+
+/// The static trip count of a loop dimension, or 1 when it is not static.
+int64_t tripCount(Value lb, Value ub, Value step) {
+  auto constant = [](Value v) -> std::optional<int64_t> {
+    if (auto c = v.getDefiningOp<arith::ConstantIndexOp>())
+      return c.value();
+    return std::nullopt;
+  };
+  std::optional<int64_t> l = constant(lb), u = constant(ub), s = constant(step);
+  if (!l || !u || !s || *s <= 0 || *u <= *l)
+    return 1;
+  return (*u - *l + *s - 1) / *s;
+}
+
+/// The iterations of `op`'s loops and of every loop nested in its body
+/// (the most deeply nested path), an estimate of its work.
+int64_t work(Operation *op) {
+  int64_t own = 1;
+  if (auto parallel = dyn_cast<scf::ParallelOp>(op)) {
+    for (auto [lb, ub, step] :
+         llvm::zip(parallel.getLowerBound(), parallel.getUpperBound(),
+                   parallel.getStep()))
+      own *= tripCount(lb, ub, step);
+  } else if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    own = tripCount(loop.getLowerBound(), loop.getUpperBound(),
+                    loop.getStep());
+  }
+  int64_t inner = 1;
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      for (Operation &nested : block)
+        if (isa<scf::ParallelOp, scf::ForOp>(nested))
+          inner = std::max(inner, work(&nested));
+  return own * inner;
+}
+
+/// Replaces a parallel loop without reductions by one over its first
+/// `keep` dimensions (none: no parallel loop) around nested scf.for loops
+/// over the others. OpenMP linearizes a multi-dimensional loop, paying a
+/// division per iteration and hiding the inner loops from LLVM's
+/// vectorizer, so only the dimensions needed to share the work stay.
+void serialize(scf::ParallelOp op, unsigned keep = 0) {
+  OpBuilder b(op);
+  IRMapping mapping;
+  auto lbs = op.getLowerBound(), ubs = op.getUpperBound(),
+       steps = op.getStep();
+  SmallVector<Value> ivs = op.getInductionVars();
+  if (keep) {
+    auto outer = scf::ParallelOp::create(b, op.getLoc(), lbs.take_front(keep),
+                                         ubs.take_front(keep),
+                                         steps.take_front(keep));
+    outer->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+    for (auto [from, to] :
+         llvm::zip(ArrayRef<Value>(ivs).take_front(keep),
+                   outer.getInductionVars()))
+      mapping.map(from, to);
+    b.setInsertionPoint(outer.getBody()->getTerminator());
+  }
+  for (unsigned d = keep; d < op.getNumLoops(); ++d) {
+    auto loop = scf::ForOp::create(b, op.getLoc(), lbs[d], ubs[d], steps[d]);
+    mapping.map(ivs[d], loop.getInductionVar());
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+  }
+  for (Operation &inner : op.getBody()->without_terminator())
+    b.clone(inner, mapping);
+  op.erase();
+}
+
+/// How many leading dimensions of `op` give enough iterations to share
+/// among threads (at least 16, or all of them).
+unsigned dimensionsToKeep(scf::ParallelOp op) {
+  int64_t iterations = 1;
+  for (unsigned d = 0; d < op.getNumLoops(); ++d) {
+    iterations *= tripCount(op.getLowerBound()[d], op.getUpperBound()[d],
+                            op.getStep()[d]);
+    if (iterations >= 16)
+      return d + 1;
+  }
+  return op.getNumLoops();
+}
+
+struct ScheduleParallelLoopsPass
+    : accrue::cpu::impl::ScheduleParallelLoopsBase<ScheduleParallelLoopsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    // Innermost first, so that serializing a loop clones loops already
+    // decided (and never erases one still in the list). A loop nested in
+    // another is serialized whatever becomes of the outer one.
+    SmallVector<scf::ParallelOp> loops;
+    getOperation().walk([&](scf::ParallelOp op) { loops.push_back(op); });
+    for (scf::ParallelOp op : loops) {
+      bool kernel = op->hasAttr("accrue.parallel_kernel");
+      bool nestedInParallel = op->getParentOfType<scf::ParallelOp>() != nullptr;
+      bool nestedInLoop = op->getParentOfType<scf::ForOp>() != nullptr;
+      bool keep = op.getNumResults() == 0 && !nestedInParallel &&
+                  (kernel || (!nestedInLoop && work(op) >= minWork));
+      if (keep) {
+        ++numParallel;
+        if (unsigned dims = dimensionsToKeep(op); dims < op.getNumLoops())
+          serialize(op, dims);
+        continue;
+      }
+      if (op.getNumResults() != 0)
+        continue; // Not produced by this pipeline; left to scf-to-openmp.
+      serialize(op);
+      ++numSerialized;
+    }
+  }
+};
+
+} // namespace
