@@ -1,20 +1,28 @@
 #!/usr/bin/env python3
-"""Step time of Accrue's CPU backend against PyTorch eager on the same model.
+"""Step time of Accrue's CPU backend against PyTorch eager and ONNX Runtime
+training on the same models.
 
-usage: bench/vs_pytorch.py [--build build] [--steps 5] [--runs 3] [--models gpt,mlp]
+usage: bench/vs_pytorch.py [--build build] [--steps 3] [--runs 2]
+                           [--models mlp,gpt,cnn] [--ort-python PYTHON]
 
-The models are the test suite's (test/e2e/models): a GPT (d=256, 4 layers,
-4 heads, context 64, vocab 4096, tied head, ~4.2M parameters) at micro-batch
-8, and a wide MLP (512-4096-4096-10, ~19M parameters) at micro-batch 64,
-both with K=4 micro-batches per AdamW step and global-norm clipping. The
-baseline is PyTorch (Debian's python3-torch) running the same loop
-(zero_grad, K x forward/backward with loss / K, clip_grad_norm_, step) on
-the same data, with one thread (Accrue's step is single-threaded) and with
-all cores. Debian's PyTorch calls the system BLAS, the slow reference one
-unless an optimized one is installed (`apt install libopenblas0-pthread`);
-the bench prints which one it got. Time per optimizer step is the best of `--runs` runs of
-`--steps` steps, after one warm-up step (PyTorch) or as accrue-train reports
-its training loop (Accrue).
+The models (K micro-batches per AdamW step with global-norm clipping, the
+same data for everyone):
+  mlp: 512-1024x4-10 with ReLU and cross-entropy, micro-batch 32, K=8;
+  gpt: the test suite's GPT at d=256, 4 layers, 4 heads, context 128,
+       vocab 4096 (tied head), micro-batch 8, K=4;
+  cnn: three 3x3 convolutions (3-32-64-64 channels) on 32x32 images, ReLU,
+       max pooling, global average pooling, a linear classifier;
+       micro-batch 16, K=4.
+Accrue runs with 1 thread and with all cores (`accrue-train --threads`).
+PyTorch (Debian's python3-torch with OpenBLAS, `apt install
+libopenblas0-pthread`; the bench prints the BLAS it found) runs the same
+loop (zero_grad, K x forward/backward of loss / K, clip_grad_norm_, step)
+with 1 thread and all cores; its best is the baseline. ONNX Runtime
+training runs bench/ort_training.py under --ort-python (a venv with
+onnxruntime-training 1.19.2; default bench/.venv-ort/bin/python, skipped
+when absent) with all cores. Time per optimizer step is the best of
+`--runs` runs of `--steps` steps (Accrue: its training loop as
+accrue-train reports it; the others after one warm-up step).
 """
 import argparse
 import os
@@ -31,18 +39,18 @@ import torch  # noqa: E402
 import zoo  # noqa: E402
 from benchlib import parse_args, seconds_per_step  # noqa: E402
 
-K = 4
 LR, CLIP = 1e-3, 1.0
 
 
-class WideMLP(torch.nn.Module):
+class DeepMLP(torch.nn.Module):
     def __init__(self):
         super().__init__()
         torch.manual_seed(0)
-        self.net = torch.nn.Sequential(
-            torch.nn.Linear(512, 4096), torch.nn.ReLU(),
-            torch.nn.Linear(4096, 4096), torch.nn.ReLU(),
-            torch.nn.Linear(4096, 10))
+        layers, width = [], 512
+        for _ in range(4):
+            layers += [torch.nn.Linear(width, 1024), torch.nn.ReLU()]
+            width = 1024
+        self.net = torch.nn.Sequential(*layers, torch.nn.Linear(width, 10))
 
     def forward(self, x, y):
         return torch.nn.functional.cross_entropy(self.net(x), y)
@@ -66,35 +74,60 @@ class SmallCNN(torch.nn.Module):
         return torch.nn.functional.cross_entropy(self.net(x), y)
 
 
-def build(name, out, steps):
-    """(module, data dict, micro-batch, onnx path)."""
+def build(name, out, steps, export=True):
+    """(module, data dict, micro-batch, K, onnx path)."""
     rng = np.random.default_rng(0)
     if name == "gpt":
-        module, b = zoo.GPT(1, vocab=4096, d=256, heads=4, layers=4, block=64), 8
-        data = module.data(b * K * steps, rng)
+        module, b, k = zoo.GPT(1, vocab=4096, d=256, heads=4, layers=4, block=128), 8, 4
+        data = module.data(b * k * (steps + 1), rng)
     elif name == "cnn":
-        module, b = SmallCNN(), 16
-        data = {"x": rng.standard_normal((b * K * steps, 3, 32, 32)).astype(np.float32),
-                "y": rng.integers(0, 10, b * K * steps).astype(np.int64)}
+        module, b, k = SmallCNN(), 16, 4
+        n = b * k * (steps + 1)
+        data = {"x": rng.standard_normal((n, 3, 32, 32)).astype(np.float32),
+                "y": rng.integers(0, 10, n).astype(np.int64)}
     else:
-        module, b = WideMLP(), 64
-        data = {"x": rng.standard_normal((b * K * steps, 512)).astype(np.float32),
-                "y": rng.integers(0, 10, b * K * steps).astype(np.int64)}
-    path = os.path.join(out, name + ".onnx")
-    zoo.export(module, data, path, 17)
-    return module, data, b, path
+        module, b, k = DeepMLP(), 32, 8
+        n = b * k * (steps + 1)
+        data = {"x": rng.standard_normal((n, 512)).astype(np.float32),
+                "y": rng.integers(0, 10, n).astype(np.int64)}
+    path = os.path.join(out, name + ".onnx") if out else None
+    if export:
+        zoo.export(module, data, path, 17)
+    return module, data, b, k, path
 
 
-def pytorch_step_seconds(module, data, b, steps, threads):
+def pytorch_step_seconds(name, steps, threads, runs):
+    """PyTorch's best of `runs` in a process of its own whose OpenMP and
+    OpenBLAS pools have `threads` threads (OpenBLAS's pthreads pool ignores
+    torch.set_num_threads and oversubscribes the cores otherwise)."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    result = subprocess.run([sys.executable, os.path.abspath(__file__), "--pytorch-worker",
+                             name, "--steps", str(steps), "--runs", str(runs),
+                             "--threads", str(threads)],
+                            env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit("PyTorch worker failed:\n" + result.stdout + result.stderr)
+    return float(result.stdout.split()[-1])
+
+
+def pytorch_worker(name, steps, threads, runs):
+    # Denormals flushed to zero: PyTorch at its best (they made its GPT
+    # steps 3.6x slower here as training went on).
+    torch.set_flush_denormal(True)
+    module, data, b, k, _ = build(name, None, steps, export=False)
+    print(min(pytorch_loop_seconds(module, data, b, k, steps, threads) for _ in range(runs)))
+
+
+def pytorch_loop_seconds(module, data, b, k, steps, threads):
     torch.set_num_threads(threads)
     opt = torch.optim.AdamW(module.parameters(), lr=LR, weight_decay=0.01)
     tensors = [torch.tensor(v) for v in data.values()]
 
     def step(s):
         opt.zero_grad(set_to_none=True)
-        for k in range(K):
-            lo = (s * K + k) * b
-            loss = module(*[t[lo:lo + b] for t in tensors]) / K
+        for m in range(k):
+            lo = (s * k + m) * b
+            loss = module(*[t[lo:lo + b] for t in tensors]) / k
             loss.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), CLIP)
         opt.step()
@@ -116,38 +149,64 @@ def pytorch_blas():
     return ", ".join(sorted(os.path.realpath(lib) for lib in libs)) or "none found"
 
 
+def ort_step_seconds(python, path, npz, b, k, steps, threads, out):
+    result = subprocess.run([python, os.path.join(HERE, "ort_training.py"), path, npz,
+                             str(b), str(k), str(steps), str(threads), out],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit("ort_training.py failed:\n" + result.stdout + result.stderr)
+    return float(result.stdout.split()[-1])
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--pytorch-worker":
+        wp = argparse.ArgumentParser()
+        wp.add_argument("name")
+        for flag in ["--steps", "--runs", "--threads"]:
+            wp.add_argument(flag, type=int)
+        w = wp.parse_args(sys.argv[2:])
+        return pytorch_worker(w.name, w.steps, w.threads, w.runs)
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--models", default="gpt,mlp")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--models", default="mlp,gpt,cnn")
+    ap.add_argument("--ort-python", default=os.path.join(HERE, ".venv-ort", "bin", "python"))
     args, out, compiler, trainer = parse_args(ap)
     cores = os.cpu_count()
-    print("PyTorch %s, BLAS: %s" % (torch.__version__, pytorch_blas()))
-    print("| model | params | micro-batch x K | Accrue ms | Accrue --no-vectorize ms | "
-          "PyTorch 1 thread ms | PyTorch %d threads ms | Accrue / PyTorch 1 thread |" % cores)
-    print("|---|---|---|---|---|---|---|---|")
+    ort = os.path.exists(args.ort_python)
+    print("PyTorch %s, BLAS: %s; ONNX Runtime training: %s" % (
+        torch.__version__, pytorch_blas(), args.ort_python if ort else "not found"))
+    print("| model | params | b x K | Accrue 1 thread ms | Accrue %d threads ms | "
+          "PyTorch 1 thread ms | PyTorch %d threads ms | ORT training %d threads ms | "
+          "Accrue / PyTorch (best of each) | Accrue / ORT | Accrue %d threads / 1 |"
+          % (cores, cores, cores, cores))
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios = []
     for name in args.models.split(","):
-        module, data, b, path = build(name, out, args.steps)
+        module, data, b, k, path = build(name, out, args.steps)
         params = sum(p.numel() for p in module.parameters())
         npz = os.path.join(out, name + ".npz")
         np.savez(npz, **data)
-        times = []
-        for tag, extra in [("", []), ("_scalar", ["--no-vectorize"])]:
-            artifact = os.path.join(out, name + tag)
-            subprocess.run([compiler, path, "-o", artifact, "--micro-batch", str(b),
-                            "--accumulation-steps", str(K), "--optimizer", "adamw",
-                            "--lr", str(LR), "--weight-decay", "0.01", "--clip-norm",
-                            str(CLIP)] + extra, check=True)
-            times.append(min(seconds_per_step([trainer, artifact, "--data", npz], args.steps)
-                             for _ in range(args.runs)))
-        accrue, scalar = times
-        one = min(pytorch_step_seconds(module, data, b, args.steps, 1) for _ in range(args.runs))
-        many = min(pytorch_step_seconds(module, data, b, args.steps, cores)
-                   for _ in range(args.runs))
-        print("| %s | %.1fM | %d x %d | %.0f | %.0f | %.0f | %.0f | %.2f |" % (
-            name, params / 1e6, b, K, accrue * 1e3, scalar * 1e3, one * 1e3, many * 1e3,
-            accrue / one))
+        artifact = os.path.join(out, name)
+        subprocess.run([compiler, path, "-o", artifact, "--micro-batch", str(b),
+                        "--accumulation-steps", str(k), "--optimizer", "adamw",
+                        "--lr", str(LR), "--weight-decay", "0.01", "--clip-norm",
+                        str(CLIP)], check=True)
+        accrue = {t: min(seconds_per_step([trainer, artifact, "--data", npz, "--threads",
+                                           str(t)], args.steps) for _ in range(args.runs))
+                  for t in [1, cores]}
+        torch_times = {t: pytorch_step_seconds(name, args.steps, t, args.runs)
+                       for t in [1, cores]}
+        ort_time = (min(ort_step_seconds(args.ort_python, path, npz, b, k, args.steps, cores,
+                                         os.path.join(out, name + "_ort"))
+                        for _ in range(args.runs)) if ort else float("nan"))
+        best, torch_best = min(accrue.values()), min(torch_times.values())
+        ratios.append(best / torch_best)
+        print("| %s | %.1fM | %d x %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f |" % (
+            name, params / 1e6, b, k, accrue[1] * 1e3, accrue[cores] * 1e3,
+            torch_times[1] * 1e3, torch_times[cores] * 1e3, ort_time * 1e3,
+            best / torch_best, best / ort_time, accrue[1] / accrue[cores]), flush=True)
+    print("geometric mean of Accrue / PyTorch: %.2f" % float(np.exp(np.mean(np.log(ratios)))))
 
 
 if __name__ == "__main__":

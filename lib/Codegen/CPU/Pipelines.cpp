@@ -30,10 +30,12 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
     pm.addPass(createFuseElementwise());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createDuplicateSharedFills());
   // Accumulators carried by scf.for stay in place; temporaries of a
   // micro-step are allocated and freed inside the loop, so peak memory
   // depends on the micro-batch size, not on the number of steps.
   pm.addPass(bufferization::createOneShotBufferizePass());
+  pm.addNestedPass<func::FuncOp>(createAccumulateInPlace());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createExpandStridedCopies());
 }

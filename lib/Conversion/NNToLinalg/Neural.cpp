@@ -179,11 +179,20 @@ Value addToWindowView(OpBuilder &b, Location loc, Value padded, Value update,
   auto viewType = cast<RankedTensorType>(update.getType());
   auto view = windowView(b, loc, padded, viewType, i, j, s, d)
                   .getDefiningOp<tensor::ExtractSliceOp>();
-  Value sum = buildElementwise(
-      b, loc, viewType, ValueRange{view, update},
-      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        return arith::AddFOp::create(nb, l, args[0], args[1]);
-      });
+  // The view is the sum's init, so that bufferization adds in place.
+  AffineMap identity = b.getMultiDimIdentityMap(viewType.getRank());
+  Value sum =
+      linalg::GenericOp::create(
+          b, loc, viewType, update, Value(view),
+          ArrayRef<AffineMap>{identity, identity},
+          SmallVector<IteratorType>(viewType.getRank(),
+                                    IteratorType::parallel),
+          [](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, l,
+                arith::AddFOp::create(nb, l, args[1], args[0]).getResult());
+          })
+          .getResult(0);
   return tensor::InsertSliceOp::create(b, loc, sum, padded,
                                        view.getMixedOffsets(),
                                        view.getMixedSizes(),
@@ -238,8 +247,12 @@ RankedTensorType tensorType(ArrayRef<int64_t> shape, Type element) {
 }
 
 /// The columns of `input` [N, C, H, W] as [N, G, C/G * KH * KW, OH * OW].
+/// With `recomputed` (the weight gradient's), the padding and the copy are
+/// marked so that CSE does not merge them with the forward's: the columns
+/// are C * KH * KW / C times the input, too much to keep from the forward
+/// to the backward, and cheap to build again.
 Value convColumns(OpBuilder &b, Location loc, Value input,
-                  const ConvShape &cs) {
+                  const ConvShape &cs, bool recomputed = false) {
   MLIRContext *ctx = b.getContext();
   Type element = cast<RankedTensorType>(input.getType()).getElementType();
   auto colType = tensorType({cs.n, cs.groups, cs.rows(), cs.oh * cs.ow},
@@ -247,6 +260,11 @@ Value convColumns(OpBuilder &b, Location loc, Value input,
   if (cs.direct())
     return reshapeTensor(b, loc, input, colType);
   Value padded = padSpatial(b, loc, input, cs.p, 0.0);
+  auto mark = [&](Operation *op) {
+    if (recomputed && op)
+      op->setAttr("accrue.recomputed", b.getUnitAttr());
+  };
+  mark(padded.getDefiningOp<tensor::PadOp>());
   // Iteration space (n, g, c, kh, kw, oh, ow): rows of the columns are
   // written contiguously.
   AffineExpr n, g, c, kh, kw, oh, ow;
@@ -266,6 +284,7 @@ Value convColumns(OpBuilder &b, Location loc, Value input,
       [](OpBuilder &nb, Location l, ValueRange args) {
         linalg::YieldOp::create(nb, l, args[0]);
       });
+  mark(generic);
   return reshapeTensor(b, loc, generic.getResult(0), colType);
 }
 
@@ -441,7 +460,8 @@ struct ConvGradWeightLowering : public OpConversionPattern<ConvGradWeightOp> {
     ConvShape cs = convShape(inType, resultType, dyType, op.getStrides(),
                              op.getDilations(), op.getPads(),
                              static_cast<int64_t>(op.getGroup()));
-    Value columns = convColumns(rewriter, loc, adaptor.getInput(), cs);
+    Value columns = convColumns(rewriter, loc, adaptor.getInput(), cs,
+                                /*recomputed=*/true);
     Value dy = reshapeTensor(
         rewriter, loc, adaptor.getDresult(),
         tensorType({cs.n, cs.groups, cs.fg(), cs.oh * cs.ow},

@@ -82,6 +82,36 @@ def VectorizeContractions
                            "::mlir::arith::ArithDialect"];
 }
 
+def DuplicateSharedFills : Pass<"duplicate-shared-fills"> {
+  let summary = "Give every destination-passing use of a tensor fill its own fill";
+  let description = [{
+    CSE merges identical fills (the zeros contractions and sums start
+    from); one-shot bufferization then copies the shared buffer for each op
+    that writes into it. A fill per destination bufferizes in place instead.
+  }];
+  let statistics = [
+    Statistic<"numDuplicated", "duplicated", "Fills duplicated">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def AccumulateInPlace : Pass<"accumulate-in-place", "::mlir::func::FuncOp"> {
+  let summary = "Let gradient reductions accumulate straight into the arena";
+  let description = [{
+    After bufferization, a weight gradient is a reduction (a contraction or
+    a sum) into a zero-filled temporary, which train.accumulate then adds
+    to the gradient accumulator's slice. When nothing between the reduction
+    and the add writes the accumulator, the reduction accumulates into the
+    slice instead (beta = 1) and the temporary, its zero fill and the add
+    are removed.
+  }];
+  let statistics = [
+    Statistic<"numInPlace", "in-place", "Gradients accumulated in place">,
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def ScheduleParallelLoops
     : Pass<"schedule-parallel-loops", "::mlir::func::FuncOp"> {
   let summary = "Keep the scf.parallel loops worth a thread fork, serialize the rest";

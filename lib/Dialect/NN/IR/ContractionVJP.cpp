@@ -54,6 +54,29 @@ LogicalResult MatMulOp::buildVJP(OpBuilder &b, ValueRange dys,
   Location loc = getLoc();
   NNBuilder nn(b, loc);
   Value dy = dys[0];
+  auto lhsType = cast<RankedTensorType>(getLhs().getType());
+  auto rhsType = cast<RankedTensorType>(getRhs().getType());
+  auto dyType = cast<RankedTensorType>(dy.getType());
+  if (rhsType.getRank() == 2 && lhsType.getRank() > 2 &&
+      lhsType.hasStaticShape() && dyType.hasStaticShape()) {
+    // A weight shared by every row of a batch (x @ W): the batch dimensions
+    // are rows of one 2-D product, and dB = A^T dY sums over all of them in
+    // one contraction instead of a product per batch element added up
+    // afterwards. (dA keeps the transposed copy of B: the CPU's outer-
+    // product kernel on it beats dot products along B's rows.)
+    int64_t k = lhsType.getShape().back(), n = rhsType.getShape().back();
+    int64_t rows = lhsType.getNumElements() / k;
+    Type element = lhsType.getElementType();
+    Value a2 = nn.reshape(getLhs(), RankedTensorType::get({rows, k}, element));
+    Value dy2 = nn.reshape(
+        dy, RankedTensorType::get({rows, n}, dyType.getElementType()));
+    FloatAttr one = b.getF32FloatAttr(1.0f);
+    BoolAttr t = b.getBoolAttr(true), f = b.getBoolAttr(false);
+    dxs.push_back(
+        MatMulOp::create(b, loc, dy, transposeLast2(b, loc, getRhs())));
+    dxs.push_back(GemmOp::create(b, loc, a2, dy2, Value(), one, one, t, f));
+    return success();
+  }
   Value da = MatMulOp::create(b, loc, dy, transposeLast2(b, loc, getRhs()));
   dxs.push_back(nn.sumToShape(da, cast<RankedTensorType>(getLhs().getType())));
   Value db = MatMulOp::create(b, loc, transposeLast2(b, loc, getLhs()), dy);
