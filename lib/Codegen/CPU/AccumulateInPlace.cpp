@@ -186,6 +186,8 @@ struct AccumulateInPlacePass
         fill = f;
       } else if (accumulatesIntoInit(user, alloc)) {
         producer = user;
+      } else if (isa<memref::DeallocOp>(user)) {
+        continue;
       } else if (!(views.empty() ? user == add.getOperation()
                                  : user == views.back())) {
         return failure();

@@ -1,0 +1,36 @@
+// RUN: accrue-opt %s -duplicate-shared-fills | FileCheck %s
+
+// Two contractions start from one (CSE'd) zero tensor: each gets a fill of
+// its own, so that neither needs a copy when bufferized in place.
+
+#mapA = affine_map<(m, n, k) -> (m, k)>
+#mapB = affine_map<(m, n, k) -> (k, n)>
+#mapC = affine_map<(m, n, k) -> (m, n)>
+// CHECK-LABEL: func @shared
+// CHECK: %[[Z:.+]] = arith.constant 0.0
+// CHECK: %[[E1:.+]] = tensor.empty() : tensor<4x8xf32>
+// CHECK: %[[F1:.+]] = linalg.fill ins(%[[Z]] : f32) outs(%[[E1]] : tensor<4x8xf32>)
+// CHECK: %[[E2:.+]] = tensor.empty() : tensor<4x8xf32>
+// CHECK: %[[F2:.+]] = linalg.fill ins(%[[Z]] : f32) outs(%[[E2]] : tensor<4x8xf32>)
+// CHECK: linalg.generic {{.*}} outs(%[[F2]] : tensor<4x8xf32>)
+// CHECK: linalg.generic {{.*}} outs(%[[F1]] : tensor<4x8xf32>)
+func.func @shared(%a: tensor<4x16xf32>, %b: tensor<16x8xf32>, %c: tensor<16x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %0 = linalg.generic {indexing_maps = [#mapA, #mapB, #mapC], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<4x16xf32>, tensor<16x8xf32>) outs(%z : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %1 = linalg.generic {indexing_maps = [#mapA, #mapB, #mapC], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %c : tensor<4x16xf32>, tensor<16x8xf32>) outs(%z : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>
+}

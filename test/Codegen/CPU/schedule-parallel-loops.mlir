@@ -1,0 +1,88 @@
+// RUN: accrue-opt %s -split-input-file -schedule-parallel-loops | FileCheck %s
+
+// An outermost parallel loop with enough work stays parallel over its
+// leading dimensions (at least 16 iterations); the rest become scf.for
+// loops inside it. A parallel loop nested in another, or in a sequential
+// loop, or with little work, becomes sequential.
+
+// CHECK-LABEL: func @large
+// CHECK: scf.parallel (%[[I:.+]]) = (%c0) to (%c64) step (%c1)
+// CHECK-NEXT: scf.for %[[J:.+]] = %c0 to %c1024 step %c1
+// CHECK-NEXT: memref.load %{{.+}}[%[[I]], %[[J]]]
+func.func @large(%a: memref<64x1024xf32>, %b: memref<64x1024xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c1024 = arith.constant 1024 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c1024) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<64x1024xf32>
+    memref.store %x, %b[%i, %j] : memref<64x1024xf32>
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func @small
+// CHECK-NOT: scf.parallel
+// CHECK: scf.for
+// CHECK: scf.for
+func.func @small(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c8) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<4x8xf32>
+    memref.store %x, %b[%i, %j] : memref<4x8xf32>
+  }
+  return
+}
+
+// -----
+
+// A sum over rows: the reduction loop is outermost, so the parallel loop
+// inside it would fork once per row; it stays sequential.
+// CHECK-LABEL: func @inside_reduction
+// CHECK-NOT: scf.parallel
+func.func @inside_reduction(%a: memref<1024x256xf32>, %b: memref<256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c1024 = arith.constant 1024 : index
+  scf.for %r = %c0 to %c1024 step %c1 {
+    scf.parallel (%j) = (%c0) to (%c256) step (%c1) {
+      %x = memref.load %a[%r, %j] : memref<1024x256xf32>
+      %y = memref.load %b[%j] : memref<256xf32>
+      %s = arith.addf %x, %y : f32
+      memref.store %s, %b[%j] : memref<256xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// A contraction kernel's loop (marked by vectorize-contractions) stays
+// parallel inside its k-block loop; a parallel loop nested in a parallel
+// loop does not.
+// CHECK-LABEL: func @kernel
+// CHECK: scf.for
+// CHECK-NEXT: scf.parallel
+// CHECK-NOT: scf.parallel
+// CHECK: accrue.parallel_kernel
+func.func @kernel(%a: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %k = %c0 to %c64 step %c8 {
+    scf.parallel (%i) = (%c0) to (%c64) step (%c8) {
+      scf.parallel (%j) = (%c0) to (%c64) step (%c1) {
+        memref.store %zero, %a[%i, %j] : memref<64x64xf32>
+      }
+    } {accrue.parallel_kernel}
+  }
+  return
+}
