@@ -503,8 +503,10 @@ struct PoolMaps {
 
 /// The maximum of each window and, with `positions`, the kernel position
 /// (i * KW + j) of its first maximum among the input's elements (padding
-/// never counts). One pass over the output, reading the strided view of
-/// each kernel position, so the loops are plain and vectorize.
+/// never counts). One pass over the output reading the padded input once
+/// per kernel position, each through an affine map of the output position
+/// (the same buffer, so LLVM sees the strided loads as one interleaved
+/// group and vectorizes them).
 SmallVector<Value> windowMaxima(OpBuilder &b, Location loc, Value input,
                                 ArrayRef<int64_t> k, ArrayRef<int64_t> s,
                                 ArrayRef<int64_t> d, ArrayRef<int64_t> p,
@@ -513,10 +515,28 @@ SmallVector<Value> windowMaxima(OpBuilder &b, Location loc, Value input,
   auto inType = cast<RankedTensorType>(input.getType());
   int64_t height = inType.getDimSize(2), width = inType.getDimSize(3);
   Value padded = padSpatial(b, loc, input, p, -inf);
-  SmallVector<Value> views;
+  // The first input only gives the loops the output's shape (linalg infers
+  // a loop's range from the first operand indexing it plainly, which with
+  // stride 1 would be the padded input); its elements are never read.
+  SmallVector<Value> views{emptyTensor(b, loc, resultType)};
+  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(4)};
+  AffineExpr n, c, oh, ow;
+  bindDims(b.getContext(), n, c, oh, ow);
+  // Strides of 1 would make some of these maps plain dimensions, which
+  // linalg wants the size of the loop; such windows read strided views.
+  bool sameBuffer = s[0] > 1 && s[1] > 1;
   for (int64_t i = 0; i < k[0]; ++i)
-    for (int64_t j = 0; j < k[1]; ++j)
-      views.push_back(windowView(b, loc, padded, resultType, i, j, s, d));
+    for (int64_t j = 0; j < k[1]; ++j) {
+      if (!sameBuffer) {
+        views.push_back(windowView(b, loc, padded, resultType, i, j, s, d));
+        maps.push_back(b.getMultiDimIdentityMap(4));
+        continue;
+      }
+      views.push_back(padded);
+      maps.push_back(AffineMap::get(
+          4, 0, {n, c, oh * s[0] + i * d[0], ow * s[1] + j * d[1]},
+          b.getContext()));
+    }
   auto positionType =
       RankedTensorType::get(resultType.getShape(), b.getI32Type());
   SmallVector<Type> types{resultType};
@@ -525,8 +545,7 @@ SmallVector<Value> windowMaxima(OpBuilder &b, Location loc, Value input,
     types.push_back(positionType);
     inits.push_back(emptyTensor(b, loc, positionType));
   }
-  SmallVector<AffineMap> maps(views.size() + inits.size(),
-                              b.getMultiDimIdentityMap(4));
+  maps.append(inits.size(), b.getMultiDimIdentityMap(4));
   bool padding = llvm::any_of(p, [](int64_t v) { return v != 0; });
   auto generic = linalg::GenericOp::create(
       b, loc, types, views, inits, maps,
@@ -557,7 +576,7 @@ SmallVector<Value> windowMaxima(OpBuilder &b, Location loc, Value input,
           return arith::AndIOp::create(nb, l, inside(2, i * d[0], height),
                                        inside(3, j * d[1], width));
         };
-        Value best = args[0], position = c32(padding ? -1 : 0);
+        Value best = args[1], position = c32(padding ? -1 : 0);
         if (padding)
           best = scalarConstant(nb, l, resultType.getElementType(), -inf);
         for (int64_t i = 0; i < k[0]; ++i)
@@ -565,7 +584,7 @@ SmallVector<Value> windowMaxima(OpBuilder &b, Location loc, Value input,
             int64_t at = i * k[1] + j;
             if (!padding && at == 0)
               continue;
-            Value v = args[at];
+            Value v = args[1 + at];
             if (!positions) {
               best = arith::MaximumFOp::create(nb, l, best, v);
               continue;
@@ -625,9 +644,53 @@ struct MaxPoolGradLowering : public OpConversionPattern<MaxPoolGradOp> {
         {inType.getDimSize(0), inType.getDimSize(1),
          inType.getDimSize(2) + p[0] + p[2], inType.getDimSize(3) + p[1] + p[3]},
         element);
-    Value padded = filledTensor(rewriter, loc, paddedType, 0.0);
     Value dy = adaptor.getDresult();
-    for (int64_t i = 0; i < k[0]; ++i)
+    int64_t oh = dyType.getDimSize(2), ow = dyType.getDimSize(3);
+    Value padded;
+    bool tiles = s[0] == k[0] && s[1] == k[1] && d[0] == 1 && d[1] == 1 &&
+                 paddedType.getDimSize(2) == oh * s[0] &&
+                 paddedType.getDimSize(3) == ow * s[1];
+    if (tiles) {
+      // Windows that tile the padded input: every element belongs to one
+      // window, at kernel position (i, j); one pass writes them all, in
+      // order.
+      MLIRContext *ctx = rewriter.getContext();
+      auto tiled = RankedTensorType::get(
+          {inType.getDimSize(0), inType.getDimSize(1), oh, k[0], ow, k[1]},
+          element);
+      AffineExpr n, c, h, i, w, j;
+      bindDims(ctx, n, c, h, i, w, j);
+      AffineMap window = AffineMap::get(6, 0, {n, c, h, w}, ctx);
+      Value spread =
+          linalg::GenericOp::create(
+              rewriter, loc, tiled, ValueRange{winners, dy},
+              emptyTensor(rewriter, loc, tiled),
+              ArrayRef<AffineMap>{window, window,
+                                  rewriter.getMultiDimIdentityMap(6)},
+              SmallVector<IteratorType>(6, IteratorType::parallel),
+              [&](OpBuilder &nb, Location l, ValueRange args) {
+                Value at = arith::AddIOp::create(
+                    nb, l,
+                    arith::MulIOp::create(
+                        nb, l, linalg::IndexOp::create(nb, l, 3),
+                        arith::ConstantIndexOp::create(nb, l, k[1])),
+                    linalg::IndexOp::create(nb, l, 5));
+                Value here = arith::CmpIOp::create(
+                    nb, l, arith::CmpIPredicate::eq, args[0],
+                    arith::IndexCastOp::create(nb, l, nb.getI32Type(), at));
+                linalg::YieldOp::create(
+                    nb, l,
+                    arith::SelectOp::create(
+                        nb, l, here, args[1],
+                        scalarConstant(nb, l, element, 0.0))
+                        .getResult());
+              })
+              .getResult(0);
+      padded = reshapeTensor(rewriter, loc, spread, paddedType);
+    } else {
+      padded = filledTensor(rewriter, loc, paddedType, 0.0);
+    }
+    for (int64_t i = 0; !tiles && i < k[0]; ++i)
       for (int64_t j = 0; j < k[1]; ++j) {
         int64_t at = i * k[1] + j;
         Value won = buildElementwise(
