@@ -8,10 +8,15 @@
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/Module.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <onnx/onnx_pb.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 
 using namespace mlir;
 using namespace accrue;
@@ -210,53 +215,44 @@ accrue::writeInitialParameters(const onnx_import::ImportedModel &model,
   std::vector<rt::TensorRef> tensors;
   for (const onnx_import::ImportedParameter &param : model.parameters)
     tensors.push_back({param.name, rt::DType::F32, param.shape,
-                       param.values.data(),
-                       param.values.size() * sizeof(float)});
+                       param.values(), param.bytes.size()});
   return success(
       rt::writeSafetensors(path.str(), tensors, {{"format", "pt"}}, error));
 }
 
 LogicalResult
-accrue::writeExportableModel(StringRef modelBytes,
-                             const onnx_import::ImportedModel &imported,
+accrue::writeExportableModel(onnx_import::ImportedModel &imported,
                              StringRef path, std::string &error) {
-  onnx::ModelProto model;
-  if (!model.ParseFromArray(modelBytes.data(),
-                            static_cast<int>(modelBytes.size()))) {
-    error = "cannot re-read the model";
-    return failure();
-  }
-  llvm::StringMap<const onnx_import::ImportedParameter *> params;
-  for (const onnx_import::ImportedParameter &param : imported.parameters)
+  // The parameters' bytes move back into the model for the write and out
+  // again after it: nothing is copied, and the model streams to the file.
+  onnx::ModelProto &model = *imported.proto;
+  llvm::StringMap<onnx_import::ImportedParameter *> params;
+  for (onnx_import::ImportedParameter &param : imported.parameters)
     params[param.name] = &param;
+  SmallVector<std::pair<onnx::TensorProto *, std::string *>> moved;
   for (onnx::TensorProto &init :
        *model.mutable_graph()->mutable_initializer()) {
     auto it = params.find(init.name());
     if (it == params.end())
       continue;
-    const std::vector<float> &values = it->second->values;
     init.clear_float_data();
     init.clear_external_data();
     init.set_data_location(onnx::TensorProto::DEFAULT);
-    init.set_raw_data(std::string(reinterpret_cast<const char *>(values.data()),
-                                  values.size() * sizeof(float)));
+    init.mutable_raw_data()->swap(it->second->bytes);
+    moved.push_back({&init, &it->second->bytes});
   }
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec) {
-    error = "cannot write '" + path.str() + "': " + ec.message();
+  auto restore = llvm::make_scope_exit([&] {
+    for (auto [init, bytes] : moved)
+      init->mutable_raw_data()->swap(*bytes);
+  });
+  std::ofstream os(path.str(), std::ios::binary | std::ios::trunc);
+  if (!os) {
+    error = "cannot write '" + path.str() + "': " + std::strerror(errno);
     return failure();
   }
-  std::string bytes;
-  if (!model.SerializeToString(&bytes)) {
-    error = "cannot serialize the model";
-    return failure();
-  }
-  os << bytes;
-  os.close();
-  if (os.has_error()) {
-    error = "cannot write '" + path.str() + "': " + os.error().message();
-    os.clear_error();
+  if (!model.SerializeToOstream(&os) || !os.flush()) {
+    error = "cannot write '" + path.str() + "'" +
+            (errno ? std::string(": ") + std::strerror(errno) : "");
     return failure();
   }
   return success();

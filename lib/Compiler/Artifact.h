@@ -38,9 +38,9 @@ llvm::LogicalResult writeInitialParameters(
 /// Writes a copy of the ONNX model whose trainable initializers hold their
 /// data as little-endian raw_data inline, so the runtime can export trained
 /// values by overwriting those bytes without a protobuf library.
-llvm::LogicalResult writeExportableModel(
-    llvm::StringRef modelBytes, const onnx_import::ImportedModel &model,
-    llvm::StringRef path, std::string &error);
+llvm::LogicalResult
+writeExportableModel(onnx_import::ImportedModel &model, llvm::StringRef path,
+                     std::string &error);
 
 } // namespace accrue
 

@@ -382,16 +382,8 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   TimingScope root = timing.getRootScope();
   TimingScope phase = root.nest("import ONNX and build the step");
 
-  auto buffer = llvm::MemoryBuffer::getFile(options.import.modelPath,
-                                            /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return emitError(UnknownLoc::get(&ctx))
-           << "cannot read '" << options.import.modelPath
-           << "': " << buffer.getError().message();
-  StringRef bytes = (*buffer)->getBuffer();
   FailureOr<onnx_import::ImportedModel> model =
-      onnx_import::importModel(&ctx, bytes, options.import);
+      onnx_import::importModelFile(&ctx, options.import);
   if (failed(model))
     return failure();
   ModuleOp module = *model->module;
@@ -555,7 +547,7 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   if (failed(cpu::linkSharedLibrary(object, file(manifest->library), lld,
                                     error)) ||
       failed(writeInitialParameters(*model, file(manifest->init), error)) ||
-      failed(writeExportableModel(bytes, *model, file(manifest->model),
+      failed(writeExportableModel(*model, file(manifest->model),
                                   error)) ||
       failed(writeTextFile(file(ACCRUE_FILE_MANIFEST), manifest->toJson(),
                            error)) ||

@@ -183,7 +183,7 @@ static void appendBytes(std::string &out, const Range &values) {
 
 FailureOr<TensorData> onnx_import::readTensorData(
     const onnx::TensorProto &tensor, MLIRContext *context, StringRef modelPath,
-    Location loc) {
+    Location loc, onnx::TensorProto *steal) {
   TensorData data;
   data.elementType = convertElementType(context, tensor.data_type());
   if (!data.elementType)
@@ -209,7 +209,10 @@ FailureOr<TensorData> onnx_import::readTensorData(
       return failure();
     data.bytes = std::move(*bytes);
   } else if (tensor.has_raw_data()) {
-    data.bytes = tensor.raw_data();
+    if (steal)
+      data.bytes.swap(*steal->mutable_raw_data());
+    else
+      data.bytes = tensor.raw_data();
   } else {
     switch (tensor.data_type()) {
     case onnx::TensorProto::FLOAT:

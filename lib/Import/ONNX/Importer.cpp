@@ -17,11 +17,15 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
+#include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Regex.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace accrue;
@@ -71,7 +75,9 @@ public:
                                         : options.modelPath,
                                     0, 0)) {}
 
-  FailureOr<ImportedModel> run(StringRef bytes);
+  /// Imports `parsed` (a ModelProto that parsed, or nothing when it did
+  /// not: an error naming the file).
+  FailureOr<ImportedModel> run(std::optional<onnx::ModelProto> parsed);
 
 private:
   bool training() const { return options.mode == ImportMode::Training; }
@@ -79,7 +85,7 @@ private:
     return NameLoc::get(builder.getStringAttr(kind + ":" + name), fileLoc);
   }
 
-  LogicalResult parse(StringRef bytes);
+  LogicalResult check();
   LogicalResult readTrainingInfo();
   LogicalResult chooseOutputs();
   LogicalResult checkNames();
@@ -115,11 +121,7 @@ private:
   ImportedModel result;
 };
 
-LogicalResult ModelImporter::parse(StringRef bytes) {
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
-      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return emitError(fileLoc) << "not a valid ONNX model: the protobuf does "
-                                 "not parse (truncated or not ONNX)";
+LogicalResult ModelImporter::check() {
   if (!model.has_graph() || model.graph().node_size() == 0)
     return emitError(fileLoc) << "not an ONNX model: it has no graph";
   opset = importedOpset(model, "");
@@ -461,34 +463,44 @@ LogicalResult ModelImporter::buildSignature() {
       paramProtos.push_back(&init);
   }
 
-  // Parameters (training only): their data goes straight into the result.
+  // Parameters (training only): their data moves out of the model into
+  // the result (most of a model's bytes; never copied).
   for (const onnx::TensorProto *proto : paramProtos) {
-    FailureOr<TensorData> data =
-        readTensorData(*proto, context, options.modelPath,
-                       namedLoc("initializer", proto->name()));
-    if (failed(data))
-      return failure();
-    // A parameter that starts non-finite trains to NaN.
-    const float *values = reinterpret_cast<const float *>(data->bytes.data());
-    for (int64_t i = 0, n = data->numElements(); i < n; ++i)
-      if (!std::isfinite(values[i]))
-        return emitError(namedLoc("initializer", proto->name()))
-               << "the trainable tensor holds "
-               << (std::isnan(values[i]) ? "NaN" : "an infinity")
-               << " at element " << i;
-    if (data->numElements() == 0)
-      return emitError(namedLoc("initializer", proto->name()))
+    Location loc = namedLoc("initializer", proto->name());
+    ImportedParameter param;
+    param.name = proto->name();
+    if (options.loadParameterValues) {
+      FailureOr<TensorData> data =
+          readTensorData(*proto, context, options.modelPath, loc,
+                         const_cast<onnx::TensorProto *>(proto));
+      if (failed(data))
+        return failure();
+      // A parameter that starts non-finite trains to NaN.
+      const float *values =
+          reinterpret_cast<const float *>(data->bytes.data());
+      for (int64_t i = 0, n = data->numElements(); i < n; ++i)
+        if (!std::isfinite(values[i]))
+          return emitError(loc)
+                 << "the trainable tensor holds "
+                 << (std::isnan(values[i]) ? "NaN" : "an infinity")
+                 << " at element " << i;
+      param.shape.assign(data->shape.begin(), data->shape.end());
+      param.bytes = std::move(data->bytes);
+    } else {
+      for (int64_t d : proto->dims()) {
+        if (d < 0)
+          return emitError(loc) << "tensor '" << proto->name()
+                                << "' has a negative dimension";
+        param.shape.push_back(d);
+      }
+    }
+    if (llvm::is_contained(param.shape, 0))
+      return emitError(loc)
              << "a trainable tensor with a zero dimension has nothing to "
                 "train (freeze it with "
              << settingRef("freeze") << " or remove it)";
-    ImportedParameter param;
-    param.name = proto->name();
-    param.shape.assign(data->shape.begin(), data->shape.end());
-    if (options.loadParameterValues) {
-      param.values.resize(data->numElements());
-      std::memcpy(param.values.data(), data->bytes.data(), data->bytes.size());
-    }
-    argTypes.push_back(RankedTensorType::get(data->shape, builder.getF32Type()));
+    argTypes.push_back(
+        RankedTensorType::get(param.shape, builder.getF32Type()));
     result.parameters.push_back(std::move(param));
   }
   // Graph inputs that are not initializers.
@@ -640,15 +652,30 @@ LogicalResult ModelImporter::importBody() {
   return success();
 }
 
-FailureOr<ImportedModel> ModelImporter::run(StringRef bytes) {
+FailureOr<ImportedModel>
+ModelImporter::run(std::optional<onnx::ModelProto> parsed) {
   context->loadDialect<nn::NNDialect, train::TrainDialect, func::FuncDialect,
                        arith::ArithDialect, tensor::TensorDialect>();
-  if (failed(parse(bytes)) || failed(readTrainingInfo()) ||
+  if (!parsed)
+    return emitError(fileLoc) << "not a valid ONNX model: the protobuf does "
+                                 "not parse (truncated or not ONNX)";
+  model = std::move(*parsed);
+  if (failed(check()) || failed(readTrainingInfo()) ||
       failed(chooseOutputs()) ||
       failed(sliceAndCheckNodes()) || failed(buildSignature()) ||
       failed(importBody()))
     return failure();
+  result.proto = std::make_shared<onnx::ModelProto>(std::move(model));
   return std::move(result);
+}
+
+/// `bytes` parsed, or nothing.
+std::optional<onnx::ModelProto> parseModel(StringRef bytes) {
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return std::nullopt;
+  return model;
 }
 
 /// The constant scalar divisor of a loss `x / c`, and the nn.div.
@@ -671,7 +698,7 @@ std::optional<std::pair<nn::DivOp, double>> constantDivisor(func::FuncOp f) {
 /// when c is a plain number. The graph alone cannot tell, so the model is
 /// imported again at micro-batch b + 1 and the two values of c compared;
 /// the nn.div is annotated for train-microbatch (StepAttrs).
-void annotateConstantDivisor(MLIRContext *context, StringRef bytes,
+void annotateConstantDivisor(MLIRContext *context,
                              const ImportOptions &options,
                              ImportedModel &model) {
   auto divisor = constantDivisor(model.forward);
@@ -686,7 +713,8 @@ void annotateConstantDivisor(MLIRContext *context, StringRef bytes,
     ScopedDiagnosticHandler quiet(context, [](Diagnostic &) {
       return success();
     });
-    shadow = ModelImporter(context, other).run(bytes);
+    // The model without its parameters' data (moved out by the import).
+    shadow = ModelImporter(context, other).run(*model.proto);
   }
   if (failed(shadow))
     return;
@@ -704,24 +732,43 @@ void annotateConstantDivisor(MLIRContext *context, StringRef bytes,
 
 } // namespace
 
+static FailureOr<ImportedModel>
+importParsed(MLIRContext *context, std::optional<onnx::ModelProto> parsed,
+             const ImportOptions &options) {
+  FailureOr<ImportedModel> model =
+      ModelImporter(context, options).run(std::move(parsed));
+  if (succeeded(model) && options.mode == ImportMode::Training)
+    annotateConstantDivisor(context, options, *model);
+  return model;
+}
+
 FailureOr<ImportedModel>
 onnx_import::importModel(MLIRContext *context, StringRef bytes,
                          const ImportOptions &options) {
-  FailureOr<ImportedModel> model = ModelImporter(context, options).run(bytes);
-  if (succeeded(model) && options.mode == ImportMode::Training)
-    annotateConstantDivisor(context, bytes, options, *model);
-  return model;
+  return importParsed(context, parseModel(bytes), options);
 }
 
 FailureOr<ImportedModel>
 onnx_import::importModelFile(MLIRContext *context,
                              const ImportOptions &options) {
-  auto buffer = llvm::MemoryBuffer::getFile(options.modelPath,
-                                            /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
+  int fd = ::open(options.modelPath.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return emitError(UnknownLoc::get(context))
            << "cannot read '" << options.modelPath
-           << "': " << buffer.getError().message();
-  return importModel(context, (*buffer)->getBuffer(), options);
+           << "': " << std::strerror(errno);
+  // Parsed from the file in chunks: the model's bytes are never all in
+  // memory besides the parsed model.
+  std::optional<onnx::ModelProto> parsed;
+  {
+    google::protobuf::io::FileInputStream stream(fd);
+    onnx::ModelProto model;
+    if (model.ParseFromZeroCopyStream(&stream))
+      parsed = std::move(model);
+    else if (stream.GetErrno())
+      return (::close(fd), emitError(UnknownLoc::get(context))
+                               << "cannot read '" << options.modelPath
+                               << "': " << std::strerror(stream.GetErrno()));
+  }
+  ::close(fd);
+  return importParsed(context, std::move(parsed), options);
 }

@@ -21,11 +21,14 @@
 #include <map>
 #include <optional>
 
-namespace onnx {
-class TensorProto;
-} // namespace onnx
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace onnx {
+class ModelProto;
+class TensorProto;
+} // namespace onnx
 
 namespace accrue::onnx_import {
 
@@ -74,7 +77,13 @@ struct ImportOptions {
 struct ImportedParameter {
   std::string name;
   std::vector<int64_t> shape;
-  std::vector<float> values;
+  /// The initial values' bytes (moved out of the model's TensorProto, not
+  /// copied: a model's parameters are most of its file).
+  std::string bytes;
+  const float *values() const {
+    return reinterpret_cast<const float *>(bytes.data());
+  }
+  size_t numValues() const { return bytes.size() / sizeof(float); }
 };
 
 /// A graph input; in training mode `shape[0]` is the micro-batch size.
@@ -112,6 +121,9 @@ struct ImportedModel {
   std::string lossName;
   /// Training: the optimizer the model's TrainingInfoProto runs, if any.
   std::optional<ImportedOptimizer> optimizer;
+  /// The parsed model, without the parameters' data (moved into
+  /// `parameters`), for writing the exportable model.
+  std::shared_ptr<onnx::ModelProto> proto;
 };
 
 /// The contents of a TensorProto: element type, shape and little-endian
@@ -125,11 +137,13 @@ struct TensorData {
 
 /// Reads a TensorProto's data from raw_data, its typed fields or external
 /// data next to `modelPath`, checking it against the shape. Emits an error
-/// at `loc` on failure.
+/// at `loc` on failure. With `steal`, raw_data moves out of `tensor` (left
+/// empty) instead of being copied.
 llvm::FailureOr<TensorData> readTensorData(const onnx::TensorProto &tensor,
                                            mlir::MLIRContext *context,
                                            llvm::StringRef modelPath,
-                                           mlir::Location loc);
+                                           mlir::Location loc,
+                                           onnx::TensorProto *steal = nullptr);
 
 /// Parses a serialized TensorProto (a .pb file of ONNX's backend tests) and
 /// reads its data; emits an error at `loc` on failure.
@@ -148,7 +162,9 @@ llvm::FailureOr<ImportedModel> importModel(mlir::MLIRContext *context,
                                            llvm::StringRef bytes,
                                            const ImportOptions &options);
 
-/// Reads `path` and imports it; a missing or unreadable file is an error.
+/// Parses `options.modelPath` straight from the file (no copy of its bytes
+/// in memory besides the parsed model) and imports it; a missing or
+/// unreadable file is an error.
 llvm::FailureOr<ImportedModel> importModelFile(mlir::MLIRContext *context,
                                                const ImportOptions &options);
 
