@@ -15,7 +15,8 @@ same data for everyone):
        micro-batch 16, K=4.
 Accrue runs with 1 thread and with all cores (`accrue-train --threads`).
 PyTorch (Debian's python3-torch with OpenBLAS, `apt install
-libopenblas0-pthread`; the bench prints the BLAS it found) runs the same
+libopenblas0-pthread`, its core type set with OPENBLAS_CORETYPE, which
+these VMs' CPUs need; the bench prints the BLAS it found) runs the same
 loop (zero_grad, K x forward/backward of loss / K, clip_grad_norm_, step)
 with 1 thread and all cores; its best is the baseline. ONNX Runtime
 training runs bench/ort_training.py under --ort-python (a venv with
@@ -101,6 +102,13 @@ def pytorch_step_seconds(name, steps, threads, runs):
     OpenBLAS pools have `threads` threads (OpenBLAS's pthreads pool ignores
     torch.set_num_threads and oversubscribes the cores otherwise)."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    # OpenBLAS 0.3.21's runtime detection takes these VMs' CPU ("Intel Xeon
+    # Processor") for an old core and runs sgemm at ~30 GFLOP/s on one
+    # thread; told the core type it reaches ~130. At its best:
+    if "OPENBLAS_CORETYPE" not in env:
+        with open("/proc/cpuinfo") as info:
+            flags = info.read()
+        env["OPENBLAS_CORETYPE"] = "SkylakeX" if "avx512f" in flags else "Haswell"
     result = subprocess.run([sys.executable, os.path.abspath(__file__), "--pytorch-worker",
                              name, "--steps", str(steps), "--runs", str(runs),
                              "--threads", str(threads)],
