@@ -288,6 +288,24 @@ Value convColumns(OpBuilder &b, Location loc, Value input,
   return reshapeTensor(b, loc, generic.getResult(0), colType);
 }
 
+/// A weight (or weight-shaped) [F, C/G, KH, KW] as [G, F/G, C/G * KH * KW].
+Value weightMatrix(OpBuilder &b, Location loc, Value weight,
+                   const ConvShape &cs) {
+  return reshapeTensor(
+      b, loc, weight,
+      tensorType({cs.groups, cs.fg(), cs.rows()},
+                 cast<RankedTensorType>(weight.getType()).getElementType()));
+}
+
+/// An output-shaped [N, F, OH, OW] value as [N, G, F/G, OH * OW].
+Value groupedOutput(OpBuilder &b, Location loc, Value value,
+                    const ConvShape &cs) {
+  return reshapeTensor(
+      b, loc, value,
+      tensorType({cs.n, cs.groups, cs.fg(), cs.oh * cs.ow},
+                 cast<RankedTensorType>(value.getType()).getElementType()));
+}
+
 /// Accumulates the products of `lhs` and `rhs` into `init` over the
 /// iteration space of the maps (the reduction dimensions are those not in
 /// `init`'s map).
@@ -327,10 +345,7 @@ struct ConvLowering : public OpConversionPattern<ConvOp> {
                              op.getDilations(), op.getPads(),
                              static_cast<int64_t>(op.getGroup()));
     Value columns = convColumns(rewriter, loc, adaptor.getInput(), cs);
-    Value weight = reshapeTensor(
-        rewriter, loc, adaptor.getWeight(),
-        tensorType({cs.groups, cs.fg(), cs.rows()},
-                   weightType.getElementType()));
+    Value weight = weightMatrix(rewriter, loc, adaptor.getWeight(), cs);
     auto outType =
         tensorType({cs.n, cs.groups, cs.fg(), cs.oh * cs.ow}, element);
     Value init;
@@ -386,14 +401,8 @@ struct ConvGradInputLowering : public OpConversionPattern<ConvGradInputOp> {
     ConvShape cs = convShape(resultType, weightType, dyType, op.getStrides(),
                              op.getDilations(), op.getPads(),
                              static_cast<int64_t>(op.getGroup()));
-    Value weight = reshapeTensor(
-        rewriter, loc, adaptor.getWeight(),
-        tensorType({cs.groups, cs.fg(), cs.rows()},
-                   weightType.getElementType()));
-    Value dy = reshapeTensor(
-        rewriter, loc, adaptor.getDresult(),
-        tensorType({cs.n, cs.groups, cs.fg(), cs.oh * cs.ow},
-                   dyType.getElementType()));
+    Value weight = weightMatrix(rewriter, loc, adaptor.getWeight(), cs);
+    Value dy = groupedOutput(rewriter, loc, adaptor.getDresult(), cs);
     // Iteration space (n, g, kk, f, p): dCol[n, g, kk, p] += W[g, f, kk] *
     // dY[n, g, f, p].
     AffineExpr n, g, kk, f, pp;
@@ -462,10 +471,7 @@ struct ConvGradWeightLowering : public OpConversionPattern<ConvGradWeightOp> {
                              static_cast<int64_t>(op.getGroup()));
     Value columns = convColumns(rewriter, loc, adaptor.getInput(), cs,
                                 /*recomputed=*/true);
-    Value dy = reshapeTensor(
-        rewriter, loc, adaptor.getDresult(),
-        tensorType({cs.n, cs.groups, cs.fg(), cs.oh * cs.ow},
-                   dyType.getElementType()));
+    Value dy = groupedOutput(rewriter, loc, adaptor.getDresult(), cs);
     // Iteration space (g, f, kk, n, p): dW[g, f, kk] += dY[n, g, f, p] *
     // Col[n, g, kk, p].
     AffineExpr g, f, kk, n, pp;
