@@ -132,7 +132,7 @@ class Session:
     count and the data position, as accrue-train keeps them. Keywords are
     accrue-train's settings (accumulation_steps, lr, lr_schedule,
     warmup_steps, total_steps, checkpoint_dir, checkpoint_every,
-    keep_checkpoints, log, device, drop_last, ...)."""
+    keep_checkpoints, log, device, drop_last, threads, ...)."""
 
     def __init__(self, artifact, **options):
         if "steps" in options:
