@@ -22,10 +22,11 @@ with 1 thread and all cores; its best is the baseline. ONNX Runtime
 training runs bench/ort_training.py under --ort-python (a venv with
 onnxruntime-training 1.19.2; default bench/.venv-ort/bin/python, skipped
 when absent) with all cores. Time per optimizer step is the best of
-`--runs` runs of `--steps` steps (Accrue: its training loop as
-accrue-train reports it; the others after one warm-up step).
+`--runs` runs of `--steps` steps after one warm-up step (Accrue: the
+mean of the steps' time_ms in its metrics).
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -38,7 +39,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import zoo  # noqa: E402
-from benchlib import parse_args, seconds_per_step  # noqa: E402
+from benchlib import parse_args  # noqa: E402
 
 LR, CLIP = 1e-3, 1.0
 
@@ -157,6 +158,20 @@ def pytorch_blas():
     return ", ".join(sorted(os.path.realpath(lib) for lib in libs)) or "none found"
 
 
+def accrue_step_seconds(trainer, artifact, npz, steps, threads, log):
+    """Accrue's seconds per step: the mean of its metrics' time_ms over
+    `steps` steps after one warm-up step, as for the baselines."""
+    if os.path.exists(log):
+        os.remove(log)
+    # Denormals flushed, as for PyTorch.
+    subprocess.run([trainer, artifact, "--data", npz, "--threads", str(threads), "--steps",
+                    str(steps + 1), "--log", log, "--no-progress", "--flush-denormals"],
+                   check=True, capture_output=True)
+    with open(log) as f:
+        times = [json.loads(line)["time_ms"] for line in f][1:]
+    return sum(times) / len(times) / 1e3
+
+
 def ort_step_seconds(python, path, npz, b, k, steps, threads, out):
     result = subprocess.run([python, os.path.join(HERE, "ort_training.py"), path, npz,
                              str(b), str(k), str(steps), str(threads), out],
@@ -200,8 +215,9 @@ def main():
                         "--accumulation-steps", str(k), "--optimizer", "adamw",
                         "--lr", str(LR), "--weight-decay", "0.01", "--clip-norm",
                         str(CLIP)], check=True)
-        accrue = {t: min(seconds_per_step([trainer, artifact, "--data", npz, "--threads",
-                                           str(t)], args.steps) for _ in range(args.runs))
+        accrue = {t: min(accrue_step_seconds(trainer, artifact, npz, args.steps, t,
+                                             os.path.join(out, name + ".jsonl"))
+                         for _ in range(args.runs))
                   for t in [1, cores]}
         torch_times = {t: pytorch_step_seconds(name, args.steps, t, args.runs)
                        for t in [1, cores]}

@@ -142,6 +142,10 @@ struct SessionOptions {
   /// Every N optimizer steps; unset: only after the last step.
   std::optional<int64_t> checkpointEvery;
   int64_t keepCheckpoints = 2;
+  /// Flush denormal floats to zero (inputs and results) on the CPU, as
+  /// torch.set_flush_denormal(True) does: faster when values underflow,
+  /// different in the denormal range. Off by default.
+  bool flushDenormals = false;
   /// Threads for the step's parallel loops; unset or 0: OMP_NUM_THREADS
   /// when set, else the cores this process may use, divided among the
   /// node's ranks.

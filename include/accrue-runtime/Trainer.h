@@ -67,6 +67,11 @@ private:
   void (*entryPoint)(void **) = nullptr;
 };
 
+/// Sets the calling thread's floating-point mode to flush denormal inputs
+/// and results to zero (x86's FTZ and DAZ); threads it creates later, such
+/// as OpenMP's workers, inherit it.
+void flushDenormalsToZero();
+
 /// The devices a step runs on: the host (targets cpu and cuda-emulated)
 /// or an NVIDIA GPU (target cuda).
 enum class Device { CPU, CUDA };

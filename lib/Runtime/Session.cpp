@@ -59,7 +59,8 @@ const std::vector<std::string> &SessionOptions::settingNames() {
       "drop_last",     "lr",                 "lr_schedule",
       "warmup_steps",  "total_steps",        "checkpoint_dir",
       "checkpoint_every", "keep_checkpoints", "resume",
-      "log",           "device",             "threads"};
+      "log",           "device",             "threads",
+      "flush_denormals"};
   return names;
 }
 
@@ -119,6 +120,8 @@ void SessionOptions::set(const std::string &name, const std::string &value) {
     device = parseDevice(value);
   else if (name == "threads")
     threads = integer();
+  else if (name == "flush_denormals")
+    flushDenormals = boolean();
   else {
     std::string known;
     for (const std::string &n : settingNames())
@@ -235,6 +238,8 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
     : opts(validated(std::move(options))), notices(std::move(sink)),
       trainer(std::move(artifact), opts.device), data(std::move(dataset)) {
   const Artifact &art = trainer.artifact();
+  if (opts.flushDenormals)
+    flushDenormalsToZero();
   threadCount = art.setThreads(opts.threads.value_or(0));
   // Data parallelism: each of the G ranks takes its b x K slice of every
   // global window of b x K x G samples; rank 0 alone writes.

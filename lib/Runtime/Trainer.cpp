@@ -10,6 +10,9 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <sched.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 #include <malloc.h>
 
 using namespace accrue::rt;
@@ -82,6 +85,12 @@ void PackedArgs::addMemref(void *data, const std::vector<int64_t> &shape) {
     integers.push_back(s);
     slots.push_back(&integers.back());
   }
+}
+
+void accrue::rt::flushDenormalsToZero() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_setcsr(_mm_getcsr() | 0x8040); // FTZ (bit 15) | DAZ (bit 6)
+#endif
 }
 
 int64_t Artifact::setThreads(int64_t threads) const {

@@ -47,7 +47,7 @@ struct Options {
          "         [--checkpoint-dir D [--checkpoint-every N]\n"
          "          [--keep-checkpoints K] [--resume]]\n"
          "         [--export TRAINED.onnx] [--save-gradients GRADS.npz]\n"
-         "         [--device cpu|cuda] [--threads N]\n"
+         "         [--device cpu|cuda] [--threads N] [--flush-denormals]\n"
          "         [--progress | --no-progress]\n";
   std::exit(message ? 1 : 0);
 }
@@ -67,7 +67,8 @@ Options parseOptions(int argc, char **argv) {
       {"no-progress", no_argument, nullptr, NoProgress},
       {"help", no_argument, nullptr, 'h'}};
   auto isBoolean = [](const std::string &name) {
-    return name == "drop_last" || name == "resume";
+    return name == "drop_last" || name == "resume" ||
+           name == "flush_denormals";
   };
   for (size_t i = 0; i < flagNames.size(); ++i)
     longOptions.push_back(
