@@ -149,6 +149,36 @@ struct AccumulateInPlacePass
     for (linalg::GenericOp add : adds)
       if (succeeded(rewrite(add)))
         ++numInPlace;
+    if (!foldZeroFills)
+      return;
+    SmallVector<linalg::FillOp> fills;
+    getOperation().walk([&](linalg::FillOp fill) {
+      if (fill.hasPureBufferSemantics() &&
+          matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()))
+        fills.push_back(fill);
+    });
+    for (linalg::FillOp fill : fills)
+      if (succeeded(foldFill(fill)))
+        ++numFolded;
+  }
+
+  /// A zero fill followed by a contraction accumulating into the same
+  /// buffer, nothing touching the buffer in between: the contraction is
+  /// marked to start from zeros and the fill goes.
+  LogicalResult foldFill(linalg::FillOp fill) {
+    Value buffer = fill.getDpsInits()[0];
+    Value root = rootOf(buffer);
+    for (Operation *op = fill->getNextNode(); op; op = op->getNextNode()) {
+      if (accumulatesIntoInit(op, buffer) &&
+          linalg::isaContractionOpInterface(cast<linalg::LinalgOp>(op))) {
+        op->setAttr("accrue.zero_init", UnitAttr::get(op->getContext()));
+        fill.erase();
+        return success();
+      }
+      if (mayAccess(op, root))
+        return failure();
+    }
+    return failure();
   }
 
   LogicalResult rewrite(linalg::GenericOp add) {

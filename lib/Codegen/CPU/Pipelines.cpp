@@ -35,7 +35,12 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
   // micro-step are allocated and freed inside the loop, so peak memory
   // depends on the micro-batch size, not on the number of steps.
   pm.addPass(bufferization::createOneShotBufferizePass());
-  pm.addNestedPass<func::FuncOp>(createAccumulateInPlace());
+  {
+    AccumulateInPlaceOptions inPlace;
+    // Only the vector kernels know to start a marked contraction from zeros.
+    inPlace.foldZeroFills = options.vectorize;
+    pm.addNestedPass<func::FuncOp>(createAccumulateInPlace(inPlace));
+  }
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createExpandStridedCopies());
 }

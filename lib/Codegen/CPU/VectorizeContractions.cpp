@@ -61,6 +61,9 @@ struct Plan {
   int64_t tileM, tileN, width = 1;
   /// Whether the blocks run as an scf.parallel loop (see the pass).
   bool parallel = false;
+  /// C starts as zeros (a zero fill folded into the op, `accrue.zero_init`):
+  /// the first k block does not read it.
+  bool zeroInit = false;
   /// The ranges of m and n this kernel covers (multiples of the tiles); a
   /// remainder gets a kernel of its own with smaller tiles.
   int64_t mBegin = 0, mEnd = 0, nBegin = 0, nEnd = 0;
@@ -226,6 +229,28 @@ struct BlockedContraction {
     return arith::ConstantIndexOp::create(rewriter, loc, v);
   }
 
+  /// `load()` (values of C), or with a zero-initialized C, zeros of the same
+  /// types in the first k block, which must not read C.
+  SmallVector<Value> loadC(TypeRange types,
+                           function_ref<SmallVector<Value>()> load) {
+    if (!plan.zeroInit)
+      return load();
+    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                        ivs[plan.k], constant(0));
+    auto branch = scf::IfOp::create(rewriter, loc, types, first,
+                                    /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(&branch.getThenRegion().front());
+    SmallVector<Value> zeros;
+    for (Type type : types)
+      zeros.push_back(arith::ConstantOp::create(
+          rewriter, loc, type, rewriter.getZeroAttr(type)));
+    scf::YieldOp::create(rewriter, loc, zeros);
+    rewriter.setInsertionPointToStart(&branch.getElseRegion().front());
+    scf::YieldOp::create(rewriter, loc, load());
+    return SmallVector<Value>(branch.getResults());
+  }
+
   /// The first `count` positions of block dimension `dim`.
   SmallVector<Value> positions(unsigned dim, int64_t count) {
     SmallVector<Value> values{ivs[dim]};
@@ -300,11 +325,15 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
   Location loc = blocks.loc;
   auto rowType = VectorType::get({plan.tileN}, rewriter.getF32Type());
   SmallVector<Value> rows = blocks.positions(plan.m, plan.tileM);
-  SmallVector<Value> block;
-  for (Value row : rows)
-    block.push_back(vector::LoadOp::create(
-        rewriter, loc, rowType, blocks.c,
-        blocks.indices(blocks.maps[2], {{plan.m, row}})));
+  SmallVector<Value> block = blocks.loadC(
+      SmallVector<Type>(rows.size(), rowType), [&] {
+        SmallVector<Value> loaded;
+        for (Value row : rows)
+          loaded.push_back(vector::LoadOp::create(
+              rewriter, loc, rowType, blocks.c,
+              blocks.indices(blocks.maps[2], {{plan.m, row}})));
+        return loaded;
+      });
   scf::ForOp loop = blocks.kLoop(1, block, [&](Value kPos, ValueRange sums) {
     Value rowOfB = vector::LoadOp::create(
         rewriter, loc, rowType, blocks.b,
@@ -363,7 +392,10 @@ void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
     for (int64_t j = 0; j < plan.tileN; ++j) {
       SmallVector<Value> position = blocks.indices(
           blocks.maps[2], {{plan.m, rowsOfM[i]}, {plan.n, rowsOfN[j]}});
-      Value old = memref::LoadOp::create(rewriter, loc, blocks.c, position);
+      Value old = blocks.loadC(rewriter.getF32Type(), [&] {
+        return SmallVector<Value>{
+            memref::LoadOp::create(rewriter, loc, blocks.c, position)};
+      })[0];
       Value sum = vector::ReductionOp::create(
           rewriter, loc, vector::CombiningKind::ADD,
           loop.getResult(i * plan.tileN + j), old);
@@ -382,8 +414,21 @@ struct VectorizeContractionsPass
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : contractions) {
       FailureOr<Plan> plan = planContraction(op, tileM, tileN, tileK, dotWidth);
-      if (failed(plan))
+      bool zeroInit = op->hasAttr("accrue.zero_init");
+      if (failed(plan)) {
+        // Not a kernel of ours: the zero fill folded into it comes back.
+        if (zeroInit) {
+          rewriter.setInsertionPoint(op);
+          Value zero = arith::ConstantOp::create(
+              rewriter, op.getLoc(), rewriter.getZeroAttr(getElementTypeOrSelf(
+                                         op.getDpsInits()[0].getType())));
+          linalg::FillOp::create(rewriter, op.getLoc(), zero,
+                                 op.getDpsInits()[0]);
+          op->removeAttr("accrue.zero_init");
+        }
         continue;
+      }
+      plan->zeroInit = zeroInit;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       int64_t flops = 1;
       for (int64_t r : ranges)

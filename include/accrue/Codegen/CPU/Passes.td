@@ -105,9 +105,20 @@ def AccumulateInPlace : Pass<"accumulate-in-place", "::mlir::func::FuncOp"> {
     and the add writes the accumulator, the reduction accumulates into the
     slice instead (beta = 1) and the temporary, its zero fill and the add
     are removed.
+
+    With `fold-zero-fills` (for vectorize-contractions, which honors it), a
+    contraction that accumulates into a buffer zero-filled just before is
+    marked `accrue.zero_init` and the fill removed: its first k block
+    starts from zeros instead of loading C (beta = 0), which saves a pass
+    over C.
   }];
+  let options = [
+    Option<"foldZeroFills", "fold-zero-fills", "bool", "false",
+           "Fold zero fills into the contractions that follow them">,
+  ];
   let statistics = [
     Statistic<"numInPlace", "in-place", "Gradients accumulated in place">,
+    Statistic<"numFolded", "folded-fills", "Zero fills folded into contractions">,
   ];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
