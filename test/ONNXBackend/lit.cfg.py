@@ -1,5 +1,6 @@
-# ONNX's backend node tests (from Debian's libonnx-testdata), run through
-# Accrue: its own suite, check-accrue-onnx.
+# ONNX's backend node tests (from Debian's libonnx-testdata, ONNX 1.12, and
+# from the test venv's onnx 1.16), run through Accrue: its own suite,
+# check-accrue-onnx.
 import os
 
 import lit.formats
@@ -17,6 +18,14 @@ llvm_config.add_tool_substitutions(["accrue-onnx-backend-test"],
 config.substitutions.append(("%node_tests", "/usr/share/libonnx-testdata/data/node"))
 if os.path.isdir("/usr/share/libonnx-testdata/data/node"):
     config.available_features.add("onnx-testdata")
+# The newer suite of the test venv's onnx (scripts/setup pins it).
+import glob
+venv_node_tests = sorted(glob.glob(os.path.join(
+    config.accrue_src_root, ".venv", "lib", "python3*", "site-packages", "onnx", "backend",
+    "test", "data", "node")))
+if venv_node_tests:
+    config.substitutions.append(("%venv_node_tests", venv_node_tests[-1]))
+    config.available_features.add("onnx-testdata-venv")
 
 # scripts/test installs the test data: there, missing data is an install
 # bug, not a reason to report the suite unsupported and stay green.

@@ -54,11 +54,16 @@ LogicalResult importReduction(GraphImporter &im, const onnx::NodeProto &node) {
   if (failed(x))
     return failure();
   auto type = cast<RankedTensorType>(x->getType());
-  // Integer sums are counts (`mask.sum()`); other reductions take floats.
+  // Integer sums are counts (`mask.sum()`); the maximum and minimum of
+  // booleans (opset 20) are any and all; other reductions take floats.
   bool integerSum = std::is_same_v<OpTy, nn::ReduceSumOp> && !Square &&
                     type.getElementType().isInteger() &&
                     !type.getElementType().isInteger(1);
-  if (!isa<FloatType>(type.getElementType()) && !integerSum)
+  bool boolExtremum =
+      (std::is_same_v<OpTy, nn::ReduceMaxOp> ||
+       std::is_same_v<OpTy, nn::ReduceMinOp>) &&
+      type.getElementType().isInteger(1);
+  if (!isa<FloatType>(type.getElementType()) && !integerSum && !boolExtremum)
     return im.error(node) << "expects a floating-point input"
                           << (std::is_same_v<OpTy, nn::ReduceSumOp>
                                   ? " or 32/64-bit integers"
@@ -73,9 +78,26 @@ LogicalResult importReduction(GraphImporter &im, const onnx::NodeProto &node) {
     return im.setResult(node, Root ? im.create<nn::AbsOp>(node, *x)
                                    : FailureOr<Value>(input));
   bool keepdims = im.intAttr(node, "keepdims", 1) != 0;
+  if (boolExtremum) {
+    // As 0/1 floats, and back.
+    FailureOr<Value> asFloat = im.create<nn::CastOp>(
+        node,
+        RankedTensorType::get(type.getShape(), im.builder.getF32Type()),
+        input);
+    if (failed(asFloat))
+      return failure();
+    input = *asFloat;
+  }
   FailureOr<Value> reduced =
       im.create<OpTy>(node, input, im.builder.getDenseI64ArrayAttr(*axes),
                       im.builder.getBoolAttr(keepdims));
+  if (boolExtremum && succeeded(reduced))
+    reduced = im.create<nn::CastOp>(
+        node,
+        RankedTensorType::get(cast<RankedTensorType>(reduced->getType())
+                                  .getShape(),
+                              type.getElementType()),
+        *reduced);
   if (Root && succeeded(reduced))
     reduced = im.create<nn::SqrtOp>(node, *reduced);
   return im.setResult(node, reduced);
