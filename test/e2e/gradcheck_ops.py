@@ -139,6 +139,14 @@ for op in ["Log", "Sqrt", "Reciprocal"]:
     unary(op, positive)
 unary("LeakyRelu", alpha=0.2)
 unary("Elu", alpha=0.7)
+unary("HardSigmoid", alpha=0.3, beta=0.4)
+unary("HardSwish")
+unary("Softsign")
+unary("Selu")
+unary("Celu", alpha=0.8)
+unary("ThresholdedRelu", alpha=0.3)
+cases.append(Case("Mish", {"a": normal(*S)}, lambda g: g.node("Mish", ["p_a"], (N,) + S),
+                  add_x_to="a", opset=18))
 cases.append(Case("Gelu", {"a": normal(*S)},
                   lambda g: g.node("Gelu", ["p_a"], (N,) + S), add_x_to="a", opset=20))
 cases.append(Case("Gelu_tanh", {"a": normal(*S)},
@@ -164,6 +172,9 @@ for op in ["Add", "Sub", "Mul"]:
 for op in ["Max", "Min"]:
     binary(op, normal, lambda n: np.linspace(-0.2, 1.8, n) + normal(n, scale=0.05))
 binary("Div", normal, positive)
+# a + x spans both signs, so that the slope (broadcast over rows, trained
+# too) gets a gradient.
+binary("PRelu", lambda *shape: normal(*shape) - 0.5)
 cases.append(Case("Where", {"a": normal(*S), "b": normal(1, 3)},
                   lambda g: g.node("Where", [g.node("Greater", ["x", g.const("z", np.full(S, 0.6, g.dtype))], (N,) + S),
                                              "p_a", "p_b"], (N,) + S),

@@ -1,8 +1,9 @@
 //===- ElementwiseHandlers.cpp - import elementwise ops ---------*- C++ -*-===//
 //
 // One nn op per ONNX operator where there is one; LeakyRelu, Elu, Softplus,
-// Reciprocal and Gelu are built from nn ops, so their VJPs come from the
-// parts.
+// Reciprocal, Gelu, HardSigmoid, HardSwish, Softsign, Selu, Celu,
+// ThresholdedRelu, Mish and PRelu are built from nn ops, so their VJPs come
+// from the parts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -249,22 +250,145 @@ LogicalResult importElu(GraphImporter &im, const onnx::NodeProto &node) {
                       im.create<nn::WhereOp>(node, positive, *x, negative));
 }
 
+/// log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)), which does not
+/// overflow.
+Value softplus(OpBuilder &b, Location loc, Value x) {
+  nn::NNBuilder nnb(b, loc);
+  Value relu = nn::ReluOp::create(b, loc, x);
+  Value e = nn::ExpOp::create(
+      b, loc, nn::NegOp::create(b, loc, nn::AbsOp::create(b, loc, x)));
+  Value log =
+      nn::LogOp::create(b, loc, nnb.add(nnb.scalar(elementOf(x), 1.0), e));
+  return nnb.add(relu, log);
+}
+
 LogicalResult importSoftplus(GraphImporter &im, const onnx::NodeProto &node) {
-  // log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)), which does not
-  // overflow.
   FailureOr<Value> x = floatInput(im, node, 0);
   if (failed(x))
     return failure();
-  OpBuilder &b = im.builder;
-  Location loc = im.loc(node);
+  return im.setResult(node, softplus(im.builder, im.loc(node), *x));
+}
+
+/// max(0, min(1, alpha x + beta)).
+Value hardSigmoid(OpBuilder &b, Location loc, Value x, double alpha,
+                  double beta) {
   nn::NNBuilder nnb(b, loc);
+  Type element = elementOf(x);
+  Value linear = nnb.add(nnb.mul(x, nnb.scalar(element, alpha)),
+                         nnb.scalar(element, beta));
+  return nn::ClipOp::create(b, loc, linear, b.getF64FloatAttr(0.0),
+                            b.getF64FloatAttr(1.0));
+}
+
+LogicalResult importHardSigmoid(GraphImporter &im,
+                                const onnx::NodeProto &node) {
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  return im.setResult(
+      node, hardSigmoid(im.builder, im.loc(node), *x,
+                        im.floatAttr(node, "alpha", 0.2f),
+                        im.floatAttr(node, "beta", 0.5f)));
+}
+
+LogicalResult importHardSwish(GraphImporter &im, const onnx::NodeProto &node) {
+  // x * relu6(x + 3) / 6 = x * hardsigmoid(x; 1/6, 1/2).
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  return im.setResult(
+      node, im.create<nn::MulOp>(
+                node, *x,
+                hardSigmoid(im.builder, im.loc(node), *x, 1.0 / 6.0, 0.5)));
+}
+
+LogicalResult importSoftsign(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  nn::NNBuilder nnb(im.builder, im.loc(node));
+  Value abs = nn::AbsOp::create(im.builder, im.loc(node), *x);
+  return im.setResult(
+      node, im.create<nn::DivOp>(
+                node, *x, nnb.add(nnb.scalar(elementOf(*x), 1.0), abs)));
+}
+
+/// x where x > 0, else alpha (exp(x / scale) - 1).
+Value exponentialBelowZero(OpBuilder &b, Location loc, Value x, double alpha,
+                           double scale) {
+  nn::NNBuilder nnb(b, loc);
+  Type element = elementOf(x);
+  Value inner = scale == 1.0 ? x : nnb.div(x, nnb.scalar(element, scale));
+  Value negative =
+      nnb.mul(nnb.scalar(element, alpha),
+              nnb.sub(nn::ExpOp::create(b, loc, inner),
+                      nnb.scalar(element, 1.0)));
+  Value positive =
+      nn::GreaterOp::create(b, loc, x, nnb.scalar(element, 0.0));
+  return nn::WhereOp::create(b, loc, positive, x, negative);
+}
+
+LogicalResult importSelu(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  nn::NNBuilder nnb(im.builder, im.loc(node));
+  double alpha = im.floatAttr(node, "alpha", 1.67326319217681884765625f);
+  double gamma = im.floatAttr(node, "gamma", 1.05070102214813232421875f);
+  return im.setResult(
+      node, im.create<nn::MulOp>(
+                node, nnb.scalar(elementOf(*x), gamma),
+                exponentialBelowZero(im.builder, im.loc(node), *x, alpha,
+                                     1.0)));
+}
+
+LogicalResult importCelu(GraphImporter &im, const onnx::NodeProto &node) {
+  // max(0, x) + min(0, alpha (exp(x / alpha) - 1)).
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  double alpha = im.floatAttr(node, "alpha", 1.0f);
+  if (alpha == 0.0)
+    return im.error(node) << "alpha must not be 0";
+  return im.setResult(node, exponentialBelowZero(im.builder, im.loc(node), *x,
+                                                 alpha, alpha));
+}
+
+LogicalResult importThresholdedRelu(GraphImporter &im,
+                                    const onnx::NodeProto &node) {
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  nn::NNBuilder nnb(im.builder, im.loc(node));
   Type element = elementOf(*x);
-  Value relu = nn::ReluOp::create(b, loc, *x);
-  Value e = nn::ExpOp::create(
-      b, loc, nn::NegOp::create(b, loc, nn::AbsOp::create(b, loc, *x)));
-  Value log =
-      nn::LogOp::create(b, loc, nnb.add(nnb.scalar(element, 1.0), e));
-  return im.setResult(node, im.create<nn::AddOp>(node, relu, log));
+  Value above = nn::GreaterOp::create(
+      im.builder, im.loc(node), *x,
+      nnb.scalar(element, im.floatAttr(node, "alpha", 1.0f)));
+  return im.setResult(node, im.create<nn::WhereOp>(
+                                node, above, *x, nnb.scalar(element, 0.0)));
+}
+
+LogicalResult importMish(GraphImporter &im, const onnx::NodeProto &node) {
+  // x tanh(softplus(x)).
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  Value tanh = nn::TanhOp::create(im.builder, im.loc(node),
+                                  softplus(im.builder, im.loc(node), *x));
+  return im.setResult(node, im.create<nn::MulOp>(node, *x, tanh));
+}
+
+LogicalResult importPRelu(GraphImporter &im, const onnx::NodeProto &node) {
+  // slope * x where x < 0, else x; the slope broadcasts to x (and trains).
+  FailureOr<Value> x = floatInput(im, node, 0);
+  FailureOr<Value> slope = floatInput(im, node, 1);
+  if (failed(x) || failed(slope))
+    return failure();
+  nn::NNBuilder nnb(im.builder, im.loc(node));
+  Value negative = nn::LessOp::create(im.builder, im.loc(node), *x,
+                                      nnb.scalar(elementOf(*x), 0.0));
+  return im.setResult(node, im.create<nn::WhereOp>(
+                                node, negative, nnb.mul(*slope, *x), *x));
 }
 
 LogicalResult importGelu(GraphImporter &im, const onnx::NodeProto &node) {
@@ -311,6 +435,14 @@ void onnx_import::addElementwiseHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"LeakyRelu", 6, importLeakyRelu});
   list.push_back({"Elu", 6, importElu});
   list.push_back({"Softplus", 1, importSoftplus});
+  list.push_back({"HardSigmoid", 6, importHardSigmoid});
+  list.push_back({"HardSwish", 14, importHardSwish});
+  list.push_back({"Softsign", 1, importSoftsign});
+  list.push_back({"Selu", 6, importSelu});
+  list.push_back({"Celu", 12, importCelu});
+  list.push_back({"ThresholdedRelu", 10, importThresholdedRelu});
+  list.push_back({"Mish", 18, importMish});
+  list.push_back({"PRelu", 9, importPRelu});
   list.push_back({"Gelu", 20, importGelu});
   list.push_back({"Add", 7, importBinary<nn::AddOp>});
   list.push_back({"Sub", 7, importBinary<nn::SubOp>});
