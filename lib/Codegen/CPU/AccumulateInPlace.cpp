@@ -99,16 +99,30 @@ bool mayAccess(Operation *op, Value root) {
   return touches;
 }
 
-/// The static range [begin, end) of a 1-D buffer that `v` views (through
-/// reshapes and one subview of it), if known.
-std::optional<std::pair<int64_t, int64_t>> viewedRange(Value v, Value root) {
-  while (isa_and_nonnull<memref::CollapseShapeOp, memref::ExpandShapeOp>(
-      v.getDefiningOp()))
+/// Whether `v` is defined by a reshape (a view of the same elements).
+bool isReshape(Value v) {
+  return isa_and_nonnull<memref::CollapseShapeOp, memref::ExpandShapeOp>(
+      v.getDefiningOp());
+}
+
+/// The contiguous 1-D subview of a 1-D buffer that `v` is (through
+/// reshapes), or null.
+memref::SubViewOp slicedFrom(Value v) {
+  while (isReshape(v))
     v = v.getDefiningOp()->getOperand(0);
   auto slice = v.getDefiningOp<memref::SubViewOp>();
+  if (!slice || slice.getSourceType().getRank() != 1 ||
+      !slice.hasUnitStride() || slice.getType().getRank() != 1)
+    return {};
+  return slice;
+}
+
+/// The static range [begin, end) of `root` (a 1-D buffer) that `v` views
+/// (through reshapes and one subview of it), if known.
+std::optional<std::pair<int64_t, int64_t>> viewedRange(Value v, Value root) {
+  memref::SubViewOp slice = slicedFrom(v);
   if (!slice || slice.getSource() != root ||
-      slice.getSourceType().getRank() != 1 || !slice.hasUnitStride() ||
-      slice.getType().getRank() != 1 || ShapedType::isDynamic(slice.getStaticOffsets()[0]) ||
+      ShapedType::isDynamic(slice.getStaticOffsets()[0]) ||
       ShapedType::isDynamic(slice.getStaticSizes()[0]))
     return std::nullopt;
   int64_t begin = slice.getStaticOffsets()[0];
@@ -186,8 +200,7 @@ struct AccumulateInPlacePass
     // The gradient: views of a temporary.
     SmallVector<Operation *> views;
     Value gradient = add.getDpsInputs()[0];
-    while (isa_and_nonnull<memref::CollapseShapeOp, memref::ExpandShapeOp>(
-        gradient.getDefiningOp())) {
+    while (isReshape(gradient)) {
       if (!gradient.hasOneUse())
         return failure();
       views.push_back(gradient.getDefiningOp());
@@ -198,13 +211,8 @@ struct AccumulateInPlacePass
         !alloc.getType().getLayout().isIdentity())
       return failure();
     // The arena slice: a contiguous 1-D subview, possibly reshaped.
-    Value target = add.getDpsInits()[0];
-    while (isa_and_nonnull<memref::CollapseShapeOp, memref::ExpandShapeOp>(
-        target.getDefiningOp()))
-      target = target.getDefiningOp()->getOperand(0);
-    auto slice = target.getDefiningOp<memref::SubViewOp>();
-    if (!slice || slice.getSourceType().getRank() != 1 ||
-        !slice.hasUnitStride() || slice.getType().getRank() != 1)
+    memref::SubViewOp slice = slicedFrom(add.getDpsInits()[0]);
+    if (!slice)
       return failure();
     // The temporary's users: a zero fill, the reduction, the views.
     linalg::FillOp fill;
