@@ -44,6 +44,37 @@ Value scalarBody(SigmoidOp, OpBuilder &b, Location l, ValueRange args) {
 Value scalarBody(TanhOp, OpBuilder &b, Location l, ValueRange args) {
   return math::TanhOp::create(b, l, args[0]);
 }
+Value scalarBody(SinOp, OpBuilder &b, Location l, ValueRange args) {
+  return math::SinOp::create(b, l, args[0]);
+}
+Value scalarBody(CosOp, OpBuilder &b, Location l, ValueRange args) {
+  return math::CosOp::create(b, l, args[0]);
+}
+Value scalarBody(SignOp, OpBuilder &b, Location l, ValueRange args) {
+  // (x > 0) - (x < 0), selected so NaN stays NaN and -0 gives 0.
+  Type t = args[0].getType();
+  Value zero = scalarConstant(b, l, t, 0.0);
+  Value one = scalarConstant(b, l, t, 1.0);
+  Value minusOne = scalarConstant(b, l, t, -1.0);
+  Value positive = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                         args[0], zero);
+  Value negative = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT,
+                                         args[0], zero);
+  Value isZero = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
+                                       args[0], zero);
+  Value result = arith::SelectOp::create(b, l, positive, one, args[0]);
+  result = arith::SelectOp::create(b, l, negative, minusOne, result);
+  return arith::SelectOp::create(b, l, isZero, zero, result);
+}
+Value scalarBody(FloorOp, OpBuilder &b, Location l, ValueRange args) {
+  return math::FloorOp::create(b, l, args[0]);
+}
+Value scalarBody(CeilOp, OpBuilder &b, Location l, ValueRange args) {
+  return math::CeilOp::create(b, l, args[0]);
+}
+Value scalarBody(RoundOp, OpBuilder &b, Location l, ValueRange args) {
+  return math::RoundEvenOp::create(b, l, args[0]);
+}
 Value scalarBody(AddOp, OpBuilder &b, Location l, ValueRange args) {
   if (isFloat(args[0]))
     return arith::AddFOp::create(b, l, args[0], args[1]);
@@ -209,5 +240,8 @@ void lowering::populateElementwiseLowering(RewritePatternSet &patterns) {
                ElementwiseLowering<LessOp>, ElementwiseLowering<EqualOp>,
                ElementwiseLowering<AndOp>, ElementwiseLowering<NotOp>,
                ElementwiseLowering<ClipOp>, ElementwiseLowering<CastOp>,
+               ElementwiseLowering<SinOp>, ElementwiseLowering<CosOp>,
+               ElementwiseLowering<SignOp>, ElementwiseLowering<FloorOp>,
+               ElementwiseLowering<CeilOp>, ElementwiseLowering<RoundOp>,
                IdentityLowering>(patterns.getContext());
 }

@@ -2,7 +2,7 @@
 //
 // One nn op per ONNX operator where there is one; LeakyRelu, Elu, Softplus,
 // Reciprocal, Gelu, HardSigmoid, HardSwish, Softsign, Selu, Celu,
-// ThresholdedRelu, Mish and PRelu are built from nn ops, so their VJPs come
+// ThresholdedRelu, Mish, PRelu, Sinh and Cosh are built from nn ops, so their VJPs come
 // from the parts.
 //
 //===----------------------------------------------------------------------===//
@@ -391,6 +391,23 @@ LogicalResult importPRelu(GraphImporter &im, const onnx::NodeProto &node) {
                                 node, negative, nnb.mul(*slope, *x), *x));
 }
 
+/// (exp(x) + sign exp(-x)) / 2: Cosh for sign 1, Sinh for -1.
+template <int Sign>
+LogicalResult importHyperbolic(GraphImporter &im,
+                               const onnx::NodeProto &node) {
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  Value up = nn::ExpOp::create(b, loc, *x);
+  Value down = nn::ExpOp::create(b, loc, nn::NegOp::create(b, loc, *x));
+  Value sum = Sign > 0 ? nnb.add(up, down) : nnb.sub(up, down);
+  return im.setResult(node, im.create<nn::MulOp>(
+                                node, sum, nnb.scalar(elementOf(*x), 0.5)));
+}
+
 LogicalResult importGelu(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = floatInput(im, node, 0);
   if (failed(x))
@@ -431,6 +448,14 @@ void onnx_import::addElementwiseHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"Relu", 6, importUnary<nn::ReluOp>});
   list.push_back({"Sigmoid", 6, importUnary<nn::SigmoidOp>});
   list.push_back({"Tanh", 6, importUnary<nn::TanhOp>});
+  list.push_back({"Sin", 7, importUnary<nn::SinOp>});
+  list.push_back({"Cos", 7, importUnary<nn::CosOp>});
+  list.push_back({"Sign", 9, importUnary<nn::SignOp>});
+  list.push_back({"Sinh", 9, importHyperbolic<-1>});
+  list.push_back({"Cosh", 9, importHyperbolic<1>});
+  list.push_back({"Floor", 6, importUnary<nn::FloorOp>});
+  list.push_back({"Ceil", 6, importUnary<nn::CeilOp>});
+  list.push_back({"Round", 11, importUnary<nn::RoundOp>});
   list.push_back({"Reciprocal", 6, importReciprocal});
   list.push_back({"LeakyRelu", 6, importLeakyRelu});
   list.push_back({"Elu", 6, importElu});

@@ -377,7 +377,8 @@ GraphImporter::constantInput(const onnx::NodeProto &node, int index,
     attr = dyn_cast<DenseElementsAttr>(constant.getValue());
   if (!attr)
     return error(node) << what << " (input '" << node.input(index)
-                       << "') must be a compile-time constant";
+                       << "') must be a compile-time constant (values "
+                          "computed at run time are not supported here)";
   return attr;
 }
 

@@ -1,7 +1,8 @@
 //===- NeuralHandlers.cpp - import softmax, norms, conv, pooling -*- C++ -*-===//
 //
 // Softmax, LogSoftmax, Conv, pooling and Dropout map to nn ops; the
-// normalizations (LayerNormalization, BatchNormalization) are built from nn
+// normalizations (Layer-, Batch-, Instance-, Group- and LpNormalization) are
+// built from nn
 // reductions and elementwise ops, so their VJPs come from the parts.
 //
 //===----------------------------------------------------------------------===//
@@ -57,6 +58,35 @@ LogicalResult importSoftmax(GraphImporter &im, const onnx::NodeProto &node) {
 // Normalizations
 //===----------------------------------------------------------------------===//
 
+/// Reshapes a per-channel [C] tensor to [C, 1, ...] to broadcast over NCHW.
+Value perChannel(nn::NNBuilder &nnb, Value v, int64_t rank) {
+  RankedTensorType type = typeOf(v);
+  SmallVector<int64_t> shape{type.getDimSize(0)};
+  shape.append(rank - 2, 1);
+  return nnb.reshape(v, RankedTensorType::get(shape, type.getElementType()));
+}
+
+/// x normalized over `axes`: (x - mean) / sqrt(variance + epsilon), the
+/// biased variance, as LayerNormalization and the others define it.
+struct Normalized {
+  Value value, mean, invStd;
+};
+Normalized normalizeOver(nn::NNBuilder &nnb, Value x,
+                         ArrayRef<int64_t> axes, double epsilon) {
+  OpBuilder &b = nnb.b;
+  Location loc = nnb.loc;
+  Type element = typeOf(x).getElementType();
+  Value mean = nn::ReduceMeanOp::create(b, loc, x, axes, /*keepdims=*/true);
+  Value centered = nnb.sub(x, mean);
+  Value variance = nn::ReduceMeanOp::create(b, loc, nnb.mul(centered, centered),
+                                            axes, /*keepdims=*/true);
+  Value invStd = nnb.div(
+      nnb.scalar(element, 1.0),
+      nn::SqrtOp::create(b, loc,
+                         nnb.add(variance, nnb.scalar(element, epsilon))));
+  return {nnb.mul(centered, invStd), mean, invStd};
+}
+
 LogicalResult importLayerNormalization(GraphImporter &im,
                                        const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0), scale = im.input(node, 1);
@@ -75,35 +105,127 @@ LogicalResult importLayerNormalization(GraphImporter &im,
   OpBuilder &b = im.builder;
   Location loc = im.loc(node);
   nn::NNBuilder nnb(b, loc);
-  Type element = type.getElementType();
-  SmallVector<int64_t> axes =
-      llvm::to_vector(llvm::seq<int64_t>(*axis, type.getRank()));
-  Value mean = nn::ReduceMeanOp::create(b, loc, *x, axes, /*keepdims=*/true);
-  Value centered = nnb.sub(*x, mean);
-  Value variance = nn::ReduceMeanOp::create(b, loc, nnb.mul(centered, centered),
-                                            axes, /*keepdims=*/true);
-  double epsilon = im.floatAttr(node, "epsilon", 1e-5f);
-  Value invStd = nnb.div(nnb.scalar(element, 1.0),
-                         nn::SqrtOp::create(b, loc, nnb.add(variance,
-                                                            nnb.scalar(element, epsilon))));
-  Value y = nnb.mul(nnb.mul(centered, invStd), *scale);
+  Normalized n = normalizeOver(
+      nnb, *x, llvm::to_vector(llvm::seq<int64_t>(*axis, type.getRank())),
+      im.floatAttr(node, "epsilon", 1e-5f));
+  Value y = nnb.mul(n.value, *scale);
   if (*bias)
     y = nnb.add(y, *bias);
   FailureOr<Value> result = im.finishOp(nn::IdentityOp::create(b, loc, y));
   if (failed(result))
     return failure();
   im.setOutput(node, 0, *result);
-  im.setOutput(node, 1, mean);
-  im.setOutput(node, 2, invStd);
+  im.setOutput(node, 1, n.mean);
+  im.setOutput(node, 2, n.invStd);
   return success();
 }
 
-/// Reshapes a per-channel [C] tensor to [C, 1, ...] to broadcast over NCHW.
-Value perChannel(nn::NNBuilder &nnb, Value v, int64_t rank) {
-  RankedTensorType type = typeOf(v);
-  SmallVector<int64_t> shape{type.getDimSize(0)};
-  shape.append(rank - 2, 1);
-  return nnb.reshape(v, RankedTensorType::get(shape, type.getElementType()));
+/// InstanceNormalization: each (sample, channel) normalized over its spatial
+/// dimensions, then scaled and shifted per channel.
+LogicalResult importInstanceNormalization(GraphImporter &im,
+                                          const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0), scale = im.input(node, 1),
+                   bias = im.input(node, 2);
+  if (failed(x) || failed(scale) || failed(bias))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  int64_t rank = type.getRank();
+  if (rank < 3)
+    return im.error(node) << "needs an input of rank >= 3 ([N, C, D1, ...])";
+  for (int i = 1; i < 3; ++i)
+    if (typeOf(i == 1 ? *scale : *bias).getShape() !=
+        ArrayRef<int64_t>{type.getDimSize(1)})
+      return im.error(node) << "input " << i << " ('" << node.input(i)
+                            << "') must have shape [" << type.getDimSize(1)
+                            << "], one value per channel";
+  nn::NNBuilder nnb(im.builder, im.loc(node));
+  Normalized n =
+      normalizeOver(nnb, *x, llvm::to_vector(llvm::seq<int64_t>(2, rank)),
+                    im.floatAttr(node, "epsilon", 1e-5f));
+  return im.setResult(
+      node, im.create<nn::AddOp>(node, nnb.mul(n.value, perChannel(nnb, *scale, rank)),
+                                 perChannel(nnb, *bias, rank)));
+}
+
+/// GroupNormalization (opsets 18 and 21): the channels of each sample split
+/// into num_groups groups, each normalized over its channels and spatial
+/// dimensions. Scale and bias hold one value per channel (opset 21) or per
+/// group (opset 18); both are accepted by their shape.
+LogicalResult importGroupNormalization(GraphImporter &im,
+                                       const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0), scale = im.input(node, 1),
+                   bias = im.input(node, 2);
+  if (failed(x) || failed(scale) || failed(bias))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  int64_t rank = type.getRank();
+  int64_t groups = im.intAttr(node, "num_groups", 0);
+  if (rank < 2)
+    return im.error(node) << "needs an input of rank >= 2 ([N, C, ...])";
+  int64_t channels = type.getDimSize(1);
+  if (groups <= 0 || channels % groups != 0)
+    return im.error(node) << "num_groups (" << groups
+                          << ") must be positive and divide the " << channels
+                          << " channels";
+  int64_t spatial = 1;
+  for (int64_t d = 2; d < rank; ++d)
+    spatial *= type.getDimSize(d);
+  // [N, G, C/G, S]: statistics over the last two dimensions.
+  Type element = type.getElementType();
+  auto grouped = RankedTensorType::get(
+      {type.getDimSize(0), groups, channels / groups, spatial}, element);
+  FailureOr<Value> g = im.create<nn::ReshapeOp>(node, grouped, *x);
+  if (failed(g))
+    return failure();
+  nn::NNBuilder nnb(im.builder, im.loc(node));
+  Normalized n =
+      normalizeOver(nnb, *g, {2, 3}, im.floatAttr(node, "epsilon", 1e-5f));
+  // Scale and bias as [G, C/G, 1] (per channel) or [G, 1, 1] (per group).
+  auto affine = [&](int i, Value v) -> FailureOr<Value> {
+    int64_t size = typeOf(v).getNumElements();
+    if (typeOf(v).getRank() != 1 || (size != channels && size != groups))
+      return im.error(node) << "input " << i << " ('" << node.input(i)
+                            << "') must have shape [" << channels
+                            << "] (one value per channel) or [" << groups
+                            << "] (one per group)";
+    return nnb.reshape(
+        v, RankedTensorType::get(
+               {groups, size == channels ? channels / groups : 1, 1},
+               element));
+  };
+  FailureOr<Value> s = affine(1, *scale), t = affine(2, *bias);
+  if (failed(s) || failed(t))
+    return failure();
+  Value y = nnb.add(nnb.mul(n.value, *s), *t);
+  return im.setResult(node, im.create<nn::ReshapeOp>(node, type, y));
+}
+
+/// LpNormalization: x divided by its L1 or L2 norm along one axis.
+LogicalResult importLpNormalization(GraphImporter &im,
+                                    const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", -1), type.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t p = im.intAttr(node, "p", 2);
+  if (p != 1 && p != 2)
+    return im.error(node) << "p must be 1 or 2, not " << p;
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  SmallVector<int64_t> axes{*axis};
+  Value norm =
+      p == 1 ? Value(nn::ReduceSumOp::create(b, loc, nn::AbsOp::create(b, loc, *x),
+                                             axes, /*keepdims=*/true))
+             : Value(nn::SqrtOp::create(
+                   b, loc,
+                   nn::ReduceSumOp::create(b, loc, nnb.mul(*x, *x), axes,
+                                           /*keepdims=*/true)));
+  return im.setResult(node, im.create<nn::DivOp>(node, *x, norm));
 }
 
 LogicalResult importBatchNormalization(GraphImporter &im,
@@ -443,6 +565,9 @@ void onnx_import::addNeuralHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"LogSoftmax", 1, importSoftmax<nn::LogSoftmaxOp>});
   list.push_back({"LayerNormalization", 17, importLayerNormalization});
   list.push_back({"BatchNormalization", 7, importBatchNormalization, {3, 4}});
+  list.push_back({"InstanceNormalization", 6, importInstanceNormalization});
+  list.push_back({"GroupNormalization", 18, importGroupNormalization});
+  list.push_back({"LpNormalization", 1, importLpNormalization});
   list.push_back({"Conv", 1, importConv});
   list.push_back({"MaxPool", 1, importMaxPool});
   list.push_back({"AveragePool", 1, importAveragePool});

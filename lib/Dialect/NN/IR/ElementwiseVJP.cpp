@@ -82,6 +82,52 @@ LogicalResult TanhOp::buildVJP(OpBuilder &b, ValueRange dys,
   return success();
 }
 
+LogicalResult SinOp::buildVJP(OpBuilder &b, ValueRange dys,
+                             SmallVectorImpl<Value> &dxs) {
+  NNBuilder nn(b, getLoc());
+  dxs.push_back(nn.mul(dys[0], CosOp::create(b, getLoc(), getInput())));
+  return success();
+}
+
+LogicalResult CosOp::buildVJP(OpBuilder &b, ValueRange dys,
+                             SmallVectorImpl<Value> &dxs) {
+  NNBuilder nn(b, getLoc());
+  dxs.push_back(NegOp::create(
+      b, getLoc(), nn.mul(dys[0], SinOp::create(b, getLoc(), getInput()))));
+  return success();
+}
+
+/// The adjoint of a piecewise-constant op: zeros shaped like its input.
+static void zeroAdjoint(OpBuilder &b, Value input,
+                        SmallVectorImpl<Value> &dxs) {
+  NNBuilder nn(b, input.getLoc());
+  dxs.push_back(nn.splat(typeOf(input), 0.0));
+}
+
+LogicalResult SignOp::buildVJP(OpBuilder &b, ValueRange,
+                               SmallVectorImpl<Value> &dxs) {
+  zeroAdjoint(b, getInput(), dxs);
+  return success();
+}
+
+LogicalResult FloorOp::buildVJP(OpBuilder &b, ValueRange,
+                                SmallVectorImpl<Value> &dxs) {
+  zeroAdjoint(b, getInput(), dxs);
+  return success();
+}
+
+LogicalResult CeilOp::buildVJP(OpBuilder &b, ValueRange,
+                               SmallVectorImpl<Value> &dxs) {
+  zeroAdjoint(b, getInput(), dxs);
+  return success();
+}
+
+LogicalResult RoundOp::buildVJP(OpBuilder &b, ValueRange,
+                                SmallVectorImpl<Value> &dxs) {
+  zeroAdjoint(b, getInput(), dxs);
+  return success();
+}
+
 LogicalResult IdentityOp::buildVJP(OpBuilder &, ValueRange dys,
                                    SmallVectorImpl<Value> &dxs) {
   dxs.push_back(dys[0]);

@@ -176,7 +176,8 @@ private:
              dim0(result) == dim0(in);
     };
     if (isa<nn::NegOp, nn::AbsOp, nn::ExpOp, nn::LogOp, nn::SqrtOp, nn::ReluOp,
-            nn::SigmoidOp, nn::TanhOp, nn::ErfOp, nn::ClipOp, nn::CastOp,
+            nn::SigmoidOp, nn::TanhOp, nn::ErfOp, nn::SinOp, nn::CosOp,
+            nn::SignOp, nn::FloorOp, nn::CeilOp, nn::RoundOp, nn::ClipOp, nn::CastOp,
             nn::IdentityOp, nn::NotOp, nn::AddOp, nn::SubOp, nn::MulOp,
             nn::DivOp, nn::MaxOp, nn::MinOp, nn::PowOp, nn::GreaterOp,
             nn::LessOp, nn::EqualOp, nn::AndOp, nn::WhereOp, nn::TriluOp,

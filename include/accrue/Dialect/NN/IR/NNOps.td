@@ -68,6 +68,35 @@ def NN_AbsOp : NN_UnaryOp<"abs", "Abs"> {
   }];
 }
 def NN_ErfOp : NN_UnaryOp<"erf", "Erf">;
+def NN_SinOp : NN_UnaryOp<"sin", "Sin"> {
+  let description = [{
+    ONNX [Sin](https://onnx.ai/onnx/operators/onnx__Sin.html), opsets 7 and
+    later (rotary position embeddings); its adjoint is dy * cos(x).
+  }];
+}
+def NN_CosOp : NN_UnaryOp<"cos", "Cos"> {
+  let description = [{
+    ONNX [Cos](https://onnx.ai/onnx/operators/onnx__Cos.html), opsets 7 and
+    later; its adjoint is -dy * sin(x).
+  }];
+}
+
+class NN_PiecewiseConstantOp<string mnemonic, string onnxName, string rule>
+    : NN_UnaryOp<mnemonic, onnxName> {
+  let description = [{
+    ONNX [}] # onnxName # [{](https://onnx.ai/onnx/operators/onnx__}]
+    # onnxName # [{.html): }] # rule # [{ Piecewise constant, so its
+    gradient is 0 everywhere, as in PyTorch.
+  }];
+}
+def NN_SignOp : NN_PiecewiseConstantOp<"sign", "Sign",
+    "-1, 0 or 1 by the sign of each element (NaN stays NaN).">;
+def NN_FloorOp : NN_PiecewiseConstantOp<"floor", "Floor",
+    "the largest integer not above each element.">;
+def NN_CeilOp : NN_PiecewiseConstantOp<"ceil", "Ceil",
+    "the smallest integer not below each element.">;
+def NN_RoundOp : NN_PiecewiseConstantOp<"round", "Round",
+    "the nearest integer, halves to even (as ONNX and torch.round).">;
 
 def NN_ClipOp : NN_Op<"clip", [Pure, SameOperandsAndResultType,
     DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
