@@ -1,6 +1,9 @@
 # Models as torch.onnx.export writes them (opsets 13 and 17): an MLP with a
-# squared-error loss, a CNN and a small GPT (tied and untied head, causal
-# attention, padded targets ignored). Each trains 3 optimizer steps with
+# squared-error loss, a CNN, a small GPT (tied and untied head, causal
+# attention, padded targets ignored), a LLaMA-style decoder (RMSNorm, rotary
+# embeddings computed with Sin and Cos, SwiGLU, tied head, padded targets), a
+# ResNet-style CNN with GroupNorm and SiLU and a MobileNetV3-style block
+# (depthwise convolution, HardSwish, squeeze-and-excitation). Each trains 3 optimizer steps with
 # micro-batch 2 x 4 accumulation steps through accrue-compile and
 # accrue-train; the parameters match PyTorch training the same module with
 # a manual accumulation loop and AdamW.
@@ -25,7 +28,7 @@ E = B * K
 
 def item_count(name, inputs):
     """How many items a micro-batch's mean loss averages over."""
-    if name.startswith("gpt"):
+    if name.startswith("gpt") or name.startswith("llama"):
         return int((inputs["targets"] != -100).sum())
     if name == "mse":
         return inputs["t"].size
@@ -54,6 +57,9 @@ models = {
     "cnn": lambda opset: zoo.CNN(2),
     "gpt": lambda opset: zoo.GPT(3, trilu=opset >= 14),
     "gpt_untied": lambda opset: zoo.GPT(4, tied=False, trilu=opset >= 14),
+    "llama": lambda opset: zoo.Llama(6, trilu=opset >= 14),
+    "resnet_groupnorm": lambda opset: zoo.GroupNormResNet(7),
+    "mobilenet_block": lambda opset: zoo.MobileNetBlock(8),
 }
 rng = np.random.default_rng(5)
 for name, make in models.items():

@@ -155,3 +155,146 @@ def comparable(name, value):
         d = value.shape[0] // 3
         return value[np.r_[0:d, 2 * d:3 * d]]
     return value
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * weight, as LLaMA writes it."""
+
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate_half(x):
+    half = x.size(-1) // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    """Pre-RMSNorm decoder block: causal attention with rotary position
+    embeddings (computed in the graph: Exp, Sin, Cos, Slice, Concat), no
+    biases, a SwiGLU MLP."""
+
+    def __init__(self, d, heads, hidden, trilu):
+        super().__init__()
+        self.heads, self.trilu = heads, trilu
+        self.attn_norm = RMSNorm(d)
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, d, bias=False)
+        self.v = nn.Linear(d, d, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.mlp_norm = RMSNorm(d)
+        self.gate = nn.Linear(d, hidden, bias=False)
+        self.up = nn.Linear(d, hidden, bias=False)
+        self.down = nn.Linear(hidden, d, bias=False)
+
+    def forward(self, x):
+        b, t, d = x.size()
+        h, dh = self.heads, d // self.heads
+        # Rotary angles: position times 10000^(-2i/dh), as an Exp so that no
+        # buffer (which would export as a trainable initializer) is needed.
+        inv_freq = torch.exp(torch.arange(0, dh, 2, dtype=torch.float32)
+                             * (-math.log(10000.0) / dh))
+        pos = torch.arange(t, dtype=torch.float32)
+        angles = pos[:, None] * inv_freq[None, :]
+        emb = torch.cat((angles, angles), dim=-1)
+        cos, sin = emb.cos(), emb.sin()
+        y = self.attn_norm(x)
+        q = self.q(y).view(b, t, h, dh).transpose(1, 2)
+        k = self.k(y).view(b, t, h, dh).transpose(1, 2)
+        v = self.v(y).view(b, t, h, dh).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(dh)
+        if self.trilu:
+            future = torch.tril(torch.ones(t, t)) == 0
+        else:
+            p = torch.arange(t)
+            future = p[None, :] > p[:, None]
+        att = F.softmax(att.masked_fill(future, float("-inf")), dim=-1)
+        x = x + self.o((att @ v).transpose(1, 2).contiguous().view(b, t, d))
+        y = self.mlp_norm(x)
+        return x + self.down(F.silu(self.gate(y)) * self.up(y))
+
+
+class Llama(nn.Module):
+    """A LLaMA-style decoder: token embeddings, LlamaBlocks, a final RMSNorm,
+    the head tied to the embedding, cross-entropy ignoring padding."""
+
+    def __init__(self, seed, vocab=19, d=16, heads=2, hidden=24, layers=2, block=8,
+                 trilu=True):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.wte = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList(LlamaBlock(d, heads, hidden, trilu) for _ in range(layers))
+        self.norm = RMSNorm(d)
+        self.vocab, self.block = vocab, block
+
+    def forward(self, idx, targets):
+        x = self.wte(idx)
+        for blk in self.blocks:
+            x = blk(x)
+        logits = self.norm(x) @ self.wte.weight.t()
+        return F.cross_entropy(logits.view(-1, self.vocab), targets.view(-1),
+                               ignore_index=-100)
+
+    data = GPT.data
+
+
+class GroupNormResNet(nn.Module):
+    """A ResNet-style CNN: a stem, an identity residual block and a strided
+    one with a 1x1 projection, each convolution followed by GroupNorm, SiLU
+    activations, global average pooling, a linear classifier."""
+
+    def __init__(self, seed):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.gn0 = nn.GroupNorm(4, 8)
+        self.c1, self.g1 = nn.Conv2d(8, 8, 3, padding=1), nn.GroupNorm(4, 8)
+        self.c2, self.g2 = nn.Conv2d(8, 8, 3, padding=1), nn.GroupNorm(4, 8)
+        self.c3, self.g3 = nn.Conv2d(8, 12, 3, stride=2, padding=1), nn.GroupNorm(3, 12)
+        self.c4, self.g4 = nn.Conv2d(12, 12, 3, padding=1), nn.GroupNorm(3, 12)
+        self.proj, self.gp = nn.Conv2d(8, 12, 1, stride=2), nn.GroupNorm(3, 12)
+        self.fc = nn.Linear(12, 5)
+
+    def forward(self, x, y):
+        h = F.silu(self.gn0(self.stem(x)))
+        h = F.silu(h + self.g2(self.c2(F.silu(self.g1(self.c1(h))))))
+        h = F.silu(self.gp(self.proj(h)) + self.g4(self.c4(F.silu(self.g3(self.c3(h))))))
+        return F.cross_entropy(self.fc(F.adaptive_avg_pool2d(h, 1).flatten(1)), y)
+
+    @staticmethod
+    def data(samples, rng):
+        return {"x": rng.standard_normal((samples, 3, 8, 8)).astype(np.float32),
+                "y": rng.integers(0, 5, samples).astype(np.int64)}
+
+
+class MobileNetBlock(nn.Module):
+    """An inverted residual block as in MobileNetV3: 1x1 expansion, a 3x3
+    depthwise convolution, HardSwish, squeeze-and-excitation (average pool,
+    two 1x1 layers, HardSigmoid gate), a 1x1 projection and the skip."""
+
+    def __init__(self, seed):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.expand = nn.Conv2d(8, 16, 1)
+        self.depthwise = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.se1 = nn.Conv2d(16, 4, 1)
+        self.se2 = nn.Conv2d(4, 16, 1)
+        self.project = nn.Conv2d(16, 8, 1)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x, y):
+        h = F.hardswish(self.stem(x))
+        e = F.hardswish(self.depthwise(F.hardswish(self.expand(h))))
+        s = F.hardsigmoid(self.se2(F.relu(self.se1(F.adaptive_avg_pool2d(e, 1)))))
+        h = h + self.project(e * s)
+        return F.cross_entropy(self.fc(F.adaptive_avg_pool2d(h, 1).flatten(1)), y)
+
+    data = staticmethod(GroupNormResNet.data)
