@@ -295,6 +295,32 @@ cases.append(Case("Conv", {"a": normal(4, 6, 5), "w": normal(6, 2, 3, 2, scale=0
 cases.append(Case("Conv_1d", {"a": normal(2, 7), "w": normal(3, 2, 3, scale=0.5)},
                   lambda g: g.node("Conv", ["p_a", "p_w"], (N, 3, 4), strides=[2], pads=[1, 1]),
                   add_x_to="a"))
+# ONNX's reference has no groups (pytorch_models.py trains a grouped one).
+cases.append(Case("ConvTranspose",
+                  {"a": normal(4, 3, 2), "w": normal(4, 3, 3, 2, scale=0.5), "b": normal(3)},
+                  lambda g: g.node("ConvTranspose", ["p_a", "p_w", "p_b"], (N, 3, 7, 3),
+                                   strides=[2, 1], pads=[1, 0, 0, 1],
+                                   dilations=[1, 2], output_padding=[1, 0]),
+                  add_x_to="a"))
+cases.append(Case("ConvTranspose_1d", {"a": normal(2, 4), "w": normal(2, 3, 3, scale=0.5)},
+                  lambda g: g.node("ConvTranspose", ["p_a", "p_w"], (N, 3, 8), strides=[2],
+                                   pads=[1, 0]),
+                  add_x_to="a"))
+cases.append(Case("Resize_nearest", {"a": normal(2, 3, 4)},
+                  lambda g: g.node("Resize", ["p_a", "", g.const("sc", np.array([1, 1, 2, 1.5], np.float32))],
+                                   (N, 2, 6, 6), mode="nearest"),
+                  add_x_to="a", opset=13))
+cases.append(Case("Resize_linear", {"a": normal(2, 3, 4)},
+                  lambda g: g.node("Resize", ["p_a", "", "",
+                                              g.const("sz", np.array([N, 2, 5, 7], np.int64))],
+                                   (N, 2, 5, 7), mode="linear",
+                                   coordinate_transformation_mode="align_corners"),
+                  add_x_to="a", opset=13))
+cases.append(Case("Resize_bilinear_upsample", {"a": normal(2, 3, 4)},
+                  lambda g: g.node("Resize", ["p_a", "", g.const("sc", np.array([1, 1, 2, 2], np.float32))],
+                                   (N, 2, 6, 8), mode="linear",
+                                   coordinate_transformation_mode="pytorch_half_pixel"),
+                  add_x_to="a", opset=13))
 cases.append(Case("MaxPool", {"a": normal(2, 5, 5)},
                   lambda g: g.node("MaxPool", ["p_a"], (N, 2, 3, 3), kernel_shape=[3, 2],
                                    strides=[2, 2], pads=[1, 0, 1, 1]),

@@ -438,6 +438,304 @@ LogicalResult importConv(GraphImporter &im, const onnx::NodeProto &node) {
                     b.getI64IntegerAttr(im.intAttr(node, "group", 1)))));
 }
 
+/// ConvTranspose (1-D and 2-D): nn.conv_grad_input applied to x, the
+/// adjoint of the convolution whose weight is ConvTranspose's. Output sizes
+/// and pads follow the ONNX definition: out = stride (in - 1) +
+/// output_padding + dilation (kernel - 1) + 1 - pad_begin - pad_end, or
+/// pads derived from output_shape / auto_pad.
+LogicalResult importConvTranspose(GraphImporter &im,
+                                  const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0), weight = im.input(node, 1);
+  FailureOr<Value> bias = im.optionalInput(node, 2);
+  if (failed(x) || failed(weight) || failed(bias))
+    return failure();
+  RankedTensorType xType = typeOf(*x), w = typeOf(*weight);
+  int64_t rank = xType.getRank();
+  if (w.getRank() != rank)
+    return im.error(node) << "weight rank differs from the input's";
+  if (rank != 3 && rank != 4)
+    return im.error(node) << "windows over " << rank - 2
+                          << " dimensions are not supported (1-D and 2-D "
+                             "only)";
+  int64_t spatial = rank - 2, group = im.intAttr(node, "group", 1);
+  if (group <= 0 || xType.getDimSize(1) != w.getDimSize(0) ||
+      w.getDimSize(0) % group != 0)
+    return im.error(node) << "weight must be [C_in, C_out/group, k...] with "
+                             "C_in = "
+                          << xType.getDimSize(1) << " divisible by group "
+                          << group;
+  auto ints = [&](StringRef name,
+                  int64_t fallback) -> FailureOr<SmallVector<int64_t>> {
+    SmallVector<int64_t> v = im.intsAttr(node, name).value_or(
+        SmallVector<int64_t>(name == "pads" ? 2 * spatial : spatial, fallback));
+    if (static_cast<int64_t>(v.size()) !=
+        (name == "pads" ? 2 * spatial : spatial))
+      return im.error(node) << "'" << name << "' must have "
+                            << (name == "pads" ? 2 * spatial : spatial)
+                            << " entries";
+    return v;
+  };
+  FailureOr<SmallVector<int64_t>> strides = ints("strides", 1),
+                                  dilations = ints("dilations", 1),
+                                  pads = ints("pads", 0),
+                                  outputPadding = ints("output_padding", 0);
+  if (failed(strides) || failed(dilations) || failed(pads) ||
+      failed(outputPadding))
+    return failure();
+  std::optional<SmallVector<int64_t>> outputShape =
+      im.intsAttr(node, "output_shape");
+  if (outputShape && static_cast<int64_t>(outputShape->size()) == rank)
+    outputShape->erase(outputShape->begin(), outputShape->begin() + 2);
+  if (outputShape && static_cast<int64_t>(outputShape->size()) != spatial)
+    return im.error(node) << "'output_shape' must have " << spatial
+                          << " spatial entries";
+  std::string autoPad = im.stringAttr(node, "auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
+      autoPad != "SAME_LOWER")
+    return im.error(node) << "unknown auto_pad '" << autoPad << "'";
+  SmallVector<int64_t> outSizes;
+  for (int64_t d = 0; d < spatial; ++d) {
+    int64_t in = xType.getDimSize(2 + d), s = (*strides)[d];
+    int64_t extent = (*dilations)[d] * (w.getDimSize(2 + d) - 1) + 1;
+    int64_t op = (*outputPadding)[d];
+    if (s <= 0 || (*dilations)[d] <= 0 || op < 0 ||
+        (op >= s && op >= (*dilations)[d]))
+      return im.error(node) << "strides and dilations must be positive and "
+                               "output_padding below the stride or the "
+                               "dilation";
+    int64_t &begin = (*pads)[d], &end = (*pads)[spatial + d];
+    int64_t full = s * (in - 1) + op + extent;
+    if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      int64_t out = outputShape ? (*outputShape)[d] : in * s;
+      int64_t total = full - out;
+      int64_t half = llvm::divideFloorSigned(total, 2);
+      begin = autoPad == "SAME_UPPER" ? half : total - half;
+      end = total - begin;
+    } else if (autoPad == "VALID") {
+      begin = end = 0;
+    }
+    // A negative end pad (an output_shape past what the windows reach)
+    // appends zeros: fewer than a stride of them keep the forward
+    // convolution's output size, as conv_grad_input needs.
+    int64_t extra = end < 0 ? -end : 0;
+    if (begin < 0 || extra >= s)
+      return im.error(node) << "output_shape or pads that pad the output by "
+                               "a stride or more, or at its start, are not "
+                               "supported";
+    end = std::max<int64_t>(end, 0);
+    if (full - begin - end <= 0)
+      return im.error(node) << "pads leave no output";
+    outSizes.push_back(full - begin - end + extra);
+  }
+  // 2-D form: a 1-D ConvTranspose is one of height 1.
+  auto twoD = [&](SmallVector<int64_t> v, int64_t unit) {
+    if (spatial == 1)
+      v.insert(v.begin(), unit);
+    return v;
+  };
+  SmallVector<int64_t> convPads =
+      spatial == 1 ? SmallVector<int64_t>{0, (*pads)[0], 0, (*pads)[1]}
+                   : *pads;
+  FailureOr<Value> input = toWindowInput(im, node, *x);
+  FailureOr<Value> filter = toWindowInput(im, node, *weight);
+  if (failed(input) || failed(filter))
+    return failure();
+  SmallVector<int64_t> shape{xType.getDimSize(0), w.getDimSize(1) * group};
+  llvm::append_range(shape, twoD(outSizes, 1));
+  Type element = xType.getElementType();
+  Builder &b = im.builder;
+  FailureOr<Value> y = im.create<nn::ConvGradInputOp>(
+      node, RankedTensorType::get(shape, element), *input, *filter,
+      b.getDenseI64ArrayAttr(twoD(*strides, 1)),
+      b.getDenseI64ArrayAttr(convPads),
+      b.getDenseI64ArrayAttr(twoD(*dilations, 1)), b.getI64IntegerAttr(group));
+  if (failed(y))
+    return failure();
+  if (*bias) {
+    nn::NNBuilder nnb(im.builder, im.loc(node));
+    y = im.create<nn::AddOp>(node, *y, perChannel(nnb, *bias, 4));
+  }
+  return im.setResult(node, fromWindowResult(im, node, *x, y));
+}
+
+/// Resize (opsets 10-19), modes nearest and linear: separable, one axis at a
+/// time. Each resized axis becomes Gathers with compile-time indices (and,
+/// for linear, a blend with compile-time weights), so the adjoint is the
+/// Gathers' scatter-add. Source coordinates follow ONNX's
+/// coordinate_transformation_mode and nearest_mode; sources outside the
+/// input take its edge, as ONNX's reference does.
+LogicalResult importResize(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  int64_t rank = type.getRank();
+  // Scales and sizes: input 1 (opset 10) or inputs 2 and 3.
+  int scalesIndex = im.opset < 11 ? 1 : 2, sizesIndex = 3;
+  auto present = [&](int i) {
+    return i < node.input_size() && !node.input(i).empty();
+  };
+  auto floats = [&](int i) -> FailureOr<SmallVector<double>> {
+    FailureOr<DenseElementsAttr> attr =
+        im.constantInput(node, i, i == scalesIndex ? "scales" : "sizes");
+    if (failed(attr))
+      return failure();
+    SmallVector<double> v;
+    if (attr->getElementType().isInteger()) {
+      for (const APInt &a : attr->getValues<APInt>())
+        v.push_back(static_cast<double>(a.getSExtValue()));
+    } else {
+      for (const APFloat &a : attr->getValues<APFloat>())
+        v.push_back(a.convertToDouble());
+    }
+    return v;
+  };
+  SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  if (std::optional<SmallVector<int64_t>> given = im.intsAttr(node, "axes")) {
+    axes.clear();
+    for (int64_t a : *given) {
+      FailureOr<int64_t> axis = im.normalizeAxis(node, a, rank);
+      if (failed(axis))
+        return failure();
+      axes.push_back(*axis);
+    }
+  }
+  SmallVector<double> scales(rank, 1.0);
+  SmallVector<int64_t> sizes(type.getShape());
+  // An empty scales tensor means "use sizes".
+  FailureOr<SmallVector<double>> givenScales =
+      present(scalesIndex) ? floats(scalesIndex) : SmallVector<double>();
+  if (failed(givenScales))
+    return failure();
+  if (!givenScales->empty()) {
+    SmallVector<double> *v = &*givenScales;
+    if (v->size() != axes.size())
+      return im.error(node) << "scales has " << v->size()
+                            << " entries for " << axes.size() << " axes";
+    for (auto [axis, scale] : llvm::zip(axes, *v)) {
+      if (!(scale > 0))
+        return im.error(node) << "scales must be positive";
+      scales[axis] = scale;
+      sizes[axis] = static_cast<int64_t>(
+          std::floor(type.getDimSize(axis) * scale));
+    }
+  } else if (present(sizesIndex)) {
+    FailureOr<SmallVector<double>> v = floats(sizesIndex);
+    if (failed(v))
+      return failure();
+    if (v->size() != axes.size())
+      return im.error(node) << "sizes has " << v->size() << " entries for "
+                            << axes.size() << " axes";
+    if (im.stringAttr(node, "keep_aspect_ratio_policy", "stretch") !=
+        "stretch")
+      return im.error(node) << "keep_aspect_ratio_policy other than stretch "
+                               "is not supported";
+    for (auto [axis, size] : llvm::zip(axes, *v)) {
+      sizes[axis] = static_cast<int64_t>(size);
+      scales[axis] = size / type.getDimSize(axis);
+    }
+  } else {
+    return im.error(node) << "needs scales or sizes";
+  }
+  std::string mode = im.stringAttr(node, "mode", "nearest");
+  std::string transform = im.stringAttr(
+      node, "coordinate_transformation_mode",
+      im.opset < 11 ? "asymmetric" : "half_pixel");
+  std::string nearest = im.stringAttr(node, "nearest_mode", "round_prefer_floor");
+  if (mode != "nearest" && mode != "linear")
+    return im.error(node) << "mode '" << mode
+                          << "' is not supported (nearest and linear are)";
+  if (im.intAttr(node, "antialias", 0) != 0)
+    return im.error(node) << "antialias is not supported";
+  if (transform != "half_pixel" && transform != "pytorch_half_pixel" &&
+      transform != "align_corners" && transform != "asymmetric" &&
+      transform != "half_pixel_symmetric")
+    return im.error(node) << "coordinate_transformation_mode '" << transform
+                          << "' is not supported";
+  if (nearest != "round_prefer_floor" && nearest != "round_prefer_ceil" &&
+      nearest != "floor" && nearest != "ceil")
+    return im.error(node) << "unknown nearest_mode '" << nearest << "'";
+
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  Type element = type.getElementType();
+  auto indexConstant = [&](ArrayRef<int64_t> values) {
+    auto t = RankedTensorType::get({static_cast<int64_t>(values.size())},
+                                   b.getI64Type());
+    return nn::ConstantOp::create(b, loc, DenseElementsAttr::get(t, values));
+  };
+  Value y = *x;
+  for (int64_t axis = 0; axis < rank; ++axis) {
+    int64_t in = type.getDimSize(axis), out = sizes[axis];
+    if (out == in && scales[axis] == 1.0)
+      continue;
+    if (axis == 0)
+      return im.error(node) << "resizing the batch dimension is not supported";
+    if (out <= 0)
+      return im.error(node) << "gives an empty dimension " << axis;
+    double s = scales[axis];
+    // The resized length before rounding down (when scales are given), as
+    // ONNX's formulas use it.
+    double length = givenScales->empty() ? double(out) : in * s;
+    SmallVector<int64_t> first, second;
+    SmallVector<double> weights;
+    for (int64_t i = 0; i < out; ++i) {
+      double c;
+      if (transform == "align_corners")
+        c = length == 1 ? 0.0 : i * double(in - 1) / (length - 1);
+      else if (transform == "asymmetric")
+        c = i / s;
+      else if (transform == "pytorch_half_pixel")
+        c = length > 1 ? (i + 0.5) / s - 0.5 : 0.0;
+      else if (transform == "half_pixel_symmetric")
+        c = in / 2.0 * (1.0 - out / (s * in)) + (i + 0.5) / s - 0.5;
+      else
+        c = (i + 0.5) / s - 0.5;
+      auto clampIndex = [&](double v) {
+        return std::clamp<int64_t>(static_cast<int64_t>(v), 0, in - 1);
+      };
+      if (mode == "nearest") {
+        double f = std::floor(c), r;
+        if (nearest == "floor")
+          r = f;
+        else if (nearest == "ceil")
+          r = std::ceil(c);
+        else if (c - f == 0.5)
+          r = nearest == "round_prefer_floor" ? f : f + 1;
+        else
+          r = std::round(c);
+        first.push_back(clampIndex(r));
+      } else {
+        double f = std::floor(c);
+        first.push_back(clampIndex(f));
+        second.push_back(clampIndex(f + 1));
+        weights.push_back(c - f);
+      }
+    }
+    auto gather = [&](ArrayRef<int64_t> indices) {
+      return nn::GatherOp::create(b, loc, y, indexConstant(indices),
+                                  b.getI64IntegerAttr(axis))
+          .getResult();
+    };
+    if (mode == "nearest") {
+      y = gather(first);
+      continue;
+    }
+    // Linear: lo + t (hi - lo), t broadcast along the axis.
+    SmallVector<int64_t> weightShape(rank - axis, 1);
+    weightShape[0] = out;
+    SmallVector<float> w(weights.begin(), weights.end());
+    Value t = nn::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(RankedTensorType::get(weightShape, element),
+                               ArrayRef<float>(w)));
+    Value lo = gather(first), hi = gather(second);
+    y = nnb.add(lo, nnb.mul(t, nnb.sub(hi, lo)));
+  }
+  return im.setResult(node, im.finishOp(nn::IdentityOp::create(b, loc, y)));
+}
+
 LogicalResult importMaxPool(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
   if (failed(x))
@@ -569,6 +867,8 @@ void onnx_import::addNeuralHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"GroupNormalization", 18, importGroupNormalization});
   list.push_back({"LpNormalization", 1, importLpNormalization});
   list.push_back({"Conv", 1, importConv});
+  list.push_back({"ConvTranspose", 1, importConvTranspose});
+  list.push_back({"Resize", 10, importResize, {1, 2, 3}});
   list.push_back({"MaxPool", 1, importMaxPool});
   list.push_back({"AveragePool", 1, importAveragePool});
   list.push_back({"GlobalAveragePool", 1, importGlobalPool<nn::ReduceMeanOp>});

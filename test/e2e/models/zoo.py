@@ -298,3 +298,34 @@ class MobileNetBlock(nn.Module):
         return F.cross_entropy(self.fc(F.adaptive_avg_pool2d(h, 1).flatten(1)), y)
 
     data = staticmethod(GroupNormResNet.data)
+
+
+class UNetBlock(nn.Module):
+    """One UNet level: an encoder convolution, max pooling, a second
+    convolution, a grouped transposed convolution back up, the skip
+    concatenated, nearest and bilinear upsampling on a side path, and a
+    per-pixel cross-entropy."""
+
+    def __init__(self, seed):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.enc1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.enc2 = nn.Conv2d(8, 16, 3, padding=1)
+        self.up = nn.ConvTranspose2d(16, 8, 2, stride=2, groups=2)
+        self.dec = nn.Conv2d(16, 8, 3, padding=1)
+        self.side = nn.Conv2d(16, 8, 1)
+        self.head = nn.Conv2d(8, 3, 1)
+
+    def forward(self, x, y):
+        e1 = F.relu(self.enc1(x))
+        e2 = F.relu(self.enc2(F.max_pool2d(e1, 2)))
+        d = F.relu(self.dec(torch.cat((self.up(e2), e1), dim=1)))
+        side = F.interpolate(self.side(e2), scale_factor=2, mode="nearest")
+        side = side + F.interpolate(self.side(e2), scale_factor=2, mode="bilinear",
+                                    align_corners=False)
+        return F.cross_entropy(self.head(d + side), y)
+
+    @staticmethod
+    def data(samples, rng):
+        return {"x": rng.standard_normal((samples, 3, 8, 8)).astype(np.float32),
+                "y": rng.integers(0, 3, (samples, 8, 8)).astype(np.int64)}

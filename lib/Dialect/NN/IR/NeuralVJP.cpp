@@ -47,6 +47,21 @@ LogicalResult ConvOp::buildVJP(OpBuilder &b, ValueRange dys,
   return success();
 }
 
+LogicalResult ConvGradInputOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  // The op is linear in each operand: its adjoint w.r.t. dresult is the
+  // forward convolution of the cotangent, w.r.t. the weight the convolution
+  // weight gradient with the cotangent as the input.
+  Location loc = getLoc();
+  dxs.push_back(ConvOp::create(b, loc, dys[0], getWeight(), Value(),
+                               getStridesAttr(), getPadsAttr(),
+                               getDilationsAttr(), getGroupAttr()));
+  dxs.push_back(ConvGradWeightOp::create(
+      b, loc, getWeight().getType(), dys[0], getDresult(), getStridesAttr(),
+      getPadsAttr(), getDilationsAttr(), getGroupAttr()));
+  return success();
+}
+
 LogicalResult MaxPoolOp::buildVJP(OpBuilder &b, ValueRange dys,
                                   SmallVectorImpl<Value> &dxs) {
   dxs.push_back(MaxPoolGradOp::create(b, getLoc(), getInput().getType(),

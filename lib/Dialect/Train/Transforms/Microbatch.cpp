@@ -181,7 +181,8 @@ private:
             nn::IdentityOp, nn::NotOp, nn::AddOp, nn::SubOp, nn::MulOp,
             nn::DivOp, nn::MaxOp, nn::MinOp, nn::PowOp, nn::GreaterOp,
             nn::LessOp, nn::EqualOp, nn::AndOp, nn::WhereOp, nn::TriluOp,
-            nn::ExpandOp, nn::DropoutOp, nn::ConvOp, nn::MaxPoolOp,
+            nn::ExpandOp, nn::DropoutOp, nn::ConvOp, nn::ConvGradInputOp,
+            nn::MaxPoolOp,
             nn::AveragePoolOp>(op))
       return rowsIf(rowsAligned(op, result));
     if (isa<nn::ReshapeOp, nn::FlattenOp>(op))

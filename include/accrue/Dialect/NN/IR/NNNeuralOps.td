@@ -52,11 +52,16 @@ def NN_ConvOp : NN_Op<"conv", [Pure, InferTypeOpAdaptor,
   }];
 }
 
-def NN_ConvGradInputOp : NN_Op<"conv_grad_input", [Pure]> {
-  let summary = "adjoint of nn.conv w.r.t. its input";
+def NN_ConvGradInputOp : NN_Op<"conv_grad_input", [Pure,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "adjoint of nn.conv w.r.t. its input (transposed convolution)";
   let description = [{
-    Internal (no ONNX counterpart); emitted by the VJP rule of `nn.conv`.
-    The result type is the convolution's input type.
+    Emitted by the VJP rule of `nn.conv`, and by the importer for ONNX
+    [ConvTranspose](https://onnx.ai/onnx/operators/onnx__ConvTranspose.html)
+    (whose weight `[C_in, C_out/group, KH, KW]` is this op's `weight`). The
+    result type is the convolution's input type; rows and columns of the
+    result that no window reaches (ConvTranspose's `output_padding`) are 0.
+    Differentiable: both adjoints are convolutions again.
   }];
   let arguments = (ins NN_FloatTensor:$dresult, NN_FloatTensor:$weight,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
