@@ -321,6 +321,23 @@ cases.append(Case("Resize_bilinear_upsample", {"a": normal(2, 3, 4)},
                                    (N, 2, 6, 8), mode="linear",
                                    coordinate_transformation_mode="pytorch_half_pixel"),
                   add_x_to="a", opset=13))
+cases.append(Case("Tile", {"a": normal(*S)},
+                  lambda g: g.node("Tile", ["p_a", g.const("rep", np.array([1, 2, 3], np.int64))],
+                                   (N, 4, 9)),
+                  add_x_to="a"))
+for mode, opset in [("constant", 13), ("reflect", 13), ("edge", 13), ("wrap", 19)]:
+    cases.append(Case("Pad_" + mode, {"a": normal(3, 4)},
+                      lambda g, mode=mode: g.node(
+                          "Pad", ["p_a", g.const("pads", np.array([0, 1, 2, 0, 0, 1], np.int64)),
+                                  g.const("pv", np.array(0.7, g.dtype))],
+                          (N, 4, 7), mode=mode),
+                      add_x_to="a", opset=opset))
+for exclusive, reverse in [(0, 0), (1, 1)]:
+    cases.append(Case("CumSum_%d%d" % (exclusive, reverse), {"a": normal(*S)},
+                      lambda g, e=exclusive, r=reverse: g.node(
+                          "CumSum", ["p_a", g.const("ax", np.array(2, np.int64))], (N,) + S,
+                          exclusive=e, reverse=r),
+                      add_x_to="a"))
 cases.append(Case("MaxPool", {"a": normal(2, 5, 5)},
                   lambda g: g.node("MaxPool", ["p_a"], (N, 2, 3, 3), kernel_shape=[3, 2],
                                    strides=[2, 2], pads=[1, 0, 1, 1]),

@@ -223,6 +223,10 @@ cpu::createJIT(ModuleOp module, const CPUTargetOptions &options) {
     return optimizeModule(*module, nullptr, optLevel);
   };
   engineOptions.transformer = transformer;
+  // Parallel loops call libomp, which the JIT loads as a compiled step
+  // links it.
+  SmallVector<StringRef> libraries{ACCRUE_LIBOMP};
+  engineOptions.sharedLibPaths = libraries;
   engineOptions.jitCodeGenOptLevel = options.optLevel >= 3
                                          ? llvm::CodeGenOptLevel::Aggressive
                                          : llvm::CodeGenOptLevel::Default;

@@ -670,8 +670,6 @@ LogicalResult importResize(GraphImporter &im, const onnx::NodeProto &node) {
     int64_t in = type.getDimSize(axis), out = sizes[axis];
     if (out == in && scales[axis] == 1.0)
       continue;
-    if (axis == 0)
-      return im.error(node) << "resizing the batch dimension is not supported";
     if (out <= 0)
       return im.error(node) << "gives an empty dimension " << axis;
     double s = scales[axis];

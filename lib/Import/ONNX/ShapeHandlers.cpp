@@ -388,6 +388,296 @@ Value constantInts(GraphImporter &im, const onnx::NodeProto &node,
                                 DenseElementsAttr::get(type, values));
 }
 
+/// An i64 vector constant.
+Value indexVector(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
+                                    b.getI64Type());
+  return nn::ConstantOp::create(b, loc, DenseElementsAttr::get(type, values));
+}
+
+/// Tile: x reshaped to [1, d0, 1, d1, ...], expanded to [r0, d0, r1, d1,
+/// ...] and reshaped to [r0 d0, r1 d1, ...]; the adjoint sums the copies.
+LogicalResult importTile(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  FailureOr<SmallVector<int64_t>> repeats =
+      im.constantInts(node, 1, "repeats");
+  if (failed(x) || failed(repeats))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  if (static_cast<int64_t>(repeats->size()) != type.getRank())
+    return im.error(node) << "repeats has " << repeats->size()
+                          << " entries for a rank-" << type.getRank()
+                          << " input";
+  SmallVector<int64_t> split, expanded, result;
+  for (auto [r, d] : llvm::zip(*repeats, type.getShape())) {
+    if (r < 0)
+      return im.error(node) << "repeats must not be negative";
+    split.append({1, d});
+    expanded.append({r, d});
+    result.push_back(r * d);
+  }
+  Type element = type.getElementType();
+  FailureOr<Value> y = reshapeTo(im, node, *x, split);
+  if (failed(y))
+    return failure();
+  y = im.create<nn::ExpandOp>(node, RankedTensorType::get(expanded, element),
+                              *y);
+  if (failed(y))
+    return failure();
+  return im.setResult(node, reshapeTo(im, node, *y, result));
+}
+
+/// Pad (opsets 2-19): modes constant, reflect, edge and wrap. Per padded
+/// axis, constant padding concatenates splats of the value; the other modes
+/// gather the padded axis with compile-time indices. Negative pads crop.
+LogicalResult importPad(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> pads;
+  if (im.opset < 11) {
+    pads = im.intsAttr(node, "pads").value_or(SmallVector<int64_t>());
+  } else {
+    FailureOr<SmallVector<int64_t>> given = im.constantInts(node, 1, "pads");
+    if (failed(given))
+      return failure();
+    pads = *given;
+  }
+  SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  if (im.opset >= 18 && node.input_size() > 3 && !node.input(3).empty()) {
+    FailureOr<SmallVector<int64_t>> given = im.constantInts(node, 3, "axes");
+    if (failed(given))
+      return failure();
+    axes.clear();
+    for (int64_t a : *given) {
+      FailureOr<int64_t> axis = im.normalizeAxis(node, a, rank);
+      if (failed(axis))
+        return failure();
+      axes.push_back(*axis);
+    }
+  }
+  int64_t n = axes.size();
+  if (static_cast<int64_t>(pads.size()) != 2 * n)
+    return im.error(node) << "pads has " << pads.size() << " entries for "
+                          << n << " axes";
+  std::string mode = im.stringAttr(node, "mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" &&
+      mode != "wrap")
+    return im.error(node) << "unknown mode '" << mode << "'";
+  double value = im.opset < 11 ? im.floatAttr(node, "value", 0.0f) : 0.0;
+  if (im.opset >= 11 && node.input_size() > 2 && !node.input(2).empty()) {
+    FailureOr<double> given =
+        im.constantScalar(node, 2, "the constant value");
+    if (failed(given))
+      return failure();
+    value = *given;
+  }
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  Value y = *x;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t axis = axes[i], before = pads[i], after = pads[n + i];
+    if (before == 0 && after == 0)
+      continue;
+    auto yType = cast<RankedTensorType>(y.getType());
+    int64_t length = yType.getDimSize(axis);
+    // Crop first (negative pads), then pad what is left.
+    int64_t cropBefore = std::max<int64_t>(0, -before);
+    int64_t cropAfter = std::max<int64_t>(0, -after);
+    if (cropBefore + cropAfter >= length)
+      return im.error(node) << "pads crop all of axis " << axis;
+    if (cropBefore || cropAfter) {
+      FailureOr<Value> cropped = sliceAxis(im, node, y, axis, cropBefore,
+                                           length - cropBefore - cropAfter);
+      if (failed(cropped))
+        return failure();
+      y = *cropped;
+      length -= cropBefore + cropAfter;
+      yType = cast<RankedTensorType>(y.getType());
+    }
+    before = std::max<int64_t>(0, before);
+    after = std::max<int64_t>(0, after);
+    if (before == 0 && after == 0)
+      continue;
+    if (mode == "constant") {
+      SmallVector<Value> parts;
+      auto block = [&](int64_t size) {
+        SmallVector<int64_t> shape(yType.getShape());
+        shape[axis] = size;
+        return nnb.splat(RankedTensorType::get(shape, yType.getElementType()),
+                         value);
+      };
+      if (before)
+        parts.push_back(block(before));
+      parts.push_back(y);
+      if (after)
+        parts.push_back(block(after));
+      FailureOr<Value> joined =
+          im.create<nn::ConcatOp>(node, parts, b.getI64IntegerAttr(axis));
+      if (failed(joined))
+        return failure();
+      y = *joined;
+      continue;
+    }
+    if (mode == "reflect" && (before >= length || after >= length))
+      return im.error(node) << "reflect pads must be smaller than the axis ("
+                            << length << ")";
+    SmallVector<int64_t> indices;
+    for (int64_t j = -before; j < length + after; ++j) {
+      int64_t k = j;
+      if (mode == "edge")
+        k = std::clamp<int64_t>(j, 0, length - 1);
+      else if (mode == "wrap")
+        k = ((j % length) + length) % length;
+      else if (j < 0)
+        k = -j;
+      else if (j >= length)
+        k = 2 * (length - 1) - j;
+      indices.push_back(k);
+    }
+    FailureOr<Value> gathered = im.create<nn::GatherOp>(
+        node, y, indexVector(b, loc, indices), b.getI64IntegerAttr(axis));
+    if (failed(gathered))
+      return failure();
+    y = *gathered;
+  }
+  if (y == *x)
+    return im.setResult(node, im.create<nn::IdentityOp>(node, y));
+  im.setOutput(node, 0, y);
+  return success();
+}
+
+/// CumSum along a constant axis, as a product with a triangular matrix of
+/// ones (inclusive or exclusive, forward or reverse); its adjoint is the
+/// product with the transpose. Float inputs, axes of at most 4096.
+LogicalResult importCumSum(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  FailureOr<SmallVector<int64_t>> axisValue = im.constantInts(node, 1, "axis");
+  if (failed(x) || failed(axisValue))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return im.error(node) << "CumSum of integers is not supported (floats "
+                             "only)";
+  if (axisValue->size() != 1)
+    return im.error(node) << "axis must be a scalar";
+  int64_t rank = type.getRank();
+  FailureOr<int64_t> axis = im.normalizeAxis(node, (*axisValue)[0], rank);
+  if (failed(axis))
+    return failure();
+  int64_t length = type.getDimSize(*axis);
+  if (length > 4096)
+    return im.error(node) << "CumSum over " << length
+                          << " elements is not supported (at most 4096)";
+  bool exclusive = im.intAttr(node, "exclusive", 0) != 0;
+  bool reverse = im.intAttr(node, "reverse", 0) != 0;
+  // out[j] = sum_i x[i] m[i][j].
+  SmallVector<float> m(length * length, 0.0f);
+  for (int64_t i = 0; i < length; ++i)
+    for (int64_t j = 0; j < length; ++j) {
+      bool take = reverse ? (exclusive ? i > j : i >= j)
+                          : (exclusive ? i < j : i <= j);
+      m[i * length + j] = take ? 1.0f : 0.0f;
+    }
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  Type element = type.getElementType();
+  auto mType = RankedTensorType::get({length, length}, b.getF32Type());
+  Value matrix = nn::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(mType, ArrayRef<float>(m)));
+  if (!element.isF32())
+    matrix = nn::CastOp::create(b, loc,
+                                RankedTensorType::get({length, length}, element),
+                                matrix);
+  // Move the axis last, multiply, move it back.
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(perm[*axis], perm[rank - 1]);
+  Value y = *x;
+  if (*axis != rank - 1) {
+    FailureOr<Value> t = im.create<nn::TransposeOp>(
+        node, y, b.getDenseI64ArrayAttr(perm));
+    if (failed(t))
+      return failure();
+    y = *t;
+  }
+  if (rank == 1) {
+    FailureOr<Value> row = reshapeTo(im, node, y, {1, length});
+    if (failed(row))
+      return failure();
+    FailureOr<Value> product = im.create<nn::MatMulOp>(node, *row, matrix);
+    if (failed(product))
+      return failure();
+    return im.setResult(node, reshapeTo(im, node, *product, {length}));
+  }
+  FailureOr<Value> product = im.create<nn::MatMulOp>(node, y, matrix);
+  if (failed(product))
+    return failure();
+  if (*axis == rank - 1)
+    return im.setResult(node, product);
+  return im.setResult(node, im.create<nn::TransposeOp>(
+                                node, *product, b.getDenseI64ArrayAttr(perm)));
+}
+
+/// OneHot: where(indices[..., None] == range(depth), on, off), negative
+/// indices counting from depth, the new axis at `axis`.
+LogicalResult importOneHot(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> indices = im.input(node, 0), values = im.input(node, 2);
+  FailureOr<double> depthValue = im.constantScalar(node, 1, "depth");
+  if (failed(indices) || failed(values) || failed(depthValue))
+    return failure();
+  auto indexType = cast<RankedTensorType>(indices->getType());
+  auto valuesType = cast<RankedTensorType>(values->getType());
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  Type i64 = b.getI64Type();
+  // Indices of other types convert to int64 (floats truncate), as ONNX says.
+  if (!indexType.getElementType().isInteger(64)) {
+    indexType = RankedTensorType::get(indexType.getShape(), i64);
+    indices = nn::CastOp::create(b, loc, indexType, *indices).getResult();
+  }
+  if (valuesType.getNumElements() != 2 || valuesType.getRank() != 1)
+    return im.error(node) << "values must be [off_value, on_value]";
+  int64_t depth = static_cast<int64_t>(*depthValue);
+  if (depth <= 0)
+    return im.error(node) << "depth must be positive";
+  int64_t rank = indexType.getRank() + 1;
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", -1), rank);
+  if (failed(axis))
+    return failure();
+  nn::NNBuilder nnb(b, loc);
+  // Negative indices count from the end.
+  Value zero = nnb.scalar(i64, 0), size = nnb.scalar(i64, depth);
+  Value wrapped = nn::WhereOp::create(
+      b, loc, nn::LessOp::create(b, loc, *indices, zero),
+      nnb.add(*indices, size), *indices);
+  SmallVector<int64_t> expandedShape(indexType.getShape());
+  expandedShape.insert(expandedShape.begin() + *axis, 1);
+  Value expanded =
+      nnb.reshape(wrapped, RankedTensorType::get(expandedShape, i64));
+  SmallVector<int64_t> rangeShape(rank, 1);
+  rangeShape[*axis] = depth;
+  Value range = nnb.reshape(
+      indexVector(b, loc, llvm::to_vector(llvm::seq<int64_t>(0, depth))),
+      RankedTensorType::get(rangeShape, i64));
+  Value hot = nn::EqualOp::create(b, loc, expanded, range);
+  auto pick = [&](int64_t i) {
+    return nn::GatherOp::create(
+               b, loc, *values,
+               nn::ConstantOp::create(
+                   b, loc,
+                   DenseElementsAttr::get(RankedTensorType::get({}, i64),
+                                          ArrayRef<int64_t>{i})),
+               b.getI64IntegerAttr(0))
+        .getResult();
+  };
+  return im.setResult(node,
+                      im.create<nn::WhereOp>(node, hot, pick(1), pick(0)));
+}
+
 LogicalResult importShape(GraphImporter &im, const onnx::NodeProto &node) {
   // Shapes are static: Shape is a constant.
   FailureOr<Value> x = im.input(node, 0);
@@ -536,4 +826,8 @@ void onnx_import::addShapeHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"ConstantOfShape", 9, importConstantOfShape, {0}});
   list.push_back({"Range", 11, importRange, {0, 1, 2}});
   list.push_back({"Trilu", 14, importTrilu, {1}});
+  list.push_back({"Tile", 6, importTile, {1}});
+  list.push_back({"Pad", 2, importPad, {1, 2, 3}});
+  list.push_back({"CumSum", 11, importCumSum, {1}});
+  list.push_back({"OneHot", 9, importOneHot, {1}});
 }
