@@ -402,6 +402,54 @@ cases.append(Case("GlobalMaxPool", {"a": normal(2, 3, 4)},
                   lambda g: g.node("GlobalMaxPool", ["p_a"], (N, 2, 1, 1)), add_x_to="a"))
 
 
+# Recurrent ops: x [N, T, I] transposed to the sequence-major X they take
+# (as PyTorch exports batch_first), their outputs transposed back.
+T, I, H = 3, 2, 2
+
+
+def recurrent(g, op, gates, extra_inputs, shapes, **attrs):
+    seq = g.node("Transpose", ["p_a"], (T, N, I), perm=[1, 0, 2])
+    outs = g.node_multi(op, [seq, "p_w", "p_r", "p_b"] + extra_inputs, shapes, **attrs)
+    dirs = shapes[0][1]
+    y = g.node("Transpose", [outs[0]], (N, T, dirs, H), perm=[2, 0, 1, 3])
+    last = g.node("Transpose", [outs[1]], (N, dirs, H), perm=[1, 0, 2])
+    flat = g.node("Reshape", [y, g.ints([N, T * dirs * H])], (N, T * dirs * H))
+    flat_last = g.node("Reshape", [last, g.ints([N, dirs * H])], (N, dirs * H))
+    return g.node("Concat", [flat, flat_last], (N, (T + 1) * dirs * H), axis=1)
+
+
+def recurrent_params(gates, dirs=1, peepholes=False):
+    params = {"a": normal(T, I), "w": normal(dirs, gates * H, I, scale=0.7),
+              "r": normal(dirs, gates * H, H, scale=0.7),
+              "b": normal(dirs, 2 * gates * H, scale=0.3)}
+    if peepholes:
+        params["p"] = normal(dirs, 3 * H, scale=0.5)
+    return params
+
+
+# ONNX's reference runs one direction (pytorch_models.py trains a
+# bidirectional LSTM).
+cases.append(Case("RNN", recurrent_params(1),
+                  lambda g: recurrent(g, "RNN", 1, [], [(T, 1, N, H), (1, N, H)],
+                                      hidden_size=H),
+                  add_x_to="a"))
+for lbr in [0, 1]:
+    cases.append(Case("GRU_linear_before_reset_%d" % lbr, recurrent_params(3),
+                      lambda g, lbr=lbr: recurrent(g, "GRU", 3, [], [(T, 1, N, H), (1, N, H)],
+                                                   hidden_size=H, linear_before_reset=lbr),
+                      add_x_to="a"))
+# LSTM with peepholes and the initial states (forward: ONNX's reference
+# ignores direction; the reverse direction is checked against PyTorch's
+# bidirectional LSTM in pytorch_models.py).
+cases.append(Case("LSTM_peepholes",
+                  {**recurrent_params(4, peepholes=True),
+                   "h0": normal(1, N, H, scale=0.5), "c0": normal(1, N, H, scale=0.5)},
+                  lambda g: recurrent(g, "LSTM", 4, ["", "p_h0", "p_c0", "p_p"],
+                                      [(T, 1, N, H), (1, N, H), (1, N, H)],
+                                      hidden_size=H),
+                  add_x_to="a"))
+
+
 def node_multi(self, op, inputs, shapes, **attrs):
     names = []
     for shape in shapes:

@@ -5,7 +5,8 @@
 # ResNet-style CNN with GroupNorm and SiLU, a MobileNetV3-style block
 # (depthwise convolution, HardSwish, squeeze-and-excitation) and a UNet
 # level (grouped ConvTranspose, skip concatenation, nearest and bilinear
-# Resize, per-pixel cross-entropy). Each trains 3 optimizer steps with
+# Resize, per-pixel cross-entropy), and sequence classifiers with a 2-layer
+# GRU and a bidirectional LSTM (variable lengths through a mask). Each trains 3 optimizer steps with
 # micro-batch 2 x 4 accumulation steps through accrue-compile and
 # accrue-train; the parameters match PyTorch training the same module with
 # a manual accumulation loop and AdamW.
@@ -66,6 +67,8 @@ models = {
     "resnet_groupnorm": lambda opset: zoo.GroupNormResNet(7),
     "mobilenet_block": lambda opset: zoo.MobileNetBlock(8),
     "unet_block": lambda opset: zoo.UNetBlock(9),
+    "gru_classifier": lambda opset: zoo.RecurrentClassifier(10, "gru"),
+    "lstm_classifier": lambda opset: zoo.RecurrentClassifier(11, "lstm"),
 }
 rng = np.random.default_rng(5)
 for name, make in models.items():

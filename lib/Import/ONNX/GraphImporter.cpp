@@ -28,6 +28,7 @@ static const std::vector<OpRegistration> &allHandlers() {
     addShapeHandlers(list);
     addLossHandlers(list);
     addNeuralHandlers(list);
+    addRecurrentHandlers(list);
     addTrainingHandlers(list);
     return list;
   }();

@@ -78,6 +78,7 @@ void addReductionHandlers(std::vector<OpRegistration> &handlers);
 void addShapeHandlers(std::vector<OpRegistration> &handlers);
 void addLossHandlers(std::vector<OpRegistration> &handlers);
 void addNeuralHandlers(std::vector<OpRegistration> &handlers);
+void addRecurrentHandlers(std::vector<OpRegistration> &handlers);
 void addTrainingHandlers(std::vector<OpRegistration> &handlers);
 
 /// Converts an ONNX element type to MLIR; null for unsupported types.

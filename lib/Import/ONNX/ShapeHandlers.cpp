@@ -12,6 +12,85 @@ using namespace accrue::onnx_import;
 
 namespace {
 
+/// When `x` is a transpose of z and reshaping it to `shape` only drops
+/// unit dimensions and merges runs of dimensions that are adjacent and in
+/// order in z, the same value as a reshape of z followed by a transpose (or
+/// no transpose). Recurrent ops produce sequence-major values this way from
+/// batch-major ones, so the reshapes and transposes PyTorch's exports put
+/// after them lead back to batch-major values.
+std::optional<std::pair<SmallVector<int64_t>, SmallVector<int64_t>>>
+reshapeBeforeTranspose(nn::TransposeOp t, ArrayRef<int64_t> shape) {
+  auto zType = cast<RankedTensorType>(t.getInput().getType());
+  ArrayRef<int64_t> q = t.getPerm();
+  auto xType = cast<RankedTensorType>(t.getType());
+  // Group the non-unit dimensions of x into the target's dimensions.
+  SmallVector<SmallVector<int64_t>> groups;
+  int64_t i = 0, rank = xType.getRank();
+  for (int64_t target : shape) {
+    if (target == 1)
+      return std::nullopt;
+    SmallVector<int64_t> group;
+    int64_t product = 1;
+    while (i < rank && product < target) {
+      if (xType.getDimSize(i) != 1) {
+        group.push_back(i);
+        product *= xType.getDimSize(i);
+      }
+      ++i;
+    }
+    if (product != target || group.empty())
+      return std::nullopt;
+    groups.push_back(group);
+  }
+  for (; i < rank; ++i)
+    if (xType.getDimSize(i) != 1)
+      return std::nullopt;
+  // Each group must be a run of z's dimensions, in order, apart from unit
+  // dimensions.
+  for (const auto &group : groups)
+    for (size_t k = 1; k < group.size(); ++k) {
+      int64_t from = q[group[k - 1]], to = q[group[k]];
+      if (to <= from)
+        return std::nullopt;
+      for (int64_t d = from + 1; d < to; ++d)
+        if (zType.getDimSize(d) != 1)
+          return std::nullopt;
+    }
+  // z reshaped: the groups in z's order; then the permutation back.
+  SmallVector<int64_t> order = llvm::to_vector(
+      llvm::seq<int64_t>(0, static_cast<int64_t>(groups.size())));
+  llvm::sort(order, [&](int64_t a, int64_t b) {
+    return q[groups[a].front()] < q[groups[b].front()];
+  });
+  SmallVector<int64_t> zShape, perm(groups.size());
+  for (auto [position, g] : llvm::enumerate(order)) {
+    zShape.push_back(shape[g]);
+    perm[g] = position;
+  }
+  return std::make_pair(zShape, perm);
+}
+
+/// Reshapes `x` to `shape`; a transposed x may be reshaped before the
+/// transpose (see reshapeBeforeTranspose).
+FailureOr<Value> reshapeTo(GraphImporter &im, const onnx::NodeProto &node,
+                           Value x, ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (auto t = x.getDefiningOp<nn::TransposeOp>()) {
+    if (auto plan = reshapeBeforeTranspose(t, shape)) {
+      FailureOr<Value> z = im.create<nn::ReshapeOp>(
+          node, RankedTensorType::get(plan->first, type.getElementType()),
+          t.getInput());
+      if (failed(z) || llvm::equal(plan->second,
+                                   llvm::seq<int64_t>(0, plan->second.size())))
+        return z;
+      return im.create<nn::TransposeOp>(
+          node, *z, im.builder.getDenseI64ArrayAttr(plan->second));
+    }
+  }
+  return im.create<nn::ReshapeOp>(
+      node, RankedTensorType::get(shape, type.getElementType()), x);
+}
+
 LogicalResult importReshape(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
   FailureOr<SmallVector<int64_t>> shape =
@@ -51,8 +130,7 @@ LogicalResult importReshape(GraphImporter &im, const onnx::NodeProto &node) {
              << " elements do not divide into " << known;
     dims[inferred] = type.getNumElements() / known;
   }
-  auto resultType = RankedTensorType::get(dims, type.getElementType());
-  return im.setResult(node, im.create<nn::ReshapeOp>(node, resultType, *x));
+  return im.setResult(node, reshapeTo(im, node, *x, dims));
 }
 
 LogicalResult importFlatten(GraphImporter &im, const onnx::NodeProto &node) {
@@ -81,8 +159,24 @@ LogicalResult importTranspose(GraphImporter &im, const onnx::NodeProto &node) {
   else
     for (int64_t d = rank - 1; d >= 0; --d)
       perm.push_back(d);
+  // A transpose of a transpose is one transpose, or none.
+  Value input = *x;
+  if (auto inner = input.getDefiningOp<nn::TransposeOp>()) {
+    if (perm.size() == inner.getPerm().size() &&
+        llvm::all_of(perm, [&](int64_t p) {
+          return p >= 0 && p < static_cast<int64_t>(perm.size());
+        })) {
+      SmallVector<int64_t> composed;
+      for (int64_t p : perm)
+        composed.push_back(inner.getPerm()[p]);
+      input = inner.getInput();
+      perm = composed;
+    }
+  }
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, rank)))
+    return im.setResult(node, im.create<nn::IdentityOp>(node, input));
   return im.setResult(node, im.create<nn::TransposeOp>(
-                                node, *x, im.builder.getDenseI64ArrayAttr(perm)));
+                                node, input, im.builder.getDenseI64ArrayAttr(perm)));
 }
 
 LogicalResult importConstant(GraphImporter &im, const onnx::NodeProto &node) {
@@ -124,14 +218,6 @@ LogicalResult importConstant(GraphImporter &im, const onnx::NodeProto &node) {
   return success();
 }
 
-
-/// Reshapes `x` to `shape`, folding constants.
-FailureOr<Value> reshapeTo(GraphImporter &im, const onnx::NodeProto &node,
-                           Value x, ArrayRef<int64_t> shape) {
-  auto type = cast<RankedTensorType>(x.getType());
-  return im.create<nn::ReshapeOp>(
-      node, RankedTensorType::get(shape, type.getElementType()), x);
-}
 
 /// Axes from an attribute (before `inputSince`) or a constant input.
 FailureOr<SmallVector<int64_t>> axesOf(GraphImporter &im,

@@ -329,3 +329,34 @@ class UNetBlock(nn.Module):
     def data(samples, rng):
         return {"x": rng.standard_normal((samples, 3, 8, 8)).astype(np.float32),
                 "y": rng.integers(0, 3, (samples, 8, 8)).astype(np.int64)}
+
+
+class RecurrentClassifier(nn.Module):
+    """Token embeddings, a batch-first GRU (2 layers) or bidirectional LSTM,
+    the outputs averaged over each sequence's valid steps (variable lengths
+    through a mask), a linear classifier."""
+
+    def __init__(self, seed, kind):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.emb = nn.Embedding(11, 6)
+        if kind == "gru":
+            self.rnn = nn.GRU(6, 8, num_layers=2, batch_first=True)
+            width = 8
+        else:
+            self.rnn = nn.LSTM(6, 8, batch_first=True, bidirectional=True)
+            width = 16
+        self.fc = nn.Linear(width, 3)
+
+    def forward(self, idx, mask, y):
+        out, _ = self.rnn(self.emb(idx))
+        m = mask.unsqueeze(-1)
+        pooled = (out * m).sum(1) / m.sum(1).clamp(min=1)
+        return F.cross_entropy(self.fc(pooled), y)
+
+    @staticmethod
+    def data(samples, rng):
+        lengths = rng.integers(2, 8, samples)
+        mask = (np.arange(7)[None, :] < lengths[:, None]).astype(np.float32)
+        return {"idx": rng.integers(0, 11, (samples, 7)).astype(np.int64), "mask": mask,
+                "y": rng.integers(0, 3, samples).astype(np.int64)}

@@ -1,0 +1,281 @@
+//===- RecurrentHandlers.cpp - import RNN, GRU and LSTM ---------*- C++ -*-===//
+//
+// The recurrent operators unroll over their static sequence length into nn
+// ops: one contraction projects every time step's input at once, then each
+// step applies the recurrent contraction and the gates. Their adjoints come
+// from the parts, so the backward pass is backpropagation through time, the
+// steps in reverse order.
+//
+// The unrolled steps work batch-major ([batch, ...], the layout the
+// micro-batcher follows): a sequence-major input that is a transpose of a
+// batch-major one (what PyTorch exports for batch_first) is read through the
+// transpose, and the outputs are transposes of batch-major values, so the
+// transposes and reshapes an exporter puts after them lead back to
+// batch-major values (see reshapeTo in ShapeHandlers.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImporter.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace accrue;
+using namespace accrue::onnx_import;
+
+namespace {
+
+enum class Cell { RNN, GRU, LSTM };
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// Op builders for the unrolled cell, at the node's location.
+struct Unroller {
+  Unroller(OpBuilder &b, Location loc) : b(b), loc(loc), nnb(b, loc) {}
+
+  Value slice(Value v, int64_t axis, int64_t start, int64_t size) {
+    RankedTensorType type = typeOf(v);
+    SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+    SmallVector<int64_t> shape(type.getShape());
+    starts[axis] = start;
+    shape[axis] = size;
+    return nn::SliceOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), v,
+        b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(steps));
+  }
+  Value reshape(Value v, ArrayRef<int64_t> shape) {
+    return nnb.reshape(v,
+                       RankedTensorType::get(shape, typeOf(v).getElementType()));
+  }
+  Value transpose(Value v, ArrayRef<int64_t> perm) {
+    return nn::TransposeOp::create(b, loc, v, b.getDenseI64ArrayAttr(perm));
+  }
+  Value matmul(Value x, Value y) { return nn::MatMulOp::create(b, loc, x, y); }
+  Value concat(ValueRange parts, int64_t axis) {
+    if (parts.size() == 1)
+      return parts.front();
+    return nn::ConcatOp::create(b, loc, parts, b.getI64IntegerAttr(axis));
+  }
+  Value sigmoid(Value v) { return nn::SigmoidOp::create(b, loc, v); }
+  Value tanh(Value v) { return nn::TanhOp::create(b, loc, v); }
+
+  /// `v` [d0, d1, ...] as [d1, d0, ...]: through a transpose that made it.
+  Value swapLeading(Value v) {
+    if (auto t = v.getDefiningOp<nn::TransposeOp>())
+      if (llvm::equal(t.getPerm(), ArrayRef<int64_t>{1, 0, 2}))
+        return t.getInput();
+    return transpose(v, {1, 0, 2});
+  }
+
+  OpBuilder &b;
+  Location loc;
+  nn::NNBuilder nnb;
+};
+
+template <Cell kCell>
+LogicalResult importRecurrent(GraphImporter &im, const onnx::NodeProto &node) {
+  const int64_t gates = kCell == Cell::RNN ? 1 : kCell == Cell::GRU ? 3 : 4;
+  FailureOr<Value> x = im.input(node, 0), w = im.input(node, 1),
+                   r = im.input(node, 2);
+  FailureOr<Value> bias = im.optionalInput(node, 3),
+                   lengths = im.optionalInput(node, 4),
+                   h0 = im.optionalInput(node, 5);
+  FailureOr<Value> c0 = Value(), peepholes = Value();
+  if (kCell == Cell::LSTM) {
+    c0 = im.optionalInput(node, 6);
+    peepholes = im.optionalInput(node, 7);
+  }
+  if (failed(x) || failed(w) || failed(r) || failed(bias) || failed(lengths) ||
+      failed(h0) || failed(c0) || failed(peepholes))
+    return failure();
+
+  int64_t hidden = im.intAttr(node, "hidden_size", 0);
+  std::string direction = im.stringAttr(node, "direction", "forward");
+  int64_t layout = im.intAttr(node, "layout", 0);
+  if (hidden <= 0)
+    return im.error(node) << "hidden_size must be positive";
+  if (direction != "forward" && direction != "reverse" &&
+      direction != "bidirectional")
+    return im.error(node) << "unknown direction '" << direction << "'";
+  if (layout != 0 && layout != 1)
+    return im.error(node) << "layout must be 0 or 1";
+  int64_t directions = direction == "bidirectional" ? 2 : 1;
+  if (im.attribute(node, "clip"))
+    return im.error(node) << "clip is not supported";
+  if (kCell == Cell::LSTM && im.intAttr(node, "input_forget", 0) != 0)
+    return im.error(node) << "input_forget is not supported";
+  // Only the default activations (the ones PyTorch exports).
+  if (const onnx::AttributeProto *acts = im.attribute(node, "activations")) {
+    SmallVector<StringRef> defaults =
+        kCell == Cell::RNN   ? SmallVector<StringRef>{"tanh"}
+        : kCell == Cell::GRU ? SmallVector<StringRef>{"sigmoid", "tanh"}
+                             : SmallVector<StringRef>{"sigmoid", "tanh", "tanh"};
+    for (int i = 0; i < acts->strings_size(); ++i)
+      if (StringRef(acts->strings(i)).lower() !=
+          defaults[i % defaults.size()])
+        return im.error(node) << "activations other than the defaults ("
+                              << llvm::join(defaults, ", ")
+                              << ") are not supported";
+  }
+
+  RankedTensorType xType = typeOf(*x);
+  if (xType.getRank() != 3)
+    return im.error(node) << "X must have rank 3";
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  Unroller u(b, loc);
+  // Batch-major input [N, T, I].
+  Value xb = layout == 1 ? *x : u.swapLeading(*x);
+  int64_t batch = typeOf(xb).getDimSize(0), steps = typeOf(xb).getDimSize(1),
+          inputSize = typeOf(xb).getDimSize(2);
+  Type element = xType.getElementType();
+
+  auto requireShape = [&](int index, Value v,
+                          ArrayRef<int64_t> shape) -> LogicalResult {
+    if (typeOf(v).getShape() == shape)
+      return success();
+    InFlightDiagnostic diag = im.error(node);
+    diag << "input " << index << " ('" << node.input(index)
+         << "') must have shape [";
+    llvm::interleaveComma(shape, diag);
+    return diag << "], not " << typeOf(v);
+  };
+  if (failed(requireShape(1, *w, {directions, gates * hidden, inputSize})) ||
+      failed(requireShape(2, *r, {directions, gates * hidden, hidden})) ||
+      (*bias &&
+       failed(requireShape(3, *bias, {directions, 2 * gates * hidden}))) ||
+      (*peepholes &&
+       failed(requireShape(7, *peepholes, {directions, 3 * hidden}))))
+    return failure();
+  if (*lengths) {
+    // Sequence lengths must all be the full length; models express
+    // variable lengths by masking.
+    FailureOr<SmallVector<int64_t>> given =
+        im.constantInts(node, 4, "sequence_lens");
+    if (failed(given))
+      return failure();
+    if (llvm::any_of(*given, [&](int64_t l) { return l != steps; }))
+      return im.error(node) << "sequence_lens shorter than the sequence are "
+                               "not supported (mask the padded steps "
+                               "instead)";
+  }
+  // Initial states [N, D, H].
+  auto initial = [&](int index, Value v) -> FailureOr<Value> {
+    if (!v)
+      return Value();
+    SmallVector<int64_t> shape =
+        layout == 1 ? SmallVector<int64_t>{batch, directions, hidden}
+                    : SmallVector<int64_t>{directions, batch, hidden};
+    if (failed(requireShape(index, v, shape)))
+      return failure();
+    return layout == 1 ? v : u.swapLeading(v);
+  };
+  FailureOr<Value> hInit = initial(5, *h0), cInit = initial(6, *c0);
+  if (failed(hInit) || failed(cInit))
+    return failure();
+
+  Value zeros = u.nnb.splat(RankedTensorType::get({batch, hidden}, element), 0.0);
+  SmallVector<Value> sequences, finalH, finalC;
+  for (int64_t d = 0; d < directions; ++d) {
+    bool reverse = direction == "reverse" || d == 1;
+    auto perDirection = [&](Value v, ArrayRef<int64_t> shape) {
+      return u.reshape(u.slice(v, 0, d, 1), shape);
+    };
+    Value wd = perDirection(*w, {gates * hidden, inputSize});
+    Value rdT = u.transpose(perDirection(*r, {gates * hidden, hidden}), {1, 0});
+    // x W^T + Wb for every step at once: [N, T, G H].
+    Value projected = u.matmul(xb, u.transpose(wd, {1, 0}));
+    Value rb;
+    if (*bias) {
+      Value bd = perDirection(*bias, {2 * gates * hidden});
+      projected = u.nnb.add(projected, u.slice(bd, 0, 0, gates * hidden));
+      rb = u.slice(bd, 0, gates * hidden, gates * hidden);
+    }
+    Value pd = *peepholes ? perDirection(*peepholes, {3 * hidden}) : Value();
+    auto state = [&](Value init) {
+      return init ? u.reshape(u.slice(init, 1, d, 1), {batch, hidden}) : zeros;
+    };
+    Value h = state(*hInit), c = state(*cInit);
+    auto gate = [&](Value v, int64_t k) { return u.slice(v, 1, k * hidden, hidden); };
+    auto columns = [&](Value v, int64_t k, int64_t n) {
+      return u.slice(v, v == rb ? 0 : 1, k * hidden, n * hidden);
+    };
+    SmallVector<Value> outputs(steps);
+    for (int64_t s = 0; s < steps; ++s) {
+      int64_t t = reverse ? steps - 1 - s : s;
+      Value xt = u.reshape(u.slice(projected, 1, t, 1), {batch, gates * hidden});
+      if (kCell == Cell::RNN) {
+        Value hr = u.matmul(h, rdT);
+        if (rb)
+          hr = u.nnb.add(hr, rb);
+        h = u.tanh(u.nnb.add(xt, hr));
+      } else if (kCell == Cell::GRU) {
+        // Gates z, r, then the candidate n.
+        Value hzr = u.matmul(h, columns(rdT, 0, 2));
+        if (rb)
+          hzr = u.nnb.add(hzr, columns(rb, 0, 2));
+        Value z = u.sigmoid(u.nnb.add(gate(xt, 0), gate(hzr, 0)));
+        Value reset = u.sigmoid(u.nnb.add(gate(xt, 1), gate(hzr, 1)));
+        Value rhT = columns(rdT, 2, 1);
+        Value hn;
+        if (im.intAttr(node, "linear_before_reset", 0) != 0) {
+          hn = u.matmul(h, rhT);
+          if (rb)
+            hn = u.nnb.add(hn, columns(rb, 2, 1));
+          hn = u.nnb.mul(reset, hn);
+        } else {
+          hn = u.matmul(u.nnb.mul(reset, h), rhT);
+          if (rb)
+            hn = u.nnb.add(hn, columns(rb, 2, 1));
+        }
+        Value n = u.tanh(u.nnb.add(gate(xt, 2), hn));
+        // (1 - z) n + z h = n + z (h - n).
+        h = u.nnb.add(n, u.nnb.mul(z, u.nnb.sub(h, n)));
+      } else {
+        // Gates i, o, f, c; peepholes i, o, f.
+        Value hr = u.matmul(h, rdT);
+        if (rb)
+          hr = u.nnb.add(hr, rb);
+        Value pre = u.nnb.add(xt, hr);
+        auto peephole = [&](Value v, int64_t k, Value cell) {
+          return pd ? u.nnb.add(v, u.nnb.mul(u.slice(pd, 0, k * hidden, hidden),
+                                             cell))
+                    : v;
+        };
+        Value i = u.sigmoid(peephole(gate(pre, 0), 0, c));
+        Value f = u.sigmoid(peephole(gate(pre, 2), 2, c));
+        Value candidate = u.tanh(gate(pre, 3));
+        c = u.nnb.add(u.nnb.mul(f, c), u.nnb.mul(i, candidate));
+        Value o = u.sigmoid(peephole(gate(pre, 1), 1, c));
+        h = u.nnb.mul(o, u.tanh(c));
+      }
+      outputs[t] = u.reshape(h, {batch, 1, 1, hidden});
+    }
+    sequences.push_back(u.concat(outputs, 1));
+    finalH.push_back(u.reshape(h, {batch, 1, hidden}));
+    finalC.push_back(u.reshape(c, {batch, 1, hidden}));
+  }
+  // Y [T, D, N, H] (layout 0) or [N, T, D, H]; Y_h and Y_c [D, N, H] or
+  // [N, D, H].
+  Value y = u.concat(sequences, 2);
+  if (layout == 0)
+    y = u.transpose(y, {1, 2, 0, 3});
+  im.setOutput(node, 0, y);
+  auto last = [&](ArrayRef<Value> states) {
+    Value v = u.concat(states, 1);
+    return layout == 0 ? u.transpose(v, {1, 0, 2}) : v;
+  };
+  if (node.output_size() > 1)
+    im.setOutput(node, 1, last(finalH));
+  if (kCell == Cell::LSTM && node.output_size() > 2)
+    im.setOutput(node, 2, last(finalC));
+  return success();
+}
+
+} // namespace
+
+void onnx_import::addRecurrentHandlers(std::vector<OpRegistration> &list) {
+  list.push_back({"RNN", 7, importRecurrent<Cell::RNN>, {4}});
+  list.push_back({"GRU", 7, importRecurrent<Cell::GRU>, {4}});
+  list.push_back({"LSTM", 7, importRecurrent<Cell::LSTM>, {4}});
+}
