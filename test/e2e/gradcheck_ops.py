@@ -402,6 +402,24 @@ cases.append(Case("GlobalMaxPool", {"a": normal(2, 3, 4)},
                   lambda g: g.node("GlobalMaxPool", ["p_a"], (N, 2, 1, 1)), add_x_to="a"))
 
 
+# Einsum: batch contractions, the weights on either side, three operands,
+# an ellipsis with numpy's implicit output, an index summed away.
+for name, eq, params, shape in [
+        ("bij_jk", "bij,jk->bik", {"a": normal(2, 3), "w": normal(3, 4)}, (N, 2, 4)),
+        ("ij_bj", "ij,bkj->bik", {"a": normal(2, 3), "w": normal(4, 3)}, (N, 4, 2)),
+        ("three", "bij,jk,kl->bil", {"a": normal(2, 3), "w": normal(3, 2), "v": normal(2, 4)},
+         (N, 2, 4)),
+        ("ellipsis", "...ij,jk", {"a": normal(2, 3), "w": normal(3, 2)}, (N, 2, 2)),
+        ("sum", "bij,j->b", {"a": normal(2, 3), "w": normal(3)}, (N,))]:
+    names = ["p_a", "p_w"] + (["p_v"] if "v" in params else [])
+    if name == "ij_bj":
+        names = ["p_w", "p_a"]
+    cases.append(Case("Einsum_" + name, params,
+                      lambda g, eq=eq, names=names, shape=shape: g.node("Einsum", names, shape,
+                                                                        equation=eq),
+                      add_x_to="a"))
+
+
 # Recurrent ops: x [N, T, I] transposed to the sequence-major X they take
 # (as PyTorch exports batch_first), their outputs transposed back.
 T, I, H = 3, 2, 2
