@@ -19,6 +19,7 @@
 #include "accrue/Dialect/Train/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -64,6 +65,13 @@ struct SplitLoss {
   /// below this times K, so the backward sees gradients as large as those
   /// of the mean loss, as with PyTorch's GradScaler.
   double fullCount = 1;
+  /// A linear combination of mean-reduced terms: `function` takes each
+  /// mean term's count over the whole window (tensor<f32>, before the
+  /// valid-sample count) and returns the micro-batch's share of the loss
+  /// (kind Sum); `counts` returns the micro-batch's counts of those terms,
+  /// from the data alone, for a counting pass before the micro-batch loop.
+  func::FuncOp counts;
+  SmallVector<std::optional<double>> countFloors;
 };
 
 /// Which samples a value's elements belong to.
@@ -229,13 +237,21 @@ private:
                     dep(g.getIndices()) == SampleDep::Free &&
                     dim0(result) == dim0(g.getData()));
     }
-    // Per-item classification losses keep the items' rows.
+    // Per-item classification losses keep the items' rows: scores [n, C,
+    // ...] and labels [n, ...] give losses [n, ...].
+    auto perItem = [&](Operation *loss) {
+      for (Value operand : loss->getOperands()) {
+        SampleDep d = dep(operand);
+        if (d != SampleDep::Free &&
+            (d != SampleDep::Rows || dim0(operand) != dim0(result)))
+          return false;
+      }
+      return resultType.getRank() > 0 && dim0(result) % microBatch == 0;
+    };
     if (auto l = dyn_cast<nn::SoftmaxCrossEntropyLossOp>(op))
-      return rowsIf(l.getReduction() == nn::LossReduction::None &&
-                    rowsAligned(op, result));
+      return rowsIf(l.getReduction() == nn::LossReduction::None && perItem(op));
     if (auto l = dyn_cast<nn::NegativeLogLikelihoodLossOp>(op))
-      return rowsIf(l.getReduction() == nn::LossReduction::None &&
-                    rowsAligned(op, result));
+      return rowsIf(l.getReduction() == nn::LossReduction::None && perItem(op));
     return SampleDep::Other;
   }
 
@@ -489,12 +505,244 @@ splitLossValue(OpBuilder &builder, Value loss, int64_t microBatch,
   return std::nullopt;
 }
 
+/// Whether `v` is one of the forms splitLossValue recognizes (without
+/// building anything).
+bool isLossTerm(Value v) {
+  Value root = lookThroughIdentity(v);
+  if (auto mean = root.getDefiningOp<nn::ReduceMeanOp>())
+    return reducesAllAxes(mean.getAxes(), mean.getInput());
+  if (auto sce = root.getDefiningOp<nn::SoftmaxCrossEntropyLossOp>())
+    return sce.getReduction() == nn::LossReduction::Mean;
+  if (auto nll = root.getDefiningOp<nn::NegativeLogLikelihoodLossOp>())
+    return nll.getReduction() == nn::LossReduction::Mean;
+  if (auto div = root.getDefiningOp<nn::DivOp>();
+      div && isSumOverSamples(div.getLhs())) {
+    if (div->hasAttr(StepAttrs::kDivisorPerSample) ||
+        div->hasAttr(StepAttrs::kFixedDivisor))
+      return true;
+    std::optional<double> floor;
+    if (cast<RankedTensorType>(div.getType()).getNumElements() == 1 &&
+        dataDependentCount(div.getRhs(), floor))
+      return true;
+  }
+  return isSumOverSamples(root);
+}
+
+/// A scalar constant's value.
+std::optional<double> scalarConstant(Value v) {
+  auto constant = lookThroughIdentity(v).getDefiningOp<nn::ConstantOp>();
+  auto attr = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
+                       : DenseElementsAttr();
+  if (!attr || !attr.isSplat() || !isa<FloatType>(attr.getElementType()))
+    return std::nullopt;
+  return attr.getSplatValue<APFloat>().convertToDouble();
+}
+
+/// Decomposes `loss` into sum_i coefficient_i * term_i with recognized terms
+/// (isLossTerm) through Add, Sub, Neg and products and quotients by
+/// constants. On failure, `unrecognized` is the first part that is neither.
+bool collectLossTerms(Value loss, double coefficient,
+                      SmallVectorImpl<std::pair<double, Value>> &terms,
+                      Value &unrecognized) {
+  Value v = lookThroughIdentity(loss);
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || type.getNumElements() != 1) {
+    unrecognized = v;
+    return false;
+  }
+  if (isLossTerm(v)) {
+    terms.push_back({coefficient, v});
+    return true;
+  }
+  Operation *def = v.getDefiningOp();
+  if (auto add = dyn_cast_or_null<nn::AddOp>(def))
+    return collectLossTerms(add.getLhs(), coefficient, terms, unrecognized) &&
+           collectLossTerms(add.getRhs(), coefficient, terms, unrecognized);
+  if (auto sub = dyn_cast_or_null<nn::SubOp>(def))
+    return collectLossTerms(sub.getLhs(), coefficient, terms, unrecognized) &&
+           collectLossTerms(sub.getRhs(), -coefficient, terms, unrecognized);
+  if (auto neg = dyn_cast_or_null<nn::NegOp>(def))
+    return collectLossTerms(neg.getInput(), -coefficient, terms, unrecognized);
+  if (auto mul = dyn_cast_or_null<nn::MulOp>(def)) {
+    if (std::optional<double> c = scalarConstant(mul.getRhs()))
+      return collectLossTerms(mul.getLhs(), coefficient * *c, terms,
+                              unrecognized);
+    if (std::optional<double> c = scalarConstant(mul.getLhs()))
+      return collectLossTerms(mul.getRhs(), coefficient * *c, terms,
+                              unrecognized);
+  }
+  if (auto div = dyn_cast_or_null<nn::DivOp>(def)) {
+    if (std::optional<double> c = scalarConstant(div.getRhs()); c && *c != 0)
+      return collectLossTerms(div.getLhs(), coefficient / *c, terms,
+                              unrecognized);
+    // (a S1 + b S2) / count(data), sums over samples S: each sum over the
+    // count is a term (built next to the quotient; this runs on clones).
+    std::optional<double> floor;
+    SmallVector<std::pair<double, Value>> numerator;
+    if (dataDependentCount(div.getRhs(), floor) &&
+        collectLossTerms(div.getLhs(), 1.0, numerator, unrecognized) &&
+        llvm::all_of(numerator, [](const std::pair<double, Value> &t) {
+          return isSumOverSamples(t.second);
+        })) {
+      OpBuilder b(div);
+      b.setInsertionPointAfter(div);
+      nn::NNBuilder nnb(b, div.getLoc());
+      for (auto [c, sum] : numerator)
+        terms.push_back({coefficient * c, nnb.div(sum, div.getRhs())});
+      return true;
+    }
+  }
+  unrecognized = v;
+  return false;
+}
+
+/// The terms of a combined loss (see collectLossTerms) split into (N_i,
+/// D_i) in a clone's body, or nothing when a term cannot be (masked).
+struct SplitTerm {
+  double coefficient;
+  Value sum, count;
+  LossKind kind;
+  std::optional<double> floor;
+};
+std::optional<SmallVector<SplitTerm>>
+splitLossTerms(OpBuilder &builder, Value loss, int64_t microBatch,
+               SampleMask *mask) {
+  SmallVector<std::pair<double, Value>> terms;
+  Value unrecognized;
+  if (!collectLossTerms(loss, 1.0, terms, unrecognized))
+    return std::nullopt;
+  SmallVector<SplitTerm> split;
+  for (auto [coefficient, term] : terms) {
+    LossKind kind = LossKind::MeanOfMeans;
+    std::optional<double> floor;
+    double fullCount = 1;
+    std::optional<std::pair<Value, Value>> nd = splitLossValue(
+        builder, term, microBatch, kind, floor, fullCount, mask);
+    if (!nd)
+      return std::nullopt;
+    split.push_back({coefficient, nd->first, nd->second, kind, floor});
+  }
+  return split;
+}
+
+/// Splits a loss that is a linear combination of mean-reduced terms (see
+/// SplitLoss::counts): each term is normalized by its own count over the
+/// whole window, which a counting pass computes before the micro-batch
+/// loop. Nothing (and no functions left) when the loss is not such a
+/// combination.
+std::optional<SplitLoss> splitCombinedLoss(func::FuncOp forward, bool mask,
+                                           ArrayRef<unsigned> batchArgs,
+                                           int64_t microBatch,
+                                           SymbolTable &symbols) {
+  OpBuilder builder(forward);
+  auto type = forward.getFunctionType();
+  auto scalarType = RankedTensorType::get({}, builder.getF32Type());
+  auto i64Scalar = RankedTensorType::get({}, builder.getI64Type());
+  std::string suffix = mask ? "_masked" : "";
+
+  // The counting function: the mean terms' counts.
+  SmallVector<Type> countInputs(type.getInputs());
+  if (mask)
+    countInputs.push_back(i64Scalar);
+  auto counts = func::FuncOp::create(
+      builder, forward.getLoc(),
+      (forward.getSymName() + "_counts" + suffix).str(),
+      builder.getFunctionType(countInputs, {}));
+  counts.setPrivate();
+  IRMapping countMapping;
+  forward.getBody().cloneInto(&counts.getBody(), countMapping);
+  Block &countEntry = counts.getBody().front();
+  std::optional<SampleMask> countMask;
+  if (mask)
+    countMask.emplace(counts, batchArgs, microBatch,
+                      countEntry.addArgument(i64Scalar, forward.getLoc()));
+  auto countReturn = cast<func::ReturnOp>(countEntry.getTerminator());
+  std::optional<SmallVector<SplitTerm>> countTerms =
+      splitLossTerms(builder, countReturn.getOperand(0), microBatch,
+                     countMask ? &*countMask : nullptr);
+  if (!countTerms ||
+      llvm::none_of(*countTerms, [](const SplitTerm &t) {
+        return t.kind == LossKind::Mean;
+      })) {
+    counts.erase();
+    return std::nullopt;
+  }
+  SmallVector<Value> countValues;
+  SmallVector<std::optional<double>> floors;
+  for (const SplitTerm &t : *countTerms)
+    if (t.kind == LossKind::Mean) {
+      countValues.push_back(t.count);
+      floors.push_back(t.floor);
+    }
+  builder.setInsertionPoint(countReturn);
+  SmallVector<Value> countResults;
+  for (Value c : countValues)
+    countResults.push_back(
+        nn::NNBuilder(builder, countReturn.getLoc()).reshape(c, scalarType));
+  func::ReturnOp::create(builder, countReturn.getLoc(), countResults);
+  countReturn.erase();
+  counts.setFunctionType(builder.getFunctionType(
+      countInputs, SmallVector<Type>(countResults.size(), scalarType)));
+
+  // The loss function: sum_i c_i N_i / total_i (mean terms) or c_i N_i.
+  SmallVector<Type> inputs(type.getInputs());
+  inputs.append(countResults.size(), scalarType);
+  if (mask)
+    inputs.push_back(i64Scalar);
+  builder.setInsertionPoint(forward);
+  auto split = func::FuncOp::create(
+      builder, forward.getLoc(),
+      (forward.getSymName() + "_split_combined" + suffix).str(),
+      builder.getFunctionType(inputs, {scalarType, scalarType}));
+  split.setPrivate();
+  IRMapping mapping;
+  forward.getBody().cloneInto(&split.getBody(), mapping);
+  Block &entry = split.getBody().front();
+  SmallVector<Value> totals;
+  for (size_t i = 0; i < countResults.size(); ++i)
+    totals.push_back(entry.addArgument(scalarType, forward.getLoc()));
+  std::optional<SampleMask> sampleMask;
+  if (mask)
+    sampleMask.emplace(split, batchArgs, microBatch,
+                       entry.addArgument(i64Scalar, forward.getLoc()));
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  std::optional<SmallVector<SplitTerm>> terms =
+      splitLossTerms(builder, ret.getOperand(0), microBatch,
+                     sampleMask ? &*sampleMask : nullptr);
+  if (!terms) {
+    counts.erase();
+    split.erase();
+    return std::nullopt;
+  }
+  builder.setInsertionPoint(ret);
+  nn::NNBuilder nnb(builder, ret.getLoc());
+  Value loss;
+  size_t next = 0;
+  for (const SplitTerm &t : *terms) {
+    Value part = nnb.reshape(t.sum, scalarType);
+    if (t.kind == LossKind::Mean)
+      part = nnb.div(part, totals[next++]);
+    part = nnb.mul(part, nnb.scalar(builder.getF32Type(), t.coefficient));
+    loss = loss ? nnb.add(loss, part) : part;
+  }
+  func::ReturnOp::create(builder, ret.getLoc(),
+                         ValueRange{loss, nnb.scalar(builder.getF32Type(), 1.0)});
+  ret.erase();
+  symbols.insert(counts);
+  symbols.insert(split);
+  SplitLoss result{split, LossKind::Sum, std::nullopt, mask, 1.0};
+  result.counts = counts;
+  result.countFloors = floors;
+  return result;
+}
+
 /// Clones `forward` into a function returning (N, D). With `mask`, the
 /// clone takes the number of valid samples of its micro-batch as a trailing
 /// tensor<i64> and masks the others out; returns nothing (and leaves no
 /// function) when it cannot.
 std::optional<SplitLoss> splitLoss(func::FuncOp forward, bool exact,
-                                   bool mask, ArrayRef<unsigned> batchArgs,
+                                   bool mask, bool combined,
+                                   ArrayRef<unsigned> batchArgs,
                                    int64_t microBatch, SymbolTable &symbols) {
   OpBuilder builder(forward);
   auto type = forward.getFunctionType();
@@ -525,6 +773,39 @@ std::optional<SplitLoss> splitLoss(func::FuncOp forward, bool exact,
   if (exact)
     nd = splitLossValue(builder, loss, microBatch, kind, floor, fullCount,
                         sampleMask ? &*sampleMask : nullptr);
+  if (!nd && exact) {
+    // A linear combination of recognized terms.
+    SmallVector<std::pair<double, Value>> terms;
+    Value unrecognized;
+    bool linear = collectLossTerms(loss, 1.0, terms, unrecognized);
+    if (linear && combined) {
+      std::optional<SplitLoss> result =
+          splitCombinedLoss(forward, mask, batchArgs, microBatch, symbols);
+      if (result) {
+        split.erase();
+        return result;
+      }
+    }
+    if (!mask) {
+      // Say why the loss is averaged over micro-batches.
+      Operation *def = unrecognized ? unrecognized.getDefiningOp() : nullptr;
+      InFlightDiagnostic diag =
+          emitWarning(def ? def->getLoc() : forward.getLoc());
+      if (linear)
+        diag << "the loss combines mean-reduced terms, which data-parallel "
+                "steps do not normalize term by term yet";
+      else
+        diag << "loss is not a recognized mean- or sum-reduced form, nor a "
+                "linear combination of such terms"
+             << (def ? " ('" + def->getName().getStringRef().str() +
+                           "' is neither)"
+                     : std::string());
+      diag << "; averaging it over micro-batches (mean of means), which "
+              "differs from the whole-batch loss when micro-batch counts "
+              "differ";
+      exact = false;
+    }
+  }
   if (!nd && mask) {
     split.erase();
     return std::nullopt;
@@ -535,17 +816,6 @@ std::optional<SplitLoss> splitLoss(func::FuncOp forward, bool exact,
     builder.setInsertionPoint(ret);
     nn::NNBuilder nnb(builder, ret.getLoc());
     nd = std::make_pair(loss, nnb.scalar(builder.getF32Type(), 1.0));
-    if (exact) {
-      Operation *def = lookThroughIdentity(loss).getDefiningOp();
-      InFlightDiagnostic diag =
-          emitWarning(def ? def->getLoc() : forward.getLoc())
-          << "loss is not a recognized mean- or sum-reduced form";
-      if (def)
-        diag << " ('" << def->getName() << "')";
-      diag << "; averaging it over micro-batches (mean of means), which "
-              "differs from the whole-batch loss when micro-batch counts "
-              "differ";
-    }
   }
   builder.setInsertionPoint(ret);
   func::ReturnOp::create(builder, ret.getLoc(),
@@ -688,11 +958,13 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   if (it == splitCache.end()) {
     std::optional<SplitLoss> built;
     if (wantMask)
-      built = splitLoss(callee, /*exact=*/true, /*mask=*/true, batchOperands,
+      built = splitLoss(callee, /*exact=*/true, /*mask=*/true,
+                        /*combined=*/collectives == "none", batchOperands,
                         microBatch, symbols);
     if (!built)
       built = splitLoss(callee, normalization == "exact", /*mask=*/false,
-                        batchOperands, microBatch, symbols);
+                        /*combined=*/collectives == "none", batchOperands,
+                        microBatch, symbols);
     it = splitCache.emplace(key, *built).first;
   }
   SplitLoss split = it->second;
@@ -730,9 +1002,9 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
         b, loc, seed,
         inversePowerOfTwoBelow(b, loc, split.fullCount, steps, numSteps));
 
-  auto loop = scf::ForOp::create(
-      b, loc, c0, numSteps, c1, inits,
-      [&](OpBuilder &lb, Location l, Value iv, ValueRange iterArgs) {
+  // The arguments of micro-batch `iv`: the batch operands sliced, the
+  // sample base moved, and, when masked, its number of valid samples.
+  auto microBatchArgs = [&](OpBuilder &lb, Location l, Value iv) {
         Value offset = arith::MulIOp::create(lb, l, iv, bConst);
         SmallVector<Value> args(op.getArgs());
         // An argument holding the global index of the batch's first sample
@@ -773,6 +1045,46 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
               lb, l, RankedTensorType::get({}, lb.getI64Type()),
               ValueRange{count}));
         }
+        return args;
+  };
+
+  // A combined loss: a counting pass over the window gives each mean
+  // term's total count first (see SplitLoss::counts).
+  SmallVector<Value> totals;
+  if (split.counts) {
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    SmallVector<Value> zeros(split.countFloors.size(), zero);
+    auto counting = scf::ForOp::create(
+        b, loc, c0, numSteps, c1, zeros,
+        [&](OpBuilder &lb, Location l, Value iv, ValueRange iterArgs) {
+          auto call = func::CallOp::create(lb, l, split.counts,
+                                           microBatchArgs(lb, l, iv));
+          SmallVector<Value> sums;
+          for (auto [count, sum] : llvm::zip(call.getResults(), iterArgs))
+            sums.push_back(arith::AddFOp::create(
+                lb, l, sum, tensor::ExtractOp::create(lb, l, count)));
+          scf::YieldOp::create(lb, l, sums);
+        });
+    for (auto [total, floor] :
+         llvm::zip(counting.getResults(), split.countFloors)) {
+      Value t = total;
+      if (floor)
+        t = arith::MaximumFOp::create(
+            b, loc, t,
+            arith::ConstantOp::create(
+                b, loc, b.getF32FloatAttr(static_cast<float>(*floor))));
+      totals.push_back(
+          tensor::FromElementsOp::create(b, loc, scalar, ValueRange{t}));
+    }
+  }
+
+  auto loop = scf::ForOp::create(
+      b, loc, c0, numSteps, c1, inits,
+      [&](OpBuilder &lb, Location l, Value iv, ValueRange iterArgs) {
+        SmallVector<Value> args = microBatchArgs(lb, l, iv);
+        // The window's counts go before the valid-sample count.
+        args.insert(args.end() - (split.masked ? 1 : 0), totals.begin(),
+                    totals.end());
         SmallVector<Type> resultTypes{split.function.getResultTypes()};
         llvm::append_range(resultTypes, op.getGradients().getTypes());
         auto step = ValueAndGradOp::create(
