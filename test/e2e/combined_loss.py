@@ -1,13 +1,14 @@
 # Exact normalization of losses that combine mean-reduced terms whose
 # counts differ between micro-batches: token-level cross-entropy over the
 # non-padded tokens plus a sequence-level auxiliary mean, and label
-# smoothing written by hand over masked tokens. Each term is divided by its
-# own count over the whole effective batch (a counting pass before the
-# micro-batch loop), so b=2,K=4 trains like PyTorch's one big batch of 8
-# (SGD, 3 steps, rtol 1e-5), also with a partial last window; averaging
-# micro-batch losses (mean of means) differs by far more. The compile warns about neither loss, and a form
-# that is not a combination of recognized terms gets a warning that says
-# which part is not.
+# smoothing written by hand over masked tokens (the targets' log-
+# probabilities picked with torch.gather, ONNX GatherElements). Each term is
+# divided by its own count over the whole effective batch (a counting pass
+# before the micro-batch loop), so b=2,K=4 trains like PyTorch's one big
+# batch of 8 (SGD, 3 steps, rtol 1e-5), also with a partial last window;
+# averaging micro-batch losses (mean of means) differs by far more. The
+# compile warns about neither loss, and a form that is not a combination of
+# recognized terms gets a warning that says which part is not.
 #
 # REQUIRES: torch
 # RUN: rm -rf %t && mkdir -p %t
@@ -53,7 +54,7 @@ class TokenModel(nn.Module):
         # Label smoothing by hand over the non-padded tokens.
         mask = (flat != -100).float()
         logp = F.log_softmax(logits, dim=-1)
-        nll = F.nll_loss(logp, flat, ignore_index=-100, reduction="none")
+        nll = -logp.gather(1, flat.clamp(min=0).unsqueeze(1)).squeeze(1)
         smooth = -logp.mean(-1)
         count = mask.sum().clamp(min=1)
         return 0.9 * (nll * mask).sum() / count + 0.1 * (smooth * mask).sum() / count

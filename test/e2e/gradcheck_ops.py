@@ -321,6 +321,14 @@ cases.append(Case("Resize_bilinear_upsample", {"a": normal(2, 3, 4)},
                                    (N, 2, 6, 8), mode="linear",
                                    coordinate_transformation_mode="pytorch_half_pixel"),
                   add_x_to="a", opset=13))
+# Indices repeat (2 twice in a row) and count from the end (-1), so the
+# adjoint must add.
+cases.append(Case("GatherElements", {"a": normal(*S)},
+                  lambda g: g.node("GatherElements",
+                                   ["p_a", g.const("ge", np.array([[[2, 2, 0, -1]] * 2] * N,
+                                                                  np.int64))],
+                                   (N, 2, 4), axis=2),
+                  add_x_to="a"))
 cases.append(Case("Tile", {"a": normal(*S)},
                   lambda g: g.node("Tile", ["p_a", g.const("rep", np.array([1, 2, 3], np.int64))],
                                    (N, 4, 9)),

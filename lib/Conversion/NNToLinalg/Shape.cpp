@@ -279,6 +279,84 @@ struct GatherGradLowering : public OpConversionPattern<GatherGradOp> {
   }
 };
 
+/// One parallel loop over the result, each element read from the data at
+/// its own coordinates with the axis coordinate from the indices.
+struct GatherElementsLowering : public OpConversionPattern<GatherElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatherElementsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    int64_t rank = resultType.getRank();
+    Value data = adaptor.getData();
+    int64_t extent = cast<RankedTensorType>(data.getType()).getDimSize(axis);
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, resultType, adaptor.getIndices(),
+        emptyTensor(rewriter, loc, resultType),
+        ArrayRef<AffineMap>{identity, identity},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          SmallVector<Value> coords;
+          for (int64_t d = 0; d < rank; ++d)
+            coords.push_back(d == axis
+                                 ? normalizeIndex(b, l, args[0], extent)
+                                 : linalg::IndexOp::create(b, l, d).getResult());
+          linalg::YieldOp::create(
+              b, l, tensor::ExtractOp::create(b, l, data, coords).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+/// Scatter-add in one sequential loop over the adjoint's elements (indices
+/// may repeat).
+struct GatherElementsGradLowering
+    : public OpConversionPattern<GatherElementsGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatherElementsGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    auto dyType = cast<RankedTensorType>(adaptor.getDresult().getType());
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    Value zeros = filledTensor(rewriter, loc, resultType, 0.0);
+    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value total =
+        arith::ConstantIndexOp::create(rewriter, loc, dyType.getNumElements());
+    Value dy = adaptor.getDresult(), indices = adaptor.getIndices();
+    int64_t extent = resultType.getDimSize(axis);
+    auto loop = scf::ForOp::create(
+        rewriter, loc, c0, total, c1, ValueRange{zeros},
+        [&](OpBuilder &b, Location l, Value linear, ValueRange iter) {
+          SmallVector<Value> coords(dyType.getRank());
+          Value rest = linear;
+          for (int64_t d = dyType.getRank() - 1; d >= 0; --d) {
+            Value size =
+                arith::ConstantIndexOp::create(b, l, dyType.getDimSize(d));
+            coords[d] = arith::RemUIOp::create(b, l, rest, size);
+            rest = arith::DivUIOp::create(b, l, rest, size);
+          }
+          SmallVector<Value> target(coords);
+          target[axis] = normalizeIndex(
+              b, l, tensor::ExtractOp::create(b, l, indices, coords), extent);
+          Value add = arith::AddFOp::create(
+              b, l, tensor::ExtractOp::create(b, l, iter[0], target),
+              tensor::ExtractOp::create(b, l, dy, coords));
+          scf::YieldOp::create(
+              b, l, tensor::InsertOp::create(b, l, add, iter[0], target)
+                        .getResult());
+        });
+    rewriter.replaceOp(op, loop.getResult(0));
+    return success();
+  }
+};
+
 struct TriluLowering : public OpConversionPattern<TriluOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -313,5 +391,6 @@ void lowering::populateShapeLowering(RewritePatternSet &patterns) {
                ReshapeLikeLowering<FlattenOp>, TransposeLowering,
                ExpandLowering, ConcatLowering, SliceLowering,
                SliceGradLowering, GatherLowering, GatherGradLowering,
+               GatherElementsLowering, GatherElementsGradLowering,
                TriluLowering>(patterns.getContext());
 }

@@ -446,6 +446,28 @@ LogicalResult importGather(GraphImporter &im, const onnx::NodeProto &node) {
                                 im.builder.getI64IntegerAttr(*axis)));
 }
 
+LogicalResult importGatherElements(GraphImporter &im,
+                                   const onnx::NodeProto &node) {
+  FailureOr<Value> data = im.input(node, 0), indices = im.input(node, 1);
+  if (failed(data) || failed(indices))
+    return failure();
+  auto dataType = cast<RankedTensorType>(data->getType());
+  auto indexType = cast<RankedTensorType>(indices->getType());
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", 0), dataType.getRank());
+  if (failed(axis))
+    return failure();
+  if (indexType.getRank() != dataType.getRank())
+    return im.error(node) << "indices must have the data's rank ("
+                          << dataType.getRank() << ")";
+  return im.setResult(
+      node, im.create<nn::GatherElementsOp>(
+                node,
+                RankedTensorType::get(indexType.getShape(),
+                                      dataType.getElementType()),
+                *data, *indices, im.builder.getI64IntegerAttr(*axis)));
+}
+
 LogicalResult importExpand(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
   FailureOr<SmallVector<int64_t>> shape =
@@ -906,6 +928,7 @@ void onnx_import::addShapeHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"Split", 2, importSplit, {1}});
   list.push_back({"Slice", 1, importSlice, {1, 2, 3, 4}});
   list.push_back({"Gather", 1, importGather});
+  list.push_back({"GatherElements", 11, importGatherElements});
   list.push_back({"Expand", 8, importExpand, {1}});
   list.push_back({"Shape", 1, importShape, {0}});
   list.push_back({"Size", 1, importSize, {0}});

@@ -50,6 +50,26 @@ LogicalResult WhereOp::verify() {
 
 OpFoldResult IdentityOp::fold(FoldAdaptor) { return getInput(); }
 
+LogicalResult GatherElementsOp::verify() {
+  auto data = cast<RankedTensorType>(getData().getType());
+  auto indices = cast<RankedTensorType>(getIndices().getType());
+  auto result = cast<RankedTensorType>(getType());
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (data.getRank() != indices.getRank())
+    return emitOpError("indices must have the data's rank");
+  if (axis < 0 || axis >= data.getRank())
+    return emitOpError("axis ") << axis << " is out of range";
+  if (result.getShape() != indices.getShape() ||
+      result.getElementType() != data.getElementType())
+    return emitOpError("result must have the indices' shape and the data's "
+                       "element type");
+  for (int64_t d = 0; d < data.getRank(); ++d)
+    if (d != axis && indices.getDimSize(d) > data.getDimSize(d))
+      return emitOpError("indices dimension ")
+             << d << " is larger than the data's";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

@@ -74,6 +74,19 @@ LogicalResult GatherOp::buildVJP(OpBuilder &b, ValueRange dys,
   return success();
 }
 
+LogicalResult GatherElementsOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                         SmallVectorImpl<Value> &dxs) {
+  if (!isa<FloatType>(getElementTypeOrSelf(getData().getType()))) {
+    dxs.append({Value(), Value()});
+    return success();
+  }
+  dxs.push_back(GatherElementsGradOp::create(b, getLoc(), getData().getType(),
+                                             dys[0], getIndices(),
+                                             getAxisAttr()));
+  dxs.push_back(Value());
+  return success();
+}
+
 LogicalResult TriluOp::buildVJP(OpBuilder &b, ValueRange dys,
                                 SmallVectorImpl<Value> &dxs) {
   dxs.push_back(

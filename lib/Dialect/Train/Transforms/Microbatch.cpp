@@ -228,6 +228,9 @@ private:
     if (auto sl = dyn_cast<nn::SliceOp>(op))
       return rowsIf(sl.getStarts()[0] == 0 && sl.getSteps()[0] == 1 &&
                     byRows(in) && dim0(result) == dim0(in));
+    // Per-element gathers away from the batch axis keep the rows.
+    if (auto g = dyn_cast<nn::GatherElementsOp>(op))
+      return rowsIf(g.getAxis() != 0 && rowsAligned(op, result));
     if (auto g = dyn_cast<nn::GatherOp>(op)) {
       if (g.getAxis() == 0)
         return rowsIf(dep(g.getData()) == SampleDep::Free &&

@@ -557,6 +557,39 @@ def NN_GatherOp : NN_Op<"gather", [Pure, InferTypeOpAdaptor,
   let hasFolder = 1;
 }
 
+def NN_GatherElementsOp : NN_Op<"gather_elements", [Pure,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+  let summary = "gather elements along an axis with per-element indices";
+  let description = [{
+    ONNX [GatherElements](https://onnx.ai/onnx/operators/onnx__GatherElements.html),
+    opsets 11 and later (`torch.gather`): the result has the indices' shape
+    and `result[i...] = data[i...]` with coordinate `axis` replaced by
+    `indices[i...]` (negative indices count from the end). Its adjoint
+    scatters-adds into the data's shape.
+  }];
+  let arguments = (ins NN_Tensor:$data, NN_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_GatherElementsGradOp : NN_Op<"gather_elements_grad", [Pure]> {
+  let summary = "adjoint of nn.gather_elements: scatter-add into zeros";
+  let description = [{
+    Internal (no ONNX counterpart); emitted by the VJP rule of
+    `nn.gather_elements`. The result, shaped like the gathered data, holds
+    at each position the sum of the `dresult` elements whose index read it.
+  }];
+  let arguments = (ins NN_FloatTensor:$dresult, NN_IndexTensor:$indices,
+                   I64Attr:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $dresult `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def NN_GatherGradOp : NN_Op<"gather_grad", [Pure]> {
   let summary = "adjoint of nn.gather: scatter-add into zeros";
   let description = [{
