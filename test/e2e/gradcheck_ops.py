@@ -329,6 +329,26 @@ cases.append(Case("GatherElements", {"a": normal(*S)},
                                                                   np.int64))],
                                    (N, 2, 4), axis=2),
                   add_x_to="a"))
+for reduction in ["none", "add"]:
+    # Distinct indices per row for "none" (ONNX leaves duplicates open);
+    # "add" repeats one.
+    idx = [[0, 2], [1, 0]] if reduction == "none" else [[2, 2], [1, 0]]
+    cases.append(Case("ScatterElements_" + reduction, {"a": normal(*S), "u": normal(2, 2)},
+                      lambda g, r=reduction, idx=idx: g.node(
+                          "ScatterElements",
+                          ["p_a", g.const("si_" + r, np.array([idx] * N, np.int64)),
+                           g.node("Expand", ["p_u", g.ints([N, 2, 2])], (N, 2, 2))],
+                          (N,) + S, axis=2, reduction=r),
+                      add_x_to="a", opset=16))
+for reduction in ["none", "add"]:
+    # Index tuples (sample, row), one counting from the end; "add" repeats
+    # one.
+    tuples = [[0, 1], [2, -2]] if reduction == "none" else [[0, 1], [0, 1]]
+    cases.append(Case("ScatterND_" + reduction, {"a": normal(*S), "u": normal(2, 3)},
+                      lambda g, r=reduction, t=tuples: g.node(
+                          "ScatterND", ["p_a", g.const("sn_" + r, np.array(t, np.int64)), "p_u"],
+                          (N,) + S, reduction=r),
+                      add_x_to="a", opset=16))
 cases.append(Case("Tile", {"a": normal(*S)},
                   lambda g: g.node("Tile", ["p_a", g.const("rep", np.array([1, 2, 3], np.int64))],
                                    (N, 4, 9)),

@@ -468,6 +468,137 @@ LogicalResult importGatherElements(GraphImporter &im,
                 *data, *indices, im.builder.getI64IntegerAttr(*axis)));
 }
 
+/// ScatterElements (reductions none and add) from a scatter-add of the
+/// updates (nn.gather_elements_grad): `add` adds it to the data; `none`
+/// takes it where some index points (duplicate indices add up there,
+/// where ONNX leaves the result unspecified).
+LogicalResult importScatterElements(GraphImporter &im,
+                                    const onnx::NodeProto &node) {
+  FailureOr<Value> data = im.input(node, 0), indices = im.input(node, 1),
+                   updates = im.input(node, 2);
+  if (failed(data) || failed(indices) || failed(updates))
+    return failure();
+  auto dataType = cast<RankedTensorType>(data->getType());
+  auto indexType = cast<RankedTensorType>(indices->getType());
+  auto updateType = cast<RankedTensorType>(updates->getType());
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", 0), dataType.getRank());
+  if (failed(axis))
+    return failure();
+  std::string reduction = im.stringAttr(node, "reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return im.error(node) << "reduction '" << reduction
+                          << "' is not supported (none and add are)";
+  if (indexType.getShape() != updateType.getShape() ||
+      indexType.getRank() != dataType.getRank())
+    return im.error(node) << "indices and updates must have the same shape, "
+                             "of the data's rank";
+  if (!isa<FloatType>(dataType.getElementType()))
+    return im.error(node) << "ScatterElements of non-float data is not "
+                             "supported";
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  auto scatter = [&](Value v) {
+    return nn::GatherElementsGradOp::create(b, loc, dataType, v, *indices,
+                                            b.getI64IntegerAttr(*axis))
+        .getResult();
+  };
+  Value scattered = scatter(*updates);
+  if (reduction == "add")
+    return im.setResult(node, im.create<nn::AddOp>(node, *data, scattered));
+  Value hits = scatter(nnb.splat(updateType, 1.0));
+  Value hit = nn::GreaterOp::create(b, loc, hits,
+                                    nnb.scalar(dataType.getElementType(), 0.0));
+  return im.setResult(node,
+                      im.create<nn::WhereOp>(node, hit, scattered, *data));
+}
+
+/// ScatterND (reductions none and add): the data as [D, R] rows (D the
+/// positions the index tuples address), each tuple as a row number, then a
+/// row scatter as in ScatterElements.
+LogicalResult importScatterND(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> data = im.input(node, 0), indices = im.input(node, 1),
+                   updates = im.input(node, 2);
+  if (failed(data) || failed(indices) || failed(updates))
+    return failure();
+  auto dataType = cast<RankedTensorType>(data->getType());
+  auto indexType = cast<RankedTensorType>(indices->getType());
+  auto updateType = cast<RankedTensorType>(updates->getType());
+  std::string reduction = im.stringAttr(node, "reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return im.error(node) << "reduction '" << reduction
+                          << "' is not supported (none and add are)";
+  if (!isa<FloatType>(dataType.getElementType()))
+    return im.error(node) << "ScatterND of non-float data is not supported";
+  if (!indexType.getElementType().isInteger(64) || indexType.getRank() < 1)
+    return im.error(node) << "indices must be int64 of rank >= 1";
+  int64_t k = indexType.getShape().back();
+  int64_t r = dataType.getRank();
+  if (k < 1 || k > r)
+    return im.error(node) << "index tuples of length " << k
+                          << " for data of rank " << r;
+  // updates = indices.shape[:-1] + data.shape[k:].
+  SmallVector<int64_t> expected(indexType.getShape().drop_back());
+  llvm::append_range(expected, dataType.getShape().drop_front(k));
+  if (updateType.getShape() != ArrayRef<int64_t>(expected))
+    return im.error(node) << "updates must have shape indices.shape[:-1] + "
+                             "data.shape[k:]";
+  int64_t rows = 1, width = 1, tuples = 1;
+  for (int64_t d = 0; d < r; ++d)
+    (d < k ? rows : width) *= dataType.getDimSize(d);
+  for (int64_t d : indexType.getShape().drop_back())
+    tuples *= d;
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  Type i64 = b.getI64Type();
+  auto ints = [&](ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, i64);
+  };
+  // Row number: sum_j index_j * stride_j, negative entries counting from
+  // the end of their dimension.
+  Value tuplesFlat = nnb.reshape(*indices, ints({tuples, k}));
+  Value row;
+  int64_t stride = rows;
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t size = dataType.getDimSize(j);
+    stride /= size;
+    Value entry = nnb.reshape(
+        nn::SliceOp::create(b, loc, ints({tuples, 1}), tuplesFlat,
+                            b.getDenseI64ArrayAttr({0, j}),
+                            b.getDenseI64ArrayAttr({1, 1})),
+        ints({tuples, 1}));
+    Value zero = nnb.scalar(i64, 0);
+    entry = nn::WhereOp::create(b, loc, nn::LessOp::create(b, loc, entry, zero),
+                                nnb.add(entry, nnb.scalar(i64, size)), entry);
+    Value term = nnb.mul(entry, nnb.scalar(i64, stride));
+    row = row ? nnb.add(row, term) : term;
+  }
+  Value rowIndex = nn::ExpandOp::create(b, loc, ints({tuples, width}), row);
+  auto tableType = RankedTensorType::get({rows, width}, dataType.getElementType());
+  auto updateRows =
+      RankedTensorType::get({tuples, width}, dataType.getElementType());
+  auto scatter = [&](Value v) {
+    return nn::GatherElementsGradOp::create(b, loc, tableType,
+                                            nnb.reshape(v, updateRows),
+                                            rowIndex, b.getI64IntegerAttr(0))
+        .getResult();
+  };
+  Value table = nnb.reshape(*data, tableType);
+  Value scattered = scatter(*updates);
+  Value result;
+  if (reduction == "add") {
+    result = nnb.add(table, scattered);
+  } else {
+    Value hits = scatter(nnb.splat(updateType, 1.0));
+    Value hit = nn::GreaterOp::create(
+        b, loc, hits, nnb.scalar(dataType.getElementType(), 0.0));
+    result = nn::WhereOp::create(b, loc, hit, scattered, table);
+  }
+  return im.setResult(node, reshapeTo(im, node, result, dataType.getShape()));
+}
+
 LogicalResult importExpand(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
   FailureOr<SmallVector<int64_t>> shape =
@@ -929,6 +1060,8 @@ void onnx_import::addShapeHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"Slice", 1, importSlice, {1, 2, 3, 4}});
   list.push_back({"Gather", 1, importGather});
   list.push_back({"GatherElements", 11, importGatherElements});
+  list.push_back({"ScatterElements", 11, importScatterElements});
+  list.push_back({"ScatterND", 11, importScatterND});
   list.push_back({"Expand", 8, importExpand, {1}});
   list.push_back({"Shape", 1, importShape, {0}});
   list.push_back({"Size", 1, importSize, {0}});

@@ -87,6 +87,15 @@ LogicalResult GatherElementsOp::buildVJP(OpBuilder &b, ValueRange dys,
   return success();
 }
 
+LogicalResult GatherElementsGradOp::buildVJP(OpBuilder &b, ValueRange dys,
+                                             SmallVectorImpl<Value> &dxs) {
+  // Each dresult element went to one position: its adjoint reads it back.
+  dxs.push_back(GatherElementsOp::create(b, getLoc(), getDresult().getType(),
+                                         dys[0], getIndices(), getAxisAttr()));
+  dxs.push_back(Value());
+  return success();
+}
+
 LogicalResult TriluOp::buildVJP(OpBuilder &b, ValueRange dys,
                                 SmallVectorImpl<Value> &dxs) {
   dxs.push_back(

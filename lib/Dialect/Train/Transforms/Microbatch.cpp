@@ -231,6 +231,8 @@ private:
     // Per-element gathers away from the batch axis keep the rows.
     if (auto g = dyn_cast<nn::GatherElementsOp>(op))
       return rowsIf(g.getAxis() != 0 && rowsAligned(op, result));
+    if (auto g = dyn_cast<nn::GatherElementsGradOp>(op))
+      return rowsIf(g.getAxis() != 0 && rowsAligned(op, result));
     if (auto g = dyn_cast<nn::GatherOp>(op)) {
       if (g.getAxis() == 0)
         return rowsIf(dep(g.getData()) == SampleDep::Free &&

@@ -575,12 +575,14 @@ def NN_GatherElementsOp : NN_Op<"gather_elements", [Pure,
   let hasVerifier = 1;
 }
 
-def NN_GatherElementsGradOp : NN_Op<"gather_elements_grad", [Pure]> {
+def NN_GatherElementsGradOp : NN_Op<"gather_elements_grad", [Pure,
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
   let summary = "adjoint of nn.gather_elements: scatter-add into zeros";
   let description = [{
-    Internal (no ONNX counterpart); emitted by the VJP rule of
-    `nn.gather_elements`. The result, shaped like the gathered data, holds
-    at each position the sum of the `dresult` elements whose index read it.
+    Emitted by the VJP rule of `nn.gather_elements`, and by the importer for
+    ONNX ScatterElements (a scatter-add of the updates). The result, shaped
+    like the gathered data, holds at each position the sum of the `dresult`
+    elements whose index points there. Differentiable: its adjoint gathers.
   }];
   let arguments = (ins NN_FloatTensor:$dresult, NN_IndexTensor:$indices,
                    I64Attr:$axis);
