@@ -349,12 +349,36 @@ Array parseNpy(const std::string &bytes, const std::string &what) {
   static const std::map<std::string, DType> types = {
       {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16},
       {"<i8", DType::I64}, {"<i4", DType::I32}, {"|b1", DType::Bool},
-      {"|u1", DType::Bool}};
+      {"|u1", DType::U8}};
+  // 8- and 16-bit integers other than uint8 widen to int32 as they load.
+  static const std::map<std::string, std::pair<int, bool>> narrow = {
+      {"|i1", {1, true}}, {"<i2", {2, true}}, {"<u2", {2, false}}};
   auto it = types.find(descr);
-  if (it == types.end())
+  auto narrowIt = narrow.find(descr);
+  if (it == types.end() && narrowIt == narrow.end())
     throw Error(what + " has unsupported dtype '" + descr +
-                "' (use float32, float64, int64, int32 or bool)");
-  a.dtype = it->second;
+                "' (use float32, float64, float16, int64, int32, int16, "
+                "uint16, int8, uint8 or bool)");
+  a.dtype = it != types.end() ? it->second : DType::I32;
+  if (narrowIt != narrow.end()) {
+    auto [width, isSigned] = narrowIt->second;
+    int64_t count = a.numElements();
+    if (count * width > static_cast<int64_t>(bytes.size() - start - headerLen))
+      throw Error(what + " is truncated: its data is shorter than its shape");
+    const unsigned char *src = reinterpret_cast<const unsigned char *>(
+        bytes.data() + start + headerLen);
+    a.data.resize(count * 4);
+    for (int64_t i = 0; i < count; ++i) {
+      uint32_t raw = src[i * width];
+      if (width == 2)
+        raw |= static_cast<uint32_t>(src[i * width + 1]) << 8;
+      int32_t value = static_cast<int32_t>(raw);
+      if (isSigned && (raw >> (8 * width - 1)) & 1)
+        value -= 1 << (8 * width);
+      a.as<int32_t>()[i] = value;
+    }
+    return a;
+  }
   size_t size = a.numElements() * dtypeSize(a.dtype);
   if (size > bytes.size() - start - headerLen)
     throw Error(what + " is truncated: its data is shorter than its shape");

@@ -111,6 +111,9 @@ def _checked(artifact, data):
             raise ValueError("array '%s' has shape %s; the model takes %s"
                              % (name, tuple(array.shape),
                                 tuple("N" if d < 0 else d for d in shape)))
+        if array.dtype in (np.int8, np.int16, np.uint16):
+            # Narrow integers widen to int32, as the .npz reader does.
+            array = array.astype(np.int32)
         if _float_kind(dtype) != (array.dtype.kind == "f"):
             raise ValueError("array '%s' has dtype %s; the model takes %s"
                              % (name, array.dtype, dtype))

@@ -71,6 +71,19 @@ def test_gpt_from_pytorch_bit_identical(tmp_path):
     assert_same(session.parameters(), want)
 
 
+def test_narrow_integer_labels(tmp_path, spirals):
+    """int8 and int16 labels train exactly like int64 ones (widened)."""
+    model = os.path.join(SPIRALS, "model.onnx")
+    art = accrue.compile(model, tmp_path / "art", **FLAGS)
+    results = []
+    for dtype in (np.int64, np.int16, np.int8):
+        session = accrue.Session(art)
+        session.train({"x": spirals["x"], "y": spirals["y"].astype(dtype)}, steps=3)
+        results.append(session.parameters())
+    assert_same(results[1], results[0])
+    assert_same(results[2], results[0])
+
+
 def test_iterable_of_batches(tmp_path, spirals):
     """Two chunks, each trained from its first window, equal one pass over
     their concatenation when each holds whole effective batches."""

@@ -75,9 +75,54 @@ Type onnx_import::convertElementType(MLIRContext *context, int32_t onnxType) {
     return b.getI32Type();
   case onnx::TensorProto::BOOL:
     return b.getI1Type();
+  // Narrow integers (token ids, masks) are widened to int32 at import: the
+  // values are the same; arithmetic that would wrap around in 8 or 16 bits
+  // does not.
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+    return b.getI32Type();
   default:
     return {};
   }
+}
+
+/// The bytes per element of a narrow integer type widened to int32 (see
+/// convertElementType), or 0 for other types.
+static int narrowIntegerWidth(int32_t onnxType, bool &isSigned) {
+  switch (onnxType) {
+  case onnx::TensorProto::INT8:
+    isSigned = true;
+    return 1;
+  case onnx::TensorProto::UINT8:
+    isSigned = false;
+    return 1;
+  case onnx::TensorProto::INT16:
+    isSigned = true;
+    return 2;
+  case onnx::TensorProto::UINT16:
+    isSigned = false;
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+/// Widens little-endian narrow integers to int32.
+static std::string widenToInt32(StringRef bytes, int width, bool isSigned) {
+  std::string out;
+  out.reserve(bytes.size() / width * 4);
+  for (size_t i = 0; i + width <= bytes.size(); i += width) {
+    uint32_t raw = static_cast<uint8_t>(bytes[i]);
+    if (width == 2)
+      raw |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[i + 1])) << 8;
+    int32_t value = static_cast<int32_t>(raw);
+    if (isSigned && (raw >> (8 * width - 1)) & 1)
+      value -= 1 << (8 * width);
+    out.append(reinterpret_cast<const char *>(&value), 4);
+  }
+  return out;
 }
 
 /// Reads the bytes of a tensor stored outside the model file. The data must
@@ -200,7 +245,10 @@ FailureOr<TensorData> onnx_import::readTensorData(
     data.shape.push_back(d);
   }
   int64_t count = data.numElements();
-  size_t width = data.elementType.isInteger(1)
+  bool narrowSigned = false;
+  int narrow = narrowIntegerWidth(tensor.data_type(), narrowSigned);
+  size_t width = narrow ? narrow
+                 : data.elementType.isInteger(1)
                      ? 1
                      : data.elementType.getIntOrFloatBitWidth() / 8;
 
@@ -228,6 +276,14 @@ FailureOr<TensorData> onnx_import::readTensorData(
     case onnx::TensorProto::INT32:
       appendBytes<int32_t>(data.bytes, tensor.int32_data());
       break;
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT8:
+      appendBytes<uint8_t>(data.bytes, tensor.int32_data());
+      break;
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::UINT16:
+      appendBytes<uint16_t>(data.bytes, tensor.int32_data());
+      break;
     case onnx::TensorProto::BOOL:
       appendBytes<uint8_t>(data.bytes, tensor.int32_data());
       break;
@@ -241,6 +297,8 @@ FailureOr<TensorData> onnx_import::readTensorData(
                           << data.bytes.size() / width
                           << " values, but its shape needs " << count
                           << " (truncated or corrupt data)";
+  if (narrow)
+    data.bytes = widenToInt32(data.bytes, narrow, narrowSigned);
   return data;
 }
 

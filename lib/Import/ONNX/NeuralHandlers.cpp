@@ -738,6 +738,8 @@ LogicalResult importMaxPool(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
   if (failed(x))
     return failure();
+  if (!isa<FloatType>(typeOf(*x).getElementType()))
+    return im.error(node) << "max pooling of integers is not supported";
   auto kernel = im.intsAttr(node, "kernel_shape");
   if (!kernel)
     return im.error(node) << "needs kernel_shape";
