@@ -366,6 +366,23 @@ for exclusive, reverse in [(0, 0), (1, 1)]:
                           "CumSum", ["p_a", g.const("ax", np.array(2, np.int64))], (N,) + S,
                           exclusive=e, reverse=r),
                       add_x_to="a"))
+# 3-D windows: depth strides, dilations and padding, groups.
+cases.append(Case("Conv_3d", {"a": normal(4, 5, 3, 4), "w": normal(2, 2, 2, 2, 3, scale=0.5),
+                              "b": normal(2)},
+                  lambda g: g.node("Conv", ["p_a", "p_w", "p_b"], (N, 2, 2, 2, 3), group=2,
+                                   strides=[2, 1, 1], pads=[1, 0, 1, 0, 0, 0],
+                                   dilations=[2, 1, 1]),
+                  add_x_to="a"))
+cases.append(Case("MaxPool_3d", {"a": normal(2, 5, 4, 4)},
+                  lambda g: g.node("MaxPool", ["p_a"], (N, 2, 3, 2, 2), kernel_shape=[3, 2, 2],
+                                   strides=[2, 2, 2], pads=[1, 0, 0, 1, 0, 0]),
+                  add_x_to="a"))
+for include in [0, 1]:
+    cases.append(Case("AveragePool_3d_include_pad_%d" % include, {"a": normal(2, 5, 4, 4)},
+                      lambda g, i=include: g.node(
+                          "AveragePool", ["p_a"], (N, 2, 3, 2, 2), kernel_shape=[3, 2, 2],
+                          strides=[2, 2, 2], pads=[1, 1, 0, 1, 0, 0], count_include_pad=i),
+                      add_x_to="a"))
 cases.append(Case("MaxPool", {"a": normal(2, 5, 5)},
                   lambda g: g.node("MaxPool", ["p_a"], (N, 2, 3, 3), kernel_shape=[3, 2],
                                    strides=[2, 2], pads=[1, 0, 1, 1]),

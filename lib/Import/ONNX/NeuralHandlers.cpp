@@ -12,6 +12,7 @@
 #include "accrue-runtime/Settings.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace accrue;
@@ -315,16 +316,18 @@ struct Window {
 };
 
 /// Reads kernel/strides/dilations/pads/auto_pad (and ceil_mode for
-/// pooling) for a 2-D input [N, C, H, W]. A 1-D input [N, C, L] is treated
-/// as [N, C, 1, L] (see toWindowInput).
+/// pooling) for a 2-D input [N, C, H, W] or a 3-D one [N, C, D, H, W]
+/// (three entries each, pads (front, top, left, back, bottom, right)). A
+/// 1-D input [N, C, L] is treated as [N, C, 1, L] (see toWindowInput).
 FailureOr<Window> resolveWindow(GraphImporter &im, const onnx::NodeProto &node,
                                 RankedTensorType input,
                                 ArrayRef<int64_t> kernel, bool pooling) {
   bool oneD = input.getRank() == 3;
-  if (input.getRank() != 4 && !oneD)
+  if (input.getRank() != 4 && input.getRank() != 5 && !oneD)
     return im.error(node) << "windows over " << input.getRank() - 2
-                          << " dimensions are not supported (1-D and 2-D "
-                             "only)";
+                          << " dimensions are not supported (1-D, 2-D and "
+                             "3-D only)";
+  int64_t n = input.getRank() == 5 ? 3 : 2;
   auto attr = [&](StringRef name, SmallVector<int64_t> fallback) {
     SmallVector<int64_t> v = im.intsAttr(node, name).value_or(fallback);
     if (!oneD || v.size() != fallback.size() / 2)
@@ -338,46 +341,120 @@ FailureOr<Window> resolveWindow(GraphImporter &im, const onnx::NodeProto &node,
   w.kernel.assign(kernel.begin(), kernel.end());
   if (oneD && w.kernel.size() == 1)
     w.kernel.insert(w.kernel.begin(), 1);
-  w.strides = attr("strides", {1, 1});
-  w.dilations = attr("dilations", {1, 1});
-  w.pads = attr("pads", {0, 0, 0, 0});
+  w.strides = attr("strides", SmallVector<int64_t>(n, 1));
+  w.dilations = attr("dilations", SmallVector<int64_t>(n, 1));
+  w.pads = attr("pads", SmallVector<int64_t>(2 * n, 0));
   if (oneD)
     input = RankedTensorType::get(
         {input.getDimSize(0), input.getDimSize(1), 1, input.getDimSize(2)},
         input.getElementType());
-  if (w.kernel.size() != 2 || w.strides.size() != 2 ||
-      w.dilations.size() != 2 || w.pads.size() != 4)
-    return im.error(node) << "needs 2-D kernel_shape, strides, dilations and "
-                             "4 pads";
+  if (static_cast<int64_t>(w.kernel.size()) != n ||
+      static_cast<int64_t>(w.strides.size()) != n ||
+      static_cast<int64_t>(w.dilations.size()) != n ||
+      static_cast<int64_t>(w.pads.size()) != 2 * n)
+    return im.error(node) << "needs " << n << "-D kernel_shape, strides, "
+                          << "dilations and " << 2 * n << " pads";
   std::string autoPad = im.stringAttr(node, "auto_pad", "NOTSET");
-  for (int d = 0; d < 2; ++d) {
+  for (int64_t d = 0; d < n; ++d) {
     int64_t size = input.getDimSize(2 + d);
     int64_t extent = w.dilations[d] * (w.kernel[d] - 1) + 1;
     if (autoPad == "VALID") {
-      w.pads[d] = w.pads[2 + d] = 0;
+      w.pads[d] = w.pads[n + d] = 0;
     } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
       int64_t out = (size + w.strides[d] - 1) / w.strides[d];
       int64_t total =
           std::max<int64_t>(0, (out - 1) * w.strides[d] + extent - size);
       int64_t small = total / 2, large = total - small;
       w.pads[d] = autoPad == "SAME_UPPER" ? small : large;
-      w.pads[2 + d] = autoPad == "SAME_UPPER" ? large : small;
+      w.pads[n + d] = autoPad == "SAME_UPPER" ? large : small;
     } else if (autoPad != "NOTSET") {
       return im.error(node) << "unknown auto_pad '" << autoPad << "'";
     }
     if (pooling && im.intAttr(node, "ceil_mode", 0)) {
       // Rounding the output size up: windows may end in extra padding, but
       // the last one must start inside the input or its leading padding.
-      int64_t padded = size + w.pads[d] + w.pads[2 + d];
+      int64_t padded = size + w.pads[d] + w.pads[n + d];
       int64_t out = (padded - extent + w.strides[d] - 1) / w.strides[d] + 1;
       if ((out - 1) * w.strides[d] >= size + w.pads[d])
         --out;
       int64_t extra = (out - 1) * w.strides[d] + extent - padded;
       if (extra > 0)
-        w.pads[2 + d] += extra;
+        w.pads[n + d] += extra;
     }
   }
   return w;
+}
+
+/// The height and width part of a 3-D window.
+Window planeOf(const Window &w) {
+  return {{w.kernel[1], w.kernel[2]},
+          {w.strides[1], w.strides[2]},
+          {w.pads[1], w.pads[2], w.pads[4], w.pads[5]},
+          {w.dilations[1], w.dilations[2]}};
+}
+
+/// A 3-D window op as 2-D ones: x [N, C, D, H, W] padded along D with
+/// `padValue` (pads from `w`), then for each kernel depth k the strided
+/// depth slice [N, C, OD, H, W] as [N OD, C, H, W] for `plane`, which
+/// returns [N OD, F, OH, OW]; the results combine with `combine` and come
+/// back as [N, F, OD, OH, OW]. Every step keeps each sample's rows
+/// together, so micro-batching follows it.
+FailureOr<Value> byDepthSlices(
+    GraphImporter &im, const onnx::NodeProto &node, Value x, const Window &w,
+    double padValue,
+    llvm::function_ref<FailureOr<Value>(Value slice, int64_t k)> plane,
+    llvm::function_ref<Value(Value, Value)> combine) {
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  RankedTensorType type = typeOf(x);
+  int64_t batch = type.getDimSize(0), channels = type.getDimSize(1);
+  int64_t h = type.getDimSize(3), wd = type.getDimSize(4);
+  Type element = type.getElementType();
+  int64_t front = w.pads[0], back = w.pads[3];
+  if (front || back) {
+    SmallVector<Value> parts;
+    auto block = [&](int64_t depth) {
+      return nnb.splat(
+          RankedTensorType::get({batch, channels, depth, h, wd}, element),
+          padValue);
+    };
+    if (front)
+      parts.push_back(block(front));
+    parts.push_back(x);
+    if (back)
+      parts.push_back(block(back));
+    x = nn::ConcatOp::create(b, loc, parts, b.getI64IntegerAttr(2));
+  }
+  int64_t depth = typeOf(x).getDimSize(2);
+  int64_t extent = w.dilations[0] * (w.kernel[0] - 1) + 1;
+  if (depth < extent)
+    return im.error(node) << "the kernel is deeper than the padded input";
+  int64_t outDepth = (depth - extent) / w.strides[0] + 1;
+  Value sum;
+  for (int64_t k = 0; k < w.kernel[0]; ++k) {
+    Value slice = nn::SliceOp::create(
+        b, loc,
+        RankedTensorType::get({batch, channels, outDepth, h, wd}, element), x,
+        b.getDenseI64ArrayAttr({0, 0, k * w.dilations[0], 0, 0}),
+        b.getDenseI64ArrayAttr({1, 1, w.strides[0], 1, 1}));
+    slice = nn::TransposeOp::create(b, loc, slice,
+                                    b.getDenseI64ArrayAttr({0, 2, 1, 3, 4}));
+    slice = nnb.reshape(slice, RankedTensorType::get(
+                                   {batch * outDepth, channels, h, wd}, element));
+    FailureOr<Value> part = plane(slice, k);
+    if (failed(part))
+      return failure();
+    sum = sum ? combine(sum, *part) : *part;
+  }
+  RankedTensorType planeType = typeOf(sum);
+  Value y = nnb.reshape(
+      sum, RankedTensorType::get({batch, outDepth, planeType.getDimSize(1),
+                                  planeType.getDimSize(2),
+                                  planeType.getDimSize(3)},
+                                 element));
+  return Value(nn::TransposeOp::create(b, loc, y,
+                                       b.getDenseI64ArrayAttr({0, 2, 1, 3, 4})));
 }
 
 /// A 1-D [N, C, L] value as [N, C, 1, L]; 2-D values as they are.
@@ -422,6 +499,42 @@ LogicalResult importConv(GraphImporter &im, const onnx::NodeProto &node) {
                              "and spatial dimensions)";
   SmallVector<int64_t> kernel(w.getShape().drop_front(2));
   FailureOr<Window> win = resolveWindow(im, node, typeOf(*x), kernel, false);
+  if (succeeded(win) && w.getRank() == 5) {
+    // 3-D: a 2-D convolution per kernel depth over depth slices, summed.
+    OpBuilder &b = im.builder;
+    nn::NNBuilder nnb(b, im.loc(node));
+    Window plane = planeOf(*win);
+    int64_t group = im.intAttr(node, "group", 1);
+    FailureOr<Value> y = byDepthSlices(
+        im, node, *x, *win, 0.0,
+        [&](Value slice, int64_t k) -> FailureOr<Value> {
+          Value wk = nnb.reshape(
+              nn::SliceOp::create(
+                  b, im.loc(node),
+                  RankedTensorType::get({w.getDimSize(0), w.getDimSize(1), 1,
+                                         w.getDimSize(3), w.getDimSize(4)},
+                                        w.getElementType()),
+                  *weight, b.getDenseI64ArrayAttr({0, 0, k, 0, 0}),
+                  b.getDenseI64ArrayAttr({1, 1, 1, 1, 1})),
+              RankedTensorType::get({w.getDimSize(0), w.getDimSize(1),
+                                     w.getDimSize(3), w.getDimSize(4)},
+                                    w.getElementType()));
+          return im.create<nn::ConvOp>(
+              node, slice, wk, Value(), b.getDenseI64ArrayAttr(plane.strides),
+              b.getDenseI64ArrayAttr(plane.pads),
+              b.getDenseI64ArrayAttr(plane.dilations),
+              b.getI64IntegerAttr(group));
+        },
+        [&](Value a, Value c) { return nnb.add(a, c); });
+    if (failed(y))
+      return failure();
+    if (*bias) {
+      auto biasType = RankedTensorType::get({w.getDimSize(0), 1, 1, 1},
+                                            w.getElementType());
+      y = nnb.add(*y, nnb.reshape(*bias, biasType));
+    }
+    return im.setResult(node, im.create<nn::IdentityOp>(node, *y));
+  }
   FailureOr<Value> input = toWindowInput(im, node, *x);
   FailureOr<Value> filter = toWindowInput(im, node, *weight);
   if (failed(win) || failed(input) || failed(filter))
@@ -744,6 +857,28 @@ LogicalResult importMaxPool(GraphImporter &im, const onnx::NodeProto &node) {
   if (!kernel)
     return im.error(node) << "needs kernel_shape";
   FailureOr<Window> win = resolveWindow(im, node, typeOf(*x), *kernel, true);
+  if (succeeded(win) && typeOf(*x).getRank() == 5) {
+    // 3-D: the maximum over kernel depths of 2-D poolings of depth slices
+    // (padding at -infinity).
+    (void)im.unsupportedOutput(node, 1, "Indices");
+    OpBuilder &b = im.builder;
+    Window plane = planeOf(*win);
+    FailureOr<Value> y = byDepthSlices(
+        im, node, *x, *win, -std::numeric_limits<double>::infinity(),
+        [&](Value slice, int64_t) {
+          return im.create<nn::MaxPoolOp>(
+              node, slice, b.getDenseI64ArrayAttr(plane.kernel),
+              b.getDenseI64ArrayAttr(plane.strides),
+              b.getDenseI64ArrayAttr(plane.pads),
+              b.getDenseI64ArrayAttr(plane.dilations));
+        },
+        [&](Value a, Value c) {
+          return nn::MaxOp::create(b, im.loc(node), a, c).getResult();
+        });
+    if (failed(y))
+      return failure();
+    return im.setResult(node, im.create<nn::IdentityOp>(node, *y));
+  }
   FailureOr<Value> input = toWindowInput(im, node, *x);
   if (failed(win) || failed(input))
     return failure();
@@ -778,6 +913,40 @@ LogicalResult importAveragePool(GraphImporter &im, const onnx::NodeProto &node) 
   if (includePad && win->pads != plain->pads)
     return im.error(node) << "ceil_mode with count_include_pad is not "
                              "supported";
+  if (typeOf(*x).getRank() == 5) {
+    // 3-D: 2-D averages of depth slices, summed, divided by the number of
+    // kernel depths (or, excluding padding, of those inside the input: the
+    // count of a 3-D window is its depth count times its plane count).
+    OpBuilder &b = im.builder;
+    nn::NNBuilder nnb(b, im.loc(node));
+    Window plane = planeOf(*win);
+    FailureOr<Value> y = byDepthSlices(
+        im, node, *x, *win, 0.0,
+        [&](Value slice, int64_t) {
+          return im.create<nn::AveragePoolOp>(
+              node, slice, b.getDenseI64ArrayAttr(plane.kernel),
+              b.getDenseI64ArrayAttr(plane.strides),
+              b.getDenseI64ArrayAttr(plane.pads), b.getBoolAttr(includePad));
+        },
+        [&](Value a, Value c) { return nnb.add(a, c); });
+    if (failed(y))
+      return failure();
+    RankedTensorType yType = typeOf(*y);
+    int64_t depth = typeOf(*x).getDimSize(2), outDepth = yType.getDimSize(2);
+    SmallVector<float> inverse;
+    for (int64_t o = 0; o < outDepth; ++o) {
+      int64_t count = 0;
+      for (int64_t k = 0; k < win->kernel[0]; ++k) {
+        int64_t at = o * win->strides[0] + k - win->pads[0];
+        count += includePad ? (at < depth + plain->pads[3]) : (at >= 0 && at < depth);
+      }
+      inverse.push_back(1.0f / static_cast<float>(std::max<int64_t>(count, 1)));
+    }
+    auto scaleType = RankedTensorType::get({outDepth, 1, 1}, yType.getElementType());
+    Value scale = nn::ConstantOp::create(
+        b, im.loc(node), DenseElementsAttr::get(scaleType, ArrayRef<float>(inverse)));
+    return im.setResult(node, im.create<nn::MulOp>(node, *y, scale));
+  }
   if (win->kernel.size() != 2)
     return im.error(node) << "needs a 1-D or 2-D kernel_shape";
   Builder &b = im.builder;
