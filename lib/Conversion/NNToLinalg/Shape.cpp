@@ -228,53 +228,69 @@ struct GatherLowering : public OpConversionPattern<GatherOp> {
   }
 };
 
-/// Scatter-add: one loop over every element of the adjoint, reading its
-/// index and adding it into the table (updated in place after
+/// Scatter-add of `dy` into zeros of `resultType`: one sequential loop over
+/// dy's elements (indices may repeat), each added at the position `target`
+/// gives for its coordinates (the result is updated in place after
 /// bufferization).
+Value scatterAdd(OpBuilder &rewriter, Location loc,
+                 RankedTensorType resultType, Value dy,
+                 llvm::function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                       ArrayRef<Value>)>
+                     target) {
+  auto dyType = cast<RankedTensorType>(dy.getType());
+  Value zeros = filledTensor(rewriter, loc, resultType, 0.0);
+  Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  Value total =
+      arith::ConstantIndexOp::create(rewriter, loc, dyType.getNumElements());
+  auto loop = scf::ForOp::create(
+      rewriter, loc, c0, total, c1, ValueRange{zeros},
+      [&](OpBuilder &b, Location l, Value linear, ValueRange iter) {
+        // Delinearize into the adjoint's coordinates.
+        SmallVector<Value> coords(dyType.getRank());
+        Value rest = linear;
+        for (int64_t d = dyType.getRank() - 1; d >= 0; --d) {
+          Value size =
+              arith::ConstantIndexOp::create(b, l, dyType.getDimSize(d));
+          coords[d] = arith::RemUIOp::create(b, l, rest, size);
+          rest = arith::DivUIOp::create(b, l, rest, size);
+        }
+        SmallVector<Value> at = target(b, l, coords);
+        Value add = arith::AddFOp::create(
+            b, l, tensor::ExtractOp::create(b, l, iter[0], at),
+            tensor::ExtractOp::create(b, l, dy, coords));
+        scf::YieldOp::create(
+            b, l, tensor::InsertOp::create(b, l, add, iter[0], at).getResult());
+      });
+  return loop.getResult(0);
+}
+
+/// Scatter-add: each element of the adjoint goes to the slice its index
+/// read.
 struct GatherGradLowering : public OpConversionPattern<GatherGradOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(GatherGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
     auto resultType = cast<RankedTensorType>(op.getType());
-    auto dyType = cast<RankedTensorType>(adaptor.getDresult().getType());
     auto indicesType = cast<RankedTensorType>(adaptor.getIndices().getType());
     int64_t axis = static_cast<int64_t>(op.getAxis());
     int64_t q = indicesType.getRank();
-    Value zeros = filledTensor(rewriter, loc, resultType, 0.0);
-    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    Value total =
-        arith::ConstantIndexOp::create(rewriter, loc, dyType.getNumElements());
-    Value dy = adaptor.getDresult(), indices = adaptor.getIndices();
+    Value indices = adaptor.getIndices();
     int64_t extent = resultType.getDimSize(axis);
-    auto loop = scf::ForOp::create(
-        rewriter, loc, c0, total, c1, ValueRange{zeros},
-        [&](OpBuilder &b, Location l, Value linear, ValueRange iter) {
-          // Delinearize into the adjoint's coordinates.
-          SmallVector<Value> coords(dyType.getRank());
-          Value rest = linear;
-          for (int64_t d = dyType.getRank() - 1; d >= 0; --d) {
-            Value size =
-                arith::ConstantIndexOp::create(b, l, dyType.getDimSize(d));
-            coords[d] = arith::RemUIOp::create(b, l, rest, size);
-            rest = arith::DivUIOp::create(b, l, rest, size);
-          }
-          SmallVector<Value> indexCoords(coords.begin() + axis,
-                                         coords.begin() + axis + q);
-          Value index = tensor::ExtractOp::create(b, l, indices, indexCoords);
-          SmallVector<Value> target(coords.begin(), coords.begin() + axis);
-          target.push_back(normalizeIndex(b, l, index, extent));
-          target.append(coords.begin() + axis + q, coords.end());
-          Value add = arith::AddFOp::create(
-              b, l, tensor::ExtractOp::create(b, l, iter[0], target),
-              tensor::ExtractOp::create(b, l, dy, coords));
-          Value updated =
-              tensor::InsertOp::create(b, l, add, iter[0], target);
-          scf::YieldOp::create(b, l, updated);
-        });
-    rewriter.replaceOp(op, loop.getResult(0));
+    rewriter.replaceOp(
+        op, scatterAdd(rewriter, op.getLoc(), resultType, adaptor.getDresult(),
+                       [&](OpBuilder &b, Location l, ArrayRef<Value> coords) {
+                         SmallVector<Value> indexCoords(
+                             coords.begin() + axis, coords.begin() + axis + q);
+                         Value index = tensor::ExtractOp::create(
+                             b, l, indices, indexCoords);
+                         SmallVector<Value> at(coords.begin(),
+                                               coords.begin() + axis);
+                         at.push_back(normalizeIndex(b, l, index, extent));
+                         at.append(coords.begin() + axis + q, coords.end());
+                         return at;
+                       }));
     return success();
   }
 };
@@ -312,47 +328,27 @@ struct GatherElementsLowering : public OpConversionPattern<GatherElementsOp> {
   }
 };
 
-/// Scatter-add in one sequential loop over the adjoint's elements (indices
-/// may repeat).
+/// Scatter-add: each element of the adjoint goes where its index points.
 struct GatherElementsGradLowering
     : public OpConversionPattern<GatherElementsGradOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(GatherElementsGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
     auto resultType = cast<RankedTensorType>(op.getType());
-    auto dyType = cast<RankedTensorType>(adaptor.getDresult().getType());
     int64_t axis = static_cast<int64_t>(op.getAxis());
-    Value zeros = filledTensor(rewriter, loc, resultType, 0.0);
-    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    Value total =
-        arith::ConstantIndexOp::create(rewriter, loc, dyType.getNumElements());
-    Value dy = adaptor.getDresult(), indices = adaptor.getIndices();
+    Value indices = adaptor.getIndices();
     int64_t extent = resultType.getDimSize(axis);
-    auto loop = scf::ForOp::create(
-        rewriter, loc, c0, total, c1, ValueRange{zeros},
-        [&](OpBuilder &b, Location l, Value linear, ValueRange iter) {
-          SmallVector<Value> coords(dyType.getRank());
-          Value rest = linear;
-          for (int64_t d = dyType.getRank() - 1; d >= 0; --d) {
-            Value size =
-                arith::ConstantIndexOp::create(b, l, dyType.getDimSize(d));
-            coords[d] = arith::RemUIOp::create(b, l, rest, size);
-            rest = arith::DivUIOp::create(b, l, rest, size);
-          }
-          SmallVector<Value> target(coords);
-          target[axis] = normalizeIndex(
-              b, l, tensor::ExtractOp::create(b, l, indices, coords), extent);
-          Value add = arith::AddFOp::create(
-              b, l, tensor::ExtractOp::create(b, l, iter[0], target),
-              tensor::ExtractOp::create(b, l, dy, coords));
-          scf::YieldOp::create(
-              b, l, tensor::InsertOp::create(b, l, add, iter[0], target)
-                        .getResult());
-        });
-    rewriter.replaceOp(op, loop.getResult(0));
+    rewriter.replaceOp(
+        op, scatterAdd(rewriter, op.getLoc(), resultType, adaptor.getDresult(),
+                       [&](OpBuilder &b, Location l, ArrayRef<Value> coords) {
+                         SmallVector<Value> at(coords);
+                         at[axis] = normalizeIndex(
+                             b, l,
+                             tensor::ExtractOp::create(b, l, indices, coords),
+                             extent);
+                         return at;
+                       }));
     return success();
   }
 };

@@ -58,6 +58,13 @@ bool onnx_import::isSupportedOperator(StringRef domain, StringRef opType,
 // Tensors
 //===----------------------------------------------------------------------===//
 
+Value onnx_import::indexVector(OpBuilder &b, Location loc,
+                               ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
+                                    b.getI64Type());
+  return nn::ConstantOp::create(b, loc, DenseElementsAttr::get(type, values));
+}
+
 Type onnx_import::convertElementType(MLIRContext *context, int32_t onnxType) {
   Builder b(context);
   switch (onnxType) {

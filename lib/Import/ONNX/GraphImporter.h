@@ -81,6 +81,10 @@ void addNeuralHandlers(std::vector<OpRegistration> &handlers);
 void addRecurrentHandlers(std::vector<OpRegistration> &handlers);
 void addTrainingHandlers(std::vector<OpRegistration> &handlers);
 
+/// A rank-1 i64 nn.constant holding `values` (compile-time indices).
+mlir::Value indexVector(mlir::OpBuilder &b, mlir::Location loc,
+                        llvm::ArrayRef<int64_t> values);
+
 /// Converts an ONNX element type to MLIR; null for unsupported types.
 mlir::Type convertElementType(mlir::MLIRContext *context, int32_t onnxType);
 

@@ -773,11 +773,6 @@ LogicalResult importResize(GraphImporter &im, const onnx::NodeProto &node) {
   Location loc = im.loc(node);
   nn::NNBuilder nnb(b, loc);
   Type element = type.getElementType();
-  auto indexConstant = [&](ArrayRef<int64_t> values) {
-    auto t = RankedTensorType::get({static_cast<int64_t>(values.size())},
-                                   b.getI64Type());
-    return nn::ConstantOp::create(b, loc, DenseElementsAttr::get(t, values));
-  };
   Value y = *x;
   for (int64_t axis = 0; axis < rank; ++axis) {
     int64_t in = type.getDimSize(axis), out = sizes[axis];
@@ -825,7 +820,7 @@ LogicalResult importResize(GraphImporter &im, const onnx::NodeProto &node) {
       }
     }
     auto gather = [&](ArrayRef<int64_t> indices) {
-      return nn::GatherOp::create(b, loc, y, indexConstant(indices),
+      return nn::GatherOp::create(b, loc, y, indexVector(b, loc, indices),
                                   b.getI64IntegerAttr(axis))
           .getResult();
     };

@@ -468,6 +468,22 @@ LogicalResult importGatherElements(GraphImporter &im,
                 *data, *indices, im.builder.getI64IntegerAttr(*axis)));
 }
 
+/// `data` with `updates` scattered into it, given `scatter`, the scatter-add
+/// of a value shaped like the updates into zeros shaped like `data`: added
+/// (reduction add), or taken where some index points (none; duplicate
+/// indices add up there, where ONNX leaves the result unspecified).
+Value applyScatter(nn::NNBuilder &nnb, Value data, Value updates, bool add,
+                   llvm::function_ref<Value(Value)> scatter) {
+  Value scattered = scatter(updates);
+  if (add)
+    return nnb.add(data, scattered);
+  auto updateType = cast<RankedTensorType>(updates.getType());
+  Value hits = scatter(nnb.splat(updateType, 1.0));
+  Value hit = nn::GreaterOp::create(
+      nnb.b, nnb.loc, hits, nnb.scalar(updateType.getElementType(), 0.0));
+  return nn::WhereOp::create(nnb.b, nnb.loc, hit, scattered, data);
+}
+
 /// ScatterElements (reductions none and add) from a scatter-add of the
 /// updates (nn.gather_elements_grad): `add` adds it to the data; `none`
 /// takes it where some index points (duplicate indices add up there,
@@ -504,14 +520,9 @@ LogicalResult importScatterElements(GraphImporter &im,
                                             b.getI64IntegerAttr(*axis))
         .getResult();
   };
-  Value scattered = scatter(*updates);
-  if (reduction == "add")
-    return im.setResult(node, im.create<nn::AddOp>(node, *data, scattered));
-  Value hits = scatter(nnb.splat(updateType, 1.0));
-  Value hit = nn::GreaterOp::create(b, loc, hits,
-                                    nnb.scalar(dataType.getElementType(), 0.0));
-  return im.setResult(node,
-                      im.create<nn::WhereOp>(node, hit, scattered, *data));
+  return im.setResult(node, im.create<nn::IdentityOp>(
+                                node, applyScatter(nnb, *data, *updates,
+                                                   reduction == "add", scatter)));
 }
 
 /// ScatterND (reductions none and add): the data as [D, R] rows (D the
@@ -585,17 +596,8 @@ LogicalResult importScatterND(GraphImporter &im, const onnx::NodeProto &node) {
                                             rowIndex, b.getI64IntegerAttr(0))
         .getResult();
   };
-  Value table = nnb.reshape(*data, tableType);
-  Value scattered = scatter(*updates);
-  Value result;
-  if (reduction == "add") {
-    result = nnb.add(table, scattered);
-  } else {
-    Value hits = scatter(nnb.splat(updateType, 1.0));
-    Value hit = nn::GreaterOp::create(
-        b, loc, hits, nnb.scalar(dataType.getElementType(), 0.0));
-    result = nn::WhereOp::create(b, loc, hit, scattered, table);
-  }
+  Value result = applyScatter(nnb, nnb.reshape(*data, tableType), *updates,
+                              reduction == "add", scatter);
   return im.setResult(node, reshapeTo(im, node, result, dataType.getShape()));
 }
 
@@ -625,13 +627,6 @@ Value constantInts(GraphImporter &im, const onnx::NodeProto &node,
   auto type = RankedTensorType::get(shape, im.builder.getI64Type());
   return nn::ConstantOp::create(im.builder, im.loc(node),
                                 DenseElementsAttr::get(type, values));
-}
-
-/// An i64 vector constant.
-Value indexVector(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
-  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
-                                    b.getI64Type());
-  return nn::ConstantOp::create(b, loc, DenseElementsAttr::get(type, values));
 }
 
 /// Tile: x reshaped to [1, d0, 1, d1, ...], expanded to [r0, d0, r1, d1,

@@ -104,29 +104,17 @@ static void zeroAdjoint(OpBuilder &b, Value input,
   dxs.push_back(nn.splat(typeOf(input), 0.0));
 }
 
-LogicalResult SignOp::buildVJP(OpBuilder &b, ValueRange,
-                               SmallVectorImpl<Value> &dxs) {
-  zeroAdjoint(b, getInput(), dxs);
-  return success();
-}
-
-LogicalResult FloorOp::buildVJP(OpBuilder &b, ValueRange,
-                                SmallVectorImpl<Value> &dxs) {
-  zeroAdjoint(b, getInput(), dxs);
-  return success();
-}
-
-LogicalResult CeilOp::buildVJP(OpBuilder &b, ValueRange,
-                               SmallVectorImpl<Value> &dxs) {
-  zeroAdjoint(b, getInput(), dxs);
-  return success();
-}
-
-LogicalResult RoundOp::buildVJP(OpBuilder &b, ValueRange,
-                                SmallVectorImpl<Value> &dxs) {
-  zeroAdjoint(b, getInput(), dxs);
-  return success();
-}
+#define NN_ZERO_ADJOINT(OP)                                                    \
+  LogicalResult OP::buildVJP(OpBuilder &b, ValueRange,                         \
+                             SmallVectorImpl<Value> &dxs) {                    \
+    zeroAdjoint(b, getInput(), dxs);                                           \
+    return success();                                                          \
+  }
+NN_ZERO_ADJOINT(SignOp)
+NN_ZERO_ADJOINT(FloorOp)
+NN_ZERO_ADJOINT(CeilOp)
+NN_ZERO_ADJOINT(RoundOp)
+#undef NN_ZERO_ADJOINT
 
 LogicalResult IdentityOp::buildVJP(OpBuilder &, ValueRange dys,
                                    SmallVectorImpl<Value> &dxs) {
