@@ -65,6 +65,26 @@ Value onnx_import::indexVector(OpBuilder &b, Location loc,
   return nn::ConstantOp::create(b, loc, DenseElementsAttr::get(type, values));
 }
 
+Value onnx_import::padAxis(OpBuilder &b, Location loc, Value x, int64_t axis,
+                           int64_t before, int64_t after, double value) {
+  if (!before && !after)
+    return x;
+  auto type = cast<RankedTensorType>(x.getType());
+  auto block = [&](int64_t size) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[axis] = size;
+    return nn::NNBuilder(b, loc).splat(
+        RankedTensorType::get(shape, type.getElementType()), value);
+  };
+  SmallVector<Value> parts;
+  if (before)
+    parts.push_back(block(before));
+  parts.push_back(x);
+  if (after)
+    parts.push_back(block(after));
+  return nn::ConcatOp::create(b, loc, parts, b.getI64IntegerAttr(axis));
+}
+
 Type onnx_import::convertElementType(MLIRContext *context, int32_t onnxType) {
   Builder b(context);
   switch (onnxType) {

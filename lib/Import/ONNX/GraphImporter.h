@@ -85,6 +85,11 @@ void addTrainingHandlers(std::vector<OpRegistration> &handlers);
 mlir::Value indexVector(mlir::OpBuilder &b, mlir::Location loc,
                         llvm::ArrayRef<int64_t> values);
 
+/// `x` with `before` and `after` elements of `value` added along `axis`
+/// (a concatenation with splats; `x` itself when both are 0).
+mlir::Value padAxis(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                    int64_t axis, int64_t before, int64_t after, double value);
+
 /// Converts an ONNX element type to MLIR; null for unsupported types.
 mlir::Type convertElementType(mlir::MLIRContext *context, int32_t onnxType);
 

@@ -411,21 +411,7 @@ FailureOr<Value> byDepthSlices(
   int64_t batch = type.getDimSize(0), channels = type.getDimSize(1);
   int64_t h = type.getDimSize(3), wd = type.getDimSize(4);
   Type element = type.getElementType();
-  int64_t front = w.pads[0], back = w.pads[3];
-  if (front || back) {
-    SmallVector<Value> parts;
-    auto block = [&](int64_t depth) {
-      return nnb.splat(
-          RankedTensorType::get({batch, channels, depth, h, wd}, element),
-          padValue);
-    };
-    if (front)
-      parts.push_back(block(front));
-    parts.push_back(x);
-    if (back)
-      parts.push_back(block(back));
-    x = nn::ConcatOp::create(b, loc, parts, b.getI64IntegerAttr(2));
-  }
+  x = padAxis(b, loc, x, 2, w.pads[0], w.pads[3], padValue);
   int64_t depth = typeOf(x).getDimSize(2);
   int64_t extent = w.dilations[0] * (w.kernel[0] - 1) + 1;
   if (depth < extent)

@@ -737,23 +737,7 @@ LogicalResult importPad(GraphImporter &im, const onnx::NodeProto &node) {
     if (before == 0 && after == 0)
       continue;
     if (mode == "constant") {
-      SmallVector<Value> parts;
-      auto block = [&](int64_t size) {
-        SmallVector<int64_t> shape(yType.getShape());
-        shape[axis] = size;
-        return nnb.splat(RankedTensorType::get(shape, yType.getElementType()),
-                         value);
-      };
-      if (before)
-        parts.push_back(block(before));
-      parts.push_back(y);
-      if (after)
-        parts.push_back(block(after));
-      FailureOr<Value> joined =
-          im.create<nn::ConcatOp>(node, parts, b.getI64IntegerAttr(axis));
-      if (failed(joined))
-        return failure();
-      y = *joined;
+      y = padAxis(b, loc, y, axis, before, after, value);
       continue;
     }
     if (mode == "reflect" && (before >= length || after >= length))
