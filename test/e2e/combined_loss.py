@@ -28,50 +28,10 @@ import zoo
 out = sys.argv[1]
 B, K, STEPS, LR = 2, 4, 3, 0.5
 E = B * K
-VOCAB, T, D = 7, 6, 5
-
-
-class TokenModel(nn.Module):
-    """Per-token logits and a per-sequence regression from pooled states."""
-
-    def __init__(self, kind):
-        super().__init__()
-        torch.manual_seed(3)
-        self.kind = kind
-        self.emb = nn.Embedding(VOCAB, D)
-        self.proj = nn.Linear(D, D)
-        self.head = nn.Linear(D, VOCAB)
-        self.reg = nn.Linear(D, 1)
-
-    def forward(self, idx, targets, value):
-        h = torch.tanh(self.proj(self.emb(idx)))
-        logits = self.head(h).view(-1, VOCAB)
-        flat = targets.view(-1)
-        if self.kind == "aux":
-            ce = F.cross_entropy(logits, flat, ignore_index=-100)
-            aux = ((self.reg(h.mean(1)).squeeze(1) - value) ** 2).mean()
-            return ce + 0.5 * aux
-        # Label smoothing by hand over the non-padded tokens.
-        mask = (flat != -100).float()
-        logp = F.log_softmax(logits, dim=-1)
-        nll = -logp.gather(1, flat.clamp(min=0).unsqueeze(1)).squeeze(1)
-        smooth = -logp.mean(-1)
-        count = mask.sum().clamp(min=1)
-        return 0.9 * (nll * mask).sum() / count + 0.1 * (smooth * mask).sum() / count
-
-
-def data(rng, samples):
-    idx = rng.integers(0, VOCAB, (samples, T)).astype(np.int64)
-    targets = np.roll(idx, -1, axis=1)
-    # Very uneven padding: some sequences keep one token, others all.
-    for i in range(samples):
-        targets[i, rng.integers(1, T + 1):] = -100
-    value = rng.standard_normal(samples).astype(np.float32)
-    return {"idx": idx, "targets": targets, "value": value}
 
 
 def reference(kind, d, mean_of_means=False):
-    module = TokenModel(kind)
+    module = zoo.CombinedLoss(kind)
     opt = torch.optim.SGD(module.parameters(), lr=LR)
     for step in range((len(d["idx"]) + E - 1) // E):
         window = {k: torch.tensor(v[step * E:(step + 1) * E]) for k, v in d.items()}
@@ -88,9 +48,9 @@ def reference(kind, d, mean_of_means=False):
 
 rng = np.random.default_rng(21)
 for kind in ["aux", "smoothing"]:
-    d = data(rng, STEPS * E)
+    d = zoo.CombinedLoss.data(rng, STEPS * E)
     path = os.path.join(out, kind + ".onnx")
-    zoo.export(TokenModel(kind), d, path, 17)
+    zoo.export(zoo.CombinedLoss(kind), d, path, 17)
     npz = os.path.join(out, kind + ".npz")
     np.savez(npz, **d)
     cmd = [e2e.tool("accrue-compile"), path, "-o", os.path.join(out, kind), "--micro-batch",

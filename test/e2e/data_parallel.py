@@ -7,8 +7,9 @@
 # (--collectives per-micro-batch) gives the same parameters with K
 # all-reduces per step, padding ranks short of samples. fp16 with dynamic
 # loss scaling skips the same steps on 2 ranks as one rank does at twice
-# the scale (each rank scales its own window's mean). Only rank 0
-# writes; a checkpointed 2-rank run resumes bit-identically.
+# the scale (each rank scales its own window's mean). Losses that combine
+# means with different counts sum each term's count over the ranks first.
+# Only rank 0 writes; a checkpointed 2-rank run resumes bit-identically.
 #
 # REQUIRES: mpi, torch
 # RUN: rm -rf %t && mkdir -p %t
@@ -136,6 +137,25 @@ naive, naive_log = train(model, d19, "p_2x2_naive", 2, 2, 2, steps=3,
                          collectives="per-micro-batch")
 assert [r["all_reduces"] for r in naive_log] == [2, 2, 2], naive_log
 same(naive, one, "partial window, per-micro-batch all-reduce")
+# Losses combining means with different counts (token-level cross-entropy
+# plus a sequence-level auxiliary mean; label smoothing over masked tokens):
+# each term's count is summed over the ranks before the micro-batch loop,
+# so 2 ranks x K=2 train like 1 rank x K=4 (which combined_loss.py checks
+# against PyTorch's one big batch), with both placements of the gradient
+# all-reduce.
+for kind in ["aux", "smoothing"]:
+    cl_model = os.path.join(out, "combined_%s.onnx" % kind)
+    cl = zoo.CombinedLoss.data(np.random.default_rng(31), STEPS * 8)
+    zoo.export(zoo.CombinedLoss(kind), cl, cl_model, 17)
+    cl_data = os.path.join(out, "combined_%s.npz" % kind)
+    np.savez(cl_data, **cl)
+    cl_one, _ = train(cl_model, cl_data, "cl_%s_1x4" % kind, 2, 4, 1)
+    cl_two, cl_log = train(cl_model, cl_data, "cl_%s_2x2" % kind, 2, 2, 2)
+    assert [r["all_reduces"] for r in cl_log] == [2] * STEPS, cl_log
+    same(cl_two, cl_one, "combined loss (%s), 2 ranks" % kind)
+    cl_naive, _ = train(cl_model, cl_data, "cl_%s_2x2_naive" % kind, 2, 2, 2,
+                        collectives="per-micro-batch")
+    same(cl_naive, cl_one, "combined loss (%s), per-micro-batch all-reduce" % kind)
 # Ranks given different runs are refused before the first collective
 # (instead of waiting forever for a rank that stopped earlier), naming the
 # rank; so is a rank that cannot read its data.

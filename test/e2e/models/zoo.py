@@ -360,3 +360,47 @@ class RecurrentClassifier(nn.Module):
         mask = (np.arange(7)[None, :] < lengths[:, None]).astype(np.float32)
         return {"idx": rng.integers(0, 11, (samples, 7)).astype(np.int64), "mask": mask,
                 "y": rng.integers(0, 3, samples).astype(np.int64)}
+
+
+class CombinedLoss(nn.Module):
+    """Per-token logits and a per-sequence regression from pooled states,
+    trained on a loss that combines means with different counts: "aux" is
+    cross-entropy over the non-padded tokens plus half a sequence-level
+    squared error; "smoothing" is label smoothing written by hand over the
+    non-padded tokens (the targets' log-probabilities via torch.gather)."""
+
+    VOCAB, T, D = 7, 6, 5
+
+    def __init__(self, kind):
+        super().__init__()
+        torch.manual_seed(3)
+        self.kind = kind
+        self.emb = nn.Embedding(self.VOCAB, self.D)
+        self.proj = nn.Linear(self.D, self.D)
+        self.head = nn.Linear(self.D, self.VOCAB)
+        self.reg = nn.Linear(self.D, 1)
+
+    def forward(self, idx, targets, value):
+        h = torch.tanh(self.proj(self.emb(idx)))
+        logits = self.head(h).view(-1, self.VOCAB)
+        flat = targets.view(-1)
+        if self.kind == "aux":
+            ce = F.cross_entropy(logits, flat, ignore_index=-100)
+            aux = ((self.reg(h.mean(1)).squeeze(1) - value) ** 2).mean()
+            return ce + 0.5 * aux
+        mask = (flat != -100).float()
+        logp = F.log_softmax(logits, dim=-1)
+        nll = -logp.gather(1, flat.clamp(min=0).unsqueeze(1)).squeeze(1)
+        smooth = -logp.mean(-1)
+        count = mask.sum().clamp(min=1)
+        return 0.9 * (nll * mask).sum() / count + 0.1 * (smooth * mask).sum() / count
+
+    @classmethod
+    def data(cls, rng, samples):
+        idx = rng.integers(0, cls.VOCAB, (samples, cls.T)).astype(np.int64)
+        targets = np.roll(idx, -1, axis=1)
+        # Very uneven padding: some sequences keep one token, others all.
+        for i in range(samples):
+            targets[i, rng.integers(1, cls.T + 1):] = -100
+        value = rng.standard_normal(samples).astype(np.float32)
+        return {"idx": idx, "targets": targets, "value": value}

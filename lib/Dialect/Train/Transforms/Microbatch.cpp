@@ -746,8 +746,7 @@ std::optional<SplitLoss> splitCombinedLoss(func::FuncOp forward, bool mask,
 /// tensor<i64> and masks the others out; returns nothing (and leaves no
 /// function) when it cannot.
 std::optional<SplitLoss> splitLoss(func::FuncOp forward, bool exact,
-                                   bool mask, bool combined,
-                                   ArrayRef<unsigned> batchArgs,
+                                   bool mask, ArrayRef<unsigned> batchArgs,
                                    int64_t microBatch, SymbolTable &symbols) {
   OpBuilder builder(forward);
   auto type = forward.getFunctionType();
@@ -783,7 +782,7 @@ std::optional<SplitLoss> splitLoss(func::FuncOp forward, bool exact,
     SmallVector<std::pair<double, Value>> terms;
     Value unrecognized;
     bool linear = collectLossTerms(loss, 1.0, terms, unrecognized);
-    if (linear && combined) {
+    if (linear) {
       std::optional<SplitLoss> result =
           splitCombinedLoss(forward, mask, batchArgs, microBatch, symbols);
       if (result) {
@@ -797,8 +796,8 @@ std::optional<SplitLoss> splitLoss(func::FuncOp forward, bool exact,
       InFlightDiagnostic diag =
           emitWarning(def ? def->getLoc() : forward.getLoc());
       if (linear)
-        diag << "the loss combines mean-reduced terms, which data-parallel "
-                "steps do not normalize term by term yet";
+        diag << "the loss combines mean-reduced terms, but one of them cannot "
+                "be normalized on its own";
       else
         diag << "loss is not a recognized mean- or sum-reduced form, nor a "
                 "linear combination of such terms"
@@ -963,13 +962,11 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   if (it == splitCache.end()) {
     std::optional<SplitLoss> built;
     if (wantMask)
-      built = splitLoss(callee, /*exact=*/true, /*mask=*/true,
-                        /*combined=*/collectives == "none", batchOperands,
+      built = splitLoss(callee, /*exact=*/true, /*mask=*/true, batchOperands,
                         microBatch, symbols);
     if (!built)
       built = splitLoss(callee, normalization == "exact", /*mask=*/false,
-                        /*combined=*/collectives == "none", batchOperands,
-                        microBatch, symbols);
+                        batchOperands, microBatch, symbols);
     it = splitCache.emplace(key, *built).first;
   }
   SplitLoss split = it->second;
@@ -1070,8 +1067,20 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
                 lb, l, sum, tensor::ExtractOp::create(lb, l, count)));
           scf::YieldOp::create(lb, l, sums);
         });
-    for (auto [total, floor] :
-         llvm::zip(counting.getResults(), split.countFloors)) {
+    SmallVector<Value> counted(counting.getResults());
+    if (collectives != "none") {
+      // Data parallelism: the counts are the whole effective batch's, summed
+      // over the ranks (one small collective before the loop).
+      auto countsType = RankedTensorType::get(
+          {static_cast<int64_t>(counted.size())}, b.getF32Type());
+      Value packed = tensor::FromElementsOp::create(b, loc, countsType, counted);
+      Value summed = AllReduceArenaOp::create(b, loc, packed);
+      for (size_t i = 0; i < counted.size(); ++i)
+        counted[i] = tensor::ExtractOp::create(
+            b, loc, summed,
+            ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+    }
+    for (auto [total, floor] : llvm::zip(counted, split.countFloors)) {
       Value t = total;
       if (floor)
         t = arith::MaximumFOp::create(
