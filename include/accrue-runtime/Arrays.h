@@ -96,6 +96,20 @@ std::string patchOnnxInitializers(
     const std::string &model,
     const std::map<std::string, std::pair<const float *, int64_t>> &values);
 
+/// The little-endian 1- or 2-byte integer at `bytes`, sign- or
+/// zero-extended to int32 (narrow integers widen to int32 in the compiler
+/// and the data reader alike).
+inline int32_t widenToInt32(const unsigned char *bytes, int width,
+                            bool isSigned) {
+  uint32_t raw = bytes[0];
+  if (width == 2)
+    raw |= static_cast<uint32_t>(bytes[1]) << 8;
+  int32_t value = static_cast<int32_t>(raw);
+  if (isSigned && (raw >> (8 * width - 1)) & 1)
+    value -= 1 << (8 * width);
+  return value;
+}
+
 } // namespace accrue::rt
 
 #endif // ACCRUE_RUNTIME_ARRAYS_H

@@ -368,15 +368,8 @@ Array parseNpy(const std::string &bytes, const std::string &what) {
     const unsigned char *src = reinterpret_cast<const unsigned char *>(
         bytes.data() + start + headerLen);
     a.data.resize(count * 4);
-    for (int64_t i = 0; i < count; ++i) {
-      uint32_t raw = src[i * width];
-      if (width == 2)
-        raw |= static_cast<uint32_t>(src[i * width + 1]) << 8;
-      int32_t value = static_cast<int32_t>(raw);
-      if (isSigned && (raw >> (8 * width - 1)) & 1)
-        value -= 1 << (8 * width);
-      a.as<int32_t>()[i] = value;
-    }
+    for (int64_t i = 0; i < count; ++i)
+      a.as<int32_t>()[i] = widenToInt32(src + i * width, width, isSigned);
     return a;
   }
   size_t size = a.numElements() * dtypeSize(a.dtype);

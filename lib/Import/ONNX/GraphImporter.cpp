@@ -2,6 +2,8 @@
 
 #include "GraphImporter.h"
 
+#include "accrue-runtime/Arrays.h"
+
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -141,12 +143,9 @@ static std::string widenToInt32(StringRef bytes, int width, bool isSigned) {
   std::string out;
   out.reserve(bytes.size() / width * 4);
   for (size_t i = 0; i + width <= bytes.size(); i += width) {
-    uint32_t raw = static_cast<uint8_t>(bytes[i]);
-    if (width == 2)
-      raw |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[i + 1])) << 8;
-    int32_t value = static_cast<int32_t>(raw);
-    if (isSigned && (raw >> (8 * width - 1)) & 1)
-      value -= 1 << (8 * width);
+    int32_t value = rt::widenToInt32(
+        reinterpret_cast<const unsigned char *>(bytes.data() + i), width,
+        isSigned);
     out.append(reinterpret_cast<const char *>(&value), 4);
   }
   return out;

@@ -197,8 +197,9 @@ LogicalResult importRecurrent(GraphImporter &im, const onnx::NodeProto &node) {
     };
     Value h = state(*hInit), c = state(*cInit);
     auto gate = [&](Value v, int64_t k) { return u.slice(v, 1, k * hidden, hidden); };
+    // Gates k .. k + n along the last axis (of R^T [H, G H] or its bias).
     auto columns = [&](Value v, int64_t k, int64_t n) {
-      return u.slice(v, v == rb ? 0 : 1, k * hidden, n * hidden);
+      return u.slice(v, typeOf(v).getRank() - 1, k * hidden, n * hidden);
     };
     SmallVector<Value> outputs(steps);
     for (int64_t s = 0; s < steps; ++s) {
