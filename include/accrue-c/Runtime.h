@@ -70,6 +70,13 @@ const char *accrueArtifactParameterName(const AccrueArtifact *artifact,
 int accrueArtifactParameterRank(const AccrueArtifact *artifact, int index);
 const int64_t *accrueArtifactParameterShape(const AccrueArtifact *artifact,
                                             int index);
+/* The model's buffers: tensors the step updates but does not train
+ * (BatchNormalization's running mean and variance), by their ONNX names. */
+int accrueArtifactNumBuffers(const AccrueArtifact *artifact);
+const char *accrueArtifactBufferName(const AccrueArtifact *artifact, int index);
+int accrueArtifactBufferRank(const AccrueArtifact *artifact, int index);
+const int64_t *accrueArtifactBufferShape(const AccrueArtifact *artifact,
+                                         int index);
 
 /*===----------------------------------------------------------------------===*
  * Data
@@ -179,8 +186,8 @@ int accrueSessionExportOnnx(const AccrueSession *session, const char *path,
 /* Writes the gradient accumulator, by parameter, as .npz. */
 int accrueSessionSaveGradients(const AccrueSession *session, const char *path,
                                AccrueError **error);
-/* Copies the current value of parameter `name` (float32, its shape's
- * element count) to `values`, which has room for `count` floats. */
+/* Copies the current value of parameter or buffer `name` (float32, its
+ * shape's element count) to `values`, which has room for `count` floats. */
 int accrueSessionReadParameter(const AccrueSession *session, const char *name,
                                float *values, int64_t count,
                                AccrueError **error);

@@ -82,6 +82,9 @@ struct Manifest {
   /// Elements of every arena (parameters, accumulator, each state).
   int64_t arenaSize = 0;
   std::vector<ParamSpec> params;
+  /// The model's buffers (BatchNormalization's running statistics), slices
+  /// of the buffer arena.
+  std::vector<ParamSpec> buffers;
   std::vector<ArgSpec> args;
   /// Estimated peak bytes of the temporaries of one micro-batch.
   std::optional<int64_t> activationBytes;
@@ -98,6 +101,8 @@ struct Manifest {
   bool hasOptimizer() const {
     return optimizer.kind != ACCRUE_OPTIMIZER_NONE;
   }
+  /// Elements of the buffer arena (0: the step takes none).
+  int64_t buffersSize() const;
   /// The batch inputs, in argument order.
   std::vector<const ArgSpec *> batchInputs() const;
   /// The optimizer's state arenas (exp_avg, ...), in argument order.

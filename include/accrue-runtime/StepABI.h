@@ -128,6 +128,7 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
 #define ACCRUE_KEY_CLIP_NORM "clip_norm"
 #define ACCRUE_KEY_ARENA_SIZE "arena_size"
 #define ACCRUE_KEY_PARAMS "params"
+#define ACCRUE_KEY_BUFFERS "buffers"
 #define ACCRUE_KEY_ARGS "args"
 #define ACCRUE_KEY_ACTIVATION_BYTES "activation_bytes"
 #define ACCRUE_KEY_PARTIAL_WINDOWS "partial_windows"
@@ -184,7 +185,12 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
    * the step keeps its loss-scaling state on the device (CUDA targets): it   \
    * writes the next loss scale, step number and streak into the buffers of  \
    * loss_scale, step and this argument, by GradScaler's rule. */             \
-  V(ACCRUE_ROLE_LOSS_SCALE_STREAK, "loss_scale_streak")
+  V(ACCRUE_ROLE_LOSS_SCALE_STREAK, "loss_scale_streak")                        \
+  /* The model's state arena: tensors the forward updates but nothing trains  \
+   * (BatchNormalization's running mean and variance), one slice each (see    \
+   * "buffers" in the manifest; forward: one buffer, a view of it, and a      \
+   * result with train.updates naming it). */                                 \
+  V(ACCRUE_ROLE_BUFFERS, "buffers")
 
 /* How an argument is passed: a scalar by value, or a buffer as a memref
  * descriptor (device targets pass the per-step scalars as rank-0 buffers). */

@@ -236,10 +236,13 @@ public:
 
   /// The current value of every parameter, by name.
   std::map<std::string, Array> parameterArrays() const;
+  /// The current value of every buffer (running statistics), by name.
+  std::map<std::string, Array> bufferArrays() const;
   /// The gradient accumulator's view of every parameter, by name.
   std::map<std::string, Array> gradientArrays() const;
 
-  /// Writes the artifact's model with the current parameters to `path`.
+  /// Writes the artifact's model with the current parameters and buffers to
+  /// `path`.
   void exportOnnx(const std::string &path) const;
 
   /// Writes parameters, optimizer state, the step count and `run` (the
@@ -254,7 +257,8 @@ public:
 
 private:
   /// The named slices of `arena` as host arrays.
-  std::map<std::string, Array> arenaArrays(const Buffer &arena) const;
+  std::map<std::string, Array>
+  arenaArrays(const Buffer &arena, const std::vector<ParamSpec> &slots) const;
   /// A host copy of `arena`'s floats.
   std::vector<float> hostCopy(const Buffer &arena) const;
   /// Host copies of several arenas, with one wait.
@@ -267,6 +271,8 @@ private:
   Device deviceKind;
   std::unique_ptr<Backend> exec;
   Buffer paramArena, gradArena;
+  /// The model's buffers (empty when it has none).
+  Buffer bufferArena;
   std::vector<Buffer> stateArenas;
   /// Scratch memory of steps that take a workspace.
   Buffer workspace;

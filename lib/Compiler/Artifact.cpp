@@ -126,6 +126,8 @@ accrue::buildManifest(ModuleOp module, const CompilerOptions &options,
   }
   for (const train::ArenaSlot &slot : layout.params)
     m.params.push_back({slot.name, slot.shape, slot.offset, slot.numElements});
+  for (const train::ArenaSlot &slot : layout.buffers)
+    m.buffers.push_back({slot.name, slot.shape, slot.offset, slot.numElements});
   m.arenaSize = layout.arenaSize;
   m.loss = model.lossName;
   m.lossNormalization = options.pipeline.train.lossNormalization;
@@ -192,6 +194,18 @@ std::string accrue::buildHeader(const rt::Manifest &manifest) {
     llvm::interleave(param.shape, os, ", ");
     os << "] */\n";
   }
+  if (!manifest.buffers.empty()) {
+    os << "\n/* Buffer (running statistics) offsets (elements) in the buffer "
+          "arena\n * of ACCRUE_STEP_BUFFERS_SIZE floats, which the step "
+          "updates in place. */\n#define ACCRUE_STEP_BUFFERS_SIZE "
+       << manifest.buffersSize() << "\n";
+    for (auto [i, buffer] : llvm::enumerate(manifest.buffers)) {
+      os << "#define ACCRUE_BUFFER_" << i << "_OFFSET " << buffer.offset
+         << " /* " << buffer.name << " [";
+      llvm::interleave(buffer.shape, os, ", ");
+      os << "] */\n";
+    }
+  }
   os << "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
      << "void " << manifest.entry << "(void **args);\n"
      << "extern const uint64_t " << ACCRUE_STEP_FINGERPRINT_SYMBOL << ";\n";
@@ -213,9 +227,10 @@ LogicalResult
 accrue::writeInitialParameters(const onnx_import::ImportedModel &model,
                                StringRef path, std::string &error) {
   std::vector<rt::TensorRef> tensors;
-  for (const onnx_import::ImportedParameter &param : model.parameters)
-    tensors.push_back({param.name, rt::DType::F32, param.shape,
-                       param.values(), param.bytes.size()});
+  for (const auto *list : {&model.parameters, &model.buffers})
+    for (const onnx_import::ImportedParameter &param : *list)
+      tensors.push_back({param.name, rt::DType::F32, param.shape,
+                         param.values(), param.bytes.size()});
   return success(
       rt::writeSafetensors(path.str(), tensors, {{"format", "pt"}}, error));
 }
@@ -227,8 +242,9 @@ accrue::writeExportableModel(onnx_import::ImportedModel &imported,
   // again after it: nothing is copied, and the model streams to the file.
   onnx::ModelProto &model = *imported.proto;
   llvm::StringMap<onnx_import::ImportedParameter *> params;
-  for (onnx_import::ImportedParameter &param : imported.parameters)
-    params[param.name] = &param;
+  for (auto *list : {&imported.parameters, &imported.buffers})
+    for (onnx_import::ImportedParameter &param : *list)
+      params[param.name] = &param;
   SmallVector<std::pair<onnx::TensorProto *, std::string *>> moved;
   for (onnx::TensorProto &init :
        *model.mutable_graph()->mutable_initializer()) {

@@ -164,6 +164,30 @@ const int64_t *accrueArtifactParameterShape(const AccrueArtifact *artifact,
   return artifact->artifact->params[index].shape.data();
 }
 
+int accrueArtifactNumBuffers(const AccrueArtifact *artifact) {
+  return static_cast<int>(artifact->artifact->buffers.size());
+}
+
+const char *accrueArtifactBufferName(const AccrueArtifact *artifact,
+                                     int index) {
+  if (index < 0 || index >= accrueArtifactNumBuffers(artifact))
+    return nullptr;
+  return artifact->artifact->buffers[index].name.c_str();
+}
+
+int accrueArtifactBufferRank(const AccrueArtifact *artifact, int index) {
+  if (index < 0 || index >= accrueArtifactNumBuffers(artifact))
+    return -1;
+  return static_cast<int>(artifact->artifact->buffers[index].shape.size());
+}
+
+const int64_t *accrueArtifactBufferShape(const AccrueArtifact *artifact,
+                                         int index) {
+  if (index < 0 || index >= accrueArtifactNumBuffers(artifact))
+    return nullptr;
+  return artifact->artifact->buffers[index].shape.data();
+}
+
 AccrueDataset *accrueDatasetCreate(void) {
   return new (std::nothrow) AccrueDataset();
 }
@@ -356,9 +380,11 @@ int accrueSessionReadParameter(const AccrueSession *session, const char *name,
       throw Error("no parameter name given");
     std::map<std::string, Array> params =
         session->session->state().parameterArrays();
+    params.merge(session->session->state().bufferArrays());
     auto found = params.find(name);
     if (found == params.end())
-      throw Error(std::string("the artifact has no parameter '") + name + "'");
+      throw Error(std::string("the artifact has no parameter or buffer '") +
+                  name + "'");
     const Array &array = found->second;
     if (count < array.numElements() || (array.numElements() && !values))
       throw Error(std::string("parameter '") + name + "' has " +

@@ -1,7 +1,8 @@
 //===- Checkpoint.cpp - save and restore a training run ---------*- C++ -*-===//
 //
-// A checkpoint is one safetensors file: every parameter under its name,
-// every optimizer state tensor as "<state>/<parameter>", and string metadata
+// A checkpoint is one safetensors file: every parameter and buffer (running
+// statistics) under its name, every optimizer state tensor as
+// "<state>/<parameter>", and string metadata
 // (format, step count, optimizer, a CRC-32 of the tensor bytes, and the
 // caller's "run." entries). It is written to a temporary file, fsynced and
 // renamed, so a crash leaves the previous checkpoint intact.
@@ -52,15 +53,18 @@ void Trainer::saveCheckpoint(
     const std::string &path,
     const std::map<std::string, std::string> &run) const {
   // Host copies of the arenas (device targets keep them on the device).
-  std::vector<const Buffer *> arenas = {&paramArena};
+  std::vector<const Buffer *> arenas = {&paramArena, &bufferArena};
   for (const Buffer &state : stateArenas)
     arenas.push_back(&state);
   std::vector<std::vector<float>> states = hostCopies(arenas);
-  std::vector<float> params = std::move(states.front());
-  states.erase(states.begin());
+  std::vector<float> params = std::move(states[0]);
+  std::vector<float> buffers = std::move(states[1]);
+  states.erase(states.begin(), states.begin() + 2);
   std::vector<TensorRef> tensors;
   for (const ParamSpec &param : art->params)
     tensors.push_back(slice(param.name, params.data(), param));
+  for (const ParamSpec &buffer : art->buffers)
+    tensors.push_back(slice(buffer.name, buffers.data(), buffer));
   std::vector<std::string> names = art->stateNames();
   for (size_t s = 0; s < states.size(); ++s)
     for (const ParamSpec &param : art->params)
@@ -119,6 +123,8 @@ Trainer::loadCheckpoint(const std::string &path) {
   };
   for (const ParamSpec &param : art->params)
     find(param.name, param);
+  for (const ParamSpec &buffer : art->buffers)
+    find(buffer.name, buffer);
   std::vector<std::string> names = art->stateNames();
   for (const std::string &state : names)
     for (const ParamSpec &param : art->params)
@@ -144,18 +150,21 @@ Trainer::loadCheckpoint(const std::string &path) {
   }
 
   // Everything checked: restore, arena by arena.
-  auto restore = [&](Buffer &arena, const std::string &prefix) {
-    std::vector<float> values(art->arenaSize, 0.0f);
-    for (const ParamSpec &param : art->params)
+  auto restore = [&](Buffer &arena, const std::string &prefix,
+                     const std::vector<ParamSpec> &slots) {
+    std::vector<float> values(arena.bytes() / sizeof(float), 0.0f);
+    for (const ParamSpec &param : slots)
       std::memcpy(values.data() + param.offset,
                   arrays.at(prefix + param.name).data.data(),
                   param.numel * sizeof(float));
     exec->upload(arena.data(), values.data(), arena.bytes());
     exec->synchronize();
   };
-  restore(paramArena, "");
+  restore(paramArena, "", art->params);
+  if (!art->buffers.empty())
+    restore(bufferArena, "", art->buffers);
   for (size_t s = 0; s < names.size(); ++s)
-    restore(stateArenas[s], names[s] + "/");
+    restore(stateArenas[s], names[s] + "/", art->params);
   exec->fillZero(gradArena.data(), gradArena.bytes());
   completed = step;
   scale = savedScale;

@@ -26,6 +26,13 @@ std::vector<std::string> Manifest::stateNames() const {
   return names;
 }
 
+int64_t Manifest::buffersSize() const {
+  for (const ArgSpec &arg : args)
+    if (arg.role == ACCRUE_ROLE_BUFFERS)
+      return arg.shape.empty() ? -1 : arg.shape[0];
+  return 0;
+}
+
 std::string accrue::rt::fingerprintText(uint64_t fingerprint) {
   char text[17];
   std::snprintf(text, sizeof text, "%016" PRIx64, fingerprint);
@@ -96,6 +103,11 @@ uint64_t Manifest::fingerprint() const noexcept {
   f << static_cast<int64_t>(params.size());
   for (const ParamSpec &param : params)
     f << param.name << param.shape << param.offset << param.numel;
+  if (!buffers.empty()) {
+    f << static_cast<int64_t>(buffers.size());
+    for (const ParamSpec &buffer : buffers)
+      f << buffer.name << buffer.shape << buffer.offset << buffer.numel;
+  }
   return f.value();
 }
 
@@ -115,12 +127,16 @@ std::string Manifest::toJson() const noexcept {
       entry[ACCRUE_KEY_FIELDS] = arg.fields;
     argList.push_back(std::move(entry));
   }
-  json paramList = json::array();
-  for (const ParamSpec &param : params)
-    paramList.push_back({{ACCRUE_KEY_NAME, param.name},
-                         {ACCRUE_KEY_SHAPE, param.shape},
-                         {ACCRUE_KEY_OFFSET, param.offset},
-                         {ACCRUE_KEY_NUMEL, param.numel}});
+  auto slots = [](const std::vector<ParamSpec> &list) {
+    json out = json::array();
+    for (const ParamSpec &param : list)
+      out.push_back({{ACCRUE_KEY_NAME, param.name},
+                     {ACCRUE_KEY_SHAPE, param.shape},
+                     {ACCRUE_KEY_OFFSET, param.offset},
+                     {ACCRUE_KEY_NUMEL, param.numel}});
+    return out;
+  };
+  json paramList = slots(params);
   json opt = {{ACCRUE_KEY_NAME, accrueOptimizerName(optimizer.kind)},
               {ACCRUE_KEY_LR, optimizer.lr}};
   for (const auto &[key, value] : optimizer.hyperparameters) {
@@ -162,6 +178,8 @@ std::string Manifest::toJson() const noexcept {
       {ACCRUE_KEY_PARTIAL_WINDOWS, partialWindows},
       {ACCRUE_KEY_LOSS_SCALE, std::move(scaling)},
   };
+  if (!buffers.empty())
+    manifest[ACCRUE_KEY_BUFFERS] = slots(buffers);
   if (activationBytes)
     manifest[ACCRUE_KEY_ACTIVATION_BYTES] = *activationBytes;
   if (!cudaArchs.empty())
@@ -235,11 +253,16 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     if (!doc.at(ACCRUE_KEY_CLIP_NORM).is_null())
       m.clipNorm = doc.at(ACCRUE_KEY_CLIP_NORM).get<double>();
     m.arenaSize = doc.at(ACCRUE_KEY_ARENA_SIZE).get<int64_t>();
-    for (const json &param : doc.at(ACCRUE_KEY_PARAMS))
-      m.params.push_back({param.at(ACCRUE_KEY_NAME).get<std::string>(),
-                          param.at(ACCRUE_KEY_SHAPE).get<std::vector<int64_t>>(),
-                          param.at(ACCRUE_KEY_OFFSET).get<int64_t>(),
-                          param.at(ACCRUE_KEY_NUMEL).get<int64_t>()});
+    auto readSlots = [](const json &list, std::vector<ParamSpec> &out) {
+      for (const json &param : list)
+        out.push_back({param.at(ACCRUE_KEY_NAME).get<std::string>(),
+                       param.at(ACCRUE_KEY_SHAPE).get<std::vector<int64_t>>(),
+                       param.at(ACCRUE_KEY_OFFSET).get<int64_t>(),
+                       param.at(ACCRUE_KEY_NUMEL).get<int64_t>()});
+    };
+    readSlots(doc.at(ACCRUE_KEY_PARAMS), m.params);
+    if (doc.contains(ACCRUE_KEY_BUFFERS))
+      readSlots(doc.at(ACCRUE_KEY_BUFFERS), m.buffers);
     for (const json &arg : doc.at(ACCRUE_KEY_ARGS)) {
       ArgSpec spec;
       spec.role = readEnum(arg, ACCRUE_KEY_ROLE, accrueParseArgRole, path);
@@ -279,17 +302,26 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     throw bad("the micro-batch and accumulation steps must be positive");
   if (m.arenaSize < 1 || m.arenaSize > (int64_t(1) << 40))
     throw bad("the arena size is out of range");
-  for (const ParamSpec &param : m.params) {
-    int64_t numel = 1;
-    for (int64_t d : param.shape) {
-      if (d < 0 || d > m.arenaSize)
-        throw bad("parameter '" + param.name + "' has a bad shape");
-      numel *= d;
+  auto checkSlots = [&](const std::vector<ParamSpec> &list, int64_t size,
+                        const std::string &what) {
+    for (const ParamSpec &param : list) {
+      int64_t numel = 1;
+      for (int64_t d : param.shape) {
+        if (d < 0 || d > size)
+          throw bad(what + " '" + param.name + "' has a bad shape");
+        numel *= d;
+      }
+      if (numel != param.numel || param.offset < 0 ||
+          param.offset > size - param.numel)
+        throw bad(what + " '" + param.name + "' lies outside its arena");
     }
-    if (numel != param.numel || param.offset < 0 ||
-        param.offset > m.arenaSize - param.numel)
-      throw bad("parameter '" + param.name + "' lies outside the arena");
-  }
+  };
+  checkSlots(m.params, m.arenaSize, "parameter");
+  int64_t buffersSize = m.buffersSize();
+  if ((buffersSize > 0) != !m.buffers.empty() || buffersSize < 0 ||
+      buffersSize > (int64_t(1) << 40))
+    throw bad("the buffers do not match the buffer arena");
+  checkSlots(m.buffers, buffersSize, "buffer");
   int64_t batchRows = 0;
   for (const ArgSpec &arg : m.args) {
     bool arena = arg.role == ACCRUE_ROLE_PARAMS ||
@@ -298,6 +330,9 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     if (arena && arg.shape != std::vector<int64_t>{m.arenaSize})
       throw bad("argument '" + arg.name + "' is not an arena of " +
                 std::to_string(m.arenaSize) + " floats");
+    if (arg.role == ACCRUE_ROLE_BUFFERS &&
+        (arg.shape.size() != 1 || arg.dtype != DType::F32))
+      throw bad("the buffer arena must be f32[n]");
     if (arg.role == ACCRUE_ROLE_BATCH) {
       if (arg.shape.empty() || arg.shape[0] != -1)
         throw bad("batch input '" + arg.name +

@@ -175,17 +175,28 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
 
   std::string initPath = art->path(art->init);
   std::map<std::string, Array> init = readSafetensors(initPath);
-  std::vector<float> params(art->arenaSize, 0.0f);
-  for (const ParamSpec &param : art->params) {
-    auto it = init.find(param.name);
-    if (it == init.end())
-      throw Error("'" + initPath + "' has no tensor '" + param.name + "'");
-    const Array &a = it->second;
-    if (a.dtype != DType::F32 || a.shape != param.shape)
-      throw Error("'" + initPath + "': tensor '" + param.name +
-                  "' does not match the manifest's shape");
-    std::memcpy(params.data() + param.offset, a.data.data(),
-                param.numel * sizeof(float));
+  // The initial values of `slots`, laid out in an arena of `size` floats.
+  auto initialArena = [&](const std::vector<ParamSpec> &slots, int64_t size) {
+    std::vector<float> values(size, 0.0f);
+    for (const ParamSpec &param : slots) {
+      auto it = init.find(param.name);
+      if (it == init.end())
+        throw Error("'" + initPath + "' has no tensor '" + param.name + "'");
+      const Array &a = it->second;
+      if (a.dtype != DType::F32 || a.shape != param.shape)
+        throw Error("'" + initPath + "': tensor '" + param.name +
+                    "' does not match the manifest's shape");
+      std::memcpy(values.data() + param.offset, a.data.data(),
+                  param.numel * sizeof(float));
+    }
+    return values;
+  };
+  std::vector<float> params = initialArena(art->params, art->arenaSize);
+  if (int64_t size = art->buffersSize()) {
+    std::vector<float> buffers = initialArena(art->buffers, size);
+    bufferArena = Buffer(*exec, size * sizeof(float));
+    exec->upload(bufferArena.data(), buffers.data(), bufferArena.bytes());
+    exec->synchronize();
   }
   // Data-parallel ranks start from rank 0's parameters.
   if (art->dataParallel()) {
@@ -207,6 +218,7 @@ Trainer::~Trainer() {
   stateArenas.clear();
   paramArena = Buffer();
   gradArena = Buffer();
+  bufferArena = Buffer();
   workspace = Buffer();
   metricsBuffer = Buffer();
   scalars = Buffer();
@@ -344,6 +356,9 @@ void Trainer::launch(const std::vector<const void *> &inputs,
     case ACCRUE_ROLE_STATE:
       packed.addMemref(stateArenas[nextState++].data(), arg.shape);
       break;
+    case ACCRUE_ROLE_BUFFERS:
+      packed.addMemref(bufferArena.data(), arg.shape);
+      break;
     case ACCRUE_ROLE_BATCH: {
       std::vector<int64_t> shape = arg.shape;
       shape[0] = samples;
@@ -449,7 +464,8 @@ Trainer::hostCopies(const std::vector<const Buffer *> &arenas) const {
   std::vector<std::vector<float>> copies;
   for (const Buffer *arena : arenas) {
     copies.emplace_back(arena->bytes() / sizeof(float));
-    exec->download(copies.back().data(), arena->data(), arena->bytes());
+    if (arena->bytes()) // an empty arena (a model without buffers)
+      exec->download(copies.back().data(), arena->data(), arena->bytes());
   }
   // One wait for all of them.
   exec->synchronize();
@@ -460,10 +476,14 @@ std::vector<float> Trainer::hostCopy(const Buffer &arena) const {
   return std::move(hostCopies({&arena}).front());
 }
 
-std::map<std::string, Array> Trainer::arenaArrays(const Buffer &arena) const {
+std::map<std::string, Array>
+Trainer::arenaArrays(const Buffer &arena,
+                     const std::vector<ParamSpec> &slots) const {
+  if (slots.empty())
+    return {};
   std::vector<float> values = hostCopy(arena);
   std::map<std::string, Array> arrays;
-  for (const ParamSpec &param : art->params) {
+  for (const ParamSpec &param : slots) {
     Array a;
     a.dtype = DType::F32;
     a.shape = param.shape;
@@ -476,18 +496,25 @@ std::map<std::string, Array> Trainer::arenaArrays(const Buffer &arena) const {
 }
 
 std::map<std::string, Array> Trainer::parameterArrays() const {
-  return arenaArrays(paramArena);
+  return arenaArrays(paramArena, art->params);
+}
+
+std::map<std::string, Array> Trainer::bufferArrays() const {
+  return arenaArrays(bufferArena, art->buffers);
 }
 
 std::map<std::string, Array> Trainer::gradientArrays() const {
-  return arenaArrays(gradArena);
+  return arenaArrays(gradArena, art->params);
 }
 
 void Trainer::exportOnnx(const std::string &path) const {
-  std::vector<float> params = hostCopy(paramArena);
+  std::vector<std::vector<float>> arenas =
+      hostCopies({&paramArena, &bufferArena});
   std::map<std::string, std::pair<const float *, int64_t>> values;
   for (const ParamSpec &param : art->params)
-    values[param.name] = {params.data() + param.offset, param.numel};
+    values[param.name] = {arenas[0].data() + param.offset, param.numel};
+  for (const ParamSpec &buffer : art->buffers)
+    values[buffer.name] = {arenas[1].data() + buffer.offset, buffer.numel};
   std::string model = readFile(art->path(art->model));
   writeFileAtomically(path, patchOnnxInitializers(model, values));
 }

@@ -66,6 +66,12 @@ class Artifact:
         """{name: shape} of the trained parameters (ONNX names)."""
         return dict(self._handle.parameters)
 
+    @property
+    def buffers(self):
+        """{name: shape} of the model's buffers (BatchNormalization's running
+        statistics), which the step updates but does not train."""
+        return dict(self._handle.buffers)
+
     def __repr__(self):
         return "accrue.Artifact(%r)" % self.path
 
@@ -193,6 +199,14 @@ class Session:
             raise RuntimeError("the session has not trained yet: call train() first")
         return {name: self._session.parameter(name, shape)
                 for name, shape in self.artifact.parameters.items()}
+
+    def buffers(self):
+        """{name: numpy array} of the model's buffers: the running mean and
+        variance of training-mode BatchNormalization nodes (ONNX names)."""
+        if self._session is None:
+            raise RuntimeError("the session has not trained yet: call train() first")
+        return {name: self._session.parameter(name, shape)
+                for name, shape in self.artifact.buffers.items()}
 
     def save_checkpoint(self, path=None):
         """Writes a checkpoint: to `path`, or to the checkpoint_dir setting's

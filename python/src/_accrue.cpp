@@ -119,6 +119,18 @@ struct Artifact {
     }
     return result;
   }
+
+  std::vector<std::pair<std::string, std::vector<int64_t>>> buffers() const {
+    std::vector<std::pair<std::string, std::vector<int64_t>>> result;
+    for (int i = 0; i < accrueArtifactNumBuffers(handle.get()); ++i) {
+      const int64_t *shape = accrueArtifactBufferShape(handle.get(), i);
+      result.emplace_back(
+          accrueArtifactBufferName(handle.get(), i),
+          std::vector<int64_t>(
+              shape, shape + accrueArtifactBufferRank(handle.get(), i)));
+    }
+    return result;
+  }
 };
 
 struct Session {
@@ -250,7 +262,8 @@ PYBIND11_MODULE(_accrue, m) {
       .def(py::init<const std::string &>())
       .def_property_readonly("micro_batch", &Artifact::microBatch)
       .def_property_readonly("inputs", &Artifact::inputs)
-      .def_property_readonly("parameters", &Artifact::parameters);
+      .def_property_readonly("parameters", &Artifact::parameters)
+      .def_property_readonly("buffers", &Artifact::buffers);
 
   py::class_<Session>(m, "Session")
       .def(py::init<const Artifact &, const py::dict &, const Settings &>())

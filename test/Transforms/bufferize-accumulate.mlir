@@ -29,3 +29,18 @@ func.func @accumulate(%acc: tensor<16xf32>, %g0: tensor<f32>, %g1: tensor<3xf32>
   }
   return %r : tensor<16xf32>
 }
+
+// train.store writes each value over its slice of the arena in place.
+// CHECK-LABEL: func @store
+// CHECK-SAME: (%[[ARENA:[^:]+]]: memref<32xf32{{.*}}>, %[[V0:[^:]+]]: memref<2xf32{{.*}}>, %[[V1:[^:]+]]: memref<2x2xf32{{.*}}>
+// CHECK-NOT: memref.alloc
+// CHECK: %[[S0:.+]] = memref.subview %[[ARENA]][0] [2] [1]
+// CHECK: linalg.copy ins(%[[V0]] : {{.*}}) outs(%[[S0]] : {{.*}})
+// CHECK: %[[S1:.+]] = memref.subview %[[ARENA]][16] [4] [1]
+// CHECK: %[[E1:.+]] = memref.expand_shape %[[S1]] {{\[}}[0, 1]] output_shape [2, 2]
+// CHECK: linalg.copy ins(%[[V1]] : {{.*}}) outs(%[[E1]] : {{.*}})
+// CHECK: return %[[ARENA]]
+func.func @store(%arena: tensor<32xf32>, %v0: tensor<2xf32>, %v1: tensor<2x2xf32>) -> tensor<32xf32> {
+  %r = train.store %arena, %v0, %v1 {offsets = array<i64: 0, 16>} : tensor<32xf32>, tensor<2xf32>, tensor<2x2xf32>
+  return %r : tensor<32xf32>
+}

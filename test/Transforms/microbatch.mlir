@@ -207,3 +207,39 @@ func.func @step(%w: tensor<3xf32>, %x: tensor<?x3xf32>, %s: f32, %acc: tensor<16
   %a = train.accumulate %acc, %g {offsets = array<i64: 0>} : tensor<16xf32>, tensor<3xf32>
   return %l, %a : tensor<f32>, tensor<16xf32>
 }
+
+// -----
+
+// A result tied to an argument (a buffer: a running statistic) is carried
+// through the loop: each micro-batch reads the previous one's value and its
+// new value is written over the carried one (a copy in destination-passing
+// style, so bufferization updates one buffer in place). A micro-batch of
+// padding only (its first sample at or past `valid`) keeps the old value.
+
+func.func private @stat(%w: tensor<3xf32>, %s: tensor<3xf32>, %x: tensor<2x3xf32>) -> (tensor<f32>, tensor<3xf32> {train.tied = 1 : i64}) {
+  %0 = nn.mul %x, %w : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = nn.reduce_sum %0 {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x3xf32>) -> tensor<f32>
+  %2 = nn.reduce_mean %x {axes = array<i64: 0>, keepdims = false} : (tensor<2x3xf32>) -> tensor<3xf32>
+  %3 = nn.add %s, %2 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %1, %3 : tensor<f32>, tensor<3xf32>
+}
+
+// CHECK-LABEL: func.func private @stat_split_masked
+// CHECK: return %{{.+}}, %{{.+}}, %{{.+}} : tensor<f32>, tensor<f32>, tensor<3xf32>
+// CHECK-LABEL: func @carried
+// CHECK-SAME: (%[[W:[^:]+]]: tensor<3xf32>, %[[S:[^:]+]]: tensor<3xf32>, %[[X:[^:]+]]: tensor<?x3xf32>, %[[ACC:[^:]+]]: tensor<16xf32>, %[[VALID:[^:]+]]: i64)
+// CHECK: %[[LOOP:.+]]:4 = scf.for %[[I:.+]] = %{{.+}} iter_args(%{{.+}} = %[[ACC]], %{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}, %[[OLD:.+]] = %[[S]]) -> (tensor<16xf32>, f32, f32, tensor<3xf32>)
+// CHECK:   %[[VG:.+]]:4 = train.value_and_grad @stat_split_masked(%[[W]], %[[OLD]], %{{.+}}, %{{.+}})
+// CHECK:   train.accumulate %{{.+}}, %[[VG]]#3
+// CHECK:   %[[FIRST:.+]] = arith.index_cast %{{.+}} : index to i64
+// CHECK:   %[[HAS:.+]] = arith.cmpi sgt, %[[VALID]], %[[FIRST]] : i64
+// CHECK:   %[[SEL:.+]] = linalg.generic {{.*}} ins(%[[VG]]#2, %[[OLD]] : tensor<3xf32>, tensor<3xf32>)
+// CHECK:     arith.select %[[HAS]]
+// CHECK:   %[[NEW:.+]] = linalg.copy ins(%[[SEL]] : tensor<3xf32>) outs(%[[OLD]] : tensor<3xf32>)
+// CHECK:   scf.yield %{{.+}}, %{{.+}}, %{{.+}}, %[[NEW]] :
+// CHECK: return %{{.+}}, %[[LOOP]]#3
+func.func @carried(%w: tensor<3xf32>, %s: tensor<3xf32>, %x: tensor<?x3xf32>, %acc: tensor<16xf32>, %valid: i64) -> (tensor<16xf32>, tensor<3xf32>) {
+  %l, %new, %g = train.value_and_grad @stat(%w, %s, %x) valid %valid {wrt = array<i64: 0>, micro_batch = 2} : (tensor<3xf32>, tensor<3xf32>, tensor<?x3xf32>) -> (tensor<f32>, tensor<3xf32>, tensor<3xf32>)
+  %a = train.accumulate %acc, %g {offsets = array<i64: 0>} : tensor<16xf32>, tensor<3xf32>
+  return %a, %new : tensor<16xf32>, tensor<3xf32>
+}

@@ -10,7 +10,8 @@
 # it must reach the CPU artifact's parameters and losses: the
 # transformations compute the same step, whatever the order threads run in
 # (every thread writes only its own outputs). Models:
-# PyTorch exports of an MLP, a CNN and a GPT with padded tokens, a partial
+# PyTorch exports of an MLP, a CNN, a GPT with padded tokens and a CNN with
+# BatchNorm statistics, a partial
 # last window, Dropout, fp16 with dynamic loss scaling (an injected overflow
 # skipped on both), SGD with momentum, a gradient-only step, and two
 # data-parallel ranks.
@@ -144,4 +145,9 @@ same("gpt gradients only", *both("grads", gpt, gpt_data, 2, 1, accumulation_step
 cpu, emulated = both("dp", gpt, gpt_data, 2, 2, ranks=2, data_parallel=True, **common)
 assert all(r["all_reduces"] == 1 for r in emulated[1]), emulated[1]
 same("gpt 2 ranks", cpu, emulated)
+
+# BatchNorm's running statistics (the buffer arena, updated per micro-batch
+# on the device) with a partial last window (20 samples, windows of 8).
+bn, bn_data = export("bn", zoo.BatchNormCNN(12), 20)
+same("batchnorm statistics", *both("bn", bn, bn_data, 2, 3, **common))
 print("ok")

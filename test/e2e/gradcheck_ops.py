@@ -311,6 +311,13 @@ cases.append(Case("ConvTranspose_1d", {"a": normal(2, 4), "w": normal(2, 3, 3, s
                   lambda g: g.node("ConvTranspose", ["p_a", "p_w"], (N, 3, 8), strides=[2],
                                    pads=[1, 0]),
                   add_x_to="a"))
+cases.append(Case("ConvTranspose_3d",
+                  {"a": normal(2, 3, 2, 2), "w": normal(2, 2, 2, 2, 2, scale=0.5),
+                   "b": normal(2)},
+                  lambda g: g.node("ConvTranspose", ["p_a", "p_w", "p_b"], (N, 2, 6, 2, 4),
+                                   strides=[2, 1, 1], pads=[1, 0, 0, 0, 1, 0],
+                                   dilations=[1, 1, 2], output_padding=[1, 0, 0]),
+                  add_x_to="a"))
 cases.append(Case("Resize_nearest", {"a": normal(2, 3, 4)},
                   lambda g: g.node("Resize", ["p_a", "", g.const("sc", np.array([1, 1, 2, 1.5], np.float32))],
                                    (N, 2, 6, 6), mode="nearest"),
@@ -411,6 +418,26 @@ cases.append(Case("MaxPool", {"a": normal(2, 5, 5)},
                   lambda g: g.node("MaxPool", ["p_a"], (N, 2, 3, 3), kernel_shape=[3, 2],
                                    strides=[2, 2], pads=[1, 0, 1, 1]),
                   add_x_to="a"))
+def max_pool_indices(g, storage_order):
+    """MaxPool's values times its Indices output (as floats): the gradient
+    scales by the flat index of each window's maximum, the loss checks the
+    indices themselves."""
+    g.count += 1
+    y, idx = "mp%d" % g.count, "mpi%d" % g.count
+    g.nodes.append(helper.make_node("MaxPool", ["p_a"], [y, idx], kernel_shape=[2, 3],
+                                    strides=[1, 2], pads=[0, 1, 1, 1],
+                                    storage_order=storage_order))
+    g.shapes[y] = (N, 2, 4, 3)
+    as_float = g.node("Cast", [idx], (N, 2, 4, 3),
+                      to=TensorProto.DOUBLE if g.dtype == np.float64 else TensorProto.FLOAT)
+    scaled = g.node("Mul", [as_float, g.const("idx_scale", np.array(0.01, g.dtype))],
+                    (N, 2, 4, 3))
+    return g.node("Mul", [y, scaled], (N, 2, 4, 3))
+
+
+for order in [0, 1]:
+    cases.append(Case("MaxPool_indices_storage_order_%d" % order, {"a": normal(2, 4, 5)},
+                      lambda g, o=order: max_pool_indices(g, o), add_x_to="a"))
 cases.append(Case("AveragePool", {"a": normal(2, 5, 5)},
                   lambda g: g.node("AveragePool", ["p_a"], (N, 2, 3, 3), kernel_shape=[3, 2],
                                    strides=[2, 2], pads=[1, 0, 1, 1]),

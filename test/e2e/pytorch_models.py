@@ -6,7 +6,8 @@
 # (depthwise convolution, HardSwish, squeeze-and-excitation) and a UNet
 # level (grouped ConvTranspose, skip concatenation, nearest and bilinear
 # Resize, per-pixel cross-entropy), and sequence classifiers with a 2-layer
-# GRU and a bidirectional LSTM (variable lengths through a mask). Each trains 3 optimizer steps with
+# GRU and a bidirectional LSTM (variable lengths through a mask), and a CNN
+# whose loss uses MaxPool's Indices output. Each trains 3 optimizer steps with
 # micro-batch 2 x 4 accumulation steps through accrue-compile and
 # accrue-train; the parameters match PyTorch training the same module with
 # a manual accumulation loop and AdamW.
@@ -69,6 +70,7 @@ models = {
     "unet_block": lambda opset: zoo.UNetBlock(9),
     "gru_classifier": lambda opset: zoo.RecurrentClassifier(10, "gru"),
     "lstm_classifier": lambda opset: zoo.RecurrentClassifier(11, "lstm"),
+    "maxpool_indices": lambda opset: zoo.PoolIndicesNet(12),
 }
 rng = np.random.default_rng(5)
 for name, make in models.items():

@@ -71,6 +71,30 @@ def test_gpt_from_pytorch_bit_identical(tmp_path):
     assert_same(session.parameters(), want)
 
 
+def test_batchnorm_buffers(tmp_path):
+    """The running statistics of training-mode BatchNorm are the artifact's
+    buffers: named and shaped, read after training, equal to what
+    accrue-train exports (parameters too)."""
+    import zoo
+    module = zoo.BatchNormCNN(1)
+    data = module.data(32, np.random.default_rng(0))
+    np.savez(tmp_path / "bn.npz", **data)
+    settings = dict(FLAGS, micro_batch=4)
+    art = accrue.compile_torch(module, data, tmp_path / "bn", **settings)
+    assert art.buffers == {"bn2d.running_mean": [4], "bn2d.running_var": [4],
+                           "bn1d.running_mean": [6], "bn1d.running_var": [6]}
+    assert not set(art.buffers) & set(art.parameters)
+    session = accrue.Session(art)
+    session.train(data, steps=3)
+    want = cli_train(tmp_path, str(tmp_path / "bn.onnx"), tmp_path / "bn.npz", 3, settings)
+    buffers = session.buffers()
+    start = initializers(tmp_path / "bn.onnx")
+    for name, value in buffers.items():
+        assert np.abs(value - start[name]).max() > 1e-3, name
+    assert_same({**session.parameters(), **buffers},
+                {k: v for k, v in want.items() if k in art.parameters or k in art.buffers})
+
+
 def test_narrow_integer_labels(tmp_path, spirals):
     """int8 and int16 labels train exactly like int64 ones (widened)."""
     model = os.path.join(SPIRALS, "model.onnx")

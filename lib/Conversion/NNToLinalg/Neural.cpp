@@ -639,6 +639,64 @@ struct MaxPoolLowering : public OpConversionPattern<MaxPoolOp> {
   }
 };
 
+struct MaxPoolIndicesLowering : public OpConversionPattern<MaxPoolIndicesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MaxPoolIndicesOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inType = cast<RankedTensorType>(adaptor.getInput().getType());
+    auto resultType = cast<RankedTensorType>(op.getType());
+    ArrayRef<int64_t> s = op.getStrides(), d = op.getDilations(),
+                      p = op.getPads(), k = op.getKernel();
+    // The kernel position (i * KW + j) of each window's first maximum.
+    Value winners =
+        windowMaxima(rewriter, loc, adaptor.getInput(), k, s, d, p,
+                     RankedTensorType::get(resultType.getShape(),
+                                           inType.getElementType()),
+                     /*positions=*/true)[1];
+    int64_t channels = inType.getDimSize(1), height = inType.getDimSize(2),
+            width = inType.getDimSize(3);
+    bool columnMajor = op.getStorageOrder() == 1;
+    rewriter.replaceOp(
+        op, buildElementwise(
+                rewriter, loc, resultType, ValueRange{winners},
+                [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                  auto c = [&](int64_t v) {
+                    return arith::ConstantIndexOp::create(nb, l, v)
+                        .getResult();
+                  };
+                  auto index = [&](unsigned dim) {
+                    return linalg::IndexOp::create(nb, l, dim).getResult();
+                  };
+                  auto add = [&](Value a, Value b) {
+                    return arith::AddIOp::create(nb, l, a, b).getResult();
+                  };
+                  auto mul = [&](Value a, int64_t b) {
+                    return arith::MulIOp::create(nb, l, a, c(b)).getResult();
+                  };
+                  Value at = arith::IndexCastOp::create(
+                      nb, l, nb.getIndexType(), args[0]);
+                  Value i = arith::DivUIOp::create(nb, l, at, c(k[1]));
+                  Value j = arith::RemUIOp::create(nb, l, at, c(k[1]));
+                  // Input row and column of the winner (pads subtracted).
+                  Value row = arith::SubIOp::create(
+                      nb, l, add(mul(index(2), s[0]), mul(i, d[0])), c(p[0]));
+                  Value col = arith::SubIOp::create(
+                      nb, l, add(mul(index(3), s[1]), mul(j, d[1])), c(p[1]));
+                  Value plane = mul(add(mul(index(0), channels), index(1)),
+                                    height * width);
+                  Value flat =
+                      columnMajor
+                          ? add(plane, add(row, mul(col, height)))
+                          : add(plane, add(mul(row, width), col));
+                  return arith::IndexCastOp::create(nb, l, nb.getI64Type(),
+                                                    flat);
+                }));
+    return success();
+  }
+};
+
 struct MaxPoolGradLowering : public OpConversionPattern<MaxPoolGradOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -928,6 +986,6 @@ void lowering::populateNeuralLowering(RewritePatternSet &patterns) {
   patterns.add<SoftmaxLowering<SoftmaxOp, false>,
                SoftmaxLowering<LogSoftmaxOp, true>, ConvLowering,
                ConvGradInputLowering, ConvGradWeightLowering, MaxPoolLowering,
-               MaxPoolGradLowering, AveragePoolLowering,
+               MaxPoolIndicesLowering, MaxPoolGradLowering, AveragePoolLowering,
                AveragePoolGradLowering, DropoutLowering>(patterns.getContext());
 }

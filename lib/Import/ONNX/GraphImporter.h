@@ -15,6 +15,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <onnx/onnx_pb.h>
@@ -70,6 +71,10 @@ constexpr llvm::StringLiteral kTrainingDomain = "ai.onnx.preview.training";
 /// sinceVersion <= opset, or null.
 const OpRegistration *lookupHandler(llvm::StringRef domain,
                                     llvm::StringRef opType, int64_t opset);
+
+/// Whether `node` is a BatchNormalization in training mode (batch
+/// statistics, running statistics as outputs 1 and 2) at `opset`.
+bool isTrainingBatchNorm(const onnx::NodeProto &node, int64_t opset);
 
 /// Handler families, one function per file (registrations appended).
 void addElementwiseHandlers(std::vector<OpRegistration> &handlers);
@@ -222,6 +227,10 @@ public:
   int64_t dropoutCount = 0;
   /// Seed of Dropout nodes without a seed attribute.
   int64_t dropoutSeed = 0;
+  /// The new value of each buffer argument (role buffers: running
+  /// statistics) that a node updates, by argument number; the forward
+  /// returns them after the loss.
+  llvm::MapVector<unsigned, mlir::Value> bufferUpdates;
 
 private:
   llvm::StringMap<mlir::Value> values;

@@ -112,6 +112,10 @@ private:
   DenseMap<int, const OpRegistration *> handlers;
   llvm::StringSet<> regularUse;
   SmallVector<const onnx::TensorProto *> paramProtos;
+  /// Running statistics of training-mode BatchNormalization nodes: the
+  /// forward updates them (buffers), nothing trains them.
+  llvm::StringSet<> bufferNames;
+  SmallVector<const onnx::TensorProto *> bufferProtos;
   llvm::StringMap<const onnx::TensorProto *> initializers;
   SmallVector<const onnx::ValueInfoProto *> inputProtos;
   SmallVector<const onnx::ValueInfoProto *> constantInputs;
@@ -384,6 +388,11 @@ LogicalResult ModelImporter::sliceAndCheckNodes() {
              << (domain.empty() ? "" : domain.str() + " ") << "opset "
              << version << ")";
     handlers[i] = reg;
+    if (training() && domain.empty() &&
+        node.op_type() == "BatchNormalization" &&
+        isTrainingBatchNorm(node, version))
+      for (int j = 3; j < std::min(node.input_size(), 5); ++j)
+        bufferNames.insert(node.input(j));
     // A training-mode Dropout needs the optimizer step and the global index
     // of the micro-batch's first sample for its mask.
     if (training() && node.op_type() == "Dropout" && node.input_size() > 2 &&
@@ -461,6 +470,11 @@ LogicalResult ModelImporter::buildSignature() {
         !(freeze && freeze->match(init.name())) &&
         (!trainable || trainable->contains(init.name())))
       paramProtos.push_back(&init);
+    else if (training() && neededNames.contains(init.name()) &&
+             init.data_type() == onnx::TensorProto::FLOAT &&
+             bufferNames.contains(init.name()) &&
+             !regularUse.contains(init.name()))
+      bufferProtos.push_back(&init);
   }
 
   // Parameters (training only): their data moves out of the model into
@@ -503,6 +517,32 @@ LogicalResult ModelImporter::buildSignature() {
         RankedTensorType::get(param.shape, builder.getF32Type()));
     result.parameters.push_back(std::move(param));
   }
+  // Buffers: their initial values go into the artifact beside the
+  // parameters'.
+  for (const onnx::TensorProto *proto : bufferProtos) {
+    Location loc = namedLoc("initializer", proto->name());
+    ImportedParameter buffer;
+    buffer.name = proto->name();
+    if (options.loadParameterValues) {
+      FailureOr<TensorData> data =
+          readTensorData(*proto, context, options.modelPath, loc,
+                         const_cast<onnx::TensorProto *>(proto));
+      if (failed(data))
+        return failure();
+      buffer.shape.assign(data->shape.begin(), data->shape.end());
+      buffer.bytes = std::move(data->bytes);
+    } else {
+      for (int64_t d : proto->dims()) {
+        if (d < 0)
+          return emitError(loc) << "tensor '" << proto->name()
+                                << "' has a negative dimension";
+        buffer.shape.push_back(d);
+      }
+    }
+    argTypes.push_back(
+        RankedTensorType::get(buffer.shape, builder.getF32Type()));
+    result.buffers.push_back(std::move(buffer));
+  }
   // Graph inputs that are not initializers.
   for (const auto &input : graph.input()) {
     if (initializers.count(input.name()) || !neededNames.contains(input.name()))
@@ -541,6 +581,8 @@ LogicalResult ModelImporter::importBody() {
   SmallVector<DictionaryAttr> attrs;
   for (const ImportedParameter &param : result.parameters)
     attrs.push_back(argAttrs(ACCRUE_ROLE_PARAMS, param.name));
+  for (const ImportedParameter &buffer : result.buffers)
+    attrs.push_back(argAttrs(ACCRUE_ROLE_BUFFERS, buffer.name));
   for (const onnx::ValueInfoProto *input : inputProtos)
     attrs.push_back(argAttrs(ACCRUE_ROLE_BATCH, input->name()));
   if (needsRandomContext) {
@@ -628,6 +670,12 @@ LogicalResult ModelImporter::importBody() {
              << ", but a loss must be a scalar (tensor<f32>); reduce it with "
                 "ReduceMean or ReduceSum";
     forward.setPrivate();
+    // The buffers' new values follow the loss.
+    for (unsigned i = 0; i < result.buffers.size(); ++i) {
+      unsigned arg = result.parameters.size() + i;
+      Value update = importer.bufferUpdates.lookup(arg);
+      results.push_back(update ? update : entry->getArgument(arg));
+    }
   } else {
     forward->setAttr(train::StepAttrs::kStep, builder.getUnitAttr());
     for (auto [name, value] : llvm::zip(outputNames, results)) {
@@ -647,6 +695,11 @@ LogicalResult ModelImporter::importBody() {
       op.erase();
   forward.setType(
       builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  if (training())
+    for (unsigned i = 0; i < result.buffers.size(); ++i)
+      forward.setResultAttr(
+          1 + i, train::StepAttrs::kTied,
+          builder.getI64IntegerAttr(result.parameters.size() + i));
   result.forward = forward;
   result.lossName = training() ? outputNames[0] : "";
   return success();

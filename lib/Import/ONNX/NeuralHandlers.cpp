@@ -10,6 +10,7 @@
 #include "GraphImporter.h"
 
 #include "accrue-runtime/Settings.h"
+#include "accrue/Dialect/Train/IR/Train.h"
 
 #include <cmath>
 #include <limits>
@@ -229,6 +230,28 @@ LogicalResult importLpNormalization(GraphImporter &im,
   return im.setResult(node, im.create<nn::DivOp>(node, *x, norm));
 }
 
+} // namespace
+
+bool onnx_import::isTrainingBatchNorm(const onnx::NodeProto &node,
+                                      int64_t opset) {
+  auto intAttr = [&](StringRef name, int64_t defaultValue) {
+    for (const auto &attr : node.attribute())
+      if (attr.name() == name)
+        return attr.i();
+    return defaultValue;
+  };
+  // Opset 14 on: training_mode. Opsets 9-13: the running statistics are
+  // outputs in training mode only. Before 9: is_test.
+  if (opset >= 14)
+    return intAttr("training_mode", 0) != 0;
+  bool runningOutputs = node.output_size() > 1 && !node.output(1).empty();
+  if (opset >= 9)
+    return runningOutputs;
+  return runningOutputs && intAttr("is_test", 0) == 0;
+}
+
+namespace {
+
 LogicalResult importBatchNormalization(GraphImporter &im,
                                        const onnx::NodeProto &node) {
   SmallVector<Value> in;
@@ -249,10 +272,7 @@ LogicalResult importBatchNormalization(GraphImporter &im,
       return im.error(node) << "input " << i << " ('" << node.input(i)
                             << "') must have shape [" << type.getDimSize(1)
                             << "], one value per channel";
-  bool training = im.opset >= 14 ? im.intAttr(node, "training_mode", 0) != 0
-                                 : node.output_size() > 1 &&
-                                       im.opset < 9 &&
-                                       im.intAttr(node, "is_test", 0) == 0;
+  bool training = isTrainingBatchNorm(node, im.opset);
   OpBuilder &b = im.builder;
   Location loc = im.loc(node);
   nn::NNBuilder nnb(b, loc);
@@ -273,8 +293,9 @@ LogicalResult importBatchNormalization(GraphImporter &im,
       emitWarning(loc)
           << "BatchNormalization in training mode normalizes each "
              "micro-batch with its own statistics; gradient accumulation is "
-             "not equivalent to one big batch for this model, and the "
-             "running mean and variance are not updated";
+             "not equivalent to one big batch for this model (the running "
+             "mean and variance are updated once per micro-batch, as "
+             "PyTorch does)";
     SmallVector<int64_t> axes{0};
     llvm::append_range(axes, llvm::seq<int64_t>(2, rank));
     batchMean = nn::ReduceMeanOp::create(b, loc, x, axes, /*keepdims=*/true);
@@ -302,6 +323,26 @@ LogicalResult importBatchNormalization(GraphImporter &im,
     };
     im.setOutput(node, 1, running(mean, batchMean));
     im.setOutput(node, 2, running(var, batchVar));
+    // The model's running statistics (buffer arguments) are updated the way
+    // PyTorch's BatchNorm updates them, which differs from the outputs
+    // above in one point: the variance is the unbiased one, n / (n - 1)
+    // times the batch's (ONNX momentum m is PyTorch's 1 - momentum).
+    int64_t n = type.getNumElements() / type.getDimSize(1);
+    auto track = [&](Value input, Value current, double correction) {
+      auto arg = dyn_cast<BlockArgument>(input);
+      auto function = arg ? dyn_cast<FunctionOpInterface>(
+                                arg.getOwner()->getParentOp())
+                          : FunctionOpInterface();
+      if (!function || train::getArgRole(function, arg.getArgNumber()) !=
+                           ACCRUE_ROLE_BUFFERS)
+        return;
+      Value flat = nnb.reshape(current, typeOf(input));
+      im.bufferUpdates[arg.getArgNumber()] = nnb.add(
+          nnb.mul(input, nnb.scalar(element, momentum)),
+          nnb.mul(flat, nnb.scalar(element, (1.0 - momentum) * correction)));
+    };
+    track(mean, batchMean, 1.0);
+    track(var, batchVar, n > 1 ? double(n) / double(n - 1) : 1.0);
   }
   return success();
 }
@@ -542,6 +583,87 @@ LogicalResult importConv(GraphImporter &im, const onnx::NodeProto &node) {
 /// and pads follow the ONNX definition: out = stride (in - 1) +
 /// output_padding + dilation (kernel - 1) + 1 - pad_begin - pad_end, or
 /// pads derived from output_shape / auto_pad.
+/// A 3-D ConvTranspose as 2-D ones: for each kernel depth kd, the 2-D
+/// transposed convolution of every input depth slice at once ([N D, C, H,
+/// W]) with the weight's slice kd, spread along depth by the stride (zeros
+/// between), shifted by kd times the dilation and summed; then cropped by
+/// the depth pads (and padded with zeros where the output is longer).
+/// `pads` are (front, top, left, back, bottom, right) after auto_pad and
+/// output_shape, non-negative; `outSizes` the output's spatial sizes.
+FailureOr<Value> convTranspose3d(GraphImporter &im, const onnx::NodeProto &node,
+                                 Value x, Value weight, int64_t group,
+                                 ArrayRef<int64_t> strides,
+                                 ArrayRef<int64_t> pads,
+                                 ArrayRef<int64_t> dilations,
+                                 ArrayRef<int64_t> outputPadding,
+                                 ArrayRef<int64_t> outSizes) {
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  RankedTensorType xType = typeOf(x), w = typeOf(weight);
+  Type element = xType.getElementType();
+  int64_t n = xType.getDimSize(0), cin = xType.getDimSize(1),
+          depth = xType.getDimSize(2), h = xType.getDimSize(3),
+          wd = xType.getDimSize(4);
+  int64_t cout = w.getDimSize(1) * group, kernelDepth = w.getDimSize(2);
+  int64_t oh = outSizes[1], ow = outSizes[2], s = strides[0];
+  int64_t spread = s * (depth - 1) + 1;
+  int64_t full = spread + outputPadding[0] + dilations[0] * (kernelDepth - 1);
+  // Every depth slice as a sample of its own, samples' rows together.
+  Value planes = nnb.reshape(
+      nn::TransposeOp::create(b, loc, x, b.getDenseI64ArrayAttr({0, 2, 1, 3, 4})),
+      RankedTensorType::get({n * depth, cin, h, wd}, element));
+  Value sum;
+  for (int64_t kd = 0; kd < kernelDepth; ++kd) {
+    Value filter = nn::SliceOp::create(
+        b, loc,
+        RankedTensorType::get({w.getDimSize(0), w.getDimSize(1), 1,
+                               w.getDimSize(3), w.getDimSize(4)},
+                              element),
+        weight, b.getDenseI64ArrayAttr({0, 0, kd, 0, 0}),
+        b.getDenseI64ArrayAttr({1, 1, 1, 1, 1}));
+    filter = nnb.reshape(filter, RankedTensorType::get(
+                                     {w.getDimSize(0), w.getDimSize(1),
+                                      w.getDimSize(3), w.getDimSize(4)},
+                                     element));
+    FailureOr<Value> t = im.create<nn::ConvGradInputOp>(
+        node, RankedTensorType::get({n * depth, cout, oh, ow}, element),
+        planes, filter, b.getDenseI64ArrayAttr({strides[1], strides[2]}),
+        b.getDenseI64ArrayAttr({pads[1], pads[2], pads[4], pads[5]}),
+        b.getDenseI64ArrayAttr({dilations[1], dilations[2]}),
+        b.getI64IntegerAttr(group));
+    if (failed(t))
+      return failure();
+    Value y = nnb.reshape(*t, RankedTensorType::get({n, depth, cout, oh, ow},
+                                                    element));
+    y = nn::TransposeOp::create(b, loc, y,
+                                b.getDenseI64ArrayAttr({0, 2, 1, 3, 4}));
+    if (s > 1) {
+      // Depth d lands at d * s: s - 1 zeros after each slice.
+      y = nnb.reshape(y, RankedTensorType::get({n, cout, depth, 1, oh, ow},
+                                               element));
+      y = padAxis(b, loc, y, 3, 0, s - 1, 0.0);
+      y = nnb.reshape(y, RankedTensorType::get({n, cout, depth * s, oh, ow},
+                                               element));
+      y = nn::SliceOp::create(
+          b, loc, RankedTensorType::get({n, cout, spread, oh, ow}, element), y,
+          b.getDenseI64ArrayAttr({0, 0, 0, 0, 0}),
+          b.getDenseI64ArrayAttr({1, 1, 1, 1, 1}));
+    }
+    int64_t shift = kd * dilations[0];
+    y = padAxis(b, loc, y, 2, shift, full - spread - shift, 0.0);
+    sum = sum ? nnb.add(sum, y) : y;
+  }
+  // The depth pads crop; an output longer than the windows reach gets
+  // zeros.
+  int64_t kept = std::min(outSizes[0], full - pads[0]);
+  Value y = nn::SliceOp::create(
+      b, loc, RankedTensorType::get({n, cout, kept, oh, ow}, element), sum,
+      b.getDenseI64ArrayAttr({0, 0, pads[0], 0, 0}),
+      b.getDenseI64ArrayAttr({1, 1, 1, 1, 1}));
+  return padAxis(b, loc, y, 2, 0, outSizes[0] - kept, 0.0);
+}
+
 LogicalResult importConvTranspose(GraphImporter &im,
                                   const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0), weight = im.input(node, 1);
@@ -552,10 +674,10 @@ LogicalResult importConvTranspose(GraphImporter &im,
   int64_t rank = xType.getRank();
   if (w.getRank() != rank)
     return im.error(node) << "weight rank differs from the input's";
-  if (rank != 3 && rank != 4)
+  if (rank != 3 && rank != 4 && rank != 5)
     return im.error(node) << "windows over " << rank - 2
-                          << " dimensions are not supported (1-D and 2-D "
-                             "only)";
+                          << " dimensions are not supported (1-D, 2-D and "
+                             "3-D only)";
   int64_t spatial = rank - 2, group = im.intAttr(node, "group", 1);
   if (group <= 0 || xType.getDimSize(1) != w.getDimSize(0) ||
       w.getDimSize(0) % group != 0)
@@ -625,6 +747,18 @@ LogicalResult importConvTranspose(GraphImporter &im,
     if (full - begin - end <= 0)
       return im.error(node) << "pads leave no output";
     outSizes.push_back(full - begin - end + extra);
+  }
+  if (spatial == 3) {
+    FailureOr<Value> y = convTranspose3d(im, node, *x, *weight, group, *strides,
+                                         *pads, *dilations, *outputPadding,
+                                         outSizes);
+    if (failed(y))
+      return failure();
+    if (*bias) {
+      nn::NNBuilder nnb(im.builder, im.loc(node));
+      y = im.create<nn::AddOp>(node, *y, perChannel(nnb, *bias, 5));
+    }
+    return im.setResult(node, y);
   }
   // 2-D form: a 1-D ConvTranspose is one of height 1.
   auto twoD = [&](SmallVector<int64_t> v, int64_t unit) {
@@ -863,16 +997,43 @@ LogicalResult importMaxPool(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> input = toWindowInput(im, node, *x);
   if (failed(win) || failed(input))
     return failure();
-  (void)im.unsupportedOutput(node, 1, "Indices");
   Builder &b = im.builder;
-  return im.setResult(
-      node, fromWindowResult(
-                im, node, *x,
-                im.create<nn::MaxPoolOp>(node, *input,
-                                         b.getDenseI64ArrayAttr(win->kernel),
-                                         b.getDenseI64ArrayAttr(win->strides),
-                                         b.getDenseI64ArrayAttr(win->pads),
-                                         b.getDenseI64ArrayAttr(win->dilations))));
+  FailureOr<Value> y = fromWindowResult(
+      im, node, *x,
+      im.create<nn::MaxPoolOp>(node, *input,
+                               b.getDenseI64ArrayAttr(win->kernel),
+                               b.getDenseI64ArrayAttr(win->strides),
+                               b.getDenseI64ArrayAttr(win->pads),
+                               b.getDenseI64ArrayAttr(win->dilations)));
+  if (failed(y))
+    return failure();
+  im.setOutput(node, 0, *y);
+  if (node.output_size() > 1 && !node.output(1).empty()) {
+    // Indices: flat positions in the input (for a 1-D input, its [N, C, 1,
+    // L] view has the same flat positions).
+    int64_t storageOrder = im.intAttr(node, "storage_order", 0);
+    if (storageOrder != 0 && storageOrder != 1)
+      return im.error(node) << "storage_order must be 0 or 1, got "
+                            << storageOrder;
+    auto yType = typeOf(*y);
+    SmallVector<int64_t> outShape(yType.getShape());
+    if (outShape.size() == 3)
+      outShape.insert(outShape.begin() + 2, 1);
+    auto indicesType = RankedTensorType::get(outShape, b.getI64Type());
+    Value indices = nn::MaxPoolIndicesOp::create(
+        im.builder, im.loc(node), indicesType, *input,
+        b.getDenseI64ArrayAttr(win->kernel),
+        b.getDenseI64ArrayAttr(win->strides),
+        b.getDenseI64ArrayAttr(win->pads),
+        b.getDenseI64ArrayAttr(win->dilations),
+        b.getI64IntegerAttr(storageOrder));
+    if (outShape.size() != static_cast<size_t>(yType.getRank()))
+      indices = nn::NNBuilder(im.builder, im.loc(node))
+                    .reshape(indices, RankedTensorType::get(yType.getShape(),
+                                                            b.getI64Type()));
+    im.setOutput(node, 1, indices);
+  }
+  return success();
 }
 
 LogicalResult importAveragePool(GraphImporter &im, const onnx::NodeProto &node) {

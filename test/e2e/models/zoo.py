@@ -274,6 +274,60 @@ class GroupNormResNet(nn.Module):
                 "y": rng.integers(0, 5, samples).astype(np.int64)}
 
 
+class BatchNormCNN(nn.Module):
+    """A convolution and a linear layer, each followed by training-mode
+    BatchNorm (momenta 0.1 and 0.3; no biases before them, ResNet's layout:
+    BatchNorm subtracts the mean, so their exact gradient would be zero),
+    ReLU, a linear classifier. The running statistics start away from
+    (0, 1)."""
+
+    def __init__(self, seed):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.conv = nn.Conv2d(3, 4, 3, padding=1, bias=False)
+        self.bn2d = nn.BatchNorm2d(4)
+        self.fc = nn.Linear(4, 6, bias=False)
+        self.bn1d = nn.BatchNorm1d(6, momentum=0.3)
+        self.head = nn.Linear(6, 3)
+        with torch.no_grad():
+            self.bn2d.running_mean.uniform_(-0.5, 0.5)
+            self.bn2d.running_var.uniform_(0.5, 2.0)
+            self.bn1d.weight.uniform_(0.5, 1.5)
+
+    def forward(self, x, y):
+        h = F.relu(self.bn2d(self.conv(x)))
+        h = F.relu(self.bn1d(self.fc(h.mean(dim=(2, 3)))))
+        return F.cross_entropy(self.head(h), y)
+
+    @staticmethod
+    def data(samples, rng):
+        return {"x": (rng.standard_normal((samples, 3, 5, 5)) * 2 + 1).astype(np.float32),
+                "y": rng.integers(0, 3, samples).astype(np.int64)}
+
+
+class PoolIndicesNet(nn.Module):
+    """A convolution and 2x2 max pooling with return_indices=True, whose
+    indices (positions in each plane) weight the pooled values in the loss
+    next to a classifier's cross-entropy: PyTorch exports MaxPool's Indices
+    output minus those of a 1x1 MaxPool (each plane's first index)."""
+
+    def __init__(self, seed):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.conv = nn.Conv2d(2, 3, 3, padding=1)
+        self.fc = nn.Linear(27, 4)
+
+    def forward(self, x, y):
+        h, idx = F.max_pool2d(self.conv(x), 2, return_indices=True)
+        position = (h * idx.float() * 0.01).mean()
+        return F.cross_entropy(self.fc(h.flatten(1)), y) + position
+
+    @staticmethod
+    def data(samples, rng):
+        return {"x": rng.standard_normal((samples, 2, 6, 6)).astype(np.float32),
+                "y": rng.integers(0, 4, samples).astype(np.int64)}
+
+
 class MobileNetBlock(nn.Module):
     """An inverted residual block as in MobileNetV3: 1x1 expansion, a 3x3
     depthwise convolution, HardSwish, squeeze-and-excitation (average pool,

@@ -115,6 +115,9 @@ struct ImportedModel {
   /// `@forward` inside `module`.
   mlir::func::FuncOp forward;
   std::vector<ImportedParameter> parameters;
+  /// Tensors the forward updates and nothing trains (the running statistics
+  /// of training-mode BatchNormalization), with their initial values.
+  std::vector<ImportedParameter> buffers;
   std::vector<ImportedInput> inputs;
   /// Training: the loss. Inference: every graph output, in order.
   std::vector<ImportedInput> outputs;

@@ -145,6 +145,11 @@ LogicalResult AccumulateOp::verify() {
                            getGradients().getTypes());
 }
 
+LogicalResult StoreOp::verify() {
+  return verifyArenaLayout(*this, getArena().getType(), getOffsets(),
+                           getValues().getTypes());
+}
+
 LogicalResult AllReduceOp::verify() {
   int64_t size = getAccumulator().getType().getDimSize(0);
   auto at = static_cast<int64_t>(getScalarsAt());

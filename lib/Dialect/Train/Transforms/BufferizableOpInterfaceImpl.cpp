@@ -109,6 +109,31 @@ struct AccumulateOpInterface
   }
 };
 
+struct StoreOpInterface
+    : public UpdatesFirstOperandInPlace<StoreOpInterface, StoreOp> {
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto store = cast<StoreOp>(op);
+    Location loc = op->getLoc();
+    FailureOr<Value> arena =
+        getBuffer(rewriter, store.getArena(), options, state);
+    if (failed(arena))
+      return failure();
+    for (auto [offset, value] : llvm::zip(store.getOffsets(), store.getValues())) {
+      FailureOr<Value> buffer = getBuffer(rewriter, value, options, state);
+      if (failed(buffer))
+        return failure();
+      auto type = cast<MemRefType>(buffer->getType());
+      Value view = arenaView(rewriter, loc, *arena, offset, type.getShape());
+      linalg::CopyOp::create(rewriter, loc, *buffer, view);
+    }
+    replaceOpWithBufferizedValues(rewriter, op, *arena);
+    return success();
+  }
+};
+
 /// The host's all-reduce (the step contract's collective hook), declared
 /// once per module: sums a rank-1 f32 buffer over the ranks, in place;
 /// called through MLIR's C interface.
@@ -201,6 +226,7 @@ void accrue::train::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, TrainDialect *) {
     AccumulateOp::attachInterface<AccumulateOpInterface>(*ctx);
+    StoreOp::attachInterface<StoreOpInterface>(*ctx);
     AllReduceOp::attachInterface<AllReduceOpInterface>(*ctx);
     AllReduceArenaOp::attachInterface<AllReduceArenaOpInterface>(*ctx);
   });

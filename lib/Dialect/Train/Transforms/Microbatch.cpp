@@ -730,9 +730,11 @@ std::optional<SplitLoss> splitCombinedLoss(func::FuncOp forward, bool mask,
     part = nnb.mul(part, nnb.scalar(builder.getF32Type(), t.coefficient));
     loss = loss ? nnb.add(loss, part) : part;
   }
-  func::ReturnOp::create(builder, ret.getLoc(),
-                         ValueRange{loss, nnb.scalar(builder.getF32Type(), 1.0)});
+  SmallVector<Value> returned{loss, nnb.scalar(builder.getF32Type(), 1.0)};
+  llvm::append_range(returned, ret.getOperands().drop_front());
+  func::ReturnOp::create(builder, ret.getLoc(), returned);
   ret.erase();
+  split.setType(builder.getFunctionType(inputs, ValueRange(returned).getTypes()));
   symbols.insert(counts);
   symbols.insert(split);
   SplitLoss result{split, LossKind::Sum, std::nullopt, mask, 1.0};
@@ -822,9 +824,12 @@ std::optional<SplitLoss> splitLoss(func::FuncOp forward, bool exact,
     nd = std::make_pair(loss, nnb.scalar(builder.getF32Type(), 1.0));
   }
   builder.setInsertionPoint(ret);
-  func::ReturnOp::create(builder, ret.getLoc(),
-                         ValueRange{nd->first, nd->second});
+  // The forward's other results (buffers' new values) follow N and D.
+  SmallVector<Value> returned{nd->first, nd->second};
+  llvm::append_range(returned, ret.getOperands().drop_front());
+  func::ReturnOp::create(builder, ret.getLoc(), returned);
   ret.erase();
+  split.setType(builder.getFunctionType(inputs, ValueRange(returned).getTypes()));
   symbols.insert(split);
   return SplitLoss{split, kind, floor, mask, std::max(fullCount, 1.0)};
 }
@@ -905,10 +910,23 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   auto callee = symbols.lookup<func::FuncOp>(op.getCallee());
   if (!callee)
     return op.emitError("unknown callee '") << op.getCallee() << "'";
-  if (op.getNumCalleeResults() != 1)
-    return op.emitError("micro-batching needs a callee with one result "
-                        "(the loss), '")
-           << op.getCallee() << "' has " << op.getNumCalleeResults();
+  // Results after the loss are new values of arguments (train.tied: the
+  // model's buffers, such as running statistics), carried from micro-batch
+  // to micro-batch.
+  SmallVector<unsigned> carriedArgs;
+  for (unsigned r = 1; r < op.getNumCalleeResults(); ++r) {
+    auto tiedTo = callee.getResultAttrOfType<IntegerAttr>(r, StepAttrs::kTied);
+    if (!tiedTo || tiedTo.getInt() < 0 ||
+        tiedTo.getInt() >= static_cast<int64_t>(op.getArgs().size()) ||
+        op.getArgs()[tiedTo.getInt()].getType() !=
+            op.getResult(r).getType())
+      return op.emitError("micro-batching needs a callee whose results after "
+                          "the loss are new values of its arguments "
+                          "(train.tied); result #")
+             << r << " of '" << op.getCallee() << "' is not";
+    carriedArgs.push_back(tiedTo.getInt());
+  }
+  unsigned numCarried = carriedArgs.size();
 
   // The gradients must all feed one train.accumulate, which moves into the
   // loop so the flat accumulator is carried (and updated in place).
@@ -992,6 +1010,8 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   }
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
   SmallVector<Value> inits{accumulate.getAccumulator(), zero, zero};
+  for (unsigned arg : carriedArgs)
+    inits.push_back(op.getArgs()[arg]);
 
   // Loss scaling seeds the backward of each micro-batch's loss sum with
   // S / P, P the power of two at or below the window's full count, so the
@@ -1096,6 +1116,8 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
       b, loc, c0, numSteps, c1, inits,
       [&](OpBuilder &lb, Location l, Value iv, ValueRange iterArgs) {
         SmallVector<Value> args = microBatchArgs(lb, l, iv);
+        for (auto [k, arg] : llvm::enumerate(carriedArgs))
+          args[arg] = iterArgs[3 + k];
         // The window's counts go before the valid-sample count.
         args.insert(args.end() - (split.masked ? 1 : 0), totals.begin(),
                     totals.end());
@@ -1110,7 +1132,7 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
         for (Value g : accumulate.getGradients()) {
           unsigned index =
               cast<OpResult>(g).getResultNumber() - op.getNumCalleeResults();
-          grads.push_back(step.getResult(2 + index));
+          grads.push_back(step.getResult(2 + numCarried + index));
         }
         Value n = tensor::ExtractOp::create(lb, l, step.getResult(0));
         Value d = tensor::ExtractOp::create(lb, l, step.getResult(1));
@@ -1140,7 +1162,46 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
         }
         Value nSum = arith::AddFOp::create(lb, l, iterArgs[1], n);
         Value dSum = arith::AddFOp::create(lb, l, iterArgs[2], d);
-        scf::YieldOp::create(lb, l, ValueRange{acc, nSum, dSum});
+        SmallVector<Value> yielded{acc, nSum, dSum};
+        // A micro-batch of padding only (a partial last window) keeps the
+        // carried values: PyTorch never runs it.
+        Value hasSamples;
+        if (numCarried && op.getValid())
+          hasSamples = arith::CmpIOp::create(
+              lb, l, arith::CmpIPredicate::sgt, op.getValid(),
+              arith::IndexCastOp::create(
+                  lb, l, lb.getI64Type(),
+                  arith::MulIOp::create(lb, l, iv, bConst)));
+        for (unsigned k = 0; k < numCarried; ++k) {
+          Value next = step.getResult(2 + k);
+          if (hasSamples) {
+            // Elementwise, so a device target selects on the device.
+            auto type = cast<RankedTensorType>(next.getType());
+            AffineMap identity = lb.getMultiDimIdentityMap(type.getRank());
+            next = linalg::GenericOp::create(
+                       lb, l, TypeRange{type},
+                       ValueRange{next, iterArgs[3 + k]},
+                       ValueRange{tensor::EmptyOp::create(
+                           lb, l, type.getShape(), type.getElementType())},
+                       SmallVector<AffineMap>(3, identity),
+                       SmallVector<utils::IteratorType>(
+                           type.getRank(), utils::IteratorType::parallel),
+                       [&](OpBuilder &gb, Location gl, ValueRange args) {
+                         linalg::YieldOp::create(
+                             gb, gl,
+                             ValueRange{arith::SelectOp::create(
+                                 gb, gl, hasSamples, args[0], args[1])});
+                       })
+                       .getResult(0);
+          }
+          // Written over the carried value (which the micro-batch has read
+          // by then), so the loop updates one buffer in place.
+          yielded.push_back(
+              linalg::CopyOp::create(lb, l, ValueRange{next},
+                                     ValueRange{iterArgs[3 + k]})
+                  .getResult(0));
+        }
+        scf::YieldOp::create(lb, l, yielded);
       });
 
   loop->setAttr(StepAttrs::kMicrobatchLoop, b.getUnitAttr());
@@ -1177,6 +1238,8 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   });
   accumulate.getResult().replaceAllUsesWith(accumulated);
   op.getResult(0).replaceAllUsesWith(lossTensor);
+  for (unsigned k = 0; k < numCarried; ++k)
+    op.getResult(1 + k).replaceAllUsesWith(loop.getResult(3 + k));
   accumulate.erase();
   op.erase();
   return success();

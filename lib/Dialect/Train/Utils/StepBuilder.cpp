@@ -20,7 +20,7 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
 
   // Parameters and batch inputs of the forward function, by role.
   StepLayout layout;
-  SmallVector<unsigned> paramArgs, batchArgs;
+  SmallVector<unsigned> paramArgs, batchArgs, bufferArgs;
   std::optional<unsigned> stepArg, sampleIndexArg;
   for (unsigned i = 0; i < fwdType.getNumInputs(); ++i) {
     std::optional<AccrueArgRole> role = getArgRole(forward, i);
@@ -44,6 +44,21 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
       paramArgs.push_back(i);
       break;
     }
+    case ACCRUE_ROLE_BUFFERS: {
+      auto type = dyn_cast<RankedTensorType>(fwdType.getInput(i));
+      if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
+        return forward.emitError("buffer '")
+               << name.getValue() << "' must be a static f32 tensor";
+      ArenaSlot slot;
+      slot.name = name.getValue().str();
+      slot.shape.assign(type.getShape().begin(), type.getShape().end());
+      slot.numElements = type.getNumElements();
+      slot.offset = layout.buffersSize;
+      layout.buffersSize += llvm::alignTo(slot.numElements, kArenaAlignment);
+      layout.buffers.push_back(slot);
+      bufferArgs.push_back(i);
+      break;
+    }
     case ACCRUE_ROLE_BATCH:
       batchArgs.push_back(i);
       break;
@@ -63,6 +78,22 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     return forward.emitError("the model has no trainable parameters");
   if (batchArgs.empty())
     return forward.emitError("the model has no batch inputs");
+  // Results after the loss are the buffers' new values (train.tied names
+  // the buffer), one each.
+  DenseMap<unsigned, unsigned> bufferUpdate;
+  for (unsigned r = 1; r < fwdType.getNumResults(); ++r) {
+    auto tiedTo = forward.getResultAttrOfType<IntegerAttr>(r, StepAttrs::kTied);
+    if (!tiedTo || !llvm::is_contained(bufferArgs, tiedTo.getInt()) ||
+        !bufferUpdate.try_emplace(tiedTo.getInt(), r).second ||
+        fwdType.getResult(r) != fwdType.getInput(tiedTo.getInt()))
+      return forward.emitError("result #")
+             << r << " must be the new value of a buffer argument "
+             << "(train.tied naming one, of its type, once)";
+  }
+  for (unsigned i : bufferArgs)
+    if (!bufferUpdate.count(i))
+      return forward.emitError("buffer argument #")
+             << i << " has no result with its new value";
   if (options.dataParallel)
     layout.arenaSize += ACCRUE_RESERVED_TAIL;
   layout.arenaSize = std::max<int64_t>(layout.arenaSize, kArenaAlignment);
@@ -84,6 +115,13 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     layout.stateNames.push_back(stateName);
     inputs.push_back(arena);
     inputAttrs.push_back(argAttrs(ACCRUE_ROLE_STATE, stateName));
+  }
+  std::optional<unsigned> bufferArenaIndex;
+  if (!layout.buffers.empty()) {
+    bufferArenaIndex = inputs.size();
+    inputs.push_back(
+        RankedTensorType::get({layout.buffersSize}, b.getF32Type()));
+    inputAttrs.push_back(argAttrs(ACCRUE_ROLE_BUFFERS, "buffers"));
   }
   unsigned firstBatch = inputs.size();
   for (unsigned i : batchArgs) {
@@ -141,6 +179,10 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     results.push_back(arena);
     resultAttrs.push_back(tied(2 + s));
   }
+  if (bufferArenaIndex) {
+    results.push_back(inputs[*bufferArenaIndex]);
+    resultAttrs.push_back(tied(*bufferArenaIndex));
+  }
   results.push_back(b.getF32Type());
   resultAttrs.push_back(metric(accrueMetricName(ACCRUE_METRIC_LOSS)));
   results.push_back(b.getF32Type());
@@ -178,6 +220,19 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     callArgs[index] = view;
   for (auto [n, index] : llvm::enumerate(batchArgs))
     callArgs[index] = entry->getArgument(firstBatch + n);
+  SmallVector<int64_t> bufferOffsets;
+  if (bufferArenaIndex) {
+    SmallVector<Type> bufferTypes;
+    for (const ArenaSlot &slot : layout.buffers) {
+      bufferOffsets.push_back(slot.offset);
+      bufferTypes.push_back(RankedTensorType::get(slot.shape, b.getF32Type()));
+    }
+    auto buffers = UnpackOp::create(b, loc, bufferTypes,
+                                    entry->getArgument(*bufferArenaIndex),
+                                    bufferOffsets);
+    for (auto [view, index] : llvm::zip(buffers.getViews(), bufferArgs))
+      callArgs[index] = view;
+  }
   auto scalarTensor = [&](Value v) -> Value {
     return tensor::FromElementsOp::create(
         b, loc, RankedTensorType::get({}, v.getType()), v);
@@ -201,6 +256,17 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
       AccumulateOp::create(b, loc, accumulator, vg.getGradients(), offsets);
   Value norm = GlobalNormOp::create(b, loc, grads);
   Value loss = tensor::ExtractOp::create(b, loc, vg.getResult(0));
+  // The buffers' new values go back into their arena whatever the update
+  // does (PyTorch updates running statistics in the forward, also in a step
+  // that a gradient overflow skips).
+  Value newBuffers;
+  if (bufferArenaIndex) {
+    SmallVector<Value> values;
+    for (unsigned index : bufferArgs)
+      values.push_back(vg.getResult(bufferUpdate.lookup(index)));
+    newBuffers = StoreOp::create(b, loc, entry->getArgument(*bufferArenaIndex),
+                                 values, bufferOffsets);
+  }
 
   SmallVector<Value> returned;
   if (options.optimizer) {
@@ -225,6 +291,8 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   } else {
     returned.push_back(grads);
   }
+  if (newBuffers)
+    returned.push_back(newBuffers);
   returned.push_back(loss);
   returned.push_back(norm);
   func::ReturnOp::create(b, loc, returned);

@@ -108,6 +108,24 @@ def NN_MaxPoolOp : NN_Op<"max_pool", [Pure, InferTypeOpAdaptor,
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
+def NN_MaxPoolIndicesOp : NN_Op<"max_pool_indices", [Pure]> {
+  let summary = "where each window of a 2-D max pooling has its maximum";
+  let description = [{
+    ONNX MaxPool's `Indices` output: for each window of the `nn.max_pool`
+    with the same attributes, the flat index into `input` of its first
+    maximum (in kernel row-major order, padding never counts). With
+    `storage_order` 0 the index is `((n * C + c) * H + h) * W + w`; with 1,
+    `(n * C + c) * H * W + h + w * H`. The result has the pooling's shape.
+    Not differentiable (an integer result).
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$dilations,
+                   DefaultValuedAttr<I64Attr, "0">:$storage_order);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
 def NN_MaxPoolGradOp : NN_Op<"max_pool_grad", [Pure,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "adjoint of nn.max_pool";

@@ -106,6 +106,26 @@ def Train_AccumulateOp : Train_Op<"accumulate", [Pure,
   let hasCanonicalizer = 1;
 }
 
+def Train_StoreOp : Train_Op<"store", [Pure,
+    AllTypesMatch<["arena", "result"]>]> {
+  let summary = "write per-tensor values into the slices of a flat arena";
+  let description = [{
+    Overwrites the slice of `arena` that starts at `offsets[i]` with
+    `values[i]`, flattened (the layout of the matching `train.unpack`); the
+    rest of the arena is unchanged. After bufferization the arena is
+    updated in place. The step writes the model's buffers (running
+    statistics) back with it.
+  }];
+  let arguments = (ins Train_Arena:$arena,
+                   Variadic<RankedTensorOf<[F32]>>:$values,
+                   DenseI64ArrayAttr:$offsets);
+  let results = (outs Train_Arena:$result);
+  let assemblyFormat = [{
+    $arena `,` $values attr-dict `:` type($arena) `,` type($values)
+  }];
+  let hasVerifier = 1;
+}
+
 def Train_AllReduceOp : Train_Op<"all_reduce", [
     AllTypesMatch<["accumulator", "result"]>]> {
   let summary = "sum an arena and scalars over the data-parallel ranks";

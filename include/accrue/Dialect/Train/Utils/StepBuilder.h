@@ -56,6 +56,11 @@ struct StepLayout {
   std::vector<ArenaSlot> params;
   /// Elements per arena (parameters, accumulator and each state arena).
   int64_t arenaSize = 0;
+  /// The model's buffers (running statistics the forward updates), each a
+  /// slice of the buffer arena, and that arena's size (0: the step takes
+  /// none).
+  std::vector<ArenaSlot> buffers;
+  int64_t buffersSize = 0;
   /// Names of the optimizer's state arenas, in argument order.
   std::vector<std::string> stateNames;
   /// Whether the step takes `sample_base`, the global index of its first
@@ -69,8 +74,10 @@ struct StepLayout {
 constexpr int64_t kArenaAlignment = ACCRUE_ARENA_ALIGNMENT;
 
 /// Adds `@train_step` to `module`. The forward's arguments with role
-/// params become views of the parameter arena, those with role batch take
-/// a whole effective batch (dimension 0 dynamic).
+/// params become views of the parameter arena, those with role buffers
+/// views of the buffer arena (written back from the forward's results tied
+/// to them), those with role batch take a whole effective batch
+/// (dimension 0 dynamic).
 llvm::FailureOr<StepLayout> buildTrainStep(mlir::ModuleOp module,
                                            mlir::func::FuncOp forward,
                                            const StepOptions &options);
