@@ -311,6 +311,19 @@ cases.append(Case("ConvTranspose_1d", {"a": normal(2, 4), "w": normal(2, 3, 3, s
                   lambda g: g.node("ConvTranspose", ["p_a", "p_w"], (N, 3, 8), strides=[2],
                                    pads=[1, 0]),
                   add_x_to="a"))
+def top_k(g, largest):
+    """TopK's values (a selection: each gets its element's gradient)."""
+    g.count += 1
+    values, indices = "topk%d" % g.count, "topki%d" % g.count
+    g.nodes.append(helper.make_node("TopK", ["p_a", g.ints([3])], [values, indices],
+                                    axis=-1, largest=largest))
+    g.shapes[values] = (N, 2, 3)
+    return values
+
+
+for largest in [1, 0]:
+    cases.append(Case("TopK_largest_%d" % largest, {"a": normal(2, 6)},
+                      lambda g, l=largest: top_k(g, l), add_x_to="a"))
 cases.append(Case("ConvTranspose_3d",
                   {"a": normal(2, 3, 2, 2), "w": normal(2, 2, 2, 2, 2, scale=0.5),
                    "b": normal(2)},

@@ -6,8 +6,9 @@
 # (depthwise convolution, HardSwish, squeeze-and-excitation) and a UNet
 # level (grouped ConvTranspose, skip concatenation, nearest and bilinear
 # Resize, per-pixel cross-entropy), and sequence classifiers with a 2-layer
-# GRU and a bidirectional LSTM (variable lengths through a mask), and a CNN
-# whose loss uses MaxPool's Indices output. Each trains 3 optimizer steps with
+# GRU and a bidirectional LSTM (variable lengths through a mask) or through
+# PyTorch's packed sequences (bidirectional GRU, 2-layer LSTM: TopK sorts the
+# batch, sequence_lens), and a CNN whose loss uses MaxPool's Indices output. Each trains 3 optimizer steps with
 # micro-batch 2 x 4 accumulation steps through accrue-compile and
 # accrue-train; the parameters match PyTorch training the same module with
 # a manual accumulation loop and AdamW.
@@ -71,6 +72,8 @@ models = {
     "gru_classifier": lambda opset: zoo.RecurrentClassifier(10, "gru"),
     "lstm_classifier": lambda opset: zoo.RecurrentClassifier(11, "lstm"),
     "maxpool_indices": lambda opset: zoo.PoolIndicesNet(12),
+    "packed_gru": lambda opset: zoo.PackedClassifier(13, "gru"),
+    "packed_lstm": lambda opset: zoo.PackedClassifier(14, "lstm"),
 }
 rng = np.random.default_rng(5)
 for name, make in models.items():

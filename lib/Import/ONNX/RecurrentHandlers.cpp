@@ -17,6 +17,7 @@
 
 #include "GraphImporter.h"
 
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
@@ -147,17 +148,23 @@ LogicalResult importRecurrent(GraphImporter &im, const onnx::NodeProto &node) {
       (*peepholes &&
        failed(requireShape(7, *peepholes, {directions, 3 * hidden}))))
     return failure();
+  // Sequence lengths [N] (compile-time or a batch input, PyTorch's packed
+  // sequences): step t of sample n runs only if t < lengths[n]; the state
+  // carries over the others and their outputs are 0. Lengths known to be
+  // full need no masks.
+  Value stepMask;
   if (*lengths) {
-    // Sequence lengths must all be the full length; models express
-    // variable lengths by masking.
-    FailureOr<SmallVector<int64_t>> given =
-        im.constantInts(node, 4, "sequence_lens");
-    if (failed(given))
+    if (failed(requireShape(4, *lengths, {batch})))
       return failure();
-    if (llvm::any_of(*given, [&](int64_t l) { return l != steps; }))
-      return im.error(node) << "sequence_lens shorter than the sequence are "
-                               "not supported (mask the padded steps "
-                               "instead)";
+    if (!isa<IntegerType>(typeOf(*lengths).getElementType()))
+      return im.error(node) << "sequence_lens must be integers";
+    DenseElementsAttr given;
+    bool full = matchPattern(*lengths, m_Constant(&given)) &&
+                llvm::all_of(given.getValues<APInt>(), [&](const APInt &l) {
+                  return l.getSExtValue() >= steps;
+                });
+    if (!full)
+      stepMask = u.reshape(*lengths, {batch, 1});
   }
   // Initial states [N, D, H].
   auto initial = [&](int index, Value v) -> FailureOr<Value> {
@@ -204,6 +211,7 @@ LogicalResult importRecurrent(GraphImporter &im, const onnx::NodeProto &node) {
     SmallVector<Value> outputs(steps);
     for (int64_t s = 0; s < steps; ++s) {
       int64_t t = reverse ? steps - 1 - s : s;
+      Value previousH = h, previousC = c;
       Value xt = u.reshape(u.slice(projected, 1, t, 1), {batch, gates * hidden});
       if (kCell == Cell::RNN) {
         Value hr = u.matmul(h, rdT);
@@ -250,7 +258,18 @@ LogicalResult importRecurrent(GraphImporter &im, const onnx::NodeProto &node) {
         Value o = u.sigmoid(peephole(gate(pre, 1), 1, c));
         h = u.nnb.mul(o, u.tanh(c));
       }
-      outputs[t] = u.reshape(h, {batch, 1, 1, hidden});
+      Value out = h;
+      if (stepMask) {
+        // Samples whose sequence ended keep their state and output 0.
+        Value running = nn::GreaterOp::create(
+            b, loc, stepMask,
+            u.nnb.scalar(typeOf(stepMask).getElementType(), double(t)));
+        h = nn::WhereOp::create(b, loc, running, h, previousH);
+        if (kCell == Cell::LSTM)
+          c = nn::WhereOp::create(b, loc, running, c, previousC);
+        out = nn::WhereOp::create(b, loc, running, h, zeros);
+      }
+      outputs[t] = u.reshape(out, {batch, 1, 1, hidden});
     }
     sequences.push_back(u.concat(outputs, 1));
     finalH.push_back(u.reshape(h, {batch, 1, hidden}));
@@ -276,7 +295,7 @@ LogicalResult importRecurrent(GraphImporter &im, const onnx::NodeProto &node) {
 } // namespace
 
 void onnx_import::addRecurrentHandlers(std::vector<OpRegistration> &list) {
-  list.push_back({"RNN", 7, importRecurrent<Cell::RNN>, {4}});
-  list.push_back({"GRU", 7, importRecurrent<Cell::GRU>, {4}});
-  list.push_back({"LSTM", 7, importRecurrent<Cell::LSTM>, {4}});
+  list.push_back({"RNN", 7, importRecurrent<Cell::RNN>});
+  list.push_back({"GRU", 7, importRecurrent<Cell::GRU>});
+  list.push_back({"LSTM", 7, importRecurrent<Cell::LSTM>});
 }

@@ -509,20 +509,34 @@ LogicalResult importScatterElements(GraphImporter &im,
       indexType.getRank() != dataType.getRank())
     return im.error(node) << "indices and updates must have the same shape, "
                              "of the data's rank";
-  if (!isa<FloatType>(dataType.getElementType()))
-    return im.error(node) << "ScatterElements of non-float data is not "
-                             "supported";
+  Type element = dataType.getElementType();
+  bool integers = element.isInteger(64) || element.isInteger(32);
+  if (!isa<FloatType>(element) && !integers)
+    return im.error(node) << "ScatterElements of " << element
+                          << " data is not supported (floats and 32/64-bit "
+                             "integers are)";
   OpBuilder &b = im.builder;
   Location loc = im.loc(node);
   nn::NNBuilder nnb(b, loc);
+  // Integers (index arithmetic, such as the inverse of a permutation) go
+  // through float64, exact below 2^53.
+  auto as = [&](Value v, Type t) -> Value {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getElementType() == t)
+      return v;
+    return nn::CastOp::create(b, loc, type.clone(t), v);
+  };
+  Type work = integers ? Type(b.getF64Type()) : element;
+  auto workType = dataType.clone(work);
   auto scatter = [&](Value v) {
-    return nn::GatherElementsGradOp::create(b, loc, dataType, v, *indices,
+    return nn::GatherElementsGradOp::create(b, loc, workType, v, *indices,
                                             b.getI64IntegerAttr(*axis))
         .getResult();
   };
-  return im.setResult(node, im.create<nn::IdentityOp>(
-                                node, applyScatter(nnb, *data, *updates,
-                                                   reduction == "add", scatter)));
+  Value result = applyScatter(nnb, as(*data, work), as(*updates, work),
+                              reduction == "add", scatter);
+  return im.setResult(node,
+                      im.create<nn::IdentityOp>(node, as(result, element)));
 }
 
 /// ScatterND (reductions none and add): the data as [D, R] rows (D the

@@ -416,6 +416,44 @@ class RecurrentClassifier(nn.Module):
                 "y": rng.integers(0, 3, samples).astype(np.int64)}
 
 
+class PackedClassifier(nn.Module):
+    """PyTorch's packed sequences: token embeddings through
+    pack_padded_sequence (unsorted lengths) into a bidirectional GRU or a
+    2-layer LSTM; the final hidden states feed a linear classifier, and the
+    padded outputs (zeros past each length) are averaged in too. The export
+    sorts the batch by length (TopK), gives the recurrent nodes
+    sequence_lens, and undoes the sort (ScatterElements, Gather)."""
+
+    def __init__(self, seed, kind):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.emb = nn.Embedding(11, 6)
+        if kind == "gru":
+            self.rnn = nn.GRU(6, 8, batch_first=True, bidirectional=True)
+            self.width = 16
+        else:
+            self.rnn = nn.LSTM(6, 8, num_layers=2, batch_first=True)
+            self.width = 8
+        self.fc = nn.Linear(self.width, 3)
+
+    def forward(self, idx, lengths, y):
+        packed = nn.utils.rnn.pack_padded_sequence(self.emb(idx), lengths, batch_first=True,
+                                                   enforce_sorted=False)
+        out, h = self.rnn(packed)
+        if isinstance(h, tuple):
+            h = h[0]
+        padded, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True,
+                                                     total_length=idx.shape[1])
+        final = torch.cat([h[-2], h[-1]], 1) if self.width == 16 else h[-1]
+        return F.cross_entropy(self.fc(final + padded.mean(1)), y)
+
+    @staticmethod
+    def data(samples, rng):
+        return {"idx": rng.integers(0, 11, (samples, 7)).astype(np.int64),
+                "lengths": rng.integers(1, 8, samples).astype(np.int64),
+                "y": rng.integers(0, 3, samples).astype(np.int64)}
+
+
 class CombinedLoss(nn.Module):
     """Per-token logits and a per-sequence regression from pooled states,
     trained on a loss that combines means with different counts: "aux" is
