@@ -30,6 +30,7 @@ static const std::vector<OpRegistration> &allHandlers() {
     addShapeHandlers(list);
     addLossHandlers(list);
     addNeuralHandlers(list);
+    addWindowHandlers(list);
     addRecurrentHandlers(list);
     addTrainingHandlers(list);
     return list;

@@ -72,6 +72,10 @@ constexpr llvm::StringLiteral kTrainingDomain = "ai.onnx.preview.training";
 const OpRegistration *lookupHandler(llvm::StringRef domain,
                                     llvm::StringRef opType, int64_t opset);
 
+/// A per-channel [C] tensor as [C, 1, ...] (`rank` - 1 dimensions), to
+/// broadcast over NC... values.
+mlir::Value perChannel(nn::NNBuilder &nnb, mlir::Value v, int64_t rank);
+
 /// Whether `node` is a BatchNormalization in training mode (batch
 /// statistics, running statistics as outputs 1 and 2) at `opset`.
 bool isTrainingBatchNorm(const onnx::NodeProto &node, int64_t opset);
@@ -83,6 +87,7 @@ void addReductionHandlers(std::vector<OpRegistration> &handlers);
 void addShapeHandlers(std::vector<OpRegistration> &handlers);
 void addLossHandlers(std::vector<OpRegistration> &handlers);
 void addNeuralHandlers(std::vector<OpRegistration> &handlers);
+void addWindowHandlers(std::vector<OpRegistration> &handlers);
 void addRecurrentHandlers(std::vector<OpRegistration> &handlers);
 void addTrainingHandlers(std::vector<OpRegistration> &handlers);
 
