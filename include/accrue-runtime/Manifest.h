@@ -62,6 +62,27 @@ struct LossScaling {
   int64_t interval = 2000;
 };
 
+/// What a step needs in memory on its device (accrue-compile --plan): the
+/// fixed arenas, and a micro-batch's temporaries as fixed + b x per sample,
+/// measured on the bufferized step at two micro-batch sizes. Bytes.
+struct MemoryPlan {
+  int64_t params = 0, gradients = 0, optimizerState = 0, buffers = 0;
+  /// Activation (temporary) bytes of one micro-batch: fixed + b * perSample.
+  int64_t activationFixed = 0, activationPerSample = 0;
+  /// The batch inputs of one sample (a step holds b * K samples of them).
+  int64_t inputPerSample = 0;
+  int64_t microBatch = 1, accumulationSteps = 1;
+
+  int64_t staticBytes() const {
+    return params + gradients + optimizerState + buffers;
+  }
+  /// Peak at micro-batch b with K micro-batches per step.
+  int64_t peakBytes(int64_t b, int64_t k) const {
+    return staticBytes() + activationFixed + b * activationPerSample +
+           b * k * inputPerSample;
+  }
+};
+
 /// The contents of step.json.
 struct Manifest {
   AccrueTarget target = ACCRUE_TARGET_CPU;
@@ -88,6 +109,8 @@ struct Manifest {
   std::vector<ArgSpec> args;
   /// Estimated peak bytes of the temporaries of one micro-batch.
   std::optional<int64_t> activationBytes;
+  /// The memory plan, when accrue-compile made one (--plan).
+  std::optional<MemoryPlan> memoryPlan;
   /// The step masks padded samples out of its loss, so a partial last
   /// window may be padded to whole micro-batches.
   bool partialWindows = false;
@@ -117,6 +140,9 @@ struct Manifest {
   /// Reads step.json's text; `path` names the file in errors.
   static Manifest parse(const std::string &text, const std::string &path);
 };
+
+/// `plan` as the JSON object step.json holds under "memory_plan".
+std::string memoryPlanJsonText(const MemoryPlan &plan);
 
 /// The fingerprint as step.json and messages spell it (16 hex digits).
 std::string fingerprintText(uint64_t fingerprint);

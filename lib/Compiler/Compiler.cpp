@@ -20,6 +20,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -365,7 +366,151 @@ void accrue::bindCompilerSettings(SettingTable &table,
   table.text("target_cpu", "host (default) or an LLVM CPU name",
              options.target.cpu);
   table.text("lld", "Path of ld.lld", options.lldPath);
+  Setting &plan = table.custom(
+      "plan",
+      "Print the memory plan: parameter, gradient, optimizer-state and "
+      "activation bytes (per sample and fixed) and the peak at the "
+      "micro-batch; also recorded in step.json",
+      Setting::Kind::Choice,
+      [&options](StringRef value) -> std::optional<std::string> {
+        if (value != "text" && value != "json")
+          return settingRef("plan") + " must be text or json, not '" +
+                 value.str() + "'";
+        options.plan = value.str();
+        return std::nullopt;
+      });
+  plan.choices = {"text", "json"};
+  plan.implicitValue = "text";
 }
+
+namespace {
+
+/// The step that `options` (its optimizer resolved) asks for.
+train::StepOptions stepOptionsFor(MLIRContext &ctx,
+                                  const CompilerOptions &options) {
+  train::StepOptions step;
+  step.microBatch = options.import.microBatch;
+  step.optimizer = buildOptimizer(ctx, options.optimizer);
+  step.maxNorm = options.optimizer.clipNorm;
+  step.lossScale = options.lossScale.mode != ACCRUE_LOSS_SCALE_NONE;
+  if (options.lossScale.mode == ACCRUE_LOSS_SCALE_DYNAMIC) {
+    step.lossScaleGrowth = options.lossScale.growth;
+    step.lossScaleBackoff = options.lossScale.backoff;
+    step.lossScaleInterval = options.lossScale.interval;
+  }
+  step.dataParallel =
+      options.pipeline.train.collectives != ACCRUE_COLLECTIVES_NONE;
+  return step;
+}
+
+/// The peak bytes of one micro-batch's temporaries at micro-batch `b`: the
+/// model imported again at that size (without parameter values), its step
+/// built and bufferized for the CPU, then measured like the artifact's.
+FailureOr<int64_t> activationPeakAt(MLIRContext &ctx,
+                                    const CompilerOptions &resolved,
+                                    int64_t b) {
+  CompilerOptions other = resolved;
+  other.import.microBatch = b;
+  other.import.loadParameterValues = false;
+  // Its warnings were the first compile's.
+  ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &d) {
+    return success(d.getSeverity() != DiagnosticSeverity::Error);
+  });
+  FailureOr<onnx_import::ImportedModel> model =
+      onnx_import::importModelFile(&ctx, other.import);
+  if (failed(model) ||
+      failed(train::buildTrainStep(*model->module, model->forward,
+                                   stepOptionsFor(ctx, other))))
+    return failure();
+  PassManager pm(&ctx);
+  buildTrainPipeline(pm, other.pipeline.train);
+  cpu::buildCPUBufferizationPipeline(pm, other.pipeline.cpu);
+  if (failed(pm.run(*model->module)))
+    return failure();
+  auto step = model->module->lookupSymbol<func::FuncOp>(ACCRUE_STEP_FUNCTION);
+  std::optional<int64_t> peak =
+      step ? train::estimateMicroStepPeakBytes(step) : std::nullopt;
+  if (!peak)
+    return failure();
+  return *peak;
+}
+
+/// The memory plan of `manifest`'s step: the arenas from its layout, the
+/// activations at the compiled micro-batch b and at 2b.
+FailureOr<rt::MemoryPlan> buildMemoryPlan(MLIRContext &ctx,
+                                          const CompilerOptions &resolved,
+                                          const rt::Manifest &manifest) {
+  rt::MemoryPlan plan;
+  int64_t arena = manifest.arenaSize * int64_t(sizeof(float));
+  plan.params = arena;
+  plan.gradients = arena;
+  plan.optimizerState =
+      static_cast<int64_t>(manifest.stateNames().size()) * arena;
+  plan.buffers = manifest.buffersSize() * int64_t(sizeof(float));
+  for (const rt::ArgSpec *input : manifest.batchInputs()) {
+    int64_t row = rt::dtypeSize(input->dtype);
+    for (size_t d = 1; d < input->shape.size(); ++d)
+      row *= input->shape[d];
+    plan.inputPerSample += row;
+  }
+  plan.microBatch = manifest.microBatch;
+  plan.accumulationSteps = manifest.accumulationSteps;
+  int64_t b = manifest.microBatch;
+  std::optional<int64_t> atB = manifest.activationBytes;
+  FailureOr<int64_t> at2B = activationPeakAt(ctx, resolved, 2 * b);
+  if (!atB || failed(at2B))
+    return emitError(UnknownLoc::get(&ctx))
+           << "cannot measure the step's activation memory for the plan";
+  plan.activationPerSample = std::max<int64_t>((*at2B - *atB + b - 1) / b, 0);
+  plan.activationFixed =
+      std::max<int64_t>(*atB - b * plan.activationPerSample, 0);
+  return plan;
+}
+
+/// Bytes for people: 1.5 MiB, 12.0 GiB.
+std::string bytesText(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit ? "%.1f %s" : "%.0f %s", value,
+                units[unit]);
+  return text;
+}
+
+/// The plan as a table a person reads at a glance.
+void printMemoryPlan(llvm::raw_ostream &os, const rt::MemoryPlan &plan) {
+  int64_t b = plan.microBatch, k = plan.accumulationSteps;
+  auto row = [&](StringRef what, int64_t bytes, StringRef note = "") {
+    os << llvm::format("  %-34s %12s", what.str().c_str(),
+                       bytesText(bytes).c_str());
+    if (!note.empty())
+      os << "  " << note;
+    os << "\n";
+  };
+  os << "Memory plan (CPU; E = b x K x G samples per optimizer step, "
+        "M = fixed + b x A):\n";
+  row("parameters", plan.params);
+  row("gradient accumulator (fp32)", plan.gradients);
+  row("optimizer state", plan.optimizerState);
+  if (plan.buffers)
+    row("buffers (running statistics)", plan.buffers);
+  row("static total", plan.staticBytes());
+  row("activations per sample (A)", plan.activationPerSample);
+  row("activations, fixed", plan.activationFixed);
+  row("batch inputs per sample", plan.inputPerSample,
+      "(a step holds b x K samples)");
+  os << "  micro-batch b = " << b << ", accumulation steps K = " << k
+     << ": E = " << b * k << " x G ranks\n";
+  row("peak at b", plan.peakBytes(b, k),
+      "= static + fixed + b x A + b x K x inputs");
+}
+
+} // namespace
 
 LogicalResult accrue::compileModel(MLIRContext &ctx,
                                    const CompilerOptions &options) {
@@ -393,20 +538,8 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   resolveOptimizer(resolved.optimizer, *model);
   if (std::optional<std::string> error = validateOptions(resolved))
     return emitError(UnknownLoc::get(&ctx)) << *error;
-  train::StepOptions stepOptions;
-  stepOptions.microBatch = options.import.microBatch;
-  stepOptions.optimizer = buildOptimizer(ctx, resolved.optimizer);
-  stepOptions.maxNorm = resolved.optimizer.clipNorm;
-  stepOptions.lossScale = resolved.lossScale.mode != ACCRUE_LOSS_SCALE_NONE;
-  if (resolved.lossScale.mode == ACCRUE_LOSS_SCALE_DYNAMIC) {
-    stepOptions.lossScaleGrowth = resolved.lossScale.growth;
-    stepOptions.lossScaleBackoff = resolved.lossScale.backoff;
-    stepOptions.lossScaleInterval = resolved.lossScale.interval;
-  }
-  stepOptions.dataParallel =
-      options.pipeline.train.collectives != ACCRUE_COLLECTIVES_NONE;
-  FailureOr<train::StepLayout> layout =
-      train::buildTrainStep(module, model->forward, stepOptions);
+  FailureOr<train::StepLayout> layout = train::buildTrainStep(
+      module, model->forward, stepOptionsFor(ctx, resolved));
   if (failed(layout))
     return failure();
   auto writeModule = [&] {
@@ -468,6 +601,20 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
     manifest->activationBytes = cpuTarget
                                     ? train::estimateMicroStepPeakBytes(step)
                                     : workspaceBytes(*manifest);
+  if (!options.plan.empty()) {
+    if (!cpuTarget)
+      return emitError(UnknownLoc::get(&ctx))
+             << settingRef("plan") << " plans CPU steps only for now";
+    FailureOr<rt::MemoryPlan> plan = buildMemoryPlan(ctx, resolved, *manifest);
+    if (failed(plan))
+      return failure();
+    manifest->memoryPlan = *plan;
+    if (options.plan == "json")
+      llvm::outs() << rt::memoryPlanJsonText(*plan) << "\n";
+    else
+      printMemoryPlan(llvm::outs(), *plan);
+    llvm::outs().flush();
+  }
   if (options.emit == EmitKind::Linalg)
     return writeModule();
 

@@ -169,11 +169,12 @@ void SettingTable::addChoice(std::string name, std::string help,
   list.push_back(std::move(s));
 }
 
-void SettingTable::custom(
+Setting &SettingTable::custom(
     std::string name, std::string help, Setting::Kind kind,
     std::function<std::optional<std::string>(StringRef)> read) {
   list.push_back(
-      Setting{std::move(name), std::move(help), kind, {}, false, read});
+      Setting{std::move(name), std::move(help), kind, {}, false, {}, read});
+  return list.back();
 }
 
 void accrue::bindPipelineSettings(SettingTable &table,

@@ -115,6 +115,30 @@ uint64_t Manifest::fingerprint() const noexcept {
 // Writing
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+json memoryPlanJson(const MemoryPlan &plan) {
+  int64_t b = plan.microBatch, k = plan.accumulationSteps;
+  return json{{"param_bytes", plan.params},
+              {"gradient_bytes", plan.gradients},
+              {"optimizer_state_bytes", plan.optimizerState},
+              {"buffer_bytes", plan.buffers},
+              {"static_bytes", plan.staticBytes()},
+              {"activation_fixed_bytes", plan.activationFixed},
+              {"activation_bytes_per_sample", plan.activationPerSample},
+              {"input_bytes_per_sample", plan.inputPerSample},
+              {"micro_batch", b},
+              {"accumulation_steps", k},
+              {"samples_per_rank", b * k},
+              {"peak_bytes", plan.peakBytes(b, k)}};
+}
+
+} // namespace
+
+std::string accrue::rt::memoryPlanJsonText(const MemoryPlan &plan) {
+  return memoryPlanJson(plan).dump(2);
+}
+
 std::string Manifest::toJson() const noexcept {
   json argList = json::array();
   for (const ArgSpec &arg : args) {
@@ -182,6 +206,8 @@ std::string Manifest::toJson() const noexcept {
     manifest[ACCRUE_KEY_BUFFERS] = slots(buffers);
   if (activationBytes)
     manifest[ACCRUE_KEY_ACTIVATION_BYTES] = *activationBytes;
+  if (memoryPlan)
+    manifest[ACCRUE_KEY_MEMORY_PLAN] = memoryPlanJson(*memoryPlan);
   if (!cudaArchs.empty())
     manifest[ACCRUE_KEY_CUDA_ARCHS] = cudaArchs;
   // Names come from ONNX files: replace invalid UTF-8 rather than throw.
@@ -276,6 +302,21 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     }
     if (doc.contains(ACCRUE_KEY_ACTIVATION_BYTES))
       m.activationBytes = doc.at(ACCRUE_KEY_ACTIVATION_BYTES).get<int64_t>();
+    if (doc.contains(ACCRUE_KEY_MEMORY_PLAN)) {
+      const json &p = doc.at(ACCRUE_KEY_MEMORY_PLAN);
+      MemoryPlan plan;
+      plan.params = p.at("param_bytes").get<int64_t>();
+      plan.gradients = p.at("gradient_bytes").get<int64_t>();
+      plan.optimizerState = p.at("optimizer_state_bytes").get<int64_t>();
+      plan.buffers = p.at("buffer_bytes").get<int64_t>();
+      plan.activationFixed = p.at("activation_fixed_bytes").get<int64_t>();
+      plan.activationPerSample =
+          p.at("activation_bytes_per_sample").get<int64_t>();
+      plan.inputPerSample = p.at("input_bytes_per_sample").get<int64_t>();
+      plan.microBatch = p.at("micro_batch").get<int64_t>();
+      plan.accumulationSteps = p.at("accumulation_steps").get<int64_t>();
+      m.memoryPlan = plan;
+    }
     m.partialWindows = doc.at(ACCRUE_KEY_PARTIAL_WINDOWS).get<bool>();
     if (doc.contains(ACCRUE_KEY_CUDA_ARCHS))
       m.cudaArchs =

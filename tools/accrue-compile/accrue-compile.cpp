@@ -77,6 +77,10 @@ int main(int argc, char **argv) {
         b.negated = std::make_unique<cl::opt<bool>>(
             keep("no-" + name.str()),
             cl::desc(keep("Turn off --" + name.str())), cl::cat(category));
+    } else if (!setting.implicitValue.empty()) {
+      // `--name` alone means the implicit value; `--name=value` another.
+      b.value = std::make_unique<cl::opt<std::string>>(
+          name, cl::desc(keep(help)), cl::cat(category), cl::ValueOptional);
     } else {
       b.value = std::make_unique<cl::opt<std::string>>(
           name, cl::desc(keep(help)), cl::cat(category));
@@ -97,7 +101,8 @@ int main(int argc, char **argv) {
   for (const Bound &b : bound) {
     std::optional<std::string> error;
     if (b.value && b.value->getNumOccurrences())
-      error = b.setting->read(*b.value);
+      error = b.setting->read(b.value->empty() ? b.setting->implicitValue
+                                               : *b.value);
     else if (b.flag && b.flag->getNumOccurrences())
       error = b.setting->read(*b.flag ? "true" : "false");
     else if (b.negated && b.negated->getNumOccurrences())

@@ -96,6 +96,9 @@ struct CompilerOptions {
   std::string output;
   /// The linker (ld.lld); empty means the one found at configure time.
   std::string lldPath;
+  /// Print the memory plan ("text" or "json"; empty: do not print). The
+  /// plan is also recorded in step.json when made.
+  std::string plan;
   /// Apply MLIR's command-line options for pass managers and timing
   /// (--mlir-timing, --mlir-print-ir-after, ...): only for tools that
   /// registered them.

@@ -36,6 +36,9 @@ struct Setting {
   std::vector<std::string> choices;
   /// Flag: the default is true, so tools also offer `--no-<name>`.
   bool defaultTrue = false;
+  /// Choice: the value a command line's bare `--name` means (empty: a
+  /// value is required).
+  std::string implicitValue;
   /// Reads `value` into the options; returns an error message (naming the
   /// setting with settingRef) or nothing.
   std::function<std::optional<std::string>(llvm::StringRef value)> read;
@@ -74,8 +77,9 @@ public:
               [&field](int index) { field = static_cast<Enum>(index); });
   }
   /// Anything else: `read` parses and stores the value.
-  void custom(std::string name, std::string help, Setting::Kind kind,
-              std::function<std::optional<std::string>(llvm::StringRef)> read);
+  Setting &
+  custom(std::string name, std::string help, Setting::Kind kind,
+         std::function<std::optional<std::string>(llvm::StringRef)> read);
 
 private:
   void addChoice(std::string name, std::string help,
