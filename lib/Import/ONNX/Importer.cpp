@@ -477,71 +477,61 @@ LogicalResult ModelImporter::buildSignature() {
       bufferProtos.push_back(&init);
   }
 
-  // Parameters (training only): their data moves out of the model into
-  // the result (most of a model's bytes; never copied).
-  for (const onnx::TensorProto *proto : paramProtos) {
+  // Parameters and buffers (training only): their data moves out of the
+  // model into the result (most of a model's bytes; never copied).
+  auto take = [&](const onnx::TensorProto *proto,
+                  bool trained) -> FailureOr<ImportedParameter> {
     Location loc = namedLoc("initializer", proto->name());
-    ImportedParameter param;
-    param.name = proto->name();
-    if (options.loadParameterValues) {
-      FailureOr<TensorData> data =
-          readTensorData(*proto, context, options.modelPath, loc,
-                         const_cast<onnx::TensorProto *>(proto));
-      if (failed(data))
-        return failure();
-      // A parameter that starts non-finite trains to NaN.
-      const float *values =
-          reinterpret_cast<const float *>(data->bytes.data());
-      for (int64_t i = 0, n = data->numElements(); i < n; ++i)
-        if (!std::isfinite(values[i]))
-          return emitError(loc)
-                 << "the trainable tensor holds "
-                 << (std::isnan(values[i]) ? "NaN" : "an infinity")
-                 << " at element " << i;
-      param.shape.assign(data->shape.begin(), data->shape.end());
-      param.bytes = std::move(data->bytes);
-    } else {
+    ImportedParameter tensor;
+    tensor.name = proto->name();
+    if (!options.loadParameterValues) {
       for (int64_t d : proto->dims()) {
         if (d < 0)
           return emitError(loc) << "tensor '" << proto->name()
                                 << "' has a negative dimension";
-        param.shape.push_back(d);
+        tensor.shape.push_back(d);
       }
+      return tensor;
     }
-    if (llvm::is_contained(param.shape, 0))
-      return emitError(loc)
+    FailureOr<TensorData> data =
+        readTensorData(*proto, context, options.modelPath, loc,
+                       const_cast<onnx::TensorProto *>(proto));
+    if (failed(data))
+      return failure();
+    // A parameter that starts non-finite trains to NaN.
+    const float *values = reinterpret_cast<const float *>(data->bytes.data());
+    for (int64_t i = 0, n = data->numElements(); trained && i < n; ++i)
+      if (!std::isfinite(values[i]))
+        return emitError(loc)
+               << "the trainable tensor holds "
+               << (std::isnan(values[i]) ? "NaN" : "an infinity")
+               << " at element " << i;
+    tensor.shape.assign(data->shape.begin(), data->shape.end());
+    tensor.bytes = std::move(data->bytes);
+    return tensor;
+  };
+  for (const onnx::TensorProto *proto : paramProtos) {
+    FailureOr<ImportedParameter> param = take(proto, /*trained=*/true);
+    if (failed(param))
+      return failure();
+    if (llvm::is_contained(param->shape, 0))
+      return emitError(namedLoc("initializer", proto->name()))
              << "a trainable tensor with a zero dimension has nothing to "
                 "train (freeze it with "
              << settingRef("freeze") << " or remove it)";
     argTypes.push_back(
-        RankedTensorType::get(param.shape, builder.getF32Type()));
-    result.parameters.push_back(std::move(param));
+        RankedTensorType::get(param->shape, builder.getF32Type()));
+    result.parameters.push_back(std::move(*param));
   }
   // Buffers: their initial values go into the artifact beside the
   // parameters'.
   for (const onnx::TensorProto *proto : bufferProtos) {
-    Location loc = namedLoc("initializer", proto->name());
-    ImportedParameter buffer;
-    buffer.name = proto->name();
-    if (options.loadParameterValues) {
-      FailureOr<TensorData> data =
-          readTensorData(*proto, context, options.modelPath, loc,
-                         const_cast<onnx::TensorProto *>(proto));
-      if (failed(data))
-        return failure();
-      buffer.shape.assign(data->shape.begin(), data->shape.end());
-      buffer.bytes = std::move(data->bytes);
-    } else {
-      for (int64_t d : proto->dims()) {
-        if (d < 0)
-          return emitError(loc) << "tensor '" << proto->name()
-                                << "' has a negative dimension";
-        buffer.shape.push_back(d);
-      }
-    }
+    FailureOr<ImportedParameter> buffer = take(proto, /*trained=*/false);
+    if (failed(buffer))
+      return failure();
     argTypes.push_back(
-        RankedTensorType::get(buffer.shape, builder.getF32Type()));
-    result.buffers.push_back(std::move(buffer));
+        RankedTensorType::get(buffer->shape, builder.getF32Type()));
+    result.buffers.push_back(std::move(*buffer));
   }
   // Graph inputs that are not initializers.
   for (const auto &input : graph.input()) {

@@ -51,6 +51,30 @@ Value arenaView(OpBuilder &b, Location loc, Value arena, int64_t offset,
   return memref::ExpandShapeOp::create(b, loc, *type, view, reassociation);
 }
 
+/// Bufferizes `op`, which writes each of `values` into the slice of `arena`
+/// at its offset (the layout of a train.unpack), in place: `write(value,
+/// view)` emits the write of one value's buffer into its arena view.
+LogicalResult bufferizeSliceWrites(
+    RewriterBase &rewriter, Operation *op, Value arenaTensor,
+    ValueRange values, ArrayRef<int64_t> offsets,
+    const BufferizationOptions &options, BufferizationState &state,
+    llvm::function_ref<void(OpBuilder &, Location, Value, Value)> write) {
+  Location loc = op->getLoc();
+  FailureOr<Value> arena = getBuffer(rewriter, arenaTensor, options, state);
+  if (failed(arena))
+    return failure();
+  for (auto [offset, value] : llvm::zip(offsets, values)) {
+    FailureOr<Value> buffer = getBuffer(rewriter, value, options, state);
+    if (failed(buffer))
+      return failure();
+    auto type = cast<MemRefType>(buffer->getType());
+    write(rewriter, loc, *buffer,
+          arenaView(rewriter, loc, *arena, offset, type.getShape()));
+  }
+  replaceOpWithBufferizedValues(rewriter, op, *arena);
+  return success();
+}
+
 /// The analysis of an op that reads all its operands and updates its first
 /// (an arena) in place, as its first result.
 template <typename Concrete, typename Op>
@@ -81,31 +105,22 @@ struct AccumulateOpInterface
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
     auto accumulate = cast<AccumulateOp>(op);
-    Location loc = op->getLoc();
-    FailureOr<Value> arena =
-        getBuffer(rewriter, accumulate.getAccumulator(), options, state);
-    if (failed(arena))
-      return failure();
-    for (auto [offset, gradient] :
-         llvm::zip(accumulate.getOffsets(), accumulate.getGradients())) {
-      FailureOr<Value> grad = getBuffer(rewriter, gradient, options, state);
-      if (failed(grad))
-        return failure();
-      auto type = cast<MemRefType>(grad->getType());
-      Value view = arenaView(rewriter, loc, *arena, offset, type.getShape());
-      AffineMap identity = rewriter.getMultiDimIdentityMap(type.getRank());
-      SmallVector<utils::IteratorType> iterators(type.getRank(),
-                                                 utils::IteratorType::parallel);
-      linalg::GenericOp::create(
-          rewriter, loc, ValueRange{*grad}, ValueRange{view},
-          ArrayRef<AffineMap>{identity, identity}, iterators,
-          [](OpBuilder &b, Location l, ValueRange args) {
-            Value sum = arith::AddFOp::create(b, l, args[1], args[0]);
-            linalg::YieldOp::create(b, l, sum);
-          });
-    }
-    replaceOpWithBufferizedValues(rewriter, op, *arena);
-    return success();
+    return bufferizeSliceWrites(
+        rewriter, op, accumulate.getAccumulator(), accumulate.getGradients(),
+        accumulate.getOffsets(), options, state,
+        [](OpBuilder &b, Location loc, Value grad, Value view) {
+          auto type = cast<MemRefType>(grad.getType());
+          AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
+          linalg::GenericOp::create(
+              b, loc, ValueRange{grad}, ValueRange{view},
+              ArrayRef<AffineMap>{identity, identity},
+              SmallVector<utils::IteratorType>(type.getRank(),
+                                               utils::IteratorType::parallel),
+              [](OpBuilder &nb, Location l, ValueRange args) {
+                Value sum = arith::AddFOp::create(nb, l, args[1], args[0]);
+                linalg::YieldOp::create(nb, l, sum);
+              });
+        });
   }
 };
 
@@ -116,21 +131,12 @@ struct StoreOpInterface
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
     auto store = cast<StoreOp>(op);
-    Location loc = op->getLoc();
-    FailureOr<Value> arena =
-        getBuffer(rewriter, store.getArena(), options, state);
-    if (failed(arena))
-      return failure();
-    for (auto [offset, value] : llvm::zip(store.getOffsets(), store.getValues())) {
-      FailureOr<Value> buffer = getBuffer(rewriter, value, options, state);
-      if (failed(buffer))
-        return failure();
-      auto type = cast<MemRefType>(buffer->getType());
-      Value view = arenaView(rewriter, loc, *arena, offset, type.getShape());
-      linalg::CopyOp::create(rewriter, loc, *buffer, view);
-    }
-    replaceOpWithBufferizedValues(rewriter, op, *arena);
-    return success();
+    return bufferizeSliceWrites(
+        rewriter, op, store.getArena(), store.getValues(), store.getOffsets(),
+        options, state,
+        [](OpBuilder &b, Location loc, Value value, Value view) {
+          linalg::CopyOp::create(b, loc, value, view);
+        });
   }
 };
 

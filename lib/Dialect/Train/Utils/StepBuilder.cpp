@@ -29,34 +29,23 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
       return forward.emitError("argument #")
              << i << " has no train.role/train.name";
     switch (*role) {
-    case ACCRUE_ROLE_PARAMS: {
-      auto type = dyn_cast<RankedTensorType>(fwdType.getInput(i));
-      if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
-        return forward.emitError("parameter '")
-               << name.getValue() << "' must be a static f32 tensor";
-      ArenaSlot slot;
-      slot.name = name.getValue().str();
-      slot.shape.assign(type.getShape().begin(), type.getShape().end());
-      slot.numElements = type.getNumElements();
-      slot.offset = layout.arenaSize;
-      layout.arenaSize += llvm::alignTo(slot.numElements, kArenaAlignment);
-      layout.params.push_back(slot);
-      paramArgs.push_back(i);
-      break;
-    }
+    case ACCRUE_ROLE_PARAMS:
     case ACCRUE_ROLE_BUFFERS: {
+      // A slice of the parameter arena or of the buffer arena.
+      bool param = *role == ACCRUE_ROLE_PARAMS;
       auto type = dyn_cast<RankedTensorType>(fwdType.getInput(i));
       if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
-        return forward.emitError("buffer '")
+        return forward.emitError(param ? "parameter '" : "buffer '")
                << name.getValue() << "' must be a static f32 tensor";
+      int64_t &size = param ? layout.arenaSize : layout.buffersSize;
       ArenaSlot slot;
       slot.name = name.getValue().str();
       slot.shape.assign(type.getShape().begin(), type.getShape().end());
       slot.numElements = type.getNumElements();
-      slot.offset = layout.buffersSize;
-      layout.buffersSize += llvm::alignTo(slot.numElements, kArenaAlignment);
-      layout.buffers.push_back(slot);
-      bufferArgs.push_back(i);
+      slot.offset = size;
+      size += llvm::alignTo(slot.numElements, kArenaAlignment);
+      (param ? layout.params : layout.buffers).push_back(slot);
+      (param ? paramArgs : bufferArgs).push_back(i);
       break;
     }
     case ACCRUE_ROLE_BATCH:
