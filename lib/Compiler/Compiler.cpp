@@ -242,6 +242,11 @@ accrue::validateOptions(const CompilerOptions &options) {
   if (options.accumulationSteps < 1)
     return ref("accumulation_steps") + " must be >= 1, got " +
            std::to_string(options.accumulationSteps);
+  if (options.ranks < 1)
+    return ref("ranks") + " must be >= 1, got " + std::to_string(options.ranks);
+  if (options.effectiveBatch && *options.effectiveBatch < 1)
+    return ref("effective_batch") + " must be >= 1, got " +
+           std::to_string(*options.effectiveBatch);
   if (opt.lr && (!finite(*opt.lr) || *opt.lr < 0))
     return ref("lr") + " must be a finite, non-negative number";
   if (!finite(opt.momentum) || opt.momentum < 0)
@@ -273,6 +278,26 @@ accrue::validateOptions(const CompilerOptions &options) {
     return error;
   if (options.output.empty())
     return ref("output") + ": an output is required";
+  return std::nullopt;
+}
+
+/// "16GiB", "512MiB", "2GB", "1e9" as bytes (binary and decimal units).
+static std::optional<int64_t> parseByteSize(StringRef text) {
+  text = text.trim();
+  size_t split = text.find_first_not_of("0123456789.eE+-");
+  StringRef number = text.take_front(split), unit = text.drop_front(
+                                                  number.size()).trim();
+  double value;
+  if (number.empty() || number.getAsDouble(value))
+    return std::nullopt;
+  static const std::pair<const char *, double> units[] = {
+      {"", 1},          {"B", 1},          {"KiB", 1024.0},
+      {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"KB", 1e3},      {"MB", 1e6},       {"GB", 1e9},
+      {"TB", 1e12}};
+  for (auto [name, scale] : units)
+    if (unit.equals_insensitive(name) && value * scale < 9e18)
+      return static_cast<int64_t>(value * scale);
   return std::nullopt;
 }
 
@@ -366,6 +391,27 @@ void accrue::bindCompilerSettings(SettingTable &table,
   table.text("target_cpu", "host (default) or an LLVM CPU name",
              options.target.cpu);
   table.text("lld", "Path of ld.lld", options.lldPath);
+  table.custom("memory_budget",
+               "Choose the micro-batch: the largest whose planned peak "
+               "memory fits this many bytes (16GiB, 512MiB, 1e9; CPU)",
+               Setting::Kind::Text,
+               [&options](StringRef value) -> std::optional<std::string> {
+                 std::optional<int64_t> bytes = parseByteSize(value);
+                 if (!bytes || *bytes <= 0)
+                   return settingRef("memory_budget") +
+                          " must be a size such as 16GiB, 512MiB or 1e9, "
+                          "not '" + value.str() + "'";
+                 options.memoryBudget = *bytes;
+                 return std::nullopt;
+               });
+  table.integer("effective_batch",
+                "Samples per optimizer step over all ranks (E = b x K x G): "
+                "sets the accumulation steps K",
+                options.effectiveBatch);
+  table.integer("ranks",
+                "Data-parallel ranks G that --effective-batch is spread "
+                "over (default 1)",
+                options.ranks);
   Setting &plan = table.custom(
       "plan",
       "Print the memory plan: parameter, gradient, optimizer-state and "
@@ -403,25 +449,60 @@ train::StepOptions stepOptionsFor(MLIRContext &ctx,
   return step;
 }
 
-/// The peak bytes of one micro-batch's temporaries at micro-batch `b`: the
-/// model imported again at that size (without parameter values), its step
-/// built and bufferized for the CPU, then measured like the artifact's.
-FailureOr<int64_t> activationPeakAt(MLIRContext &ctx,
-                                    const CompilerOptions &resolved,
-                                    int64_t b) {
-  CompilerOptions other = resolved;
+/// Bytes for people: 1.5 MiB, 12.0 GiB.
+std::string bytesText(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit ? "%.1f %s" : "%.0f %s", value,
+                units[unit]);
+  return text;
+}
+
+/// The step of a model compiled at micro-batch `b` as far as memory goes:
+/// its arena layout, the batch-input bytes of one sample, and the peak
+/// bytes of one micro-batch's temporaries. The model is imported again at
+/// that size (without parameter values), its step built and bufferized for
+/// the CPU, then measured like the artifact's.
+struct StepProbe {
+  train::StepLayout layout;
+  int64_t inputPerSample = 0;
+  int64_t activationPeak = 0;
+};
+
+FailureOr<StepProbe> probeStep(MLIRContext &ctx, const CompilerOptions &options,
+                               int64_t b) {
+  CompilerOptions other = options;
   other.import.microBatch = b;
   other.import.loadParameterValues = false;
-  // Its warnings were the first compile's.
+  // Its warnings are the main compile's.
   ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &d) {
     return success(d.getSeverity() != DiagnosticSeverity::Error);
   });
   FailureOr<onnx_import::ImportedModel> model =
       onnx_import::importModelFile(&ctx, other.import);
-  if (failed(model) ||
-      failed(train::buildTrainStep(*model->module, model->forward,
-                                   stepOptionsFor(ctx, other))))
+  if (failed(model))
     return failure();
+  resolveOptimizer(other.optimizer, *model);
+  StepProbe probe;
+  FailureOr<train::StepLayout> layout = train::buildTrainStep(
+      *model->module, model->forward, stepOptionsFor(ctx, other));
+  if (failed(layout))
+    return failure();
+  probe.layout = *layout;
+  func::FuncOp forward = model->forward;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    if (train::getArgRole(forward, i) == ACCRUE_ROLE_BATCH) {
+      auto type = cast<RankedTensorType>(forward.getArgument(i).getType());
+      probe.inputPerSample +=
+          type.getNumElements() / b *
+          std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
+    }
   PassManager pm(&ctx);
   buildTrainPipeline(pm, other.pipeline.train);
   cpu::buildCPUBufferizationPipeline(pm, other.pipeline.cpu);
@@ -432,7 +513,15 @@ FailureOr<int64_t> activationPeakAt(MLIRContext &ctx,
       step ? train::estimateMicroStepPeakBytes(step) : std::nullopt;
   if (!peak)
     return failure();
-  return *peak;
+  probe.activationPeak = *peak;
+  return probe;
+}
+
+/// Activations per sample and fixed, from the peaks at b and 2b.
+void fitActivations(rt::MemoryPlan &plan, int64_t b, int64_t atB,
+                    int64_t at2B) {
+  plan.activationPerSample = std::max<int64_t>((at2B - atB + b - 1) / b, 0);
+  plan.activationFixed = std::max<int64_t>(atB - b * plan.activationPerSample, 0);
 }
 
 /// The memory plan of `manifest`'s step: the arenas from its layout, the
@@ -457,29 +546,107 @@ FailureOr<rt::MemoryPlan> buildMemoryPlan(MLIRContext &ctx,
   plan.accumulationSteps = manifest.accumulationSteps;
   int64_t b = manifest.microBatch;
   std::optional<int64_t> atB = manifest.activationBytes;
-  FailureOr<int64_t> at2B = activationPeakAt(ctx, resolved, 2 * b);
+  FailureOr<StepProbe> at2B = probeStep(ctx, resolved, 2 * b);
   if (!atB || failed(at2B))
     return emitError(UnknownLoc::get(&ctx))
            << "cannot measure the step's activation memory for the plan";
-  plan.activationPerSample = std::max<int64_t>((*at2B - *atB + b - 1) / b, 0);
-  plan.activationFixed =
-      std::max<int64_t>(*atB - b * plan.activationPerSample, 0);
+  fitActivations(plan, b, *atB, at2B->activationPeak);
   return plan;
 }
 
-/// Bytes for people: 1.5 MiB, 12.0 GiB.
-std::string bytesText(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
+/// `options` with the micro-batch and accumulation steps that
+/// --memory-budget and --effective-batch ask for: the largest micro-batch b
+/// whose planned peak fits the budget (and, with an effective batch E over
+/// G ranks, divides E / G, so every step takes exactly E samples), and
+/// K = E / (b G). Says what it chose (a remark).
+FailureOr<CompilerOptions> chooseBatch(MLIRContext &ctx,
+                                       const CompilerOptions &options) {
+  CompilerOptions chosen = options;
+  chosen.memoryBudget.reset();
+  chosen.effectiveBatch.reset();
+  int64_t ranks = options.ranks;
+  std::optional<int64_t> perRank;
+  if (options.effectiveBatch) {
+    if (*options.effectiveBatch % ranks != 0)
+      return emitError(UnknownLoc::get(&ctx))
+             << settingRef("effective_batch") << " " << *options.effectiveBatch
+             << " is not a multiple of " << settingRef("ranks") << " "
+             << ranks;
+    perRank = *options.effectiveBatch / ranks;
   }
-  char text[32];
-  std::snprintf(text, sizeof text, unit ? "%.1f %s" : "%.0f %s", value,
-                units[unit]);
-  return text;
+  auto stepsFor = [&](int64_t b) {
+    return perRank ? *perRank / b : options.accumulationSteps;
+  };
+  if (!options.memoryBudget) {
+    // An effective batch at the given micro-batch.
+    int64_t b = options.import.microBatch;
+    if (*perRank % b != 0)
+      return emitError(UnknownLoc::get(&ctx))
+             << settingRef("effective_batch") << " " << *options.effectiveBatch
+             << " over " << ranks << " rank(s) is not a multiple of "
+             << settingRef("micro_batch") << " " << b;
+    chosen.accumulationSteps = stepsFor(b);
+    return chosen;
+  }
+  if (options.pipeline.target != ACCRUE_TARGET_CPU)
+    return emitError(UnknownLoc::get(&ctx))
+           << settingRef("memory_budget") << " plans CPU steps only for now";
+  FailureOr<StepProbe> one = probeStep(ctx, options, 1);
+  FailureOr<StepProbe> two = probeStep(ctx, options, 2);
+  if (failed(one) || failed(two))
+    return emitError(UnknownLoc::get(&ctx))
+           << "cannot measure the step's memory for "
+           << settingRef("memory_budget");
+  rt::MemoryPlan plan;
+  int64_t arena = one->layout.arenaSize * int64_t(sizeof(float));
+  plan.params = plan.gradients = arena;
+  plan.optimizerState =
+      static_cast<int64_t>(one->layout.stateNames.size()) * arena;
+  plan.buffers = one->layout.buffersSize * int64_t(sizeof(float));
+  plan.inputPerSample = one->inputPerSample;
+  fitActivations(plan, 1, one->activationPeak, two->activationPeak);
+  int64_t budget = *options.memoryBudget;
+  int64_t most = perRank ? *perRank
+                         : std::max<int64_t>(
+                               (budget - plan.staticBytes()) /
+                                   std::max<int64_t>(plan.activationPerSample, 1),
+                               1);
+  int64_t best = 0;
+  for (int64_t b = std::min<int64_t>(most, int64_t(1) << 24); b >= 1; --b) {
+    if (perRank && *perRank % b != 0)
+      continue;
+    if (plan.peakBytes(b, stepsFor(b)) <= budget) {
+      best = b;
+      break;
+    }
+  }
+  if (!best) {
+    int64_t need = plan.peakBytes(1, stepsFor(1));
+    return emitError(UnknownLoc::get(&ctx))
+           << settingRef("memory_budget") << " " << bytesText(budget)
+           << " does not fit even micro-batch 1, which needs "
+           << bytesText(need) << " (" << bytesText(need - budget)
+           << " more): parameters, gradients and optimizer state take "
+           << bytesText(plan.staticBytes()) << ", one sample's activations "
+           << bytesText(plan.activationFixed + plan.activationPerSample)
+           << ", the step's inputs " << bytesText(stepsFor(1) * plan.inputPerSample);
+  }
+  chosen.import.microBatch = best;
+  chosen.accumulationSteps = stepsFor(best);
+  emitRemark(UnknownLoc::get(&ctx))
+               << settingRef("memory_budget") << " " << bytesText(budget)
+               << ": micro-batch " << best << ", "
+               << chosen.accumulationSteps << " accumulation step(s)"
+               << (perRank ? " (E = " + std::to_string(best *
+                                                       chosen.accumulationSteps *
+                                                       ranks) +
+                                 " over " + std::to_string(ranks) + " rank(s))"
+                           : std::string())
+               << "; planned peak " << bytesText(plan.peakBytes(best, chosen.accumulationSteps))
+               << " (static " << bytesText(plan.staticBytes())
+               << ", activations " << bytesText(plan.activationFixed) << " + b x "
+               << bytesText(plan.activationPerSample) << ")";
+  return chosen;
 }
 
 /// The plan as a table a person reads at a glance.
@@ -516,6 +683,16 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
                                    const CompilerOptions &options) {
   if (std::optional<std::string> error = validateOptions(options))
     return emitError(UnknownLoc::get(&ctx)) << *error;
+  if (options.memoryBudget || options.effectiveBatch) {
+    DialectRegistry registry;
+    registerAllDialects(registry);
+    ctx.appendDialectRegistry(registry);
+    ctx.loadAllAvailableDialects();
+    FailureOr<CompilerOptions> chosen = chooseBatch(ctx, options);
+    if (failed(chosen))
+      return failure();
+    return compileModel(ctx, *chosen);
+  }
   DialectRegistry registry;
   registerAllDialects(registry);
   ctx.appendDialectRegistry(registry);

@@ -113,8 +113,9 @@ int main(int argc, char **argv) {
       return fail(*error);
     microBatchGiven |= b.setting->name == "micro_batch";
   }
-  if (!microBatchGiven)
-    return fail(accrue::settingRef("micro_batch") + " is required");
+  if (!microBatchGiven && !options.memoryBudget)
+    return fail(accrue::settingRef("micro_batch") + " is required (or " +
+                accrue::settingRef("memory_budget") + " to choose it)");
   options.import.modelPath = model;
   options.output = output;
   options.commandLineOptions = true;

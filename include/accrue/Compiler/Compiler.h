@@ -96,6 +96,12 @@ struct CompilerOptions {
   std::string output;
   /// The linker (ld.lld); empty means the one found at configure time.
   std::string lldPath;
+  /// Choose the micro-batch (and K) so that the planned peak fits this many
+  /// bytes; with `effectiveBatch`, K = E / (b ranks).
+  std::optional<int64_t> memoryBudget;
+  std::optional<int64_t> effectiveBatch;
+  /// Data-parallel ranks G the effective batch is spread over.
+  int64_t ranks = 1;
   /// Print the memory plan ("text" or "json"; empty: do not print). The
   /// plan is also recorded in step.json when made.
   std::string plan;
