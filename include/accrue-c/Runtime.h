@@ -53,6 +53,13 @@ void accrueArtifactDestroy(AccrueArtifact *artifact);
 
 /* Samples per micro-batch the step was compiled for. */
 int64_t accrueArtifactMicroBatch(const AccrueArtifact *artifact);
+/* The memory plan (accrue-compile --plan) as a JSON object: param_bytes,
+ * gradient_bytes, optimizer_state_bytes, buffer_bytes, static_bytes,
+ * activation_fixed_bytes, activation_bytes_per_sample,
+ * input_bytes_per_sample, micro_batch, accumulation_steps,
+ * samples_per_rank, peak_bytes. NULL when the artifact has none. Owned by
+ * the artifact. */
+const char *accrueArtifactMemoryPlan(const AccrueArtifact *artifact);
 /* The batch inputs the data must provide, by name, in call order. */
 int accrueArtifactNumInputs(const AccrueArtifact *artifact);
 const char *accrueArtifactInputName(const AccrueArtifact *artifact, int index);

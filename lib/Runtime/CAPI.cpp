@@ -23,6 +23,8 @@ struct AccrueError {
 struct AccrueArtifact {
   std::shared_ptr<const Artifact> artifact;
   std::vector<const ArgSpec *> inputs;
+  /// The memory plan as JSON (empty without one).
+  std::string memoryPlan;
 };
 
 struct AccrueDataset {
@@ -99,11 +101,18 @@ AccrueArtifact *accrueArtifactOpen(const char *directory, AccrueError **error) {
     auto result = std::make_unique<AccrueArtifact>();
     result->artifact = std::make_shared<const Artifact>(directory);
     result->inputs = result->artifact->batchInputs();
+    if (result->artifact->memoryPlan)
+      result->memoryPlan = memoryPlanJsonText(*result->artifact->memoryPlan);
     return result.release();
   });
 }
 
 void accrueArtifactDestroy(AccrueArtifact *artifact) { delete artifact; }
+
+const char *accrueArtifactMemoryPlan(const AccrueArtifact *artifact) {
+  return artifact->memoryPlan.empty() ? nullptr
+                                      : artifact->memoryPlan.c_str();
+}
 
 int64_t accrueArtifactMicroBatch(const AccrueArtifact *artifact) {
   return artifact->artifact->microBatch;

@@ -67,6 +67,13 @@ class Artifact:
         return dict(self._handle.parameters)
 
     @property
+    def memory_plan(self):
+        """The memory plan (compiled with plan="text" or "json", or with
+        memory_budget) as a dict of bytes and batch sizes, or None."""
+        plan = self._handle.memory_plan
+        return json.loads(plan) if plan is not None else None
+
+    @property
     def buffers(self):
         """{name: shape} of the model's buffers (BatchNormalization's running
         statistics), which the step updates but does not train."""

@@ -91,6 +91,10 @@ struct Artifact {
   }
 
   int64_t microBatch() const { return accrueArtifactMicroBatch(handle.get()); }
+  std::optional<std::string> memoryPlan() const {
+    const char *plan = accrueArtifactMemoryPlan(handle.get());
+    return plan ? std::optional<std::string>(plan) : std::nullopt;
+  }
 
   /// (name, dtype, shape with -1 for the samples dimension) per input.
   std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>>
@@ -263,7 +267,8 @@ PYBIND11_MODULE(_accrue, m) {
       .def_property_readonly("micro_batch", &Artifact::microBatch)
       .def_property_readonly("inputs", &Artifact::inputs)
       .def_property_readonly("parameters", &Artifact::parameters)
-      .def_property_readonly("buffers", &Artifact::buffers);
+      .def_property_readonly("buffers", &Artifact::buffers)
+      .def_property_readonly("memory_plan", &Artifact::memoryPlan);
 
   py::class_<Session>(m, "Session")
       .def(py::init<const Artifact &, const py::dict &, const Settings &>())

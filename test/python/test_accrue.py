@@ -1,6 +1,7 @@
 """The Python package (python/accrue) against the command-line tools: the
 same compiled step and the same training, bit for bit; its checks of data
 and keywords; checkpoints; PyTorch modules."""
+import json
 import os
 
 import numpy as np
@@ -93,6 +94,22 @@ def test_batchnorm_buffers(tmp_path):
         assert np.abs(value - start[name]).max() > 1e-3, name
     assert_same({**session.parameters(), **buffers},
                 {k: v for k, v in want.items() if k in art.parameters or k in art.buffers})
+
+
+def test_memory_plan(tmp_path):
+    """The plan an artifact was compiled with, as accrue-compile --plan=json
+    printed it into step.json; None without one."""
+    model = os.path.join(SPIRALS, "model.onnx")
+    planned = accrue.compile(model, tmp_path / "planned", plan="json", **FLAGS)
+    with open(tmp_path / "planned" / "step.json") as f:
+        assert planned.memory_plan == json.load(f)["memory_plan"]
+    plan = planned.memory_plan
+    assert plan["micro_batch"] == 16 and plan["accumulation_steps"] == 2
+    assert plan["activation_bytes_per_sample"] > 0
+    assert plan["peak_bytes"] == (plan["static_bytes"] + plan["activation_fixed_bytes"]
+                                  + 16 * plan["activation_bytes_per_sample"]
+                                  + 32 * plan["input_bytes_per_sample"])
+    assert accrue.compile(model, tmp_path / "plain", **FLAGS).memory_plan is None
 
 
 def test_narrow_integer_labels(tmp_path, spirals):
