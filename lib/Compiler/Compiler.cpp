@@ -517,6 +517,19 @@ FailureOr<StepProbe> probeStep(MLIRContext &ctx, const CompilerOptions &options,
   return probe;
 }
 
+/// The parts of a plan that do not depend on the micro-batch: the arenas
+/// of `probe`'s step and its batch inputs per sample.
+rt::MemoryPlan planArenas(const StepProbe &probe) {
+  rt::MemoryPlan plan;
+  int64_t arena = probe.layout.arenaSize * int64_t(sizeof(float));
+  plan.params = plan.gradients = arena;
+  plan.optimizerState =
+      static_cast<int64_t>(probe.layout.stateNames.size()) * arena;
+  plan.buffers = probe.layout.buffersSize * int64_t(sizeof(float));
+  plan.inputPerSample = probe.inputPerSample;
+  return plan;
+}
+
 /// Activations per sample and fixed, from the peaks at b and 2b.
 void fitActivations(rt::MemoryPlan &plan, int64_t b, int64_t atB,
                     int64_t at2B) {
@@ -524,32 +537,21 @@ void fitActivations(rt::MemoryPlan &plan, int64_t b, int64_t atB,
   plan.activationFixed = std::max<int64_t>(atB - b * plan.activationPerSample, 0);
 }
 
-/// The memory plan of `manifest`'s step: the arenas from its layout, the
-/// activations at the compiled micro-batch b and at 2b.
+/// The memory plan of `manifest`'s step: the arenas and inputs of the step
+/// (probed at 2b: they do not depend on b), the activations at the
+/// compiled micro-batch b and at 2b.
 FailureOr<rt::MemoryPlan> buildMemoryPlan(MLIRContext &ctx,
                                           const CompilerOptions &resolved,
                                           const rt::Manifest &manifest) {
-  rt::MemoryPlan plan;
-  int64_t arena = manifest.arenaSize * int64_t(sizeof(float));
-  plan.params = arena;
-  plan.gradients = arena;
-  plan.optimizerState =
-      static_cast<int64_t>(manifest.stateNames().size()) * arena;
-  plan.buffers = manifest.buffersSize() * int64_t(sizeof(float));
-  for (const rt::ArgSpec *input : manifest.batchInputs()) {
-    int64_t row = rt::dtypeSize(input->dtype);
-    for (size_t d = 1; d < input->shape.size(); ++d)
-      row *= input->shape[d];
-    plan.inputPerSample += row;
-  }
-  plan.microBatch = manifest.microBatch;
-  plan.accumulationSteps = manifest.accumulationSteps;
   int64_t b = manifest.microBatch;
   std::optional<int64_t> atB = manifest.activationBytes;
   FailureOr<StepProbe> at2B = probeStep(ctx, resolved, 2 * b);
   if (!atB || failed(at2B))
     return emitError(UnknownLoc::get(&ctx))
            << "cannot measure the step's activation memory for the plan";
+  rt::MemoryPlan plan = planArenas(*at2B);
+  plan.microBatch = b;
+  plan.accumulationSteps = manifest.accumulationSteps;
   fitActivations(plan, b, *atB, at2B->activationPeak);
   return plan;
 }
@@ -597,13 +599,7 @@ FailureOr<CompilerOptions> chooseBatch(MLIRContext &ctx,
     return emitError(UnknownLoc::get(&ctx))
            << "cannot measure the step's memory for "
            << settingRef("memory_budget");
-  rt::MemoryPlan plan;
-  int64_t arena = one->layout.arenaSize * int64_t(sizeof(float));
-  plan.params = plan.gradients = arena;
-  plan.optimizerState =
-      static_cast<int64_t>(one->layout.stateNames.size()) * arena;
-  plan.buffers = one->layout.buffersSize * int64_t(sizeof(float));
-  plan.inputPerSample = one->inputPerSample;
+  rt::MemoryPlan plan = planArenas(*one);
   fitActivations(plan, 1, one->activationPeak, two->activationPeak);
   int64_t budget = *options.memoryBudget;
   int64_t most = perRank ? *perRank

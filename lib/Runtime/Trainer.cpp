@@ -192,11 +192,10 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
     return values;
   };
   std::vector<float> params = initialArena(art->params, art->arenaSize);
-  if (int64_t size = art->buffersSize()) {
-    std::vector<float> buffers = initialArena(art->buffers, size);
-    bufferArena = Buffer(*exec, size * sizeof(float));
+  std::vector<float> buffers = initialArena(art->buffers, art->buffersSize());
+  if (!buffers.empty()) {
+    bufferArena = Buffer(*exec, buffers.size() * sizeof(float));
     exec->upload(bufferArena.data(), buffers.data(), bufferArena.bytes());
-    exec->synchronize();
   }
   // Data-parallel ranks start from rank 0's parameters.
   if (art->dataParallel()) {
@@ -207,6 +206,7 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
     exec->joinCollectives();
   }
   exec->upload(paramArena.data(), params.data(), arenaBytes);
+  // One wait for both uploads (the host copies live until then).
   exec->synchronize();
 }
 

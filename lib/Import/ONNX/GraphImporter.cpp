@@ -547,3 +547,16 @@ FailureOr<int64_t> GraphImporter::normalizeAxis(const onnx::NodeProto &node,
                        << rank;
   return axis < 0 ? axis + rank : axis;
 }
+
+FailureOr<SmallVector<int64_t>>
+GraphImporter::normalizeAxes(const onnx::NodeProto &node,
+                             ArrayRef<int64_t> axes, int64_t rank) {
+  SmallVector<int64_t> normalized;
+  for (int64_t axis : axes) {
+    FailureOr<int64_t> a = normalizeAxis(node, axis, rank);
+    if (failed(a))
+      return failure();
+    normalized.push_back(*a);
+  }
+  return normalized;
+}

@@ -168,10 +168,10 @@ public:
   }
 
   // Attributes.
-  const onnx::AttributeProto *attribute(const onnx::NodeProto &node,
-                                        llvm::StringRef name);
-  int64_t intAttr(const onnx::NodeProto &node, llvm::StringRef name,
-                  int64_t defaultValue);
+  static const onnx::AttributeProto *attribute(const onnx::NodeProto &node,
+                                               llvm::StringRef name);
+  static int64_t intAttr(const onnx::NodeProto &node, llvm::StringRef name,
+                         int64_t defaultValue);
   float floatAttr(const onnx::NodeProto &node, llvm::StringRef name,
                   float defaultValue);
   std::string stringAttr(const onnx::NodeProto &node, llvm::StringRef name,
@@ -190,6 +190,10 @@ public:
   /// with an error when out of range.
   llvm::FailureOr<int64_t> normalizeAxis(const onnx::NodeProto &node,
                                          int64_t axis, int64_t rank);
+  /// normalizeAxis for each of `axes`, in their order.
+  llvm::FailureOr<llvm::SmallVector<int64_t>>
+  normalizeAxes(const onnx::NodeProto &node, llvm::ArrayRef<int64_t> axes,
+                int64_t rank);
 
   /// Emits an op and checks it, so a shape error is reported at the node
   /// instead of surfacing later (or aborting in a builder); then folds it

@@ -235,20 +235,14 @@ Value onnx_import::perChannel(nn::NNBuilder &nnb, Value v, int64_t rank) {
 
 bool onnx_import::isTrainingBatchNorm(const onnx::NodeProto &node,
                                       int64_t opset) {
-  auto intAttr = [&](StringRef name, int64_t defaultValue) {
-    for (const auto &attr : node.attribute())
-      if (attr.name() == name)
-        return attr.i();
-    return defaultValue;
-  };
   // Opset 14 on: training_mode. Opsets 9-13: the running statistics are
   // outputs in training mode only. Before 9: is_test.
   if (opset >= 14)
-    return intAttr("training_mode", 0) != 0;
+    return GraphImporter::intAttr(node, "training_mode", 0) != 0;
   bool runningOutputs = node.output_size() > 1 && !node.output(1).empty();
   if (opset >= 9)
     return runningOutputs;
-  return runningOutputs && intAttr("is_test", 0) == 0;
+  return runningOutputs && GraphImporter::intAttr(node, "is_test", 0) == 0;
 }
 
 namespace {
@@ -317,33 +311,37 @@ LogicalResult importBatchNormalization(GraphImporter &im,
   if (training) {
     // running = input * momentum + current * (1 - momentum).
     double momentum = im.floatAttr(node, "momentum", 0.9f);
-    auto running = [&](Value input, Value current) {
+    // `correction` scales the batch statistic (see below).
+    auto running = [&](Value input, Value current, double correction) {
       Value flat = nnb.reshape(current, typeOf(input));
-      return nnb.add(nnb.mul(input, nnb.scalar(element, momentum)),
-                     nnb.mul(flat, nnb.scalar(element, 1.0 - momentum)));
+      return nnb.add(
+          nnb.mul(input, nnb.scalar(element, momentum)),
+          nnb.mul(flat, nnb.scalar(element, (1.0 - momentum) * correction)));
     };
-    im.setOutput(node, 1, running(mean, batchMean));
-    im.setOutput(node, 2, running(var, batchVar));
+    Value newMean = running(mean, batchMean, 1.0);
+    im.setOutput(node, 1, newMean);
+    im.setOutput(node, 2, running(var, batchVar, 1.0));
     // The model's running statistics (buffer arguments) are updated the way
     // PyTorch's BatchNorm updates them, which differs from the outputs
     // above in one point: the variance is the unbiased one, n / (n - 1)
     // times the batch's (ONNX momentum m is PyTorch's 1 - momentum).
-    int64_t n = type.getNumElements() / type.getDimSize(1);
-    auto track = [&](Value input, Value current, double correction) {
+    auto bufferArg = [](Value input) -> std::optional<unsigned> {
       auto arg = dyn_cast<BlockArgument>(input);
       auto function = arg ? dyn_cast<FunctionOpInterface>(
                                 arg.getOwner()->getParentOp())
                           : FunctionOpInterface();
       if (!function || train::getArgRole(function, arg.getArgNumber()) !=
                            ACCRUE_ROLE_BUFFERS)
-        return;
-      Value flat = nnb.reshape(current, typeOf(input));
-      im.bufferUpdates[arg.getArgNumber()] = nnb.add(
-          nnb.mul(input, nnb.scalar(element, momentum)),
-          nnb.mul(flat, nnb.scalar(element, (1.0 - momentum) * correction)));
+        return std::nullopt;
+      return arg.getArgNumber();
     };
-    track(mean, batchMean, 1.0);
-    track(var, batchVar, n > 1 ? double(n) / double(n - 1) : 1.0);
+    if (std::optional<unsigned> arg = bufferArg(mean))
+      im.bufferUpdates[*arg] = newMean;
+    if (std::optional<unsigned> arg = bufferArg(var)) {
+      int64_t n = type.getNumElements() / type.getDimSize(1);
+      im.bufferUpdates[*arg] =
+          running(var, batchVar, n > 1 ? double(n) / double(n - 1) : 1.0);
+    }
   }
   return success();
 }

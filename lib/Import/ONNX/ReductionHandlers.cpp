@@ -34,12 +34,11 @@ FailureOr<SmallVector<int64_t>> resolveAxes(GraphImporter &im,
       return axes;
     return llvm::to_vector(llvm::seq<int64_t>(0, rank));
   }
-  for (int64_t &axis : axes) {
-    FailureOr<int64_t> normalized = im.normalizeAxis(node, axis, rank);
-    if (failed(normalized))
-      return failure();
-    axis = *normalized;
-  }
+  FailureOr<SmallVector<int64_t>> normalized =
+      im.normalizeAxes(node, axes, rank);
+  if (failed(normalized))
+    return failure();
+  axes = *normalized;
   llvm::sort(axes);
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
     return im.error(node) << "axes repeat";

@@ -698,13 +698,11 @@ LogicalResult importPad(GraphImporter &im, const onnx::NodeProto &node) {
     FailureOr<SmallVector<int64_t>> given = im.constantInts(node, 3, "axes");
     if (failed(given))
       return failure();
-    axes.clear();
-    for (int64_t a : *given) {
-      FailureOr<int64_t> axis = im.normalizeAxis(node, a, rank);
-      if (failed(axis))
-        return failure();
-      axes.push_back(*axis);
-    }
+    FailureOr<SmallVector<int64_t>> normalized =
+        im.normalizeAxes(node, *given, rank);
+    if (failed(normalized))
+      return failure();
+    axes = *normalized;
   }
   int64_t n = axes.size();
   if (static_cast<int64_t>(pads.size()) != 2 * n)

@@ -498,13 +498,11 @@ LogicalResult importResize(GraphImporter &im, const onnx::NodeProto &node) {
   };
   SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
   if (std::optional<SmallVector<int64_t>> given = im.intsAttr(node, "axes")) {
-    axes.clear();
-    for (int64_t a : *given) {
-      FailureOr<int64_t> axis = im.normalizeAxis(node, a, rank);
-      if (failed(axis))
-        return failure();
-      axes.push_back(*axis);
-    }
+    FailureOr<SmallVector<int64_t>> normalized =
+        im.normalizeAxes(node, *given, rank);
+    if (failed(normalized))
+      return failure();
+    axes = *normalized;
   }
   SmallVector<double> scales(rank, 1.0);
   SmallVector<int64_t> sizes(type.getShape());
