@@ -2,6 +2,7 @@
 
 #include "accrue/Codegen/CPU/Pipelines.h"
 
+#include "accrue/Codegen/CPU/ContractionKernels.h"
 #include "accrue/Codegen/CPU/Passes.h"
 #include "accrue/Conversion/Passes.h"
 #include "accrue/Dialect/Train/Transforms/Passes.h"
@@ -28,6 +29,11 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   if (options.fuseElementwise)
     pm.addPass(createFuseElementwise());
+  if (options.vectorize) {
+    FoldIntoContractionsOptions fold;
+    fold.vectorBits = options.vectorBitsOrDefault();
+    pm.addPass(createFoldIntoContractions(fold));
+  }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createDuplicateSharedFills());
@@ -57,13 +63,19 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
   // are superlinear in the number of loops in a function.
   pm.addPass(train::createTrainOutlineMicrobatch());
   pm.addPass(createOutlineKernels());
+  {
+    TileTransposesOptions tile;
+    tile.parallel = options.parallel;
+    pm.addNestedPass<func::FuncOp>(createTileTransposes(tile));
+  }
   if (options.vectorize) {
     VectorizeContractionsOptions vectorize;
-    int64_t lanes = std::max<int64_t>(options.vectorBitsOrDefault() / 32, 4);
-    vectorize.tileN = 2 * lanes;
-    vectorize.dotWidth = lanes;
-    // 16 registers of the block (8 rows of 2) with AVX; SSE has 16 in all.
-    vectorize.tileM = lanes >= 8 ? 8 : 4;
+    ContractionTiles tiles =
+        contractionTilesFor(options.vectorBitsOrDefault());
+    vectorize.tileM = tiles.m;
+    vectorize.tileN = tiles.n;
+    vectorize.tileK = tiles.k;
+    vectorize.dotWidth = tiles.dotWidth;
     vectorize.parallel = options.parallel;
     pm.addNestedPass<func::FuncOp>(createVectorizeContractions(vectorize));
   }

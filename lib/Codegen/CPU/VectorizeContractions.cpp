@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "accrue/Codegen/CPU/ContractionKernels.h"
 #include "accrue/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -61,6 +62,9 @@ struct Plan {
   int64_t tileM, tileN, width = 1;
   /// Whether the blocks run as an scf.parallel loop (see the pass).
   bool parallel = false;
+  /// Blocks of m are the outer loop, blocks of n the inner one (see
+  /// planLayout).
+  bool mOuter = false;
   /// C starts as zeros (a zero fill folded into the op, `accrue.zero_init`):
   /// the first k block does not read it.
   bool zeroInit = false;
@@ -73,6 +77,10 @@ struct Plan {
   int64_t tileK;
 };
 
+/// The bytes of an operand's panel (a block of k by all of m or n) that
+/// the blocks of C may stream from cache: half of a 2 MiB L2.
+constexpr int64_t kPanelBytes = 1 << 20;
+
 /// Whether the last dimension of `value`'s memref is contiguous.
 bool unitInnerStride(Value value) {
   auto type = cast<MemRefType>(value.getType());
@@ -82,26 +90,20 @@ bool unitInnerStride(Value value) {
          !strides.empty() && strides.back() == 1;
 }
 
-FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
-                                int64_t tileN, int64_t tileK,
-                                int64_t dotWidth) {
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
-    return failure();
-  for (OpOperand &operand : op->getOpOperands()) {
-    auto type = dyn_cast<MemRefType>(operand.get().getType());
-    if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
-      return failure();
-  }
+/// The plan of a contraction with these indexing maps (A, B, C in operand
+/// order) and static loop ranges; `contiguous` says which operands have a
+/// unit stride in their last dimension.
+FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
+                           const accrue::cpu::ContractionTiles &tiles,
+                           std::array<bool, 3> contiguous) {
   // Every operand indexed by plain loop dimensions (no sums or constants).
-  for (AffineMap map : op.getIndexingMapsArray())
+  for (AffineMap map : maps)
     if (!map.isProjectedPermutation(/*allowZeroInResults=*/false))
       return failure();
   FailureOr<linalg::ContractionDimensions> dims =
-      linalg::inferContractionDims(op);
+      linalg::inferContractionDims(maps);
   if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.empty())
     return failure();
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   // One m, one n and one k dimension are blocked: the last m, the n that is
   // innermost in C (else the last) and the k that is innermost in an
   // operand (else the last). The other m and n dimensions (say, a batch
@@ -115,9 +117,17 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
           return d;
     return candidates.back();
   };
+  // A and B can trade roles: when C's innermost dimension is one of A's,
+  // A is the B of the kernels (a transposed product, C^T = B^T A^T).
+  SmallVector<unsigned, 2> ms = dims->m, ns = dims->n;
+  if (auto inner = dyn_cast_if_present<AffineDimExpr>(
+          maps[2].getNumResults() ? maps[2].getResults().back()
+                                  : AffineExpr());
+      inner && llvm::is_contained(ms, inner.getPosition()))
+    std::swap(ms, ns);
   Plan plan;
-  plan.m = dims->m.back();
-  plan.n = pick(dims->n, {maps[2]});
+  plan.m = ms.back();
+  plan.n = pick(ns, {maps[2]});
   plan.k = pick(dims->k, {maps[0], maps[1]});
   plan.batch.assign(dims->batch.begin(), dims->batch.end());
   for (unsigned d : llvm::concat<const unsigned>(dims->m, dims->n))
@@ -126,41 +136,65 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op, int64_t tileM,
   for (unsigned d : dims->k)
     if (d != plan.k)
       plan.outerK.push_back(d);
-  AffineExpr n = getAffineDimExpr(plan.n, op.getContext());
+  AffineExpr n = getAffineDimExpr(plan.n, maps[0].getContext());
   plan.b = maps[0].getResultPosition(n) ? 0 : 1;
   plan.a = 1 - plan.b;
-  SmallVector<int64_t> bounds = op.getStaticLoopRanges();
   // A row of B and a row of C are one vector load each.
   if (innermostIs(maps[2], plan.n) && innermostIs(maps[plan.b], plan.n) &&
-      unitInnerStride(op->getOperand(2)) &&
-      unitInnerStride(op->getOperand(plan.b))) {
+      contiguous[2] && contiguous[plan.b]) {
     plan.kind = Plan::Kind::OuterProduct;
-    plan.tileM = std::min(tileM, bounds[plan.m]);
-    plan.tileN = largestDivisor(bounds[plan.n], {tileN, tileN / 2});
+    plan.tileM = std::min(tiles.m, bounds[plan.m]);
+    plan.tileN = largestDivisor(bounds[plan.n], {tiles.n, tiles.n / 2});
     if (!plan.tileN)
       return failure();
-    plan.tileK = largestDivisor(bounds[plan.k], {tileK, 128, 64, 32, 16, 8});
+    plan.tileK =
+        largestDivisor(bounds[plan.k], {tiles.k, 128, 64, 32, 16, 8});
     if (!plan.tileK)
       plan.tileK = bounds[plan.k];
+    // Blocks of n outside blocks of m: one block's rows of B stay in cache
+    // while the blocks of m stream A's panel (tileK x m). When that panel
+    // outgrows the cache and B's does not (a weight gradient dY^T X over a
+    // large vocabulary), the blocks of m go outside instead.
+    int64_t aPanel = plan.tileK * bounds[plan.m] * 4;
+    int64_t bPanel = plan.tileK * bounds[plan.n] * 4;
+    plan.mOuter = aPanel > kPanelBytes && bPanel < aPanel;
     return plan;
   }
   // A row of A and a row of B along k are one vector load each.
   if (innermostIs(maps[plan.a], plan.k) && innermostIs(maps[plan.b], plan.k) &&
-      unitInnerStride(op->getOperand(plan.a)) &&
-      unitInnerStride(op->getOperand(plan.b))) {
+      contiguous[plan.a] && contiguous[plan.b]) {
     plan.kind = Plan::Kind::Dot;
-    plan.width = largestDivisor(bounds[plan.k], {dotWidth, dotWidth / 2});
+    plan.width =
+        largestDivisor(bounds[plan.k], {tiles.dotWidth, tiles.dotWidth / 2});
     plan.tileM = std::min<int64_t>(4, bounds[plan.m]);
     plan.tileN = std::min<int64_t>(4, bounds[plan.n]);
     if (!plan.width)
       return failure();
-    plan.tileK = largestDivisor(bounds[plan.k], {tileK, 128, 64, 32, 16, 8});
+    plan.tileK =
+        largestDivisor(bounds[plan.k], {tiles.k, 128, 64, 32, 16, 8});
     // No block size divides k (k = 12 with 4-wide vectors): one block.
     if (!plan.tileK || plan.tileK % plan.width)
       plan.tileK = bounds[plan.k];
     return plan;
   }
   return failure();
+}
+
+/// The plan of a contraction on static f32 buffers, or failure.
+FailureOr<Plan> planContraction(linalg::LinalgOp op,
+                                const accrue::cpu::ContractionTiles &tiles) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
+    return failure();
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
+      return failure();
+  }
+  return planLayout(op.getIndexingMapsArray(), op.getStaticLoopRanges(), tiles,
+                    {unitInnerStride(op->getOperand(0)),
+                     unitInnerStride(op->getOperand(1)),
+                     unitInnerStride(op->getOperand(2))});
 }
 
 /// What both kernels are built from: the contraction's operands and maps,
@@ -187,11 +221,13 @@ struct BlockedContraction {
     if (!plan.batch.empty())
       groups.push_back({SmallVector<unsigned>(plan.batch), parallelBatch});
     groups.push_back({{plan.k}, false});
+    unsigned outer = plan.mOuter ? plan.m : plan.n;
+    unsigned inner = plan.mOuter ? plan.n : plan.m;
     if (plan.parallel && !parallelBatch) {
-      groups.push_back({{plan.n, plan.m}, true});
+      groups.push_back({{outer, inner}, true});
     } else {
-      groups.push_back({{plan.n}, false});
-      groups.push_back({{plan.m}, false});
+      groups.push_back({{outer}, false});
+      groups.push_back({{inner}, false});
     }
     for (auto &[dims, parallel] : groups) {
       SmallVector<Value> lbs, ubs, steps;
@@ -413,7 +449,8 @@ struct VectorizeContractionsPass
     func.walk([&](linalg::LinalgOp op) { contractions.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : contractions) {
-      FailureOr<Plan> plan = planContraction(op, tileM, tileN, tileK, dotWidth);
+      FailureOr<Plan> plan =
+          planContraction(op, {tileM, tileN, tileK, dotWidth});
       bool zeroInit = op->hasAttr("accrue.zero_init");
       if (failed(plan)) {
         // Not a kernel of ours: the zero fill folded into it comes back.
@@ -465,3 +502,27 @@ struct VectorizeContractionsPass
 };
 
 } // namespace
+
+namespace accrue::cpu {
+
+ContractionTiles contractionTilesFor(int64_t vectorBits) {
+  int64_t lanes = std::max<int64_t>(vectorBits / 32, 4);
+  ContractionTiles tiles;
+  tiles.n = 2 * lanes;
+  tiles.dotWidth = lanes;
+  tiles.m = lanes >= 8 ? 8 : 4;
+  return tiles;
+}
+
+ContractionKernel contractionKernel(ArrayRef<AffineMap> maps,
+                                    ArrayRef<int64_t> bounds,
+                                    const ContractionTiles &tiles) {
+  FailureOr<Plan> plan = planLayout(maps, bounds, tiles, {true, true, true});
+  if (failed(plan))
+    return ContractionKernel::None;
+  return plan->kind == Plan::Kind::OuterProduct
+             ? ContractionKernel::OuterProduct
+             : ContractionKernel::Dot;
+}
+
+} // namespace accrue::cpu

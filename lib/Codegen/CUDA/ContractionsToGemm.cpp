@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Contractions.h"
+#include "accrue/Codegen/Common/Contractions.h"
 
 #include "accrue/Codegen/CUDA/Passes.h"
 #include "accrue/Dialect/Train/IR/Train.h"
@@ -34,6 +34,7 @@ namespace accrue::cuda {
 using namespace mlir;
 using namespace accrue;
 using namespace accrue::cuda;
+using namespace accrue::codegen;
 
 namespace {
 

@@ -1,6 +1,6 @@
 //===- SplitReductions.cpp - two-stage full reductions ----------*- C++ -*-===//
 
-#include "Contractions.h"
+#include "accrue/Codegen/Common/Contractions.h"
 
 #include "accrue/Codegen/CUDA/Passes.h"
 
@@ -103,7 +103,7 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
   if (count < (full ? minElements : minRowElements))
     return failure();
   // Products (a * b summed) are GEMMs for cuda-contractions-to-gemm.
-  if (!full && cuda::matchContraction(op))
+  if (!full && codegen::matchContraction(op))
     return failure();
   auto combiner = findCombiner(op);
   if (!combiner)

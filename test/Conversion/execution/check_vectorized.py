@@ -21,6 +21,8 @@ at, bt = rand(24, 10), rand(48, 24)
 x, w = rand(3, 16, 32), rand(32, 64)
 p, q = rand(8, 32), rand(12, 32)
 r, s12 = rand(8, 12), rand(6, 12)
+dy, xw = rand(256, 1056), rand(256, 32)
+t3 = rand(3, 20, 18)
 CASES = [
     # B and C contiguous along n: outer products (10 rows: blocks of 2).
     ("gemm", "nn.gemm %a, %b", [a, b], a.astype(np.float64) @ b),
@@ -36,9 +38,24 @@ CASES = [
     # Dot products over k = 12: 4-wide vectors at 256 or 128 bits, and no
     # k block size divides 12 (scalar loops at 512 bits).
     ("gemm_tb12", "nn.gemm %r, %s12 {transB = true}", [r, s12], r.astype(np.float64) @ s12.T),
+    # A weight gradient transposed after the product, as Linear's VJP does
+    # it: fold-into-contractions makes C = (B^T A)^T one contraction whose C is
+    # contiguous along A's dimension, so A and B trade roles.
+    ("wgrad", "nn.gemm %b, %at {transA = true}", [b, at], (b.T.astype(np.float64) @ at).T,
+     [1, 0]),
+    # The same with a panel of A (256 k x 1056 m) too large for the cache:
+    # the blocks of m are the outer loop.
+    ("wgrad_large", "nn.gemm %xw, %dy {transA = true}", [xw, dy],
+     (xw.T.astype(np.float64) @ dy).T, [1, 0]),
+    # Transposes in blocks of 16 x 16 (tile-transposes), with smaller
+    # blocks at the edges.
+    ("transpose2d", "nn.transpose %b {perm = array<i64: 1, 0>}", [b], b.T.astype(np.float64)),
+    ("transpose3d", "nn.transpose %t3 {perm = array<i64: 2, 0, 1>}", [t3],
+     t3.transpose(2, 0, 1).astype(np.float64)),
 ]
 NAMES = {id(a): "a", id(b): "b", id(at): "at", id(bt): "bt", id(x): "x", id(w): "w",
-         id(p): "p", id(q): "q", id(r): "r", id(s12): "s12"}
+         id(p): "p", id(q): "q", id(r): "r", id(s12): "s12", id(dy): "dy", id(xw): "xw",
+         id(t3): "t3"}
 
 
 def ty(array):
@@ -52,14 +69,26 @@ def dense(array):
 
 def gen(path):
     lines = ["func.func private @printMemrefF32(memref<*xf32>)", "", "func.func @main() {"]
-    for array in [a, b, at, bt, x, w, p, q, r, s12]:
+    for array in [a, b, at, bt, x, w, p, q, r, s12, dy, xw, t3]:
         lines.append("  %%%s = arith.constant dense<%s> : %s" % (NAMES[id(array)], dense(array),
                                                                  ty(array)))
-    for name, op, operands, result in CASES:
+    for name, op, operands, result, *transposed in CASES:
         rt = "tensor<%sxf32>" % "x".join(map(str, result.shape))
         mt = rt.replace("tensor", "memref")
+        if transposed:
+            # The op's result, then transposed by the case's permutation.
+            perm = transposed[0]
+            ct = "tensor<%sxf32>" % "x".join(str(result.shape[perm.index(d)])
+                                            for d in range(result.ndim))
+            lines.append("  %%%s_c = %s : (%s) -> %s" % (
+                name, op, ", ".join(ty(o) for o in operands), ct))
+            op = "nn.transpose %%%s_c {perm = array<i64: %s>}" % (
+                name, ", ".join(map(str, perm)))
+            operand_types = ct
+        else:
+            operand_types = ", ".join(ty(o) for o in operands)
         lines += [
-            "  %%%s = %s : (%s) -> %s" % (name, op, ", ".join(ty(o) for o in operands), rt),
+            "  %%%s = %s : (%s) -> %s" % (name, op, operand_types, rt),
             "  %%%s_m = bufferization.to_buffer %%%s : %s to %s" % (name, name, rt, mt),
             "  %%%s_u = memref.cast %%%s_m : %s to memref<*xf32>" % (name, name, mt),
             "  func.call @printMemrefF32(%%%s_u) : (memref<*xf32>) -> ()" % name]
@@ -70,4 +99,4 @@ def gen(path):
 if sys.argv[1] == "gen":
     gen(sys.argv[2])
 else:
-    assert_rows(sys.argv[2], [r.ravel() for _, _, _, r in CASES], rtol=1e-5, atol=1e-5)
+    assert_rows(sys.argv[2], [case[3].ravel() for case in CASES], rtol=1e-5, atol=1e-5)

@@ -37,6 +37,36 @@ def OutlineKernels : Pass<"outline-kernels", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def TileTransposes : Pass<"tile-transposes", "::mlir::func::FuncOp"> {
+  let summary = "Copy transposes on buffers in cache-sized blocks";
+  let description = [{
+    A `linalg.transpose` on static buffers that moves the innermost
+    dimension becomes an `scf.parallel` loop over blocks of `tile` x `tile`
+    elements (the output's innermost dimension by the one the input's
+    innermost becomes; other dimensions one at a time), each a transpose of
+    subviews. As plain loops it touches a new cache line for every element
+    read or written; in blocks, the rows of a block stay in L1. With
+    `parallel`, the block loop of a transpose of at least
+    `min-parallel-elements` is marked `accrue.parallel_kernel`, which
+    `schedule-parallel-loops` keeps (the blocks' own sizes are not static,
+    so it could not count their work).
+  }];
+  let options = [
+    Option<"tile", "tile", "int64_t", "16",
+           "Elements per side of a block (16 f32: one 64-byte line)">,
+    Option<"parallel", "parallel", "bool", "false",
+           "Mark the block loops of large transposes to run on all cores">,
+    Option<"minParallelElements", "min-parallel-elements", "int64_t", "32768",
+           "Elements below which a transpose's blocks stay sequential">,
+  ];
+  let statistics = [
+    Statistic<"numTiled", "tiled", "Transposes tiled">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def VectorizeContractions
     : Pass<"vectorize-contractions", "::mlir::func::FuncOp"> {
   let summary = "Register-tile and vectorize contractions on buffers";
@@ -166,6 +196,29 @@ def FuseElementwise : Pass<"fuse-elementwise"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::affine::AffineDialect"];
+}
+
+def FoldIntoContractions : Pass<"fold-into-contractions"> {
+  let summary = "Fold transposes and sums into the contractions that use them";
+  let description = [{
+    The folds `cuda-fold-into-contractions` makes (a transposed or copied
+    input read from its source, a contraction whose result is only summed
+    or only transposed summing or writing it itself), each made only when
+    the contraction's new layout gets a kernel of `vectorize-contractions`
+    at least as good as before (outer products over dot products over
+    scalar loops) for registers of `vector-bits`. PyTorch exports every
+    Linear as a MatMul with a transposed weight, and its weight gradient is
+    a contraction followed by a transpose: folded, the gradient contraction
+    writes the gradient's layout and feeds `train.accumulate` directly, so
+    `accumulate-in-place` adds it straight into the arena. The forward's
+    transposed weight stays (folded, B would be contiguous along k and the
+    outer products would become dot products).
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", "512",
+           "The target's vector register width (sets the kernels' tiles)">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
 def ApproximateMath : Pass<"approximate-math"> {

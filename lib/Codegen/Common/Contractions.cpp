@@ -1,13 +1,13 @@
-//===- Contractions.cpp - recognizing GEMM-shaped linalg ops ----*- C++ -*-===//
+//===- Contractions.cpp - recognizing contractions ---------------*- C++ -*-===//
 
-#include "Contractions.h"
+#include "accrue/Codegen/Common/Contractions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 
-namespace accrue::cuda {
+namespace accrue::codegen {
 
 std::optional<SmallVector<int64_t>> loopsOf(AffineMap map) {
   SmallVector<int64_t> loops;
@@ -96,4 +96,4 @@ std::optional<AffineMap> outputToInputMap(Operation *op) {
   return input.compose(inversePermutation(output));
 }
 
-} // namespace accrue::cuda
+} // namespace accrue::codegen

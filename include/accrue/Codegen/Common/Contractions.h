@@ -1,0 +1,67 @@
+//===- Contractions.h - contractions and the folds into them ---*- C++ -*-===//
+//
+// A contraction here is a linalg.generic whose body is `out + a * b` (each
+// of a, b an input, possibly widened with arith.extf) and whose indexing
+// maps name loops directly (a loop or the constant 0 of a unit dimension
+// per operand dimension): what the CUDA pipeline hands to cuBLASLt and the
+// CPU pipeline to its vector kernels. Both targets fold the data movement
+// around contractions into their indexing maps (see
+// populateFoldIntoContractionsPatterns).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_CODEGEN_COMMON_CONTRACTIONS_H
+#define ACCRUE_CODEGEN_COMMON_CONTRACTIONS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <functional>
+#include <optional>
+
+namespace accrue::codegen {
+
+/// A multiply-accumulate generic: inputs `lhs` and `rhs` (operand numbers),
+/// the element types the product is formed from (the inputs' own, which
+/// the body may widen to the output's f32).
+struct Contraction {
+  unsigned lhs = 0, rhs = 1;
+  mlir::Type lhsElement, rhsElement;
+};
+
+/// `op` as a contraction: two inputs, one f32 output, body
+/// `yield out + x * y` with x, y the inputs (or their arith.extf), and every
+/// indexing map a list of loops and unit-dimension zeros.
+std::optional<Contraction> matchContraction(mlir::linalg::GenericOp op);
+
+/// For each result of `map`, the loop it names, or -1 for a constant 0;
+/// nullopt if a result is anything else.
+std::optional<llvm::SmallVector<int64_t>> loopsOf(mlir::AffineMap map);
+
+/// Whether `value` is the result of a linalg.fill with +0.0 or -0.0.
+bool isZeroFill(mlir::Value value);
+
+/// For a linalg op that only moves its input to its output (linalg.transpose,
+/// or a generic yielding its input, all loops parallel): the map from the
+/// output's indices to the input's. nullopt for any other op.
+std::optional<mlir::AffineMap> outputToInputMap(mlir::Operation *op);
+
+/// Whether a fold may give contraction `op` the indexing maps `maps` (on
+/// the same loops); a target's kernels may prefer some layouts.
+using FoldControl = std::function<bool(mlir::linalg::GenericOp op,
+                                       llvm::ArrayRef<mlir::AffineMap> maps)>;
+
+/// Patterns (on tensors) that move data movement into contractions:
+///   - an input that is a transposed (or copied) tensor is read from the
+///     tensor it was moved from;
+///   - a contraction whose result is only summed over some of its
+///     dimensions sums over them itself;
+///   - a contraction whose result is only transposed writes it transposed.
+/// The last two require the contraction to start from a zero fill. Each
+/// rewrite is made only where `control` (if given) allows the new maps.
+void populateFoldIntoContractionsPatterns(mlir::RewritePatternSet &patterns,
+                                          FoldControl control = {});
+
+} // namespace accrue::codegen
+
+#endif // ACCRUE_CODEGEN_COMMON_CONTRACTIONS_H
