@@ -98,6 +98,10 @@ struct Manifest {
   int64_t microBatch = 1;
   /// The default number of micro-batches per optimizer step.
   int64_t accumulationSteps = 1;
+  /// The default effective batch E (samples per optimizer step over all
+  /// ranks), when the compile was given one: K is then ceil(E / (b G)) for
+  /// G ranks, and the last micro-batches of a step are padding.
+  std::optional<int64_t> effectiveBatch;
   OptimizerSpec optimizer;
   std::optional<double> clipNorm;
   /// Elements of every arena (parameters, accumulator, each state).

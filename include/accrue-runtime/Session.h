@@ -41,18 +41,17 @@ struct Window {
   int64_t epoch = 0;
 };
 
-/// Walks a dataset in order, one window of micro-batch x K samples per
-/// optimizer step, pass after pass. A pass whose size is not a multiple of
-/// the window ends with a partial window, padded to whole micro-batches,
-/// unless `dropLast` (then the remainder is skipped).
+/// Walks a dataset in order, one window of samples per optimizer step (the
+/// effective batch: micro-batch x K x ranks, or a fixed effective batch),
+/// pass after pass. A pass whose size is not a multiple of the window ends
+/// with a partial window, padded to whole micro-batches, unless `dropLast`
+/// (then the remainder is skipped).
 class WindowCursor {
 public:
   WindowCursor(int64_t numSamples, int64_t microBatch, bool dropLast);
 
-  /// The next window of up to microBatch x `k` samples.
-  Window next(int64_t k);
-  /// Windows in one pass when every step takes `k` micro-batches.
-  int64_t windowsPerEpoch(int64_t k) const;
+  /// The next window of up to `size` samples.
+  Window next(int64_t size);
 
   /// The position, for checkpoints: the pass and the next sample in it.
   int64_t epoch = 0, offset = 0;
@@ -127,6 +126,12 @@ struct SessionOptions {
   std::optional<int64_t> steps;
   /// Micro-batches per optimizer step; unset: the artifact's default.
   std::optional<int64_t> accumulationSteps;
+  /// Samples per optimizer step over all ranks (excludes
+  /// accumulationSteps and the schedule): K is then ceil(E / (b G)), each
+  /// rank takes ceil(E / G) samples and pads its last micro-batch; unset:
+  /// the artifact's default when it has one (accrue-compile
+  /// --effective-batch), else micro-batch x K x ranks.
+  std::optional<int64_t> effectiveBatch;
   /// "S:K,..." (excludes accumulationSteps).
   std::string accumulationSchedule;
   /// Skip a pass's last samples that do not fill an effective batch.
@@ -212,7 +217,8 @@ public:
   /// Windows consumed so far (including before a resume).
   int64_t iterations() const { return iteration; }
   bool done() const { return iteration >= steps; }
-  /// Micro-batch x K x ranks at the current step.
+  /// Samples per optimizer step: the fixed effective batch, else
+  /// micro-batch x K x ranks at the current step.
   int64_t effectiveBatch() const;
   int ranks() const { return numRanks; }
   /// Whether this process writes files (rank 0).
@@ -252,6 +258,10 @@ private:
   };
   /// Checks `data` against the batch sizes and starts its first pass.
   void startData();
+  /// The samples of a window of `k` micro-batches per rank, and one rank's
+  /// share of it.
+  int64_t windowSize(int64_t k) const;
+  int64_t rankShare(int64_t k) const;
   /// Launches the step of the next window (Trainer::launch).
   void launchNext();
   /// Waits for the oldest launched step; logs and checkpoints it.
@@ -268,6 +278,8 @@ private:
   Trainer trainer;
   Dataset data;
   AccumulationSchedule schedule;
+  /// The fixed effective batch, if any (see SessionOptions).
+  std::optional<int64_t> fixedBatch;
   std::optional<LRSchedule> lrSchedule;
   std::optional<WindowCursor> cursor;
   /// What a checkpoint must agree on to resume bit for bit.

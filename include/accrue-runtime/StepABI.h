@@ -124,6 +124,7 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
 #define ACCRUE_KEY_COLLECTIVES "collectives"
 #define ACCRUE_KEY_MICRO_BATCH "micro_batch"
 #define ACCRUE_KEY_ACCUMULATION_STEPS "accumulation_steps"
+#define ACCRUE_KEY_EFFECTIVE_BATCH "effective_batch"
 #define ACCRUE_KEY_OPTIMIZER "optimizer"
 #define ACCRUE_KEY_CLIP_NORM "clip_norm"
 #define ACCRUE_KEY_ARENA_SIZE "arena_size"

@@ -135,6 +135,7 @@ accrue::buildManifest(ModuleOp module, const CompilerOptions &options,
   m.collectives = options.pipeline.train.collectives;
   m.microBatch = options.import.microBatch;
   m.accumulationSteps = options.accumulationSteps;
+  m.effectiveBatch = options.effectiveBatch;
   m.optimizer = optimizerSpec(options.optimizer);
   m.clipNorm = options.optimizer.clipNorm;
   m.partialWindows = step->hasAttr(train::StepAttrs::kPartialWindows);

@@ -557,37 +557,27 @@ FailureOr<rt::MemoryPlan> buildMemoryPlan(MLIRContext &ctx,
 }
 
 /// `options` with the micro-batch and accumulation steps that
-/// --memory-budget and --effective-batch ask for: the largest micro-batch b
-/// whose planned peak fits the budget (and, with an effective batch E over
-/// G ranks, divides E / G, so every step takes exactly E samples), and
-/// K = E / (b G). Says what it chose (a remark).
+/// --memory-budget and --effective-batch ask for. With an effective batch E
+/// over G ranks, each rank takes a share of ceil(E / G) samples per step
+/// and K = ceil(share / b): the last micro-batch of a step is partly
+/// padding when b does not divide the share (the step masks it, so every
+/// step still takes exactly E samples). With a budget, b is the largest
+/// micro-batch whose planned peak fits, then the smallest with the same K
+/// (the least padding). Says what it chose (a remark).
 FailureOr<CompilerOptions> chooseBatch(MLIRContext &ctx,
                                        const CompilerOptions &options) {
   CompilerOptions chosen = options;
   chosen.memoryBudget.reset();
-  chosen.effectiveBatch.reset();
   int64_t ranks = options.ranks;
-  std::optional<int64_t> perRank;
-  if (options.effectiveBatch) {
-    if (*options.effectiveBatch % ranks != 0)
-      return emitError(UnknownLoc::get(&ctx))
-             << settingRef("effective_batch") << " " << *options.effectiveBatch
-             << " is not a multiple of " << settingRef("ranks") << " "
-             << ranks;
-    perRank = *options.effectiveBatch / ranks;
-  }
+  std::optional<int64_t> share;
+  if (options.effectiveBatch)
+    share = llvm::divideCeilSigned(*options.effectiveBatch, ranks);
   auto stepsFor = [&](int64_t b) {
-    return perRank ? *perRank / b : options.accumulationSteps;
+    return share ? llvm::divideCeilSigned(*share, b) : options.accumulationSteps;
   };
   if (!options.memoryBudget) {
     // An effective batch at the given micro-batch.
-    int64_t b = options.import.microBatch;
-    if (*perRank % b != 0)
-      return emitError(UnknownLoc::get(&ctx))
-             << settingRef("effective_batch") << " " << *options.effectiveBatch
-             << " over " << ranks << " rank(s) is not a multiple of "
-             << settingRef("micro_batch") << " " << b;
-    chosen.accumulationSteps = stepsFor(b);
+    chosen.accumulationSteps = stepsFor(options.import.microBatch);
     return chosen;
   }
   if (options.pipeline.target != ACCRUE_TARGET_CPU)
@@ -602,20 +592,17 @@ FailureOr<CompilerOptions> chooseBatch(MLIRContext &ctx,
   rt::MemoryPlan plan = planArenas(*one);
   fitActivations(plan, 1, one->activationPeak, two->activationPeak);
   int64_t budget = *options.memoryBudget;
-  int64_t most = perRank ? *perRank
-                         : std::max<int64_t>(
-                               (budget - plan.staticBytes()) /
-                                   std::max<int64_t>(plan.activationPerSample, 1),
-                               1);
+  int64_t most = share ? *share
+                       : std::max<int64_t>(
+                             (budget - plan.staticBytes()) /
+                                 std::max<int64_t>(plan.activationPerSample, 1),
+                             1);
   int64_t best = 0;
-  for (int64_t b = std::min<int64_t>(most, int64_t(1) << 24); b >= 1; --b) {
-    if (perRank && *perRank % b != 0)
-      continue;
+  for (int64_t b = std::min<int64_t>(most, int64_t(1) << 24); b >= 1; --b)
     if (plan.peakBytes(b, stepsFor(b)) <= budget) {
       best = b;
       break;
     }
-  }
   if (!best) {
     int64_t need = plan.peakBytes(1, stepsFor(1));
     return emitError(UnknownLoc::get(&ctx))
@@ -627,21 +614,28 @@ FailureOr<CompilerOptions> chooseBatch(MLIRContext &ctx,
            << bytesText(plan.activationFixed + plan.activationPerSample)
            << ", the step's inputs " << bytesText(stepsFor(1) * plan.inputPerSample);
   }
+  // The same number of micro-batches with the least padding (a smaller b
+  // fits too: the peak grows with b).
+  if (share)
+    best = llvm::divideCeilSigned(*share, stepsFor(best));
   chosen.import.microBatch = best;
   chosen.accumulationSteps = stepsFor(best);
+  int64_t k = chosen.accumulationSteps;
+  std::string effective;
+  if (options.effectiveBatch) {
+    effective = " (E = " + std::to_string(*options.effectiveBatch) + " over " +
+                std::to_string(ranks) + " rank(s)";
+    if (int64_t padded = best * k * ranks - *options.effectiveBatch)
+      effective += "; " + std::to_string(padded) + " padded row(s) per step";
+    effective += ")";
+  }
   emitRemark(UnknownLoc::get(&ctx))
-               << settingRef("memory_budget") << " " << bytesText(budget)
-               << ": micro-batch " << best << ", "
-               << chosen.accumulationSteps << " accumulation step(s)"
-               << (perRank ? " (E = " + std::to_string(best *
-                                                       chosen.accumulationSteps *
-                                                       ranks) +
-                                 " over " + std::to_string(ranks) + " rank(s))"
-                           : std::string())
-               << "; planned peak " << bytesText(plan.peakBytes(best, chosen.accumulationSteps))
-               << " (static " << bytesText(plan.staticBytes())
-               << ", activations " << bytesText(plan.activationFixed) << " + b x "
-               << bytesText(plan.activationPerSample) << ")";
+      << settingRef("memory_budget") << " " << bytesText(budget)
+      << ": micro-batch " << best << ", " << k << " accumulation step(s)"
+      << effective << "; planned peak " << bytesText(plan.peakBytes(best, k))
+      << " (static " << bytesText(plan.staticBytes()) << ", activations "
+      << bytesText(plan.activationFixed) << " + b x "
+      << bytesText(plan.activationPerSample) << ")";
   return chosen;
 }
 
@@ -673,26 +667,8 @@ void printMemoryPlan(llvm::raw_ostream &os, const rt::MemoryPlan &plan) {
       "= static + fixed + b x A + b x K x inputs");
 }
 
-} // namespace
-
-LogicalResult accrue::compileModel(MLIRContext &ctx,
-                                   const CompilerOptions &options) {
-  if (std::optional<std::string> error = validateOptions(options))
-    return emitError(UnknownLoc::get(&ctx)) << *error;
-  if (options.memoryBudget || options.effectiveBatch) {
-    DialectRegistry registry;
-    registerAllDialects(registry);
-    ctx.appendDialectRegistry(registry);
-    ctx.loadAllAvailableDialects();
-    FailureOr<CompilerOptions> chosen = chooseBatch(ctx, options);
-    if (failed(chosen))
-      return failure();
-    return compileModel(ctx, *chosen);
-  }
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  ctx.appendDialectRegistry(registry);
-  ctx.loadAllAvailableDialects();
+/// compileModel once the micro-batch and K are known.
+LogicalResult compileStep(MLIRContext &ctx, const CompilerOptions &options) {
   // --mlir-timing reports every phase, passes included.
   DefaultTimingManager timing;
   if (options.commandLineOptions)
@@ -770,6 +746,16 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
       buildManifest(module, resolved, *model, *layout);
   if (failed(manifest))
     return failure();
+  if (options.effectiveBatch && !manifest->partialWindows &&
+      *options.effectiveBatch != options.import.microBatch *
+                                     options.accumulationSteps * options.ranks)
+    return emitError(UnknownLoc::get(&ctx))
+           << settingRef("effective_batch") << " " << *options.effectiveBatch
+           << " needs padded micro-batches (micro-batch "
+           << options.import.microBatch << " x " << options.accumulationSteps
+           << " accumulation steps x " << options.ranks
+           << " rank(s)), but this model's loss cannot mask padded samples; "
+              "choose a multiple of the micro-batch times the ranks";
   if (auto step = module.lookupSymbol<func::FuncOp>(ACCRUE_STEP_FUNCTION))
     manifest->activationBytes = cpuTarget
                                     ? train::estimateMicroStepPeakBytes(step)
@@ -883,4 +869,22 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
     return failure();
   }
   return success();
+}
+
+} // namespace
+
+LogicalResult accrue::compileModel(MLIRContext &ctx,
+                                   const CompilerOptions &options) {
+  if (std::optional<std::string> error = validateOptions(options))
+    return emitError(UnknownLoc::get(&ctx)) << *error;
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  ctx.appendDialectRegistry(registry);
+  ctx.loadAllAvailableDialects();
+  if (!options.memoryBudget && !options.effectiveBatch)
+    return compileStep(ctx, options);
+  FailureOr<CompilerOptions> chosen = chooseBatch(ctx, options);
+  if (failed(chosen))
+    return failure();
+  return compileStep(ctx, *chosen);
 }

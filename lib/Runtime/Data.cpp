@@ -18,14 +18,11 @@ WindowCursor::WindowCursor(int64_t numSamples, int64_t microBatch,
     throw Error("the micro-batch must be positive");
 }
 
-Window WindowCursor::next(int64_t k) {
-  int64_t size = microBatch * k;
+Window WindowCursor::next(int64_t size) {
   if (dropLast && numSamples < size)
     throw Error("the dataset has " + std::to_string(numSamples) +
                 " samples, fewer than one effective batch of " +
-                std::to_string(size) + " (micro-batch " +
-                std::to_string(microBatch) + " x " + std::to_string(k) +
-                " accumulation steps), and " + settingRef("drop_last") +
+                std::to_string(size) + ", and " + settingRef("drop_last") +
                 " skips partial ones");
   int64_t remaining = numSamples - offset;
   if (remaining < size && dropLast) {
@@ -44,11 +41,6 @@ Window WindowCursor::next(int64_t k) {
     offset = 0;
   }
   return w;
-}
-
-int64_t WindowCursor::windowsPerEpoch(int64_t k) const {
-  int64_t size = microBatch * k;
-  return dropLast ? numSamples / size : (numSamples + size - 1) / size;
 }
 
 AccumulationSchedule::AccumulationSchedule(int64_t k) : points{{0, k}} {

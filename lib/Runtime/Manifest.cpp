@@ -202,6 +202,8 @@ std::string Manifest::toJson() const noexcept {
       {ACCRUE_KEY_PARTIAL_WINDOWS, partialWindows},
       {ACCRUE_KEY_LOSS_SCALE, std::move(scaling)},
   };
+  if (effectiveBatch)
+    manifest[ACCRUE_KEY_EFFECTIVE_BATCH] = *effectiveBatch;
   if (!buffers.empty())
     manifest[ACCRUE_KEY_BUFFERS] = slots(buffers);
   if (activationBytes)
@@ -267,6 +269,8 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
                              accrueParseCollectives, path);
     m.microBatch = doc.at(ACCRUE_KEY_MICRO_BATCH).get<int64_t>();
     m.accumulationSteps = doc.at(ACCRUE_KEY_ACCUMULATION_STEPS).get<int64_t>();
+    if (doc.contains(ACCRUE_KEY_EFFECTIVE_BATCH))
+      m.effectiveBatch = doc.at(ACCRUE_KEY_EFFECTIVE_BATCH).get<int64_t>();
     const json &opt = doc.at(ACCRUE_KEY_OPTIMIZER);
     m.optimizer.kind =
         readEnum(opt, ACCRUE_KEY_NAME, accrueParseOptimizer, path);
@@ -339,8 +343,10 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
   auto bad = [&](const std::string &why) {
     return Error("'" + path + "' is inconsistent: " + why);
   };
-  if (m.microBatch < 1 || m.accumulationSteps < 1)
-    throw bad("the micro-batch and accumulation steps must be positive");
+  if (m.microBatch < 1 || m.accumulationSteps < 1 ||
+      (m.effectiveBatch && *m.effectiveBatch < 1))
+    throw bad("the micro-batch, accumulation steps and effective batch must "
+              "be positive");
   if (m.arenaSize < 1 || m.arenaSize > (int64_t(1) << 40))
     throw bad("the arena size is out of range");
   auto checkSlots = [&](const std::vector<ParamSpec> &list, int64_t size,

@@ -18,6 +18,9 @@
 
 using namespace accrue::rt;
 
+/// a / b rounded up, for positive a and b.
+static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 //===----------------------------------------------------------------------===//
 // Options
 //===----------------------------------------------------------------------===//
@@ -31,6 +34,7 @@ void SessionOptions::validate() const {
   };
   atLeast("steps", steps, 1);
   atLeast("accumulation_steps", accumulationSteps, 1);
+  atLeast("effective_batch", effectiveBatch, 1);
   atLeast("warmup_steps", warmupSteps, 0);
   atLeast("total_steps", totalSteps, 1);
   atLeast("checkpoint_every", checkpointEvery, 1);
@@ -41,6 +45,11 @@ void SessionOptions::validate() const {
   if (accumulationSteps && !accumulationSchedule.empty())
     throw Error(settingRef("accumulation_steps") + " and " +
                 settingRef("accumulation_schedule") + " exclude each other");
+  if (effectiveBatch && (accumulationSteps || !accumulationSchedule.empty()))
+    throw Error(settingRef("effective_batch") + " and " +
+                settingRef(accumulationSteps ? "accumulation_steps"
+                                             : "accumulation_schedule") +
+                " exclude each other (K follows from the effective batch)");
   if (!accumulationSchedule.empty())
     AccumulationSchedule::parse(accumulationSchedule);
   if (lrSchedule == LRSchedule::Kind::Constant &&
@@ -56,7 +65,7 @@ void SessionOptions::validate() const {
 const std::vector<std::string> &SessionOptions::settingNames() {
   static const std::vector<std::string> names = {
       "steps",         "accumulation_steps", "accumulation_schedule",
-      "drop_last",     "lr",                 "lr_schedule",
+      "effective_batch", "drop_last",     "lr",                 "lr_schedule",
       "warmup_steps",  "total_steps",        "checkpoint_dir",
       "checkpoint_every", "keep_checkpoints", "resume",
       "log",           "device",             "threads",
@@ -96,6 +105,8 @@ void SessionOptions::set(const std::string &name, const std::string &value) {
     accumulationSteps = integer();
   else if (name == "accumulation_schedule")
     accumulationSchedule = value;
+  else if (name == "effective_batch")
+    effectiveBatch = integer();
   else if (name == "drop_last")
     dropLast = boolean();
   else if (name == "lr")
@@ -198,6 +209,7 @@ const std::map<std::string, std::string> &configSettings() {
       {"micro_batch", "the artifact's micro-batch"},
       {"accumulation", settingRef("accumulation_steps") + " / " +
                            settingRef("accumulation_schedule")},
+      {"effective_batch", settingRef("effective_batch")},
       {"drop_last", settingRef("drop_last")},
       {"lr", settingRef("lr")},
       {"lr_schedule", settingRef("lr_schedule")},
@@ -255,10 +267,20 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
   if (data.arrays.size() != art.batchInputs().size())
     throw Error(data.what + " does not hold the model's batch inputs");
 
-  schedule = !opts.accumulationSchedule.empty()
-                 ? AccumulationSchedule::parse(opts.accumulationSchedule)
-                 : AccumulationSchedule(
-                       opts.accumulationSteps.value_or(art.accumulationSteps));
+  // A fixed effective batch (the option, or the artifact's unless K is
+  // given): K micro-batches cover each rank's share of it.
+  fixedBatch = opts.effectiveBatch;
+  if (!fixedBatch && !opts.accumulationSteps &&
+      opts.accumulationSchedule.empty())
+    fixedBatch = art.effectiveBatch;
+  if (fixedBatch)
+    schedule = AccumulationSchedule(
+        (ceilDiv(*fixedBatch, numRanks) + art.microBatch - 1) / art.microBatch);
+  else
+    schedule = !opts.accumulationSchedule.empty()
+                   ? AccumulationSchedule::parse(opts.accumulationSchedule)
+                   : AccumulationSchedule(opts.accumulationSteps.value_or(
+                         art.accumulationSteps));
   int64_t k = schedule.at(0);
   startData();
   if (opts.steps) {
@@ -266,7 +288,7 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
   } else {
     // One pass over the data.
     WindowCursor probe = *cursor;
-    for (steps = 0; probe.next(schedule.at(steps) * numRanks).epoch == 0;)
+    for (steps = 0; probe.next(windowSize(schedule.at(steps))).epoch == 0;)
       ++steps;
   }
   double lr = opts.lr.value_or(art.optimizer.lr);
@@ -281,6 +303,9 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
              (numRanks > 1 ? " x " + std::to_string(numRanks) + " ranks"
                            : "") +
              " = effective batch " + std::to_string(effectiveBatch()) +
+             (fixedBatch && *fixedBatch != art.microBatch * k * numRanks
+                  ? " (the last micro-batch of each rank's share is padded)"
+                  : "") +
              (opts.accumulationSchedule.empty()
                   ? std::string()
                   : " (schedule " + opts.accumulationSchedule + ")") +
@@ -300,6 +325,8 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
             {"lr", exactNumber(lr)},
             {"lr_schedule", LRSchedule::kindName(opts.lrSchedule)},
             {"ranks", std::to_string(numRanks)}};
+  if (fixedBatch)
+    config["effective_batch"] = std::to_string(*fixedBatch);
   if (opts.lrSchedule != LRSchedule::Kind::Constant) {
     config["warmup_steps"] = std::to_string(opts.warmupSteps);
     config["total_steps"] = std::to_string(totalSteps);
@@ -355,16 +382,30 @@ void Session::startData() {
     notify(Notice::Kind::Warning,
            "this model's loss cannot mask padded samples, so samples that "
            "do not fill an effective batch at the end of a pass are skipped");
-  int64_t largest = art.microBatch * schedule.max() * numRanks;
+  if (fixedBatch && !art.partialWindows &&
+      *fixedBatch != art.microBatch * k * numRanks)
+    throw Error(settingRef("effective_batch") + " " +
+                std::to_string(*fixedBatch) +
+                " needs padded micro-batches (micro-batch " +
+                std::to_string(art.microBatch) + " x " + std::to_string(k) +
+                " accumulation steps x " + std::to_string(numRanks) +
+                " rank(s)), but this model's loss cannot mask padded "
+                "samples; choose a multiple of the micro-batch times the "
+                "ranks");
+  int64_t largest = windowSize(schedule.max());
   if (dropLast && data.numSamples < largest)
     throw Error(
         data.what + " has " + std::to_string(data.numSamples) +
         " samples, fewer than one effective batch of " +
-        std::to_string(largest) + " (micro-batch " +
-        std::to_string(art.microBatch) + " x " +
-        std::to_string(schedule.max()) + " accumulation steps" +
-        (numRanks > 1 ? " x " + std::to_string(numRanks) + " ranks" : "") +
-        ")" +
+        std::to_string(largest) +
+        (fixedBatch ? std::string()
+                    : " (micro-batch " + std::to_string(art.microBatch) +
+                          " x " + std::to_string(schedule.max()) +
+                          " accumulation steps" +
+                          (numRanks > 1 ? " x " + std::to_string(numRanks) +
+                                              " ranks"
+                                        : "") +
+                          ")") +
         (opts.dropLast ? "; " + settingRef("drop_last") +
                              " skips partial batches"
                        : "; this model's loss cannot mask padded samples, so "
@@ -385,7 +426,7 @@ void Session::setData(Dataset newData) {
 int64_t Session::stepsLeftInPass() const {
   WindowCursor probe = *cursor;
   int64_t epoch = probe.epoch, done = trainer.completedSteps(), n = 0;
-  while (probe.next(schedule.at(done + n) * numRanks).epoch == epoch)
+  while (probe.next(windowSize(schedule.at(done + n))).epoch == epoch)
     ++n;
   return n;
 }
@@ -401,8 +442,16 @@ void Session::planSteps(int64_t total) {
 
 
 int64_t Session::effectiveBatch() const {
-  return artifact().microBatch * schedule.at(trainer.completedSteps()) *
-         numRanks;
+  return windowSize(schedule.at(trainer.completedSteps()));
+}
+
+int64_t Session::windowSize(int64_t k) const {
+  return fixedBatch ? *fixedBatch : artifact().microBatch * k * numRanks;
+}
+
+int64_t Session::rankShare(int64_t k) const {
+  return fixedBatch ? ceilDiv(*fixedBatch, numRanks)
+                    : artifact().microBatch * k;
 }
 
 void Session::notify(Notice::Kind kind, const std::string &text) const {
@@ -472,9 +521,9 @@ StepRecord Session::step() {
 void Session::launchNext() {
   const Artifact &art = artifact();
   int64_t k = schedule.at(trainer.stepsAfterInFlight());
-  Window window = cursor->next(k * numRanks);
+  Window window = cursor->next(windowSize(k));
   // This rank's share of the window.
-  int64_t perRank = art.microBatch * k;
+  int64_t perRank = rankShare(k);
   int64_t first = window.first + rank * perRank;
   int64_t valid =
       std::min(std::max<int64_t>(window.valid - rank * perRank, 0), perRank);
@@ -483,7 +532,7 @@ void Session::launchNext() {
   // An all-reduce per micro-batch needs the same number of micro-batches
   // on every rank: ranks short of samples run masked padding.
   if (art.collectives == ACCRUE_COLLECTIVES_PER_MICRO_BATCH)
-    samples = perRank;
+    samples = art.microBatch * k;
   std::vector<const void *> inputs(data.arrays.size());
   staging.resize(data.arrays.size());
   for (size_t i = 0; i < data.arrays.size(); ++i) {

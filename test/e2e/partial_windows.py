@@ -3,7 +3,8 @@
 # the update equals that of micro-batches of one sample (no padding at all).
 # --drop-last skips it instead. An accumulation schedule changes K between
 # steps without recompiling. A loss that cannot be masked trains on full
-# windows only, with a warning.
+# windows only, with a warning. An effective batch that is not a multiple
+# of the micro-batch pads the last micro-batch of every step.
 #
 # REQUIRES: torch
 # RUN: rm -rf %t && mkdir -p %t
@@ -106,4 +107,34 @@ _, odd_log, proc, art = run(odd, odd_data, 4, 4, "odd", optimizer="sgd")
 assert json.load(open(os.path.join(art, "step.json")))["partial_windows"] is False
 assert "cannot mask padded samples" in proc.stderr, proc.stderr
 assert [r["samples"] for r in odd_log] == [16, 16], odd_log
+
+# 5. An effective batch of 6 at micro-batch 4 (accrue-compile
+#    --effective-batch): K = 2, every step 6 samples and 2 padded rows, the
+#    pass's last step 2 samples. Reference: micro-batches of 1 x K=6.
+fixed, fixed_log, _, art = run(model, data, 4, None, "mlp_e6", effective_batch=6)
+manifest = json.load(open(os.path.join(art, "step.json")))
+assert manifest["effective_batch"] == 6 and manifest["accumulation_steps"] == 2, manifest
+exact, exact_log, _, _ = run(model, data, 1, 6, "mlp_b1_k6")
+assert [r["samples"] for r in fixed_log] == [6] * 6 + [2], fixed_log
+assert [r["samples"] for r in exact_log] == [6] * 6 + [2], exact_log
+same(fixed, exact, "effective batch 6 at micro-batch 4")
+# The same from accrue-train's setting, on the b=4 x K=4 artifact of 1.
+_, over_log, _, _ = run(model, data, 4, 4, "mlp_b4_e6", extra=["--effective-batch", "6"])
+assert [r["samples"] for r in over_log] == [6] * 6 + [2], over_log
+for got, want in zip(over_log, exact_log):
+    e2e.assert_close("--effective-batch 6 step %d loss" % got["step"], got["loss"],
+                     want["loss"], rtol=1e-5, atol=1e-7)
+# It excludes accumulation steps; a loss that cannot mask padding needs a
+# multiple of the micro-batch (at compile time and at run time).
+proc = e2e.run([e2e.tool("accrue-train"), art, "--data", data, "--effective-batch", "6",
+                "--accumulation-steps", "2"], expect_ok=False)
+assert proc.returncode != 0 and "exclude each other" in proc.stderr, proc.stderr
+proc = e2e.run([e2e.tool("accrue-compile"), odd, "-o", os.path.join(out, "odd_e6"),
+                "--micro-batch", "4", "--effective-batch", "6"], expect_ok=False)
+assert proc.returncode != 0 and "cannot mask padded samples" in proc.stderr, proc.stderr
+proc = e2e.run([e2e.tool("accrue-train"), os.path.join(out, "odd"), "--data", odd_data,
+                "--effective-batch", "6"], expect_ok=False)
+assert proc.returncode != 0 and "cannot mask padded samples" in proc.stderr, proc.stderr
+_, odd_log, _, _ = run(odd, odd_data, 4, None, "odd_e8", optimizer="sgd", effective_batch=8)
+assert [r["samples"] for r in odd_log] == [8] * 4, odd_log
 print("ok")

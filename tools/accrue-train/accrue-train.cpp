@@ -41,7 +41,8 @@ struct Options {
     std::cerr << "accrue-train: error: " << message << "\n";
   std::cerr
       << "usage: accrue-train ARTIFACT_DIR --data DATA.npz [--steps N]\n"
-         "         [--accumulation-steps K | --accumulation-schedule S:K,...]\n"
+         "         [--accumulation-steps K | --accumulation-schedule S:K,... |\n"
+         "          --effective-batch E]\n"
          "         [--drop-last] [--lr X] [--lr-schedule constant|linear|cosine]\n"
          "         [--warmup-steps W] [--total-steps T] [--log METRICS.jsonl]\n"
          "         [--checkpoint-dir D [--checkpoint-every N]\n"
