@@ -2,7 +2,8 @@
 # parameters of one rank with K=4 (rtol 1e-5) over 5 AdamW steps with
 # clipping, also for a masked-token GPT whose ranks hold different token
 # counts, for a GPT with Dropout, and for a partial last window that leaves
-# one rank idle. The all-reduce runs exactly once per optimizer step (the
+# one rank idle, and for an effective batch that 2 ranks x micro-batch do
+# not divide. The all-reduce runs exactly once per optimizer step (the
 # runtime's counter in metrics.jsonl), never per micro-batch; the per-micro-batch placement
 # (--collectives per-micro-batch) gives the same parameters with K
 # all-reduces per step, padding ranks short of samples. fp16 with dynamic
@@ -137,6 +138,14 @@ naive, naive_log = train(model, d19, "p_2x2_naive", 2, 2, 2, steps=3,
                          collectives="per-micro-batch")
 assert [r["all_reduces"] for r in naive_log] == [2, 2, 2], naive_log
 same(naive, one, "partial window, per-micro-batch all-reduce")
+# An effective batch of 7 over 2 ranks at micro-batch 2: each rank takes 4
+# samples of a step (the second rank 3, the last step 5 = 4 + 1), K = 2,
+# padded rows masked. Reference: one rank, micro-batches of 1 x K=7.
+one, one_log = train(model, d19, "e7_1x7", 1, 7, 1, steps=3)
+two, two_log = train(model, d19, "e7_2", 2, None, 2, steps=3, effective_batch=7)
+assert [r["samples"] for r in two_log] == [7, 7, 5], two_log
+assert [r["all_reduces"] for r in two_log] == [1, 1, 1], two_log
+same(two, one, "effective batch 7 over 2 ranks")
 # Losses combining means with different counts (token-level cross-entropy
 # plus a sequence-level auxiliary mean; label smoothing over masked tokens):
 # each term's count is summed over the ranks before the micro-batch loop,
