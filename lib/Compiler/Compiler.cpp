@@ -583,26 +583,58 @@ FailureOr<CompilerOptions> chooseBatch(MLIRContext &ctx,
   if (options.pipeline.target != ACCRUE_TARGET_CPU)
     return emitError(UnknownLoc::get(&ctx))
            << settingRef("memory_budget") << " plans CPU steps only for now";
-  FailureOr<StepProbe> one = probeStep(ctx, options, 1);
-  FailureOr<StepProbe> two = probeStep(ctx, options, 2);
-  if (failed(one) || failed(two))
-    return emitError(UnknownLoc::get(&ctx))
-           << "cannot measure the step's memory for "
-           << settingRef("memory_budget");
-  rt::MemoryPlan plan = planArenas(*one);
-  fitActivations(plan, 1, one->activationPeak, two->activationPeak);
   int64_t budget = *options.memoryBudget;
-  int64_t most = share ? *share
-                       : std::max<int64_t>(
-                             (budget - plan.staticBytes()) /
-                                 std::max<int64_t>(plan.activationPerSample, 1),
-                             1);
-  int64_t best = 0;
-  for (int64_t b = std::min<int64_t>(most, int64_t(1) << 24); b >= 1; --b)
-    if (plan.peakBytes(b, stepsFor(b)) <= budget) {
-      best = b;
-      break;
+  // The plan of a step compiled with `variant`'s settings, and the largest
+  // micro-batch that fits the budget with it (0: none).
+  auto largestFitting =
+      [&](const CompilerOptions &variant)
+      -> FailureOr<std::pair<rt::MemoryPlan, int64_t>> {
+    FailureOr<StepProbe> one = probeStep(ctx, variant, 1);
+    FailureOr<StepProbe> two = probeStep(ctx, variant, 2);
+    if (failed(one) || failed(two))
+      return emitError(UnknownLoc::get(&ctx))
+             << "cannot measure the step's memory for "
+             << settingRef("memory_budget");
+    rt::MemoryPlan plan = planArenas(*one);
+    fitActivations(plan, 1, one->activationPeak, two->activationPeak);
+    int64_t most =
+        share ? *share
+              : std::max<int64_t>((budget - plan.staticBytes()) /
+                                      std::max<int64_t>(
+                                          plan.activationPerSample, 1),
+                                  1);
+    for (int64_t b = std::min<int64_t>(most, int64_t(1) << 24); b >= 1; --b)
+      if (plan.peakBytes(b, stepsFor(b)) <= budget)
+        return std::make_pair(plan, b);
+    return std::make_pair(plan, int64_t(0));
+  };
+  FailureOr<std::pair<rt::MemoryPlan, int64_t>> fit = largestFitting(options);
+  if (failed(fit))
+    return failure();
+  // --recompute auto: recomputation only when it lets a larger micro-batch
+  // fit (it costs about one more forward).
+  std::string recompute;
+  if (options.pipeline.train.recomputeAuto) {
+    CompilerOptions kept = options;
+    kept.pipeline.train.recomputeSegments = false;
+    FailureOr<std::pair<rt::MemoryPlan, int64_t>> without =
+        largestFitting(kept);
+    if (failed(without))
+      return failure();
+    if (without->second >= fit->second) {
+      fit = without;
+      chosen.pipeline.train.recomputeSegments = false;
+      recompute = "; no recomputation (it would not fit a larger one)";
+    } else {
+      recompute = "; recomputing the segments between the forward's cuts "
+                  "(without: " +
+                  (without->second ? "micro-batch " +
+                                         std::to_string(without->second)
+                                   : std::string("none fits")) +
+                  ")";
     }
+  }
+  auto &[plan, best] = *fit;
   if (!best) {
     int64_t need = plan.peakBytes(1, stepsFor(1));
     return emitError(UnknownLoc::get(&ctx))
@@ -632,7 +664,8 @@ FailureOr<CompilerOptions> chooseBatch(MLIRContext &ctx,
   emitRemark(UnknownLoc::get(&ctx))
       << settingRef("memory_budget") << " " << bytesText(budget)
       << ": micro-batch " << best << ", " << k << " accumulation step(s)"
-      << effective << "; planned peak " << bytesText(plan.peakBytes(best, k))
+      << effective << recompute << "; planned peak "
+      << bytesText(plan.peakBytes(best, k))
       << " (static " << bytesText(plan.staticBytes()) << ", activations "
       << bytesText(plan.activationFixed) << " + b x "
       << bytesText(plan.activationPerSample) << ")";

@@ -41,7 +41,12 @@ void buildTrainPipeline(OpPassManager &pm,
   pm.addPass(train::createTrainMicrobatch(microbatch));
   if (options.collectives == ACCRUE_COLLECTIVES_DEFERRED)
     pm.addPass(train::createTrainDeferCollectives());
-  pm.addPass(train::createTrainAutodiff());
+  {
+    train::TrainAutodiffOptions autodiff;
+    autodiff.recomputeSegments = options.recomputeSegments;
+    autodiff.recomputeNodes = options.recomputeNodes;
+    pm.addPass(train::createTrainAutodiff(autodiff));
+  }
   pm.addPass(createInlinerPass());
   pm.addPass(createSymbolDCEPass());
   pm.addPass(createCanonicalizerPass());

@@ -6,6 +6,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Regex.h"
 
 #include <cmath>
 
@@ -221,6 +222,27 @@ void accrue::bindPipelineSettings(SettingTable &table,
                    train.collectives = ACCRUE_COLLECTIVES_DEFERRED;
                  return std::nullopt;
                });
+  table.custom(
+      "recompute",
+      "Activation recomputation in the backward: none, auto (keep the "
+      "forward's cuts, recompute the segments between them; under "
+      "--memory-budget only when it allows a larger micro-batch), or a "
+      "regex of ONNX node names",
+      Setting::Kind::Text,
+      [&train](StringRef value) -> std::optional<std::string> {
+        train.recomputeSegments = value == "auto";
+        train.recomputeAuto = value == "auto";
+        train.recomputeNodes.clear();
+        if (value == "none" || value == "auto")
+          return std::nullopt;
+        std::string error;
+        if (value.empty() || !llvm::Regex("^(" + value.str() + ")$").isValid(error))
+          return settingRef("recompute") +
+                 " must be none, auto or a regex of ONNX node names, not '" +
+                 value.str() + "'" + (error.empty() ? "" : ": " + error);
+        train.recomputeNodes = value.str();
+        return std::nullopt;
+      });
   table.flag("fuse_elementwise",
              "Fuse elementwise linalg ops before bufferization",
              cpu.fuseElementwise);

@@ -34,6 +34,15 @@ struct TrainPipelineOptions {
   /// all-reduce per optimizer step, after the micro-batch loop) or per
   /// micro-batch (for comparison).
   AccrueCollectives collectives = ACCRUE_COLLECTIVES_NONE;
+  /// Activation recomputation in the backward (train-autodiff): the
+  /// segments between the forward's cuts, and/or the ops of the ONNX nodes
+  /// whose names match a regex.
+  bool recomputeSegments = false;
+  std::string recomputeNodes;
+  /// `--recompute auto`: segment recomputation, which accrue-compile's
+  /// planner drops under a memory budget when it does not allow a larger
+  /// micro-batch.
+  bool recomputeAuto = false;
 };
 
 /// How a tensor-level step is lowered for the CPU.

@@ -40,6 +40,8 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
   // Accumulators carried by scf.for stay in place; temporaries of a
   // micro-step are allocated and freed inside the loop, so peak memory
   // depends on the micro-batch size, not on the number of steps.
+  // After the last CSE: recomputed ops stay apart from their forward copies.
+  pm.addNestedPass<func::FuncOp>(train::createTrainStripRecomputeBarriers());
   pm.addPass(bufferization::createOneShotBufferizePass());
   {
     AccumulateInPlaceOptions inPlace;
@@ -48,6 +50,7 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createAccumulateInPlace(inPlace));
   }
   bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addNestedPass<func::FuncOp>(createFreeAtLastUse());
   pm.addPass(createExpandStridedCopies());
 }
 

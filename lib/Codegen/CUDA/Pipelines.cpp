@@ -7,6 +7,7 @@
 #include "accrue/Codegen/CUDA/CUDATarget.h"
 #include "accrue/Codegen/CUDA/Passes.h"
 #include "accrue/Conversion/Passes.h"
+#include "accrue/Dialect/Train/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -39,6 +40,8 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createCudaFoldIntoContractions());
   // No deallocation: every temporary becomes a view of the workspace.
+  // After the last CSE: recomputed ops stay apart from their forward copies.
+  pm.addNestedPass<func::FuncOp>(train::createTrainStripRecomputeBarriers());
   pm.addPass(bufferization::createOneShotBufferizePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCudaContractionsToGemm());

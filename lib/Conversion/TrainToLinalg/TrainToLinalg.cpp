@@ -256,7 +256,7 @@ struct ConvertTrainToLinalgPass
     target.addIllegalDialect<TrainDialect>();
     // train.accumulate stays until one-shot bufferization, which updates the
     // accumulator in place (BufferizableOpInterfaceImpl.cpp).
-    target.addLegalOp<AccumulateOp, StoreOp>();
+    target.addLegalOp<AccumulateOp, StoreOp, RecomputeBarrierOp>();
     // So does train.all_reduce, which becomes a call of the runtime.
     target.addLegalOp<AllReduceOp, AllReduceArenaOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });

@@ -37,6 +37,24 @@ def OutlineKernels : Pass<"outline-kernels", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def FreeAtLastUse : Pass<"free-at-last-use", "::mlir::func::FuncOp"> {
+  let summary = "Move each dealloc to just after its buffer's last use";
+  let description = [{
+    Ownership-based buffer deallocation frees a buffer at the end of the
+    block that owns it: in the micro-batch loop, the end of the micro-step,
+    so every temporary of the forward and the backward stays allocated until
+    then. This pass moves a `memref.dealloc` of a buffer allocated in the
+    same block to just after the last op of that block that uses the buffer
+    or a view of it (an op with a nested region counts where it is in the
+    block). A buffer that may escape through a terminator (a view yielded
+    by a loop or branch) keeps its dealloc where it is.
+  }];
+  let statistics = [
+    Statistic<"numMoved", "moved", "Deallocs moved to a last use">,
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def TileTransposes : Pass<"tile-transposes", "::mlir::func::FuncOp"> {
   let summary = "Copy transposes on buffers in cache-sized blocks";
   let description = [{

@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -15,6 +16,19 @@ using namespace accrue::train;
 #define GET_ATTRDEF_CLASSES
 #include "accrue/Dialect/Train/IR/TrainAttrs.cpp.inc"
 
+namespace {
+/// The gradient functions train-autodiff generates are inlined into their
+/// callers; of the train ops, only the barriers of recomputed values are in
+/// them.
+struct TrainInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *op, Region *, bool,
+                       IRMapping &) const final {
+    return isa<RecomputeBarrierOp>(op);
+  }
+};
+} // namespace
+
 void TrainDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
@@ -24,6 +38,7 @@ void TrainDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "accrue/Dialect/Train/IR/TrainAttrs.cpp.inc"
       >();
+  addInterfaces<TrainInlinerInterface>();
 }
 
 int64_t accrue::train::getNumElements(Type type) {

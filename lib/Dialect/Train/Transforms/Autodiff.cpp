@@ -5,19 +5,23 @@
 // reverse order summing adjoints of multiply-used values, and let each op's
 // DifferentiableOpInterface emit its operands' adjoints. Forward values the
 // backward needs are ordinary SSA uses; bufferization and liveness decide
-// memory.
+// memory, and recomputation (checkpointing) shortens their lives by cloning
+// the ops that compute them into the backward.
 //
 //===----------------------------------------------------------------------===//
 
+#include "accrue/Dialect/Train/IR/Train.h"
 #include "accrue/Dialect/Train/Transforms/Passes.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/Regex.h"
 
 namespace accrue::train {
 #define GEN_PASS_DEF_TRAINAUTODIFF
+#define GEN_PASS_DEF_TRAINSTRIPRECOMPUTEBARRIERS
 #include "accrue/Dialect/Train/Transforms/Passes.h.inc"
 } // namespace accrue::train
 
@@ -32,14 +36,150 @@ bool isFloatTensor(Value v) {
   return type && isa<FloatType>(type.getElementType());
 }
 
+/// Which forward ops the backward recomputes instead of keeping their
+/// results (see the pass description).
+using RecomputeFn = function_ref<bool(Operation *)>;
+
+/// What the pass options ask to recompute.
+struct RecomputePolicy {
+  /// Everything between the forward's cuts (see findCuts).
+  bool segments = false;
+  /// The ops of the ONNX nodes whose names match.
+  const llvm::Regex *nodes = nullptr;
+};
+
+/// Whether one of the names in `op`'s location matches `regex`.
+bool namedBy(Operation *op, const llvm::Regex &regex) {
+  bool named = false;
+  op->getLoc()->walk([&](Location loc) {
+    if (auto name = dyn_cast<NameLoc>(loc);
+        name && regex.match(name.getName().strref()))
+      named = true;
+    return WalkResult::advance();
+  });
+  return named;
+}
+
+/// The activations of the forward (values computed from the arguments not
+/// in `wrt`: the batch inputs) and its cuts: differentiated activations
+/// (`varied`: they also depend on parameters) that are, after the op
+/// defining them, the only differentiated activation computed so far that
+/// a later forward op (or the result) still reads. Every differentiated
+/// path from the batch inputs to the loss passes through a cut; in a
+/// transformer they are the residual stream between sub-blocks, in an MLP
+/// every layer's output. (Masks computed from the inputs alone may cross
+/// cuts: they are recomputed once, for the whole backward.)
+void findCuts(Block &body, ArrayRef<Operation *> forwardOps,
+              ArrayRef<int64_t> wrt, const DenseSet<Value> &varied,
+              DenseSet<Value> &activations, DenseSet<Value> &cuts) {
+  for (BlockArgument arg : body.getArguments())
+    if (!llvm::is_contained(wrt, arg.getArgNumber()))
+      activations.insert(arg);
+  DenseMap<Operation *, int64_t> position;
+  for (auto [i, op] : llvm::enumerate(forwardOps))
+    position[op] = i;
+  int64_t end = forwardOps.size();
+  // Live activations after each op: +1 where one is defined, -1 after its
+  // last forward use.
+  SmallVector<int64_t> delta(end + 1, 0);
+  for (auto [i, op] : llvm::enumerate(forwardOps)) {
+    if (llvm::none_of(op->getOperands(),
+                      [&](Value v) { return activations.contains(v); }))
+      continue;
+    for (Value result : op->getResults()) {
+      activations.insert(result);
+      if (!varied.contains(result))
+        continue;
+      // Forward uses only (the backward may exist already); the result
+      // lives to the end.
+      int64_t last = i;
+      for (Operation *user : result.getUsers())
+        if (auto it = position.find(user); it != position.end())
+          last = std::max(last, it->second);
+        else if (user == body.getTerminator())
+          last = end;
+      ++delta[i];
+      --delta[last];
+    }
+  }
+  int64_t live = 0;
+  for (auto [i, op] : llvm::enumerate(forwardOps)) {
+    live += delta[i];
+
+    // Counted after op i: values whose last use is op i are gone.
+    if (live == 1 && op->getNumResults() == 1 &&
+        activations.contains(op->getResult(0)) && isFloatTensor(op->getResult(0)))
+      cuts.insert(op->getResult(0));
+  }
+}
+
+/// Clones each forward op that `recompute` selects and the backward uses
+/// just before its first backward use, and points the backward's uses at
+/// the clone. Visiting the forward last to first, a clone's selected
+/// operands are cloned after it is made: their first backward use is at the
+/// latest that clone, so they land before it. The clones read the forward
+/// values they start from through train.recompute_barrier, so that CSE
+/// does not merge them back. Returns the ops cloned.
+int64_t recomputeInBackward(ArrayRef<Operation *> forwardOps,
+                            Operation *terminator, RecomputeFn recompute) {
+  DenseSet<Operation *> forward(forwardOps.begin(), forwardOps.end());
+  SmallVector<Operation *> clones;
+  for (Operation *op : llvm::reverse(forwardOps)) {
+    if (!recompute(op))
+      continue;
+    SmallVector<OpOperand *> backwardUses;
+    Operation *first = nullptr;
+    for (Value result : op->getResults())
+      for (OpOperand &use : result.getUses()) {
+        Operation *user = use.getOwner();
+        if (forward.contains(user) || user == terminator)
+          continue;
+        backwardUses.push_back(&use);
+        if (!first || user->isBeforeInBlock(first))
+          first = user;
+      }
+    if (backwardUses.empty())
+      continue;
+    OpBuilder builder(first);
+    Operation *clone = builder.clone(*op);
+    for (OpOperand *use : backwardUses)
+      use->set(clone->getResult(
+          cast<OpResult>(use->get()).getResultNumber()));
+    clones.push_back(clone);
+  }
+  // One barrier per forward value the clones read, before the first of
+  // them (the value itself dominates the whole backward).
+  DenseSet<Operation *> cloned(clones.begin(), clones.end());
+  DenseMap<Value, Operation *> barriers;
+  for (Operation *clone : clones)
+    for (OpOperand &operand : clone->getOpOperands()) {
+      Value value = operand.get();
+      if (cloned.contains(value.getDefiningOp()) ||
+          !isa<RankedTensorType>(value.getType()))
+        continue;
+      Operation *&barrier = barriers[value];
+      if (!barrier) {
+        OpBuilder builder(clone);
+        barrier = RecomputeBarrierOp::create(builder, value.getLoc(), value);
+      } else if (clone->isBeforeInBlock(barrier)) {
+        barrier->moveBefore(clone);
+      }
+      operand.set(barrier->getResult(0));
+    }
+  return clones.size();
+}
+
 /// Builds `@<callee>_grad...`: the callee's results followed by the gradient
 /// of result 0 with respect to the arguments in `wrt`. With `seeded`, the
 /// function takes a trailing tensor<f32>, the adjoint of result 0 the
-/// backward starts from (loss scaling), instead of 1.
+/// backward starts from (loss scaling), instead of 1. The backward
+/// recomputes the forward ops `policy` selects; `recomputed` counts them.
 FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp callee,
                                               ArrayRef<int64_t> wrt,
                                               bool seeded,
-                                              SymbolTable &symbols) {
+                                              SymbolTable &symbols,
+                                              const RecomputePolicy &policy,
+                                              int64_t &recomputed) {
   if (!callee.getBody().hasOneBlock())
     return callee.emitError("cannot differentiate '")
            << callee.getSymName() << "': it has more than one block";
@@ -134,6 +274,20 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp callee,
         addAdjoint(operand, adjoint, op->getLoc());
   }
 
+  DenseSet<Value> activations, cuts;
+  if (policy.segments)
+    findCuts(body, forwardOps, wrt, varied, activations, cuts);
+  auto recompute = [&](Operation *op) {
+    if (policy.nodes && namedBy(op, *policy.nodes))
+      return true;
+    // Between cuts: ops computing activations other than a cut.
+    return policy.segments && op->getNumResults() > 0 &&
+           llvm::all_of(op->getResults(), [&](Value v) {
+             return activations.contains(v) && !cuts.contains(v);
+           });
+  };
+  recomputed += recomputeInBackward(forwardOps, ret, recompute);
+
   SmallVector<Value> results(ret.getOperands());
   for (int64_t index : wrt) {
     Value arg = body.getArgument(index);
@@ -154,6 +308,20 @@ struct TrainAutodiffPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    std::optional<llvm::Regex> nodes;
+    if (!recomputeNodes.empty()) {
+      nodes.emplace("^(" + recomputeNodes + ")$");
+      std::string error;
+      if (!nodes->isValid(error)) {
+        module.emitError("recompute-nodes: invalid regex '")
+            << recomputeNodes << "': " << error;
+        return signalPassFailure();
+      }
+    }
+    RecomputePolicy policy;
+    policy.segments = recomputeSegments;
+    policy.nodes = nodes ? &*nodes : nullptr;
+    int64_t recomputed = 0;
     SymbolTable symbols(module);
     // One gradient function per (callee, wrt) pair.
     std::map<std::pair<std::string, SmallVector<int64_t>>, func::FuncOp> cache;
@@ -175,8 +343,8 @@ struct TrainAutodiffPass
                                 SmallVector<int64_t>(op.getWrt()));
       func::FuncOp &gradFn = cache[key];
       if (!gradFn) {
-        FailureOr<func::FuncOp> built =
-            buildGradientFunction(callee, op.getWrt(), seeded, symbols);
+        FailureOr<func::FuncOp> built = buildGradientFunction(
+            callee, op.getWrt(), seeded, symbols, policy, recomputed);
         if (failed(built))
           return signalPassFailure();
         gradFn = *built;
@@ -191,6 +359,31 @@ struct TrainAutodiffPass
       op.replaceAllUsesWith(call.getResults());
       op.erase();
     }
+    numRecomputed += recomputed;
+    if (policy.segments || policy.nodes) {
+      if (recomputed)
+        emitRemark(module.getLoc())
+            << "recomputing " << recomputed << " op(s) in the backward";
+      else
+        emitWarning(module.getLoc())
+            << "nothing to recompute: "
+            << (policy.nodes
+                    ? "the backward needs no op of a node the recomputation "
+                      "regex matches"
+                    : "every activation the backward needs is a cut of the "
+                      "forward (a chain of layers)");
+    }
+  }
+};
+
+struct TrainStripRecomputeBarriersPass
+    : public train::impl::TrainStripRecomputeBarriersBase<
+          TrainStripRecomputeBarriersPass> {
+  void runOnOperation() override {
+    getOperation().walk([](RecomputeBarrierOp barrier) {
+      barrier.getResult().replaceAllUsesWith(barrier.getInput());
+      barrier.erase();
+    });
   }
 };
 

@@ -126,6 +126,22 @@ def Train_StoreOp : Train_Op<"store", [Pure,
   let hasVerifier = 1;
 }
 
+def Train_RecomputeBarrierOp : Train_Op<"recompute_barrier", [
+    AllTypesMatch<["input", "result"]>, MemoryEffects<[MemWrite]>]> {
+  let summary = "a forward value as the backward's recomputation reads it";
+  let description = [{
+    The ops `train-autodiff` recomputes in the backward read the forward
+    values they start from through this op. It returns its input, but it is
+    not pure, so CSE cannot merge a recomputed op with the forward op it
+    copies (which would make the forward value live into the backward
+    again). `train-strip-recompute-barriers` removes it just before
+    bufferization, after the last CSE.
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 def Train_AllReduceOp : Train_Op<"all_reduce", [
     AllTypesMatch<["accumulator", "result"]>]> {
   let summary = "sum an arena and scalars over the data-parallel ranks";

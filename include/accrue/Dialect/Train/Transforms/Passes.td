@@ -111,9 +111,45 @@ def TrainAutodiff : Pass<"train-autodiff", "::mlir::ModuleOp"> {
     each op's `DifferentiableOpInterface::buildVJP` emits the adjoints of its
     operands. Only ops on a path from a `wrt` argument to the first result
     are differentiated. The `value_and_grad` becomes a `func.call`.
+
+    Activation recomputation (checkpointing): forward values the backward
+    uses are kept from the forward unless an option selects the op that
+    computes them; a selected op is then cloned into the backward just
+    before its first use there (reading the clones of selected operands),
+    so its forward value dies with its last forward use. With
+    `recompute-segments`, the forward is split at its cuts (activations
+    that every path from the batch inputs to the loss passes through: the
+    residual stream between a transformer's sub-blocks, an MLP's layer
+    outputs) and every other activation is recomputed: only the cuts, the
+    arguments and values computed from parameters alone live from the
+    forward into the backward, and the backward recomputes one segment at a
+    time, just before it differentiates it.
+    `recompute-nodes` selects the ops of the ONNX nodes whose names (the
+    ops' locations) the regex matches in full. Every nn op is deterministic
+    (Dropout's mask is a hash of its position), so the gradients are the
+    same values either way.
   }];
+  let options = [
+    Option<"recomputeSegments", "recompute-segments", "bool", "false",
+           "Keep only the forward's cuts and recompute the segments between "
+           "them in the backward">,
+    Option<"recomputeNodes", "recompute-nodes", "std::string", "\"\"",
+           "Recompute the ops of ONNX nodes whose names match this regex">,
+  ];
+  let statistics = [
+    Statistic<"numRecomputed", "recomputed", "Ops recomputed in the backward">,
+  ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::accrue::nn::NNDialect"];
+}
+
+def TrainStripRecomputeBarriers
+    : Pass<"train-strip-recompute-barriers", "::mlir::func::FuncOp"> {
+  let summary = "Replace train.recompute_barrier by its input";
+  let description = [{
+    Runs after the last CSE before bufferization: from here on, nothing
+    merges the ops `train-autodiff` recomputed with their forward copies.
+  }];
 }
 
 def TrainFuseClipOptimizer
