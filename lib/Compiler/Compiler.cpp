@@ -531,10 +531,12 @@ rt::MemoryPlan planArenas(const StepProbe &probe) {
 }
 
 /// Activations per sample and fixed, from the peaks at b and 2b.
-void fitActivations(rt::MemoryPlan &plan, int64_t b, int64_t atB,
-                    int64_t at2B) {
-  plan.activationPerSample = std::max<int64_t>((at2B - atB + b - 1) / b, 0);
-  plan.activationFixed = std::max<int64_t>(atB - b * plan.activationPerSample, 0);
+void fitActivations(rt::MemoryPlan &plan, int64_t x, int64_t atX, int64_t y,
+                    int64_t atY) {
+  plan.activationPerSample =
+      std::max<int64_t>((atY - atX + (y - x) - 1) / (y - x), 0);
+  plan.activationFixed =
+      std::max<int64_t>(atX - x * plan.activationPerSample, 0);
 }
 
 /// The memory plan of `manifest`'s step: the arenas and inputs of the step
@@ -552,7 +554,7 @@ FailureOr<rt::MemoryPlan> buildMemoryPlan(MLIRContext &ctx,
   rt::MemoryPlan plan = planArenas(*at2B);
   plan.microBatch = b;
   plan.accumulationSteps = manifest.accumulationSteps;
-  fitActivations(plan, b, *atB, at2B->activationPeak);
+  fitActivations(plan, b, *atB, 2 * b, at2B->activationPeak);
   return plan;
 }
 
@@ -596,17 +598,33 @@ FailureOr<CompilerOptions> chooseBatch(MLIRContext &ctx,
              << "cannot measure the step's memory for "
              << settingRef("memory_budget");
     rt::MemoryPlan plan = planArenas(*one);
-    fitActivations(plan, 1, one->activationPeak, two->activationPeak);
-    int64_t most =
-        share ? *share
-              : std::max<int64_t>((budget - plan.staticBytes()) /
-                                      std::max<int64_t>(
-                                          plan.activationPerSample, 1),
-                                  1);
-    for (int64_t b = std::min<int64_t>(most, int64_t(1) << 24); b >= 1; --b)
+    fitActivations(plan, 1, one->activationPeak, 2, two->activationPeak);
+    auto largest = [&](int64_t below) -> int64_t {
+      int64_t most =
+          share ? *share
+                : std::max<int64_t>((budget - plan.staticBytes()) /
+                                        std::max<int64_t>(
+                                            plan.activationPerSample, 1),
+                                    1);
+      for (int64_t b = std::min({most, below, int64_t(1) << 24}); b >= 1; --b)
+        if (plan.peakBytes(b, stepsFor(b)) <= budget)
+          return b;
+      return 0;
+    };
+    int64_t b = largest(INT64_MAX);
+    // A line through b = 1 and 2 can underestimate a large b (buffers
+    // whose liveness changes with b): the step at b is probed, and the line
+    // refitted through 1 and b until the probe fits.
+    for (int tries = 0; b > 2 && tries < 4; ++tries) {
+      FailureOr<StepProbe> atB = probeStep(ctx, variant, b);
+      if (failed(atB))
+        return failure();
+      fitActivations(plan, 1, one->activationPeak, b, atB->activationPeak);
       if (plan.peakBytes(b, stepsFor(b)) <= budget)
-        return std::make_pair(plan, b);
-    return std::make_pair(plan, int64_t(0));
+        break;
+      b = largest(b - 1);
+    }
+    return std::make_pair(plan, b);
   };
   FailureOr<std::pair<rt::MemoryPlan, int64_t>> fit = largestFitting(options);
   if (failed(fit))
