@@ -12,6 +12,7 @@
 #include "accrue-runtime/Error.h"
 
 #include <cstdint>
+#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
@@ -73,6 +74,33 @@ readSafetensors(const std::string &path,
 std::map<std::string, Array>
 parseSafetensors(const std::string &bytes, const std::string &path,
                  std::map<std::string, std::string> *metadata = nullptr);
+/// One tensor of a safetensors file: its bytes are [begin, end) after the
+/// header.
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;
+};
+
+/// A safetensors file read one tensor at a time, straight into where it
+/// goes (the initial parameters: no file-sized copy beside the arenas).
+/// The header is read and checked on construction.
+class SafetensorsFile {
+public:
+  explicit SafetensorsFile(const std::string &path);
+  /// The tensor named `name`, or null.
+  const SafetensorsEntry *find(const std::string &name) const;
+  /// Reads `entry`'s bytes into `dst` (end - begin bytes).
+  void read(const SafetensorsEntry &entry, void *dst);
+  const std::string path;
+
+private:
+  std::ifstream in;
+  uint64_t base = 0;
+  std::vector<SafetensorsEntry> entries;
+};
+
 /// Writes a safetensors file atomically (temp file, fsync, rename),
 /// streaming the tensors from where they are.
 void writeSafetensors(const std::string &path,

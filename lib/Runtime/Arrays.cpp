@@ -213,12 +213,17 @@ Array Array::convertTo(DType type, const std::string &what) const {
 //===----------------------------------------------------------------------===//
 
 std::string accrue::rt::readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in)
     throw Error("cannot read '" + path + "': " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // One buffer of the file's size (a stringstream would hold a second
+  // copy while returning the first).
+  std::streamoff size = in.tellg();
+  std::string bytes(size > 0 ? static_cast<size_t>(size) : 0, '\0');
+  in.seekg(0);
+  if (size > 0 && !in.read(bytes.data(), size))
+    throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  return bytes;
 }
 
 namespace {
@@ -609,24 +614,21 @@ accrue::rt::readSafetensors(const std::string &path,
   return parseSafetensors(readFile(path), path, metadata);
 }
 
-std::map<std::string, Array>
-accrue::rt::parseSafetensors(const std::string &bytes, const std::string &path,
-                             std::map<std::string, std::string> *metadata) {
-  if (bytes.size() < 8)
-    throw Error("'" + path + "' is not a safetensors file (too short)");
-  uint64_t headerLen = le64(reinterpret_cast<const uint8_t *>(bytes.data()));
-  if (headerLen > bytes.size() - 8)
-    throw Error("'" + path + "' is truncated or corrupt (header length)");
-  nlohmann::json header = nlohmann::json::parse(
-      bytes.begin() + 8, bytes.begin() + 8 + headerLen, nullptr, false);
-  if (header.is_discarded() || !header.is_object())
+/// The tensors of a safetensors header (`headerLen` bytes at `header`),
+/// checked against the `dataBytes` that follow it.
+static std::vector<SafetensorsEntry>
+parseSafetensorsHeader(const char *header, uint64_t headerLen,
+                       uint64_t dataBytes, const std::string &path,
+                       std::map<std::string, std::string> *metadata) {
+  nlohmann::json json =
+      nlohmann::json::parse(header, header + headerLen, nullptr, false);
+  if (json.is_discarded() || !json.is_object())
     throw Error("'" + path + "' has a corrupt safetensors header");
   static const std::map<std::string, DType> types = {
       {"F32", DType::F32}, {"F64", DType::F64}, {"F16", DType::F16},
       {"I64", DType::I64}, {"I32", DType::I32}, {"BOOL", DType::Bool}};
-  std::map<std::string, Array> arrays;
-  size_t base = 8 + headerLen;
-  for (auto &[name, info] : header.items()) {
+  std::vector<SafetensorsEntry> entries;
+  for (auto &[name, info] : json.items()) {
     if (name == "__metadata__") {
       if (!metadata)
         continue;
@@ -640,28 +642,90 @@ accrue::rt::parseSafetensors(const std::string &bytes, const std::string &path,
       continue;
     }
     try {
-      Array a;
+      SafetensorsEntry e;
+      e.name = name;
       auto it = types.find(info.at("dtype").get<std::string>());
       if (it == types.end())
         throw Error("'" + path + "': tensor '" + name +
                     "' has an unsupported dtype");
-      a.dtype = it->second;
-      a.shape = info.at("shape").get<std::vector<int64_t>>();
-      checkShape(a.shape, "'" + path + "': tensor '" + name + "'");
+      e.dtype = it->second;
+      e.shape = info.at("shape").get<std::vector<int64_t>>();
+      checkShape(e.shape, "'" + path + "': tensor '" + name + "'");
+      Array sized;
+      sized.dtype = e.dtype;
+      sized.shape = e.shape;
       auto offsets = info.at("data_offsets").get<std::vector<uint64_t>>();
       if (offsets.size() != 2 || offsets[1] < offsets[0] ||
-          offsets[1] > bytes.size() - base ||
-          offsets[1] - offsets[0] != a.numElements() * dtypeSize(a.dtype))
+          offsets[1] > dataBytes ||
+          offsets[1] - offsets[0] !=
+              sized.numElements() * dtypeSize(sized.dtype))
         throw Error("'" + path + "': tensor '" + name +
                     "' has inconsistent data offsets (truncated file?)");
-      a.data.assign(bytes.begin() + base + offsets[0],
-                    bytes.begin() + base + offsets[1]);
-      arrays[name] = std::move(a);
-    } catch (const nlohmann::json::exception &e) {
+      e.begin = offsets[0];
+      e.end = offsets[1];
+      entries.push_back(std::move(e));
+    } catch (const nlohmann::json::exception &) {
       throw Error("'" + path + "': malformed entry for '" + name + "'");
     }
   }
+  return entries;
+}
+
+std::map<std::string, Array>
+accrue::rt::parseSafetensors(const std::string &bytes, const std::string &path,
+                             std::map<std::string, std::string> *metadata) {
+  if (bytes.size() < 8)
+    throw Error("'" + path + "' is not a safetensors file (too short)");
+  uint64_t headerLen = le64(reinterpret_cast<const uint8_t *>(bytes.data()));
+  if (headerLen > bytes.size() - 8)
+    throw Error("'" + path + "' is truncated or corrupt (header length)");
+  size_t base = 8 + headerLen;
+  std::map<std::string, Array> arrays;
+  for (SafetensorsEntry &e :
+       parseSafetensorsHeader(bytes.data() + 8, headerLen,
+                              bytes.size() - base, path, metadata)) {
+    Array a;
+    a.dtype = e.dtype;
+    a.shape = std::move(e.shape);
+    a.data.assign(bytes.begin() + base + e.begin, bytes.begin() + base + e.end);
+    arrays[e.name] = std::move(a);
+  }
   return arrays;
+}
+
+SafetensorsFile::SafetensorsFile(const std::string &path)
+    : path(path), in(path, std::ios::binary) {
+  if (!in)
+    throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  uint64_t size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  uint8_t length[8];
+  if (size < 8 || !in.read(reinterpret_cast<char *>(length), 8))
+    throw Error("'" + path + "' is not a safetensors file (too short)");
+  uint64_t headerLen = le64(length);
+  if (headerLen > size - 8)
+    throw Error("'" + path + "' is truncated or corrupt (header length)");
+  std::string header(headerLen, '\0');
+  if (!in.read(header.data(), headerLen))
+    throw Error("cannot read '" + path + "'");
+  base = 8 + headerLen;
+  entries = parseSafetensorsHeader(header.data(), headerLen, size - base,
+                                   path, nullptr);
+}
+
+const SafetensorsEntry *SafetensorsFile::find(const std::string &name) const {
+  for (const SafetensorsEntry &e : entries)
+    if (e.name == name)
+      return &e;
+  return nullptr;
+}
+
+void SafetensorsFile::read(const SafetensorsEntry &entry, void *dst) {
+  in.seekg(static_cast<std::streamoff>(base + entry.begin));
+  if (!in.read(static_cast<char *>(dst),
+               static_cast<std::streamsize>(entry.end - entry.begin)))
+    throw Error("cannot read tensor '" + entry.name + "' of '" + path + "'");
 }
 
 void accrue::rt::writeSafetensors(

@@ -156,6 +156,22 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
   scale = art->lossScaling.mode == ACCRUE_LOSS_SCALE_NONE
               ? 1.0
               : art->lossScaling.init;
+  // The initial values are read a tensor at a time into their slots (no
+  // copy of the file beside the arenas); every tensor is checked first.
+  SafetensorsFile init(art->path(art->init));
+  auto initial = [&](const ParamSpec &param) -> const SafetensorsEntry & {
+    const SafetensorsEntry *entry = init.find(param.name);
+    if (!entry)
+      throw Error("'" + init.path + "' has no tensor '" + param.name + "'");
+    if (entry->dtype != DType::F32 || entry->shape != param.shape)
+      throw Error("'" + init.path + "': tensor '" + param.name +
+                  "' does not match the manifest's shape");
+    return *entry;
+  };
+  for (const ParamSpec &param : art->params)
+    initial(param);
+  for (const ParamSpec &param : art->buffers)
+    initial(param);
   size_t arenaBytes = art->arenaSize * sizeof(float);
   paramArena = Buffer(*exec, arenaBytes);
   gradArena = Buffer(*exec, arenaBytes);
@@ -173,41 +189,39 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
   }
   scalars = Buffer(*exec, 16 * 8);
 
-  std::string initPath = art->path(art->init);
-  std::map<std::string, Array> init = readSafetensors(initPath);
-  // The initial values of `slots`, laid out in an arena of `size` floats.
-  auto initialArena = [&](const std::vector<ParamSpec> &slots, int64_t size) {
-    std::vector<float> values(size, 0.0f);
+  // Each tensor goes through a buffer of its size to its slot of the
+  // (zeroed) arena: no arena-sized copy on the host beside the arenas.
+  auto uploadSlots = [&](const std::vector<ParamSpec> &slots, Buffer &arena) {
+    std::vector<float> staging;
     for (const ParamSpec &param : slots) {
-      auto it = init.find(param.name);
-      if (it == init.end())
-        throw Error("'" + initPath + "' has no tensor '" + param.name + "'");
-      const Array &a = it->second;
-      if (a.dtype != DType::F32 || a.shape != param.shape)
-        throw Error("'" + initPath + "': tensor '" + param.name +
-                    "' does not match the manifest's shape");
-      std::memcpy(values.data() + param.offset, a.data.data(),
-                  param.numel * sizeof(float));
+      staging.resize(param.numel);
+      init.read(initial(param), staging.data());
+      exec->upload(static_cast<float *>(arena.data()) + param.offset,
+                   staging.data(), param.numel * sizeof(float));
+      // (The staging buffer is reused for the next tensor.)
+      exec->synchronize();
     }
-    return values;
   };
-  std::vector<float> params = initialArena(art->params, art->arenaSize);
-  std::vector<float> buffers = initialArena(art->buffers, art->buffersSize());
-  if (!buffers.empty()) {
-    bufferArena = Buffer(*exec, buffers.size() * sizeof(float));
-    exec->upload(bufferArena.data(), buffers.data(), bufferArena.bytes());
+  if (!art->buffers.empty()) {
+    bufferArena = Buffer(*exec, art->buffersSize() * sizeof(float));
+    uploadSlots(art->buffers, bufferArena);
   }
-  // Data-parallel ranks start from rank 0's parameters.
   if (art->dataParallel()) {
+    // Data-parallel ranks start from rank 0's parameters, broadcast from
+    // the host.
     if (!Collectives::get().agree(static_cast<int64_t>(art->fingerprint())))
       throw Error("the ranks loaded different artifacts (their contract "
                   "fingerprints differ); give every rank the same artifact");
+    std::vector<float> params(art->arenaSize, 0.0f);
+    for (const ParamSpec &param : art->params)
+      init.read(initial(param), params.data() + param.offset);
     Collectives::get().broadcast(params.data(), art->arenaSize);
     exec->joinCollectives();
+    exec->upload(paramArena.data(), params.data(), arenaBytes);
+    exec->synchronize();
+  } else {
+    uploadSlots(art->params, paramArena);
   }
-  exec->upload(paramArena.data(), params.data(), arenaBytes);
-  // One wait for both uploads (the host copies live until then).
-  exec->synchronize();
 }
 
 Trainer::~Trainer() {
