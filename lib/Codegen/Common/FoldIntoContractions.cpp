@@ -32,11 +32,21 @@ linalg::GenericOp rebuild(PatternRewriter &rewriter, linalg::GenericOp op,
   return rebuilt;
 }
 
+/// A rewrite pattern whose folds the target's `control` may refuse.
+template <typename Pattern>
+struct Controlled : Pattern {
+  Controlled(MLIRContext *context, FoldControl control)
+      : Pattern(context), control(std::move(control)) {}
+  bool allowed(linalg::GenericOp op, ArrayRef<AffineMap> maps) const {
+    return !control || control(op, maps);
+  }
+  FoldControl control;
+};
+
 /// contraction(transpose(x), y) -> contraction(x, y) reading x through the
 /// composed map.
-struct FoldMovedInput : OpRewritePattern<linalg::GenericOp> {
-  FoldMovedInput(MLIRContext *context, FoldControl control)
-      : OpRewritePattern(context), control(std::move(control)) {}
+struct FoldMovedInput : Controlled<OpRewritePattern<linalg::GenericOp>> {
+  using Controlled::Controlled;
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
     if (!op.hasPureTensorSemantics() || !matchContraction(op))
@@ -51,7 +61,7 @@ struct FoldMovedInput : OpRewritePattern<linalg::GenericOp> {
         continue;
       SmallVector<AffineMap> folded = maps;
       folded[i] = toInput->compose(maps[i]);
-      if (control && !control(op, folded))
+      if (!allowed(op, folded))
         continue;
       inputs[i] = cast<linalg::LinalgOp>(producer).getDpsInputs()[0];
       maps = std::move(folded);
@@ -63,7 +73,6 @@ struct FoldMovedInput : OpRewritePattern<linalg::GenericOp> {
                                    maps, op.getIteratorTypesArray()));
     return success();
   }
-  FoldControl control;
 };
 
 /// The contraction producing `value` if it is its only use and starts from
@@ -78,9 +87,8 @@ std::optional<linalg::GenericOp> zeroBasedContraction(Value value) {
 
 /// sum_over_some_dims(contraction(x, y)) -> contraction(x, y) that also
 /// reduces over those dimensions.
-struct FoldSumOfContraction : OpRewritePattern<linalg::GenericOp> {
-  FoldSumOfContraction(MLIRContext *context, FoldControl control)
-      : OpRewritePattern(context), control(std::move(control)) {}
+struct FoldSumOfContraction : Controlled<OpRewritePattern<linalg::GenericOp>> {
+  using Controlled::Controlled;
   LogicalResult matchAndRewrite(linalg::GenericOp sum,
                                 PatternRewriter &rewriter) const override {
     if (!sum.hasPureTensorSemantics() || sum.getNumDpsInputs() != 1 ||
@@ -123,21 +131,20 @@ struct FoldSumOfContraction : OpRewritePattern<linalg::GenericOp> {
                                  : produced.getResult(loop));
     SmallVector<AffineMap> maps = contraction->getIndexingMapsArray();
     maps[2] = AffineMap::get(produced.getNumDims(), 0, results, getContext());
-    if (control && !control(*contraction, maps))
+    if (!allowed(*contraction, maps))
       return failure();
     rewriter.replaceOp(sum, rebuild(rewriter, *contraction,
                                     contraction->getDpsInputs(),
                                     sum.getDpsInits()[0], maps, iterators));
     return success();
   }
-  FoldControl control;
 };
 
 /// transpose(contraction(x, y)) -> contraction(x, y) writing through the
 /// transposed map into a zero-filled init of the transpose's shape.
-struct FoldMovedResult : OpInterfaceRewritePattern<linalg::LinalgOp> {
-  FoldMovedResult(MLIRContext *context, FoldControl control)
-      : OpInterfaceRewritePattern(context), control(std::move(control)) {}
+struct FoldMovedResult
+    : Controlled<OpInterfaceRewritePattern<linalg::LinalgOp>> {
+  using Controlled::Controlled;
   LogicalResult matchAndRewrite(linalg::LinalgOp move,
                                 PatternRewriter &rewriter) const override {
     std::optional<AffineMap> toInput = outputToInputMap(move);
@@ -153,7 +160,7 @@ struct FoldMovedResult : OpInterfaceRewritePattern<linalg::LinalgOp> {
     AffineMap produced = contraction->getIndexingMapsArray()[2];
     SmallVector<AffineMap> maps = contraction->getIndexingMapsArray();
     maps[2] = inversePermutation(*toInput).compose(produced);
-    if (control && !control(*contraction, maps))
+    if (!allowed(*contraction, maps))
       return failure();
     Value zero =
         contraction->getDpsInits()[0].getDefiningOp<linalg::FillOp>()
@@ -166,7 +173,6 @@ struct FoldMovedResult : OpInterfaceRewritePattern<linalg::LinalgOp> {
                                      contraction->getIteratorTypesArray()));
     return success();
   }
-  FoldControl control;
 };
 
 } // namespace
