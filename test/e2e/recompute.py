@@ -6,7 +6,8 @@
 # Dropout (its mask is a hash of its position, so it recomputes the same).
 # An MLP is a chain, every layer output a cut, so `auto` keeps them all
 # (and says so); the regexes recompute activations, pooling and a
-# convolution. `auto` plans the GPT's activations at a fraction of none's.
+# convolution. `auto` plans the GPT's activations at a fraction of none's,
+# and under a memory budget fits a larger micro-batch than without.
 #
 # REQUIRES: torch
 # RUN: rm -rf %t && mkdir -p %t
@@ -90,6 +91,31 @@ for name in MODELS:
     if name == "gpt":
         assert auto[3] < 0.7 * none[3], (auto[3], none[3])
         assert regex[3] < none[3], (regex[3], none[3])
+
+# Under a memory budget `auto` recomputes only when that fits a larger
+# micro-batch: at the budget b = 8 needs without recomputation, it does.
+gpt_onnx = os.path.join(out, "gpt.onnx")
+
+
+def budget_choice(budget, recompute):
+    art = os.path.join(out, "budget_%s" % recompute)
+    proc = e2e.run([e2e.tool("accrue-compile"), gpt_onnx, "-o", art, "--memory-budget",
+                    str(budget), "--effective-batch", "32", "--recompute", recompute])
+    with open(os.path.join(art, "step.json")) as f:
+        return json.load(f)["micro_batch"], proc.stderr
+
+
+plan_art = os.path.join(out, "plan8")
+e2e.run([e2e.tool("accrue-compile"), gpt_onnx, "-o", plan_art, "--micro-batch", "8",
+         "--accumulation-steps", "4", "--plan=json"])
+with open(os.path.join(plan_art, "step.json")) as f:
+    budget = json.load(f)["memory_plan"]["peak_bytes"]
+b_none, _ = budget_choice(budget, "none")
+b_auto, said = budget_choice(budget, "auto")
+assert 6 <= b_none <= 8 and b_auto > b_none, (b_none, b_auto, said)
+assert re.search(r"recomputing the segments between the forward's cuts \(without: "
+                 r"micro-batch %d\)" % b_none, said), said
+print("budget %d: micro-batch %d without recomputation, %d with" % (budget, b_none, b_auto))
 
 # A regex that is not one is refused, naming the flag.
 proc = e2e.run([e2e.tool("accrue-compile"), os.path.join(out, "mlp.onnx"), "-o",
