@@ -33,6 +33,15 @@ struct ArgSpec {
   std::vector<int64_t> shape;
   /// Metrics: the name of each element.
   std::vector<std::string> fields;
+
+  /// Batch inputs: the bytes of one sample (the dimensions after the
+  /// first).
+  int64_t bytesPerSample() const {
+    int64_t bytes = dtypeSize(dtype);
+    for (size_t d = 1; d < shape.size(); ++d)
+      bytes *= shape[d];
+    return bytes;
+  }
 };
 
 /// Where a parameter lives in the arenas.

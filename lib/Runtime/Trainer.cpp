@@ -248,12 +248,9 @@ void Trainer::reserveBatch(int64_t samples) {
   exec->forgetCalls();
   for (std::vector<Buffer> &set : batchBuffers) {
     set.clear();
-    for (const ArgSpec *input : art->batchInputs()) {
-      int64_t row = dtypeSize(input->dtype);
-      for (size_t d = 1; d < input->shape.size(); ++d)
-        row *= input->shape[d];
-      set.emplace_back(*exec, std::max<int64_t>(samples * row, 1));
-    }
+    for (const ArgSpec *input : art->batchInputs())
+      set.emplace_back(*exec,
+                       std::max<int64_t>(samples * input->bytesPerSample(), 1));
   }
   batchCapacity = samples;
 }
@@ -310,9 +307,7 @@ void Trainer::launch(const std::vector<const void *> &inputs,
   } else {
     reserveBatch(samples);
     for (size_t i = 0; i < inputs.size(); ++i) {
-      size_t bytes = dtypeSize(batch[i]->dtype) * samples;
-      for (size_t d = 1; d < batch[i]->shape.size(); ++d)
-        bytes *= batch[i]->shape[d];
+      size_t bytes = batch[i]->bytesPerSample() * samples;
       void *buffer = batchBuffers[slot][i].data();
       exec->uploadForCall(buffer, inputs[i], bytes, slot, /*ahead=*/true);
       batchData[i] = buffer;
