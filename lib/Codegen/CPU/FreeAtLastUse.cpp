@@ -26,7 +26,8 @@ namespace {
 
 /// The op of `block` after which nothing uses `buffer` or a view of it,
 /// or null when that is not known: a view escapes through a terminator
-/// (a loop's or branch's result), or a use lies outside the block.
+/// (a loop's or branch's result) or as a pointer, or a use lies outside
+/// the block.
 Operation *lastUseInBlock(Value buffer, Block *block, Operation *dealloc) {
   SmallVector<Value> aliases{buffer};
   DenseSet<Value> seen{buffer};
@@ -36,7 +37,11 @@ Operation *lastUseInBlock(Value buffer, Block *block, Operation *dealloc) {
     for (Operation *user : alias.getUsers()) {
       if (user == dealloc)
         continue;
-      if (user->hasTrait<OpTrait::IsTerminator>())
+      // Through a terminator the buffer may outlive the block; as a raw
+      // pointer or a cast its uses can no longer be followed.
+      if (user->hasTrait<OpTrait::IsTerminator>() ||
+          isa<memref::ExtractAlignedPointerAsIndexOp,
+              UnrealizedConversionCastOp>(user))
         return nullptr;
       Operation *ancestor = block->findAncestorOpInBlock(*user);
       if (!ancestor)
