@@ -312,23 +312,81 @@ uint64_t le64(const uint8_t *p) {
   return le32(p) | (uint64_t(le32(p + 4)) << 32);
 }
 
-Array parseNpy(const std::string &bytes, const std::string &what) {
-  const auto *p = reinterpret_cast<const uint8_t *>(bytes.data());
-  if (bytes.size() < 10 || std::memcmp(p, "\x93NUMPY", 6) != 0)
+/// Where a .npz is parsed from: its bytes in memory, or the file itself,
+/// read where needed (the arrays' data straight into the arrays).
+class ByteSource {
+public:
+  virtual ~ByteSource() = default;
+  virtual uint64_t size() const = 0;
+  /// Copies [offset, offset + len) (inside size()) into `dst`.
+  virtual void read(uint64_t offset, size_t len, void *dst) = 0;
+  /// The bytes [offset, offset + len), valid until the next call.
+  const uint8_t *view(uint64_t offset, size_t len) {
+    scratch.resize(len);
+    read(offset, len, scratch.data());
+    return scratch.data();
+  }
+
+private:
+  std::vector<uint8_t> scratch;
+};
+
+class MemorySource : public ByteSource {
+public:
+  explicit MemorySource(const std::string &bytes) : bytes(bytes) {}
+  uint64_t size() const override { return bytes.size(); }
+  void read(uint64_t offset, size_t len, void *dst) override {
+    std::memcpy(dst, bytes.data() + offset, len);
+  }
+
+private:
+  const std::string &bytes;
+};
+
+class FileSource : public ByteSource {
+public:
+  explicit FileSource(const std::string &path)
+      : path(path), in(path, std::ios::binary | std::ios::ate) {
+    if (!in)
+      throw Error("cannot read '" + path + "': " + std::strerror(errno));
+    length = static_cast<uint64_t>(in.tellg());
+  }
+  uint64_t size() const override { return length; }
+  void read(uint64_t offset, size_t len, void *dst) override {
+    in.seekg(static_cast<std::streamoff>(offset));
+    if (!in.read(static_cast<char *>(dst), static_cast<std::streamsize>(len)))
+      throw Error("cannot read '" + path + "'");
+  }
+
+private:
+  std::string path;
+  std::ifstream in;
+  uint64_t length = 0;
+};
+
+/// The .npy member of `size` bytes at `offset` of `source`: its header
+/// read and checked, its data read straight into the array.
+Array parseNpy(ByteSource &source, uint64_t offset, uint64_t size,
+               const std::string &what) {
+  if (size < 10)
+    throw Error(what + " is not a .npy array");
+  const uint8_t *p = source.view(offset, std::min<uint64_t>(size, 12));
+  if (std::memcmp(p, "\x93NUMPY", 6) != 0)
     throw Error(what + " is not a .npy array");
   size_t headerLen, start;
   if (p[6] == 1) {
     headerLen = le16(p + 8);
     start = 10;
   } else {
-    if (bytes.size() < 12)
+    if (size < 12)
       throw Error(what + " is truncated");
     headerLen = le32(p + 8);
     start = 12;
   }
-  if (start + headerLen > bytes.size())
+  if (start + headerLen > size)
     throw Error(what + " is truncated");
-  std::string header = bytes.substr(start, headerLen);
+  const uint8_t *h = source.view(offset + start, headerLen);
+  std::string header(reinterpret_cast<const char *>(h), headerLen);
   auto field = [&](const std::string &key) {
     size_t at = header.find("'" + key + "'");
     if (at == std::string::npos)
@@ -365,22 +423,23 @@ Array parseNpy(const std::string &bytes, const std::string &what) {
                 "' (use float32, float64, float16, int64, int32, int16, "
                 "uint16, int8, uint8 or bool)");
   a.dtype = it != types.end() ? it->second : DType::I32;
+  uint64_t data = offset + start + headerLen, available = size - start - headerLen;
   if (narrowIt != narrow.end()) {
     auto [width, isSigned] = narrowIt->second;
     int64_t count = a.numElements();
-    if (count * width > static_cast<int64_t>(bytes.size() - start - headerLen))
+    if (static_cast<uint64_t>(count) * width > available)
       throw Error(what + " is truncated: its data is shorter than its shape");
-    const unsigned char *src = reinterpret_cast<const unsigned char *>(
-        bytes.data() + start + headerLen);
+    const unsigned char *src = source.view(data, count * width);
     a.data.resize(count * 4);
     for (int64_t i = 0; i < count; ++i)
       a.as<int32_t>()[i] = widenToInt32(src + i * width, width, isSigned);
     return a;
   }
-  size_t size = a.numElements() * dtypeSize(a.dtype);
-  if (size > bytes.size() - start - headerLen)
+  uint64_t bytes = a.numElements() * dtypeSize(a.dtype);
+  if (bytes > available)
     throw Error(what + " is truncated: its data is shorter than its shape");
-  a.data.assign(p + start + headerLen, p + start + headerLen + size);
+  a.data.resize(bytes);
+  source.read(data, bytes, a.data.data());
   return a;
 }
 
@@ -425,55 +484,69 @@ std::string npyBytes(const Array &a) {
 
 } // namespace
 
-std::map<std::string, Array> accrue::rt::readNpz(const std::string &path) {
-  return parseNpz(readFile(path), path);
-}
+namespace {
 
-std::map<std::string, Array> accrue::rt::parseNpz(const std::string &bytes,
-                                                  const std::string &path) {
-  const auto *p = reinterpret_cast<const uint8_t *>(bytes.data());
-  size_t size = bytes.size();
-  // End of central directory, within the last 64 KiB + 22 bytes.
+/// A .npz (zip) archive of .npy members from `source`: the directory is
+/// read whole, each stored member's data straight into its array.
+std::map<std::string, Array> parseNpz(ByteSource &source,
+                                      const std::string &path) {
+  uint64_t size = source.size();
+  // End of central directory, within the last 64 KiB + 22 bytes: the
+  // directory and that tail are what `p` holds, from `tail` on.
+  uint64_t tail = size > 65557 ? size - 65557 : 0;
   size_t eocd = std::string::npos;
+  std::vector<uint8_t> end(size - tail);
+  source.read(tail, end.size(), end.data());
   if (size >= 22) {
-    size_t lowest = size > 65557 ? size - 65557 : 0;
-    for (size_t i = size - 22 + 1; i-- > lowest;)
-      if (le32(p + i) == 0x06054b50) {
+    for (size_t i = size - tail - 22 + 1; i-- > 0;)
+      if (le32(end.data() + i) == 0x06054b50) {
         eocd = i;
         break;
       }
   }
   if (eocd == std::string::npos)
     throw Error("'" + path + "' is not a .npz (zip) file or is truncated");
-  uint64_t count = le16(p + eocd + 10);
-  uint64_t dirOffset = le32(p + eocd + 16);
+  uint64_t count = le16(end.data() + eocd + 10);
+  uint64_t dirOffset = le32(end.data() + eocd + 16);
+  eocd += tail;
   if (dirOffset == 0xffffffffu && eocd >= 20 &&
-      le32(p + eocd - 20) == 0x07064b50) {
-    uint64_t z64 = le64(p + eocd - 20 + 8);
-    if (size < 56 || z64 > size - 56 || le32(p + z64) != 0x06064b50)
+      le32(source.view(eocd - 20, 4)) == 0x07064b50) {
+    uint64_t z64 = le64(source.view(eocd - 20 + 8, 8));
+    if (size < 56 || z64 > size - 56 || le32(source.view(z64, 4)) != 0x06064b50)
       throw Error("'" + path + "': corrupt zip64 directory");
-    count = le64(p + z64 + 32);
-    dirOffset = le64(p + z64 + 48);
+    const uint8_t *record = source.view(z64, 56);
+    count = le64(record + 32);
+    dirOffset = le64(record + 48);
   }
+  // The directory, from its offset to the end of the file (its entries
+  // are checked against that).
+  if (dirOffset > size)
+    throw Error("'" + path + "': corrupt zip directory");
+  std::vector<uint8_t> directory(size - dirOffset);
+  source.read(dirOffset, directory.size(), directory.data());
+  // The directory's bytes by their offset in the file.
+  auto p = [&](uint64_t offset) {
+    return directory.data() + (offset - dirOffset);
+  };
   std::map<std::string, Array> arrays;
   size_t at = dirOffset;
   // (Offsets and sizes come from the file: every check below is written so
   // that it cannot overflow.)
   for (uint64_t e = 0; e < count; ++e) {
-    if (at > size || size - at < 46 || le32(p + at) != 0x02014b50)
+    if (at > size || size - at < 46 || le32(p(at)) != 0x02014b50)
       throw Error("'" + path + "': corrupt zip directory");
-    uint16_t method = le16(p + at + 10);
-    uint64_t csize = le32(p + at + 20), usize = le32(p + at + 24);
-    uint16_t nameLen = le16(p + at + 28), extraLen = le16(p + at + 30),
-             commentLen = le16(p + at + 32);
-    uint64_t local = le32(p + at + 42);
+    uint16_t method = le16(p(at + 10));
+    uint64_t csize = le32(p(at + 20)), usize = le32(p(at + 24));
+    uint16_t nameLen = le16(p(at + 28)), extraLen = le16(p(at + 30)),
+             commentLen = le16(p(at + 32));
+    uint64_t local = le32(p(at + 42));
     if (size - at - 46 < size_t(nameLen) + extraLen)
       throw Error("'" + path + "': corrupt zip directory");
-    std::string name(reinterpret_cast<const char *>(p + at + 46), nameLen);
+    std::string name(reinterpret_cast<const char *>(p(at + 46)), nameLen);
     // zip64 extra field: 64-bit sizes/offset replace the saturated ones.
     size_t extraEnd = at + 46 + nameLen + extraLen;
     for (size_t x = at + 46 + nameLen; x + 4 <= extraEnd;) {
-      uint16_t id = le16(p + x), len = le16(p + x + 2);
+      uint16_t id = le16(p(x)), len = le16(p(x + 2));
       size_t fieldEnd = std::min(extraEnd, x + 4 + len);
       if (id == 0x0001) {
         size_t f = x + 4;
@@ -481,7 +554,7 @@ std::map<std::string, Array> accrue::rt::parseNpz(const std::string &bytes,
           if (f + 8 > fieldEnd)
             throw Error("'" + path + "': corrupt zip64 field of '" + name +
                         "'");
-          value = le64(p + f);
+          value = le64(p(f));
           f += 8;
         };
         if (usize == 0xffffffffu)
@@ -494,9 +567,12 @@ std::map<std::string, Array> accrue::rt::parseNpz(const std::string &bytes,
       x += 4 + len;
     }
     at += 46 + nameLen + extraLen + commentLen;
-    if (size < 30 || local > size - 30 || le32(p + local) != 0x04034b50)
+    if (size < 30 || local > size - 30)
       throw Error("'" + path + "': corrupt zip entry '" + name + "'");
-    size_t dataStart = local + 30 + le16(p + local + 26) + le16(p + local + 28);
+    const uint8_t *header = source.view(local, 30);
+    if (le32(header) != 0x04034b50)
+      throw Error("'" + path + "': corrupt zip entry '" + name + "'");
+    size_t dataStart = local + 30 + le16(header + 26) + le16(header + 28);
     if (dataStart > size || csize > size - dataStart)
       throw Error("'" + path + "' is truncated (entry '" + name + "')");
     // Deflate expands at most 1032:1: a larger size is a lie, not data to
@@ -505,19 +581,34 @@ std::map<std::string, Array> accrue::rt::parseNpz(const std::string &bytes,
       throw Error("'" + path + "' entry '" + name +
                   "' claims to inflate to more than its data can hold");
     std::string what = "'" + path + "' entry '" + name + "'";
-    std::string member;
-    if (method == 0)
-      member.assign(reinterpret_cast<const char *>(p + dataStart), csize);
-    else if (method == 8)
-      member = inflateRaw(p + dataStart, csize, usize, what);
-    else
-      throw Error(what + " uses an unsupported compression method");
     std::string key = name;
     if (key.size() > 4 && key.compare(key.size() - 4, 4, ".npy") == 0)
       key.resize(key.size() - 4);
-    arrays[key] = parseNpy(member, what);
+    if (method == 0) {
+      arrays[key] = parseNpy(source, dataStart, csize, what);
+    } else if (method == 8) {
+      std::string member =
+          inflateRaw(source.view(dataStart, csize), csize, usize, what);
+      MemorySource inflated(member);
+      arrays[key] = parseNpy(inflated, 0, member.size(), what);
+    } else {
+      throw Error(what + " uses an unsupported compression method");
+    }
   }
   return arrays;
+}
+
+} // namespace
+
+std::map<std::string, Array> accrue::rt::readNpz(const std::string &path) {
+  FileSource file(path);
+  return parseNpz(file, path);
+}
+
+std::map<std::string, Array> accrue::rt::parseNpz(const std::string &bytes,
+                                                  const std::string &path) {
+  MemorySource memory(bytes);
+  return parseNpz(memory, path);
 }
 
 void accrue::rt::writeNpz(const std::string &path,
