@@ -10,10 +10,8 @@ usage: bench/memory.py [--build build] [--out DIR] [--steps 3]
    arenas, activations and batch inputs) plus the runtime's own resident
    memory and the dataset, against the maximum resident set size of
    `accrue-train` (GNU time). The runtime's own memory is measured in the
-   same run: accrue-train on a model with a few parameters. The .npz file
-   is read whole before its arrays are parsed out of it, and the step
-   reuses those pages only when it needs more: predicted = runtime + data
-   + max(data, plan).
+   same run: accrue-train on a model with a few parameters. Predicted =
+   runtime + data + plan.
 2. The GPT at micro-batch 8 and 16 (E = 32) with --recompute none and
    auto: step time (all cores), planned and measured peak.
 3. The GPT under --memory-budget 200MiB, E = 32, with and without
@@ -101,7 +99,7 @@ def main():
             step, _ = compile_step(compiler, path, art, "--micro-batch", str(b),
                                    "--accumulation-steps", str(k))
             planned = step["memory_plan"]["peak_bytes"]
-            predicted = runtime + data_bytes + max(data_bytes, planned)
+            predicted = runtime + data_bytes + planned
             rss, _ = train(trainer, art, npz, args.steps, art + ".jsonl")
             print("| %s | %d x %d | %.1f | %.1f | %.1f | %.3f |" % (
                 name, b, k, planned / MIB, predicted / MIB, rss / MIB, rss / predicted),
