@@ -662,7 +662,15 @@ FailureOr<CompilerOptions> chooseBatch(MLIRContext &ctx,
            << " more): parameters, gradients and optimizer state take "
            << bytesText(plan.staticBytes()) << ", one sample's activations "
            << bytesText(plan.activationFixed + plan.activationPerSample)
-           << ", the step's inputs " << bytesText(stepsFor(1) * plan.inputPerSample);
+           << ", the step's inputs " << bytesText(stepsFor(1) * plan.inputPerSample)
+           << (options.pipeline.train.recomputeAuto ||
+                       !options.pipeline.train.recomputeNodes.empty() ||
+                       plan.staticBytes() +
+                               stepsFor(1) * plan.inputPerSample >=
+                           budget
+                   ? ""
+                   : "; " + settingRef("recompute") +
+                         " auto may need less (it keeps fewer activations)");
   }
   // The same number of micro-batches with the least padding (a smaller b
   // fits too: the peak grows with b).
