@@ -105,11 +105,13 @@ void findCuts(Block &body, ArrayRef<Operation *> forwardOps,
   int64_t live = 0;
   for (auto [i, op] : llvm::enumerate(forwardOps)) {
     live += delta[i];
-
     // Counted after op i: values whose last use is op i are gone.
-    if (live == 1 && op->getNumResults() == 1 &&
-        activations.contains(op->getResult(0)) && isFloatTensor(op->getResult(0)))
-      cuts.insert(op->getResult(0));
+    if (op->getNumResults() != 1)
+      continue;
+    Value result = op->getResult(0);
+    if (live == 1 && activations.contains(result) && varied.contains(result) &&
+        isFloatTensor(result))
+      cuts.insert(result);
   }
 }
 
