@@ -68,7 +68,7 @@ bool namedBy(Operation *op, const llvm::Regex &regex) {
 /// path from the batch inputs to the loss passes through a cut; in a
 /// transformer they are the residual stream between sub-blocks, in an MLP
 /// every layer's output. (Masks computed from the inputs alone may cross
-/// cuts: they are recomputed once, for the whole backward.)
+/// cuts: they are kept.)
 void findCuts(Block &body, ArrayRef<Operation *> forwardOps,
               ArrayRef<int64_t> wrt, const DenseSet<Value> &varied,
               DenseSet<Value> &activations, DenseSet<Value> &cuts) {
@@ -282,10 +282,12 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp callee,
   auto recompute = [&](Operation *op) {
     if (policy.nodes && namedBy(op, *policy.nodes))
       return true;
-    // Between cuts: ops computing activations other than a cut.
+    // Between cuts: ops computing differentiated activations other than a
+    // cut (masks computed from the inputs alone are small and kept).
     return policy.segments && op->getNumResults() > 0 &&
            llvm::all_of(op->getResults(), [&](Value v) {
-             return activations.contains(v) && !cuts.contains(v);
+             return activations.contains(v) && varied.contains(v) &&
+                    !cuts.contains(v);
            });
   };
   recomputed += recomputeInBackward(forwardOps, ret, recompute);

@@ -120,10 +120,11 @@ def TrainAutodiff : Pass<"train-autodiff", "::mlir::ModuleOp"> {
     `recompute-segments`, the forward is split at its cuts (activations
     that every path from the batch inputs to the loss passes through: the
     residual stream between a transformer's sub-blocks, an MLP's layer
-    outputs) and every other activation is recomputed: only the cuts, the
-    arguments and values computed from parameters alone live from the
-    forward into the backward, and the backward recomputes one segment at a
-    time, just before it differentiates it.
+    outputs) and every other differentiated activation is recomputed: only
+    the cuts, the arguments, values computed from parameters alone and
+    masks computed from the inputs alone live from the forward into the
+    backward, and the backward recomputes one segment at a time, just
+    before it differentiates it.
     `recompute-nodes` selects the ops of the ONNX nodes whose names (the
     ops' locations) the regex matches in full. Every nn op is deterministic
     (Dropout's mask is a hash of its position), so the gradients are the
