@@ -26,6 +26,30 @@ def TrainMixedPrecision : Pass<"train-mixed-precision", "::mlir::ModuleOp"> {
   let dependentDialects = ["::accrue::nn::NNDialect"];
 }
 
+def TrainBuildStep : Pass<"train-build-step", "::mlir::ModuleOp"> {
+  let summary = "Add a gradient-only @train_step around a forward function";
+  let description = [{
+    What accrue-compile does after importing an ONNX model, for a forward
+    function written in MLIR: its arguments carry `train.role` (params,
+    buffers, batch, step, sample_base) and `train.name`; its first result
+    is the loss, and any further results are the new values of buffer
+    arguments, each naming its argument with `train.tied`. The step takes
+    flat arenas and a whole effective batch, and leaves the normalized
+    gradient in the accumulator (no optimizer). Errors name the argument or
+    result that breaks these rules.
+  }];
+  let options = [
+    Option<"forward", "forward", "std::string", "\"forward\"",
+           "The forward function">,
+    Option<"microBatch", "micro-batch", "int64_t", "1",
+           "Samples per micro-batch (dimension 0 of the batch inputs)">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::accrue::nn::NNDialect"];
+}
+
 def TrainMicrobatch : Pass<"train-microbatch", "::mlir::ModuleOp"> {
   let summary = "Split whole-batch gradients into an accumulation loop";
   let description = [{
