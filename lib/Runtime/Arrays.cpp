@@ -491,8 +491,8 @@ namespace {
 std::map<std::string, Array> parseNpz(ByteSource &source,
                                       const std::string &path) {
   uint64_t size = source.size();
-  // End of central directory, within the last 64 KiB + 22 bytes: the
-  // directory and that tail are what `p` holds, from `tail` on.
+  // End of central directory, within the last 64 KiB + 22 bytes (`end`
+  // holds them, from offset `tail` on).
   uint64_t tail = size > 65557 ? size - 65557 : 0;
   size_t eocd = std::string::npos;
   std::vector<uint8_t> end(size - tail);
@@ -519,7 +519,8 @@ std::map<std::string, Array> parseNpz(ByteSource &source,
     dirOffset = le64(record + 48);
   }
   // The directory, from its offset to the end of the file (its entries
-  // are checked against that).
+  // are checked against that). A valid archive's directory is at its end;
+  // a crafted offset costs at most the file's size here.
   if (dirOffset > size)
     throw Error("'" + path + "': corrupt zip directory");
   std::vector<uint8_t> directory(size - dirOffset);
