@@ -143,6 +143,11 @@ struct Manifest {
   std::vector<const ArgSpec *> batchInputs() const;
   /// The optimizer's state arenas (exp_avg, ...), in argument order.
   std::vector<std::string> stateNames() const;
+  /// Why the step cannot take `e` samples per optimizer step in `k`
+  /// micro-batches on each of `ranks` ranks: the rows past `e` would be
+  /// padding, which its loss cannot mask. Empty when it can.
+  std::optional<std::string> effectiveBatchProblem(int64_t e, int64_t k,
+                                                   int64_t ranks) const;
 
   /// A hash of everything the compiled code depends on: the arguments, the
   /// arena layout and the compiled settings (not the defaults the runtime
@@ -153,6 +158,17 @@ struct Manifest {
   /// Reads step.json's text; `path` names the file in errors.
   static Manifest parse(const std::string &text, const std::string &path);
 };
+
+/// An effective batch of `e` samples over `ranks` ranks: each rank's share
+/// of a step, ceil(e / ranks), and the micro-batches of `microBatch`
+/// samples that cover it (K).
+inline int64_t effectiveBatchShare(int64_t e, int64_t ranks) {
+  return (e + ranks - 1) / ranks;
+}
+inline int64_t accumulationStepsFor(int64_t e, int64_t microBatch,
+                                    int64_t ranks) {
+  return (effectiveBatchShare(e, ranks) + microBatch - 1) / microBatch;
+}
 
 /// `plan` as the JSON object step.json holds under "memory_plan".
 std::string memoryPlanJsonText(const MemoryPlan &plan);

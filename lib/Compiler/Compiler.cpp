@@ -573,9 +573,10 @@ FailureOr<CompilerOptions> chooseBatch(MLIRContext &ctx,
   int64_t ranks = options.ranks;
   std::optional<int64_t> share;
   if (options.effectiveBatch)
-    share = llvm::divideCeilSigned(*options.effectiveBatch, ranks);
+    share = rt::effectiveBatchShare(*options.effectiveBatch, ranks);
   auto stepsFor = [&](int64_t b) {
-    return share ? llvm::divideCeilSigned(*share, b) : options.accumulationSteps;
+    return share ? rt::accumulationStepsFor(*options.effectiveBatch, b, ranks)
+                 : options.accumulationSteps;
   };
   if (!options.memoryBudget) {
     // An effective batch at the given micro-batch.
@@ -805,16 +806,10 @@ LogicalResult compileStep(MLIRContext &ctx, const CompilerOptions &options) {
       buildManifest(module, resolved, *model, *layout);
   if (failed(manifest))
     return failure();
-  if (options.effectiveBatch && !manifest->partialWindows &&
-      *options.effectiveBatch != options.import.microBatch *
-                                     options.accumulationSteps * options.ranks)
-    return emitError(UnknownLoc::get(&ctx))
-           << settingRef("effective_batch") << " " << *options.effectiveBatch
-           << " needs padded micro-batches (micro-batch "
-           << options.import.microBatch << " x " << options.accumulationSteps
-           << " accumulation steps x " << options.ranks
-           << " rank(s)), but this model's loss cannot mask padded samples; "
-              "choose a multiple of the micro-batch times the ranks";
+  if (options.effectiveBatch)
+    if (std::optional<std::string> problem = manifest->effectiveBatchProblem(
+            *options.effectiveBatch, options.accumulationSteps, options.ranks))
+      return emitError(UnknownLoc::get(&ctx)) << *problem;
   if (auto step = module.lookupSymbol<func::FuncOp>(ACCRUE_STEP_FUNCTION))
     manifest->activationBytes = cpuTarget
                                     ? train::estimateMicroStepPeakBytes(step)

@@ -1,6 +1,7 @@
 //===- Manifest.cpp - read and write step.json ------------------*- C++ -*-===//
 
 #include "accrue-runtime/Manifest.h"
+#include "accrue-runtime/Settings.h"
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,18 @@ int64_t Manifest::buffersSize() const {
     if (arg.role == ACCRUE_ROLE_BUFFERS)
       return arg.shape.empty() ? -1 : arg.shape[0];
   return 0;
+}
+
+std::optional<std::string>
+Manifest::effectiveBatchProblem(int64_t e, int64_t k, int64_t ranks) const {
+  if (partialWindows || e == microBatch * k * ranks)
+    return std::nullopt;
+  return settingRef("effective_batch") + " " + std::to_string(e) +
+         " needs padded micro-batches (micro-batch " +
+         std::to_string(microBatch) + " x " + std::to_string(k) +
+         " accumulation steps x " + std::to_string(ranks) +
+         " rank(s)), but this model's loss cannot mask padded samples; "
+         "choose a multiple of the micro-batch times the ranks";
 }
 
 std::string accrue::rt::fingerprintText(uint64_t fingerprint) {

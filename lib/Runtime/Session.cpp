@@ -18,9 +18,6 @@
 
 using namespace accrue::rt;
 
-/// a / b rounded up, for positive a and b.
-static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 //===----------------------------------------------------------------------===//
 // Options
 //===----------------------------------------------------------------------===//
@@ -275,7 +272,7 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
     fixedBatch = art.effectiveBatch;
   if (fixedBatch)
     schedule = AccumulationSchedule(
-        (ceilDiv(*fixedBatch, numRanks) + art.microBatch - 1) / art.microBatch);
+        accumulationStepsFor(*fixedBatch, art.microBatch, numRanks));
   else
     schedule = !opts.accumulationSchedule.empty()
                    ? AccumulationSchedule::parse(opts.accumulationSchedule)
@@ -382,16 +379,10 @@ void Session::startData() {
     notify(Notice::Kind::Warning,
            "this model's loss cannot mask padded samples, so samples that "
            "do not fill an effective batch at the end of a pass are skipped");
-  if (fixedBatch && !art.partialWindows &&
-      *fixedBatch != art.microBatch * k * numRanks)
-    throw Error(settingRef("effective_batch") + " " +
-                std::to_string(*fixedBatch) +
-                " needs padded micro-batches (micro-batch " +
-                std::to_string(art.microBatch) + " x " + std::to_string(k) +
-                " accumulation steps x " + std::to_string(numRanks) +
-                " rank(s)), but this model's loss cannot mask padded "
-                "samples; choose a multiple of the micro-batch times the "
-                "ranks");
+  if (fixedBatch)
+    if (std::optional<std::string> problem =
+            art.effectiveBatchProblem(*fixedBatch, k, numRanks))
+      throw Error(*problem);
   int64_t largest = windowSize(schedule.max());
   if (dropLast && data.numSamples < largest)
     throw Error(
@@ -450,7 +441,7 @@ int64_t Session::windowSize(int64_t k) const {
 }
 
 int64_t Session::rankShare(int64_t k) const {
-  return fixedBatch ? ceilDiv(*fixedBatch, numRanks)
+  return fixedBatch ? effectiveBatchShare(*fixedBatch, numRanks)
                     : artifact().microBatch * k;
 }
 

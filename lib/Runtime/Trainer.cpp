@@ -189,15 +189,20 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
   }
   scalars = Buffer(*exec, 16 * 8);
 
-  // Each tensor goes through a buffer of its size to its slot of the
-  // (zeroed) arena: no arena-sized copy on the host beside the arenas.
+  // Each tensor goes to its slot of the (zeroed) arena: read straight into
+  // host memory, or through a buffer of its size to a device. No
+  // arena-sized copy on the host beside the arenas.
   auto uploadSlots = [&](const std::vector<ParamSpec> &slots, Buffer &arena) {
     std::vector<float> staging;
     for (const ParamSpec &param : slots) {
+      float *slot = static_cast<float *>(arena.data()) + param.offset;
+      if (exec->hostMemory()) {
+        init.read(initial(param), slot);
+        continue;
+      }
       staging.resize(param.numel);
       init.read(initial(param), staging.data());
-      exec->upload(static_cast<float *>(arena.data()) + param.offset,
-                   staging.data(), param.numel * sizeof(float));
+      exec->upload(slot, staging.data(), param.numel * sizeof(float));
       // (The staging buffer is reused for the next tensor.)
       exec->synchronize();
     }
