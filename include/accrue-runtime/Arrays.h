@@ -74,6 +74,21 @@ readSafetensors(const std::string &path,
 std::map<std::string, Array>
 parseSafetensors(const std::string &bytes, const std::string &path,
                  std::map<std::string, std::string> *metadata = nullptr);
+/// A file read at offsets: its size is known once it is open ("cannot
+/// read" names it otherwise).
+class InputFile {
+public:
+  explicit InputFile(const std::string &path);
+  uint64_t size() const { return length; }
+  /// Reads [offset, offset + len) into `dst`; false on an I/O error.
+  bool read(uint64_t offset, size_t len, void *dst);
+  const std::string path;
+
+private:
+  std::ifstream in;
+  uint64_t length = 0;
+};
+
 /// One tensor of a safetensors file: its bytes are [begin, end) after the
 /// header.
 struct SafetensorsEntry {
@@ -96,7 +111,7 @@ public:
   const std::string path;
 
 private:
-  std::ifstream in;
+  InputFile file;
   uint64_t base = 0;
   std::vector<SafetensorsEntry> entries;
 };

@@ -212,16 +212,26 @@ Array Array::convertTo(DType type, const std::string &what) const {
 // Files
 //===----------------------------------------------------------------------===//
 
-std::string accrue::rt::readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
+InputFile::InputFile(const std::string &path)
+    : path(path), in(path, std::ios::binary | std::ios::ate) {
   if (!in)
     throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  std::streamoff end = in.tellg();
+  length = end > 0 ? static_cast<uint64_t>(end) : 0;
+}
+
+bool InputFile::read(uint64_t offset, size_t len, void *dst) {
+  in.seekg(static_cast<std::streamoff>(offset));
+  return static_cast<bool>(
+      in.read(static_cast<char *>(dst), static_cast<std::streamsize>(len)));
+}
+
+std::string accrue::rt::readFile(const std::string &path) {
+  InputFile file(path);
   // One buffer of the file's size (a stringstream would hold a second
   // copy while returning the first).
-  std::streamoff size = in.tellg();
-  std::string bytes(size > 0 ? static_cast<size_t>(size) : 0, '\0');
-  in.seekg(0);
-  if (size > 0 && !in.read(bytes.data(), size))
+  std::string bytes(file.size(), '\0');
+  if (file.size() && !file.read(0, file.size(), bytes.data()))
     throw Error("cannot read '" + path + "': " + std::strerror(errno));
   return bytes;
 }
@@ -345,23 +355,15 @@ private:
 
 class FileSource : public ByteSource {
 public:
-  explicit FileSource(const std::string &path)
-      : path(path), in(path, std::ios::binary | std::ios::ate) {
-    if (!in)
-      throw Error("cannot read '" + path + "': " + std::strerror(errno));
-    length = static_cast<uint64_t>(in.tellg());
-  }
-  uint64_t size() const override { return length; }
+  explicit FileSource(const std::string &path) : file(path) {}
+  uint64_t size() const override { return file.size(); }
   void read(uint64_t offset, size_t len, void *dst) override {
-    in.seekg(static_cast<std::streamoff>(offset));
-    if (!in.read(static_cast<char *>(dst), static_cast<std::streamsize>(len)))
-      throw Error("cannot read '" + path + "'");
+    if (!file.read(offset, len, dst))
+      throw Error("cannot read '" + file.path + "'");
   }
 
 private:
-  std::string path;
-  std::ifstream in;
-  uint64_t length = 0;
+  InputFile file;
 };
 
 /// The .npy member of `size` bytes at `offset` of `source`: its header
@@ -786,20 +788,16 @@ accrue::rt::parseSafetensors(const std::string &bytes, const std::string &path,
 }
 
 SafetensorsFile::SafetensorsFile(const std::string &path)
-    : path(path), in(path, std::ios::binary) {
-  if (!in)
-    throw Error("cannot read '" + path + "': " + std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  uint64_t size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+    : path(path), file(path) {
+  uint64_t size = file.size();
   uint8_t length[8];
-  if (size < 8 || !in.read(reinterpret_cast<char *>(length), 8))
+  if (size < 8 || !file.read(0, 8, length))
     throw Error("'" + path + "' is not a safetensors file (too short)");
   uint64_t headerLen = le64(length);
   if (headerLen > size - 8)
     throw Error("'" + path + "' is truncated or corrupt (header length)");
   std::string header(headerLen, '\0');
-  if (!in.read(header.data(), headerLen))
+  if (!file.read(8, headerLen, header.data()))
     throw Error("cannot read '" + path + "'");
   base = 8 + headerLen;
   entries = parseSafetensorsHeader(header.data(), headerLen, size - base,
@@ -814,9 +812,7 @@ const SafetensorsEntry *SafetensorsFile::find(const std::string &name) const {
 }
 
 void SafetensorsFile::read(const SafetensorsEntry &entry, void *dst) {
-  in.seekg(static_cast<std::streamoff>(base + entry.begin));
-  if (!in.read(static_cast<char *>(dst),
-               static_cast<std::streamsize>(entry.end - entry.begin)))
+  if (!file.read(base + entry.begin, entry.end - entry.begin, dst))
     throw Error("cannot read tensor '" + entry.name + "' of '" + path + "'");
 }
 
