@@ -76,10 +76,32 @@ class SmallCNN(torch.nn.Module):
         return torch.nn.functional.cross_entropy(self.net(x), y)
 
 
+class LSTMLM(torch.nn.Module):
+    """Token embeddings (vocab 1024, width 128), a 2-layer batch-first LSTM
+    (hidden 256), a linear head and next-token cross-entropy."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.emb = torch.nn.Embedding(1024, 128)
+        self.rnn = torch.nn.LSTM(128, 256, num_layers=2, batch_first=True)
+        self.head = torch.nn.Linear(256, 1024)
+
+    def forward(self, idx, y):
+        out, _ = self.rnn(self.emb(idx))
+        return torch.nn.functional.cross_entropy(self.head(out).flatten(0, 1), y.flatten())
+
+
 def build(name, out, steps, export=True):
-    """(module, data dict, micro-batch, K, onnx path)."""
+    """(module, data dict, micro-batch, K, onnx path). `lstmT` is the LSTM
+    language model over sequences of T tokens (bench/recurrent.py)."""
     rng = np.random.default_rng(0)
-    if name == "gpt":
+    if name.startswith("lstm"):
+        module, b, k, t = LSTMLM(), 16, 2, int(name[4:])
+        n = b * k * (steps + 1)
+        tokens = rng.integers(0, 1024, (n, t + 1)).astype(np.int64)
+        data = {"idx": tokens[:, :-1].copy(), "y": tokens[:, 1:].copy()}
+    elif name == "gpt":
         module, b, k = zoo.GPT(1, vocab=4096, d=256, heads=4, layers=4, block=128), 8, 4
         data = module.data(b * k * (steps + 1), rng)
     elif name == "cnn":

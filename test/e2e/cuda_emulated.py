@@ -10,8 +10,8 @@
 # it must reach the CPU artifact's parameters and losses: the
 # transformations compute the same step, whatever the order threads run in
 # (every thread writes only its own outputs). Models:
-# PyTorch exports of an MLP, a CNN, a GPT with padded tokens and a CNN with
-# BatchNorm statistics, a partial
+# PyTorch exports of an MLP, a CNN, a GPT with padded tokens, GRU and LSTM
+# classifiers, a CNN with BatchNorm statistics, a partial
 # last window, Dropout, fp16 with dynamic loss scaling (an injected overflow
 # skipped on both), SGD with momentum, a gradient-only step, and two
 # data-parallel ranks.
@@ -103,6 +103,12 @@ same("cnn", *both("cnn", cnn, cnn_data, 2, 4, **common))
 # tightly below ("gpt gradients only").
 gpt, gpt_data = export("gpt", zoo.GPT(3), 19)
 same("gpt", *both("gpt", gpt, gpt_data, 2, 3, **common), atol=1e-5)
+
+# Recurrences: the CPU runs each nn.scan (and its reverse-order VJP) as a
+# loop, the CUDA pipeline unrolls them into straight-line kernels.
+for kind in ("gru", "lstm"):
+    rnn, rnn_data = export(kind, zoo.RecurrentClassifier(6, kind), 16)
+    same("%s classifier" % kind, *both(kind, rnn, rnn_data, 2, 3, **common))
 
 # Rows of 128 (LayerNorm) and 300 (the logits' softmax) elements: split
 # reductions with a warp of threads per row.

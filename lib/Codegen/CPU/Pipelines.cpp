@@ -42,7 +42,13 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
   // depends on the micro-batch size, not on the number of steps.
   // After the last CSE: recomputed ops stay apart from their forward copies.
   pm.addNestedPass<func::FuncOp>(train::createTrainStripRecomputeBarriers());
-  pm.addPass(bufferization::createOneShotBufferizePass());
+  {
+    // A scan's loop yields each step's new carries, fresh buffers (the
+    // previous ones are freed).
+    bufferization::OneShotBufferizePassOptions bufferize;
+    bufferize.allowReturnAllocsFromLoops = true;
+    pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  }
   {
     AccumulateInPlaceOptions inPlace;
     // Only the vector kernels know to start a marked contraction from zeros.

@@ -24,6 +24,8 @@ namespace accrue::cuda {
 
 void buildCUDABufferizationPipeline(OpPassManager &pm,
                                     const CompileOptions &options) {
+  // Kernels are formed over straight-line code.
+  pm.addNestedPass<func::FuncOp>(createUnrollScans());
   pm.addNestedPass<func::FuncOp>(createCudaDeviceScalars());
   pm.addNestedPass<func::FuncOp>(createCudaDeviceLossScale());
   pm.addNestedPass<func::FuncOp>(createConvertNNToLinalg());

@@ -57,6 +57,7 @@ void populateReductionLowering(mlir::RewritePatternSet &patterns);
 void populateShapeLowering(mlir::RewritePatternSet &patterns);
 void populateLossLowering(mlir::RewritePatternSet &patterns);
 void populateNeuralLowering(mlir::RewritePatternSet &patterns);
+void populateScanLowering(mlir::RewritePatternSet &patterns);
 
 } // namespace accrue::nn::lowering
 

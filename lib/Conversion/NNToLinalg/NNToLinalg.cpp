@@ -65,6 +65,7 @@ struct ConvertNNToLinalgPass
     nn::lowering::populateShapeLowering(patterns);
     nn::lowering::populateLossLowering(patterns);
     nn::lowering::populateNeuralLowering(patterns);
+    nn::lowering::populateScanLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

@@ -1,12 +1,12 @@
 //===- RecurrentHandlers.cpp - import RNN, GRU and LSTM ---------*- C++ -*-===//
 //
-// The recurrent operators unroll over their static sequence length into nn
-// ops: one contraction projects every time step's input at once, then each
-// step applies the recurrent contraction and the gates. Their adjoints come
-// from the parts, so the backward pass is backpropagation through time, the
-// steps in reverse order.
+// The recurrent operators become one nn.scan per direction over their
+// static sequence length: one contraction projects every time step's input
+// at once, then the scan's body, the cell written once, applies the
+// recurrent contraction and the gates. The scan's VJP is a scan in reverse
+// (backpropagation through time); the CUDA pipeline unrolls scans.
 //
-// The unrolled steps work batch-major ([batch, ...], the layout the
+// The steps work batch-major ([batch, ...], the layout the
 // micro-batcher follows): a sequence-major input that is a transpose of a
 // batch-major one (what PyTorch exports for batch_first) is read through the
 // transpose, and the outputs are transposes of batch-major values, so the
@@ -30,7 +30,7 @@ enum class Cell { RNN, GRU, LSTM };
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-/// Op builders for the unrolled cell, at the node's location.
+/// Op builders for the cell, at the node's location.
 struct Unroller {
   Unroller(OpBuilder &b, Location loc) : b(b), loc(loc), nnb(b, loc) {}
 
@@ -181,7 +181,23 @@ LogicalResult importRecurrent(GraphImporter &im, const onnx::NodeProto &node) {
   if (failed(hInit) || failed(cInit))
     return failure();
 
-  Value zeros = u.nnb.splat(RankedTensorType::get({batch, hidden}, element), 0.0);
+  // The running mask [N, T, 1]: step t of sample n runs if t < lengths[n].
+  Value running;
+  if (stepMask) {
+    Type lengthType = typeOf(stepMask).getElementType();
+    SmallVector<Attribute> times;
+    for (int64_t t = 0; t < steps; ++t)
+      times.push_back(b.getIntegerAttr(lengthType, t));
+    Value time = nn::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(RankedTensorType::get({1, steps}, lengthType),
+                               times));
+    running = u.reshape(nn::GreaterOp::create(b, loc, stepMask, time),
+                        {batch, steps, 1});
+  }
+  const bool linearBeforeReset =
+      im.intAttr(node, "linear_before_reset", 0) != 0;
+  Type stateType = RankedTensorType::get({batch, hidden}, element);
   SmallVector<Value> sequences, finalH, finalC;
   for (int64_t d = 0; d < directions; ++d) {
     bool reverse = direction == "reverse" || d == 1;
@@ -200,80 +216,122 @@ LogicalResult importRecurrent(GraphImporter &im, const onnx::NodeProto &node) {
     }
     Value pd = *peepholes ? perDirection(*peepholes, {3 * hidden}) : Value();
     auto state = [&](Value init) {
-      return init ? u.reshape(u.slice(init, 1, d, 1), {batch, hidden}) : zeros;
+      return init ? u.reshape(u.slice(init, 1, d, 1), {batch, hidden})
+                  : u.nnb.splat(cast<RankedTensorType>(stateType), 0.0);
     };
-    Value h = state(*hInit), c = state(*cInit);
-    auto gate = [&](Value v, int64_t k) { return u.slice(v, 1, k * hidden, hidden); };
+
+    // One nn.scan over the steps: carries h (and c), scanned the projected
+    // input (and the running mask), invariants R^T and its bias (and the
+    // peepholes).
+    SmallVector<Value> inputs{state(*hInit)};
+    if (kCell == Cell::LSTM)
+      inputs.push_back(state(*cInit));
+    int64_t carries = inputs.size();
+    inputs.push_back(projected);
+    if (running)
+      inputs.push_back(running);
+    int64_t scanned = inputs.size() - carries;
+    inputs.push_back(rdT);
+    if (rb)
+      inputs.push_back(rb);
+    if (pd)
+      inputs.push_back(pd);
+    SmallVector<Type> resultTypes(carries, stateType);
+    resultTypes.push_back(nn::ScanOp::stackedType(stateType, steps));
+    auto scan = nn::ScanOp::create(b, loc, resultTypes, inputs, carries,
+                                   scanned, reverse, /*saves_carries=*/false);
+    Block *body = b.createBlock(&scan.getBody());
+    for (Value input : inputs)
+      body->addArgument(input.getType(), loc);
+    for (int64_t i = carries; i < carries + scanned; ++i) {
+      auto type = typeOf(inputs[i]);
+      body->getArgument(i).setType(RankedTensorType::get(
+          {batch, type.getDimSize(2)}, type.getElementType()));
+    }
+    OpBuilder cellBuilder = OpBuilder::atBlockEnd(body);
+    Unroller cu(cellBuilder, loc);
+    int64_t next = 0;
+    auto arg = [&]() { return body->getArgument(next++); };
+    Value h = arg(), c = kCell == Cell::LSTM ? arg() : Value();
+    Value xt = arg(), runningT = running ? arg() : Value();
+    Value rT = arg(), rB = rb ? arg() : Value(), peep = pd ? arg() : Value();
+    Value previousH = h, previousC = c;
+    auto gate = [&](Value v, int64_t k) {
+      return cu.slice(v, 1, k * hidden, hidden);
+    };
     // Gates k .. k + n along the last axis (of R^T [H, G H] or its bias).
     auto columns = [&](Value v, int64_t k, int64_t n) {
-      return u.slice(v, typeOf(v).getRank() - 1, k * hidden, n * hidden);
+      return cu.slice(v, typeOf(v).getRank() - 1, k * hidden, n * hidden);
     };
-    SmallVector<Value> outputs(steps);
-    for (int64_t s = 0; s < steps; ++s) {
-      int64_t t = reverse ? steps - 1 - s : s;
-      Value previousH = h, previousC = c;
-      Value xt = u.reshape(u.slice(projected, 1, t, 1), {batch, gates * hidden});
-      if (kCell == Cell::RNN) {
-        Value hr = u.matmul(h, rdT);
-        if (rb)
-          hr = u.nnb.add(hr, rb);
-        h = u.tanh(u.nnb.add(xt, hr));
-      } else if (kCell == Cell::GRU) {
-        // Gates z, r, then the candidate n.
-        Value hzr = u.matmul(h, columns(rdT, 0, 2));
-        if (rb)
-          hzr = u.nnb.add(hzr, columns(rb, 0, 2));
-        Value z = u.sigmoid(u.nnb.add(gate(xt, 0), gate(hzr, 0)));
-        Value reset = u.sigmoid(u.nnb.add(gate(xt, 1), gate(hzr, 1)));
-        Value rhT = columns(rdT, 2, 1);
-        Value hn;
-        if (im.intAttr(node, "linear_before_reset", 0) != 0) {
-          hn = u.matmul(h, rhT);
-          if (rb)
-            hn = u.nnb.add(hn, columns(rb, 2, 1));
-          hn = u.nnb.mul(reset, hn);
-        } else {
-          hn = u.matmul(u.nnb.mul(reset, h), rhT);
-          if (rb)
-            hn = u.nnb.add(hn, columns(rb, 2, 1));
-        }
-        Value n = u.tanh(u.nnb.add(gate(xt, 2), hn));
-        // (1 - z) n + z h = n + z (h - n).
-        h = u.nnb.add(n, u.nnb.mul(z, u.nnb.sub(h, n)));
+    if (kCell == Cell::RNN) {
+      Value hr = cu.matmul(h, rT);
+      if (rB)
+        hr = cu.nnb.add(hr, rB);
+      h = cu.tanh(cu.nnb.add(xt, hr));
+    } else if (kCell == Cell::GRU) {
+      // Gates z, r, then the candidate n.
+      Value hzr = cu.matmul(h, columns(rT, 0, 2));
+      if (rB)
+        hzr = cu.nnb.add(hzr, columns(rB, 0, 2));
+      Value z = cu.sigmoid(cu.nnb.add(gate(xt, 0), gate(hzr, 0)));
+      Value reset = cu.sigmoid(cu.nnb.add(gate(xt, 1), gate(hzr, 1)));
+      Value rhT = columns(rT, 2, 1);
+      Value hn;
+      if (linearBeforeReset) {
+        hn = cu.matmul(h, rhT);
+        if (rB)
+          hn = cu.nnb.add(hn, columns(rB, 2, 1));
+        hn = cu.nnb.mul(reset, hn);
       } else {
-        // Gates i, o, f, c; peepholes i, o, f.
-        Value hr = u.matmul(h, rdT);
-        if (rb)
-          hr = u.nnb.add(hr, rb);
-        Value pre = u.nnb.add(xt, hr);
-        auto peephole = [&](Value v, int64_t k, Value cell) {
-          return pd ? u.nnb.add(v, u.nnb.mul(u.slice(pd, 0, k * hidden, hidden),
-                                             cell))
+        hn = cu.matmul(cu.nnb.mul(reset, h), rhT);
+        if (rB)
+          hn = cu.nnb.add(hn, columns(rB, 2, 1));
+      }
+      Value n = cu.tanh(cu.nnb.add(gate(xt, 2), hn));
+      // (1 - z) n + z h = n + z (h - n).
+      h = cu.nnb.add(n, cu.nnb.mul(z, cu.nnb.sub(h, n)));
+    } else {
+      // Gates i, o, f, c; peepholes i, o, f.
+      Value hr = cu.matmul(h, rT);
+      if (rB)
+        hr = cu.nnb.add(hr, rB);
+      Value pre = cu.nnb.add(xt, hr);
+      auto peephole = [&](Value v, int64_t k, Value cell) {
+        return peep ? cu.nnb.add(v, cu.nnb.mul(cu.slice(peep, 0, k * hidden,
+                                                        hidden),
+                                               cell))
                     : v;
-        };
-        Value i = u.sigmoid(peephole(gate(pre, 0), 0, c));
-        Value f = u.sigmoid(peephole(gate(pre, 2), 2, c));
-        Value candidate = u.tanh(gate(pre, 3));
-        c = u.nnb.add(u.nnb.mul(f, c), u.nnb.mul(i, candidate));
-        Value o = u.sigmoid(peephole(gate(pre, 1), 1, c));
-        h = u.nnb.mul(o, u.tanh(c));
-      }
-      Value out = h;
-      if (stepMask) {
-        // Samples whose sequence ended keep their state and output 0.
-        Value running = nn::GreaterOp::create(
-            b, loc, stepMask,
-            u.nnb.scalar(typeOf(stepMask).getElementType(), double(t)));
-        h = nn::WhereOp::create(b, loc, running, h, previousH);
-        if (kCell == Cell::LSTM)
-          c = nn::WhereOp::create(b, loc, running, c, previousC);
-        out = nn::WhereOp::create(b, loc, running, h, zeros);
-      }
-      outputs[t] = u.reshape(out, {batch, 1, 1, hidden});
+      };
+      Value i = cu.sigmoid(peephole(gate(pre, 0), 0, c));
+      Value f = cu.sigmoid(peephole(gate(pre, 2), 2, c));
+      Value candidate = cu.tanh(gate(pre, 3));
+      c = cu.nnb.add(cu.nnb.mul(f, c), cu.nnb.mul(i, candidate));
+      Value o = cu.sigmoid(peephole(gate(pre, 1), 1, c));
+      h = cu.nnb.mul(o, cu.tanh(c));
     }
-    sequences.push_back(u.concat(outputs, 1));
-    finalH.push_back(u.reshape(h, {batch, 1, hidden}));
-    finalC.push_back(u.reshape(c, {batch, 1, hidden}));
+    Value out = h;
+    if (runningT) {
+      // Samples whose sequence ended keep their state and output 0.
+      h = nn::WhereOp::create(cellBuilder, loc, runningT, h, previousH);
+      if (kCell == Cell::LSTM)
+        c = nn::WhereOp::create(cellBuilder, loc, runningT, c, previousC);
+      out = nn::WhereOp::create(
+          cellBuilder, loc, runningT, h,
+          cu.nnb.splat(cast<RankedTensorType>(stateType), 0.0));
+    }
+    SmallVector<Value> yields{h};
+    if (kCell == Cell::LSTM)
+      yields.push_back(c);
+    yields.push_back(out);
+    nn::YieldOp::create(cellBuilder, loc, yields);
+    b.setInsertionPointAfter(scan);
+
+    sequences.push_back(
+        u.reshape(scan.getStackedOutputs()[0], {batch, steps, 1, hidden}));
+    finalH.push_back(u.reshape(scan.getFinalCarries()[0], {batch, 1, hidden}));
+    if (kCell == Cell::LSTM)
+      finalC.push_back(
+          u.reshape(scan.getFinalCarries()[1], {batch, 1, hidden}));
   }
   // Y [T, D, N, H] (layout 0) or [N, T, D, H]; Y_h and Y_c [D, N, H] or
   // [N, D, H].

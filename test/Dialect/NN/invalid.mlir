@@ -250,3 +250,58 @@ func.func @pool_negative_pads(%x: tensor<1x1x4x4xf32>) {
   %0 = nn.average_pool %x {kernel = array<i64: 2, 2>, pads = array<i64: -1, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x3xf32>
   return
 }
+
+// -----
+
+func.func @scan_no_scanned(%h0: tensor<3x2xf32>) {
+  // expected-error @+1 {{needs at least one scanned input}}
+  %0 = nn.scan(%h0) {num_carries = 1 : i64, num_scanned = 0 : i64} : (tensor<3x2xf32>) -> (tensor<3x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>):
+    nn.yield %h : tensor<3x2xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @scan_step_argument(%h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) {
+  // expected-error @+1 {{body argument 1 must be 'tensor<3x2xf32>', not 'tensor<3x4x2xf32>'}}
+  %0:2 = nn.scan(%h0, %x) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x4x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x4x2xf32>):
+    nn.yield %h, %h : tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @scan_carry_type(%h0: tensor<3x2xf32>, %x: tensor<3x4x1xf32>) {
+  // expected-error @+1 {{carry 0 must keep its type 'tensor<3x2xf32>'}}
+  %0:2 = nn.scan(%h0, %x) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x4x1xf32>) -> (tensor<3x2xf32>, tensor<3x4x1xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x1xf32>):
+    nn.yield %xt, %xt : tensor<3x1xf32>, tensor<3x1xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @scan_stacked_output(%h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) {
+  // expected-error @+1 {{output 0 must be the step output 'tensor<3x2xf32>' stacked along axis 1}}
+  %0:2 = nn.scan(%h0, %x) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x4x2xf32>) -> (tensor<3x2xf32>, tensor<4x3x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x2xf32>):
+    nn.yield %h, %xt : tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @scan_lengths(%h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>, %m: tensor<3x5x1xi1>) {
+  // expected-error @+1 {{scanned input 2 must be [3, 4, ...], not 'tensor<3x5x1xi1>'}}
+  %0:2 = nn.scan(%h0, %x, %m) {num_carries = 1 : i64, num_scanned = 2 : i64} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<3x5x1xi1>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x2xf32>, %mt: tensor<3x1xi1>):
+    nn.yield %h, %xt : tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  return
+}

@@ -210,25 +210,24 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp callee,
     seed = body.addArgument(inputs.back(), callee.getLoc());
   auto ret = cast<func::ReturnOp>(body.getTerminator());
 
+  // A scan's backward reads the carries entering each step: the forward
+  // saves them.
+  for (auto scan : llvm::make_early_inc_range(body.getOps<nn::ScanOp>()))
+    if (!scan.getSavesCarries()) {
+      builder.setInsertionPoint(scan);
+      scan.withSavedCarries(builder);
+      scan.erase();
+    }
+
   // Activity: values that depend on a differentiated argument (forward) and
   // that the loss depends on (backward).
-  DenseSet<Value> varied;
+  SmallVector<Value> sources;
   for (int64_t index : wrt)
-    varied.insert(body.getArgument(index));
-  for (Operation &op : body.without_terminator()) {
-    if (op.getNumRegions() != 0)
-      return op.emitError("cannot differentiate an op with regions");
-    if (llvm::any_of(op.getOperands(),
-                     [&](Value v) { return varied.contains(v); }))
-      for (Value result : op.getResults())
-        if (isFloatTensor(result))
-          varied.insert(result);
-  }
-  DenseSet<Value> useful{ret.getOperand(0)};
-  for (Operation &op : llvm::reverse(body.without_terminator()))
-    if (llvm::any_of(op.getResults(),
-                     [&](Value v) { return useful.contains(v); }))
-      useful.insert(op.getOperands().begin(), op.getOperands().end());
+    sources.push_back(body.getArgument(index));
+  DenseSet<Value> varied, useful;
+  if (failed(nn::findActiveValues(body, sources, ret.getOperand(0), varied,
+                                  useful)))
+    return failure();
   auto isActive = [&](Value v) {
     return varied.contains(v) && useful.contains(v);
   };
@@ -236,11 +235,6 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp callee,
   // Reverse sweep, emitted just before the return.
   builder.setInsertionPoint(ret);
   DenseMap<Value, Value> adjoints;
-  auto addAdjoint = [&](Value value, Value adjoint, Location loc) {
-    auto [it, inserted] = adjoints.try_emplace(value, adjoint);
-    if (!inserted)
-      it->second = nn::AddOp::create(builder, loc, it->second, adjoint);
-  };
   nn::NNBuilder nnb(builder, ret.getLoc());
   Value loss = ret.getOperand(0);
   if (isActive(loss))
@@ -249,32 +243,8 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp callee,
   SmallVector<Operation *> forwardOps;
   for (Operation &op : body.without_terminator())
     forwardOps.push_back(&op);
-  for (Operation *op : llvm::reverse(forwardOps)) {
-    SmallVector<Value> resultAdjoints;
-    bool any = false;
-    for (Value result : op->getResults()) {
-      Value adj = isActive(result) ? adjoints.lookup(result) : Value();
-      resultAdjoints.push_back(adj);
-      any |= static_cast<bool>(adj);
-    }
-    if (!any)
-      continue;
-    auto differentiable = dyn_cast<nn::DifferentiableOpInterface>(op);
-    if (!differentiable)
-      return op->emitError("'")
-             << op->getName() << "' has no gradient rule, but the loss "
-             << "depends on it through a trainable parameter";
-    SmallVector<Value> operandAdjoints;
-    if (failed(
-            differentiable.buildVJP(builder, resultAdjoints, operandAdjoints)))
-      return failure();
-    assert(operandAdjoints.size() == op->getNumOperands() &&
-           "a VJP rule must return one adjoint per operand");
-    for (auto [operand, adjoint] :
-         llvm::zip(op->getOperands(), operandAdjoints))
-      if (adjoint && isActive(operand))
-        addAdjoint(operand, adjoint, op->getLoc());
-  }
+  if (failed(nn::reverseSweep(builder, forwardOps, isActive, adjoints)))
+    return failure();
 
   DenseSet<Value> activations, cuts;
   if (policy.segments)

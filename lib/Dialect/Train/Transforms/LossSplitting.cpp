@@ -205,6 +205,14 @@ private:
                     dep(g.getIndices()) == SampleDep::Free &&
                     dim0(result) == dim0(g.getData()));
     }
+    // A scan treats samples independently along dimension 0 (its
+    // contract): its results keep the rows of its batch-dependent inputs.
+    if (isa<nn::ScanOp>(op))
+      return rowsIf(dim0(result) % microBatch == 0 &&
+                    llvm::all_of(op->getOperands(), [&](Value v) {
+                      return dep(v) == SampleDep::Free ||
+                             (byRows(v) && dim0(v) == dim0(result));
+                    }));
     // Per-item classification losses keep the items' rows: scores [n, C,
     // ...] and labels [n, ...] give losses [n, ...].
     auto perItem = [&](Operation *loss) {

@@ -37,6 +37,10 @@ Precision classify(Operation *op) {
           nn::ReduceSumOp, nn::ReduceMeanOp, nn::SoftmaxCrossEntropyLossOp,
           nn::NegativeLogLikelihoodLossOp>(op))
     return Precision::FP32;
+  // A recurrence runs in fp32: its body is typed for its operands, and
+  // rounding the carried state at every step would compound.
+  if (isa<nn::ScanOp>(op))
+    return Precision::FP32;
   // Explicit casts and constants keep the model's types.
   if (isa<nn::CastOp, nn::ConstantOp>(op))
     return Precision::Keep;

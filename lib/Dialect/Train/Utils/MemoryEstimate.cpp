@@ -11,7 +11,10 @@ using namespace accrue;
 static int64_t bufferBytes(MemRefType type) {
   if (!type.hasStaticShape())
     return 0;
-  int64_t bits = type.getElementTypeBitWidth();
+  // index: the deallocation's own bookkeeping, 64-bit here.
+  int64_t bits = type.getElementType().isIndex()
+                     ? 64
+                     : type.getElementTypeBitWidth();
   return type.getNumElements() * std::max<int64_t>(bits / 8, 1);
 }
 

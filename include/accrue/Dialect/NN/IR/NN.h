@@ -16,6 +16,8 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include "accrue/Dialect/NN/IR/NNOpsDialect.h.inc"
 
@@ -82,6 +84,33 @@ public:
   mlir::OpBuilder &b;
   mlir::Location loc;
 };
+
+/// Reverse-mode differentiation of a block of nn ops, shared by
+/// `train-autodiff` (a function) and nn.scan's VJP (a loop body).
+///
+/// Activity: `varied` gets the float values that depend on `sources`,
+/// `useful` the values that `sinks` depend on; a value is active when it is
+/// in both. Fails, with a diagnostic, on an op with regions other than
+/// nn.scan.
+llvm::LogicalResult findActiveValues(mlir::Block &block,
+                                     mlir::ValueRange sources,
+                                     mlir::ValueRange sinks,
+                                     llvm::DenseSet<mlir::Value> &varied,
+                                     llvm::DenseSet<mlir::Value> &useful);
+
+/// Adds `adjoint` to the adjoint of `value` in `adjoints` (nn.add on a
+/// second contribution).
+void accumulateAdjoint(mlir::OpBuilder &b, mlir::Location loc,
+                       llvm::DenseMap<mlir::Value, mlir::Value> &adjoints,
+                       mlir::Value value, mlir::Value adjoint);
+
+/// Visits `ops` last to first and, for each op with an adjoint on an active
+/// result, emits its VJP at the builder's insertion point, accumulating its
+/// active operands' adjoints into `adjoints` (seeded by the caller).
+llvm::LogicalResult
+reverseSweep(mlir::OpBuilder &b, llvm::ArrayRef<mlir::Operation *> ops,
+             llvm::function_ref<bool(mlir::Value)> isActive,
+             llvm::DenseMap<mlir::Value, mlir::Value> &adjoints);
 
 } // namespace accrue::nn
 

@@ -622,6 +622,7 @@ def NN_TriluOp : NN_Op<"trilu", [Pure, SameOperandsAndResultType,
 }
 
 include "accrue/Dialect/NN/IR/NNNeuralOps.td"
+include "accrue/Dialect/NN/IR/NNScanOps.td"
 
 //===----------------------------------------------------------------------===//
 // Losses

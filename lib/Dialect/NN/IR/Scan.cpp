@@ -1,0 +1,405 @@
+//===- Scan.cpp - nn.scan: verifier, VJP, canonicalization ------*- C++ -*-===//
+
+#include "accrue/Dialect/NN/IR/NN.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace accrue::nn;
+
+namespace {
+bool isFloatTensor(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+} // namespace
+
+RankedTensorType ScanOp::stackedType(Type type, int64_t steps) {
+  auto tensor = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape(tensor.getShape());
+  shape.insert(shape.begin() + 1, steps);
+  return RankedTensorType::get(shape, tensor.getElementType());
+}
+
+int64_t ScanOp::getNumSteps() {
+  return cast<RankedTensorType>(getScanned().front().getType()).getDimSize(1);
+}
+
+int64_t ScanOp::getNumOutputs() {
+  return getNumResults() - getNumCarries() * (getSavesCarries() ? 2 : 1);
+}
+
+OperandRange ScanOp::getCarryInits() {
+  return getInputs().take_front(getNumCarries());
+}
+OperandRange ScanOp::getScanned() {
+  return getInputs().slice(getNumCarries(), getNumScanned());
+}
+OperandRange ScanOp::getInvariants() {
+  return getInputs().drop_front(getNumCarries() + getNumScanned());
+}
+ResultRange ScanOp::getFinalCarries() {
+  return getResults().take_front(getNumCarries());
+}
+ResultRange ScanOp::getStackedOutputs() {
+  return getResults().slice(getNumCarries(), getNumOutputs());
+}
+ResultRange ScanOp::getSavedCarries() {
+  return getResults().drop_front(getNumCarries() + getNumOutputs());
+}
+
+LogicalResult ScanOp::verify() {
+  int64_t carries = getNumCarries(), scanned = getNumScanned();
+  int64_t inputs = getInputs().size();
+  if (carries < 0 || scanned < 1 || carries + scanned > inputs)
+    return emitOpError("needs at least one scanned input, and num_carries + "
+                       "num_scanned at most the number of inputs");
+  int64_t results = getNumResults() - carries * (getSavesCarries() ? 2 : 1);
+  if (results < 0)
+    return emitOpError("has fewer results than its carries need");
+  auto first = cast<RankedTensorType>(getScanned().front().getType());
+  if (first.getRank() < 2)
+    return emitOpError("scanned inputs must be [N, T, ...]");
+  int64_t batch = first.getDimSize(0), steps = first.getDimSize(1);
+  Block &body = getBodyBlock();
+  if (static_cast<int64_t>(body.getNumArguments()) != inputs)
+    return emitOpError("body must take one argument per input");
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    Type expected = input.getType();
+    if (static_cast<int64_t>(i) >= carries &&
+        static_cast<int64_t>(i) < carries + scanned) {
+      auto type = cast<RankedTensorType>(input.getType());
+      if (type.getRank() < 2 || type.getDimSize(0) != batch ||
+          type.getDimSize(1) != steps)
+        return emitOpError("scanned input ")
+               << i << " must be [" << batch << ", " << steps << ", ...], not "
+               << type;
+      SmallVector<int64_t> shape(type.getShape());
+      shape.erase(shape.begin() + 1);
+      expected = RankedTensorType::get(shape, type.getElementType());
+    }
+    if (body.getArgument(i).getType() != expected)
+      return emitOpError("body argument ")
+             << i << " must be " << expected << ", not "
+             << body.getArgument(i).getType();
+  }
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("body must end in nn.yield");
+  if (static_cast<int64_t>(yield.getValues().size()) != carries + results)
+    return emitOpError("body yields ")
+           << yield.getValues().size() << " values, not " << carries + results
+           << " (carries and step outputs)";
+  for (int64_t i = 0; i < carries; ++i) {
+    Type type = getCarryInits()[i].getType();
+    if (yield.getValues()[i].getType() != type ||
+        getFinalCarries()[i].getType() != type)
+      return emitOpError("carry ") << i << " must keep its type " << type;
+    if (cast<RankedTensorType>(type).getRank() < 1)
+      return emitOpError("carry ") << i << " must have a batch dimension";
+    if (getSavesCarries() &&
+        getSavedCarries()[i].getType() != stackedType(type, steps))
+      return emitOpError("saved carry ")
+             << i << " must be " << stackedType(type, steps);
+  }
+  for (int64_t i = 0; i < results; ++i) {
+    Type step = yield.getValues()[carries + i].getType();
+    if (cast<RankedTensorType>(step).getRank() < 1 ||
+        getStackedOutputs()[i].getType() != stackedType(step, steps))
+      return emitOpError("output ")
+             << i << " must be the step output " << step
+             << " stacked along axis 1";
+  }
+  return success();
+}
+
+ScanOp ScanOp::withSavedCarries(OpBuilder &b) {
+  SmallVector<Type> types(getResultTypes());
+  for (Value init : getCarryInits())
+    types.push_back(stackedType(init.getType(), getNumSteps()));
+  auto scan = ScanOp::create(b, getLoc(), types, getInputs(), getNumCarries(),
+                             getNumScanned(), getReverse(),
+                             /*saves_carries=*/true);
+  scan.getBody().takeBody(getBody());
+  for (auto [from, to] : llvm::zip(getResults(), scan.getResults()))
+    from.replaceAllUsesWith(to);
+  return scan;
+}
+
+// The backward is a scan in the opposite direction. Its carries are the
+// adjoints of the forward carries and the running sums of the invariants'
+// adjoints; it scans the saved carries, the forward's scanned inputs and
+// the step outputs' adjoints; its body recomputes the forward step from the
+// carries entering it and differentiates it.
+LogicalResult ScanOp::buildVJP(OpBuilder &b, ValueRange dys,
+                               SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  int64_t carries = getNumCarries(), outputs = getNumOutputs();
+  if (!getSavesCarries())
+    return emitOpError("needs its carries saved to be differentiated");
+  for (Value v : dys.drop_front(carries + outputs))
+    if (v)
+      return emitOpError("saved carries cannot be differentiated");
+  for (Value init : getCarryInits())
+    if (!isFloatTensor(init))
+      return emitOpError("cannot differentiate integer carries");
+  NNBuilder nnb(b, loc);
+  auto zerosLike = [&](OpBuilder &builder, Type type) {
+    return NNBuilder(builder, loc).splat(cast<RankedTensorType>(type), 0.0);
+  };
+
+  // Backward inputs: carries (adjoints, then invariant adjoint sums),
+  // scanned (saved carries, forward scanned, output adjoints), invariants.
+  SmallVector<Value> inputs;
+  for (int64_t i = 0; i < carries; ++i)
+    inputs.push_back(dys[i] ? dys[i] : zerosLike(b, getCarryInits()[i].getType()));
+  SmallVector<int64_t> sums; // invariant indices with an adjoint sum
+  for (auto [i, inv] : llvm::enumerate(getInvariants()))
+    if (isFloatTensor(inv)) {
+      sums.push_back(i);
+      inputs.push_back(zerosLike(b, inv.getType()));
+    }
+  int64_t backCarries = inputs.size();
+  llvm::append_range(inputs, getSavedCarries());
+  llvm::append_range(inputs, getScanned());
+  SmallVector<int64_t> seeded; // outputs with an adjoint
+  for (int64_t i = 0; i < outputs; ++i)
+    if (Value dy = dys[carries + i]) {
+      seeded.push_back(i);
+      inputs.push_back(dy);
+    }
+  int64_t backScanned = inputs.size() - backCarries;
+  llvm::append_range(inputs, getInvariants());
+
+  // Result types: the carries, then one stacked adjoint per float scanned
+  // input.
+  SmallVector<Type> types;
+  for (int64_t i = 0; i < backCarries; ++i)
+    types.push_back(inputs[i].getType());
+  SmallVector<int64_t> stepAdjoints; // float scanned inputs
+  for (auto [i, x] : llvm::enumerate(getScanned()))
+    if (isFloatTensor(x)) {
+      stepAdjoints.push_back(i);
+      types.push_back(x.getType());
+    }
+  auto back = ScanOp::create(b, loc, types, inputs, backCarries, backScanned,
+                             !getReverse(), /*saves_carries=*/false);
+
+  Block &forward = getBodyBlock();
+  Block *block = new Block();
+  back.getBody().push_back(block);
+  for (Value input : back.getInputs()) {
+    Type type = input.getType();
+    if (block->getNumArguments() >= static_cast<unsigned>(backCarries) &&
+        block->getNumArguments() <
+            static_cast<unsigned>(backCarries + backScanned)) {
+      auto stacked = cast<RankedTensorType>(type);
+      SmallVector<int64_t> shape(stacked.getShape());
+      shape.erase(shape.begin() + 1);
+      type = RankedTensorType::get(shape, stacked.getElementType());
+    }
+    block->addArgument(type, loc);
+  }
+  auto arg = [&](int64_t i) { return block->getArgument(i); };
+  int64_t scannedForward = getNumScanned();
+  // The forward step, recomputed from the carries entering it.
+  IRMapping mapping;
+  for (int64_t i = 0; i < carries; ++i)
+    mapping.map(forward.getArgument(i), arg(backCarries + i));
+  for (int64_t i = 0; i < scannedForward; ++i)
+    mapping.map(forward.getArgument(carries + i),
+                arg(backCarries + carries + i));
+  int64_t invariantArgs = backCarries + backScanned;
+  for (int64_t i = 0, e = getInvariants().size(); i < e; ++i)
+    mapping.map(forward.getArgument(carries + scannedForward + i),
+                arg(invariantArgs + i));
+  OpBuilder inner = OpBuilder::atBlockEnd(block);
+  SmallVector<Operation *> ops;
+  for (Operation &op : forward.without_terminator())
+    ops.push_back(inner.clone(op, mapping));
+  auto yield = cast<YieldOp>(forward.getTerminator());
+  auto yielded = [&](int64_t i) { return mapping.lookupOrDefault(yield.getValues()[i]); };
+
+  // Differentiate it: sources are every float argument of the step, sinks
+  // the seeded yields.
+  DenseMap<Value, Value> adjoints;
+  SmallVector<Value> sinks;
+  for (int64_t i = 0; i < carries; ++i) {
+    accumulateAdjoint(inner, loc, adjoints, yielded(i), arg(i));
+    sinks.push_back(yielded(i));
+  }
+  for (auto [k, i] : llvm::enumerate(seeded)) {
+    Value dy = arg(backCarries + carries + scannedForward + k);
+    accumulateAdjoint(inner, loc, adjoints, yielded(carries + i), dy);
+    sinks.push_back(yielded(carries + i));
+  }
+  SmallVector<Value> sources;
+  for (BlockArgument a : block->getArguments().drop_front(backCarries))
+    if (isFloatTensor(a))
+      sources.push_back(a);
+  DenseSet<Value> varied, useful;
+  if (failed(findActiveValues(*block, sources, sinks, varied, useful)))
+    return failure();
+  // Seeds count as active even when they are arguments passed through.
+  auto isActive = [&](Value v) {
+    return varied.contains(v) && useful.contains(v);
+  };
+  if (failed(reverseSweep(inner, ops, isActive, adjoints)))
+    return failure();
+
+  SmallVector<Value> next;
+  auto adjointOr0 = [&](Value v) {
+    Value adj = adjoints.lookup(v);
+    return adj ? adj : zerosLike(inner, v.getType());
+  };
+  for (int64_t i = 0; i < carries; ++i)
+    next.push_back(adjointOr0(arg(backCarries + i)));
+  for (auto [k, i] : llvm::enumerate(sums)) {
+    Value sum = arg(carries + k);
+    if (Value adj = adjoints.lookup(arg(invariantArgs + i)))
+      sum = NNBuilder(inner, loc).add(sum, adj);
+    next.push_back(sum);
+  }
+  for (int64_t i : stepAdjoints)
+    next.push_back(adjointOr0(arg(backCarries + carries + i)));
+  YieldOp::create(inner, loc, next);
+
+  // Operand adjoints: carry inits, scanned inputs, invariants.
+  for (int64_t i = 0; i < carries; ++i)
+    dxs.push_back(back.getResult(i));
+  SmallVector<Value> scannedAdjoints(scannedForward);
+  for (auto [k, i] : llvm::enumerate(stepAdjoints))
+    scannedAdjoints[i] = back.getResult(backCarries + k);
+  llvm::append_range(dxs, scannedAdjoints);
+  SmallVector<Value> invariantAdjoints(getInvariants().size());
+  for (auto [k, i] : llvm::enumerate(sums))
+    invariantAdjoints[i] = back.getResult(carries + k);
+  llvm::append_range(dxs, invariantAdjoints);
+  return success();
+}
+
+namespace {
+
+/// Drops step outputs nothing reads (what a backward computes for inputs
+/// that are not differentiated), and saved carries when none is read.
+struct DropUnusedOutputs : public OpRewritePattern<ScanOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ScanOp op,
+                                PatternRewriter &rewriter) const override {
+    int64_t carries = op.getNumCarries();
+    SmallVector<int64_t> kept;
+    for (auto [i, result] : llvm::enumerate(op.getStackedOutputs()))
+      if (!result.use_empty())
+        kept.push_back(i);
+    bool saves = op.getSavesCarries() &&
+                 llvm::any_of(op.getSavedCarries(),
+                              [](Value v) { return !v.use_empty(); });
+    if (static_cast<int64_t>(kept.size()) == op.getNumOutputs() &&
+        saves == op.getSavesCarries())
+      return failure();
+    SmallVector<Type> types(op.getFinalCarries().getTypes());
+    for (int64_t i : kept)
+      types.push_back(op.getStackedOutputs()[i].getType());
+    if (saves)
+      llvm::append_range(types, op.getSavedCarries().getTypes());
+    auto scan = ScanOp::create(rewriter, op.getLoc(), types, op.getInputs(),
+                               carries, op.getNumScanned(), op.getReverse(),
+                               saves);
+    rewriter.inlineRegionBefore(op.getBody(), scan.getBody(),
+                                scan.getBody().end());
+    auto yield = cast<YieldOp>(scan.getBodyBlock().getTerminator());
+    SmallVector<Value> values(yield.getValues().take_front(carries));
+    for (int64_t i : kept)
+      values.push_back(yield.getValues()[carries + i]);
+    rewriter.setInsertionPoint(yield);
+    rewriter.replaceOpWithNewOp<YieldOp>(yield, values);
+
+    SmallVector<Value> replacements(op.getNumResults());
+    for (int64_t i = 0; i < carries; ++i)
+      replacements[i] = scan.getResult(i);
+    for (auto [k, i] : llvm::enumerate(kept))
+      replacements[carries + i] = scan.getResult(carries + k);
+    if (saves)
+      for (int64_t i = 0; i < carries; ++i)
+        replacements[carries + op.getNumOutputs() + i] =
+            scan.getSavedCarries()[i];
+    for (auto [from, to] : llvm::zip(op.getResults(), replacements))
+      if (to)
+        rewriter.replaceAllUsesWith(from, to);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Moves body ops that read only invariants (and constants) out of the
+/// loop: their results become new invariants (R^T of a recurrent
+/// contraction, the transposes of its VJP).
+struct HoistInvariants : public OpRewritePattern<ScanOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ScanOp op,
+                                PatternRewriter &rewriter) const override {
+    Block &body = op.getBodyBlock();
+    int64_t firstInvariant = op.getNumCarries() + op.getNumScanned();
+    // Body values that do not change between steps.
+    DenseSet<Value> invariant;
+    for (int64_t i = firstInvariant, e = body.getNumArguments(); i < e; ++i)
+      invariant.insert(body.getArgument(i));
+    SmallVector<Operation *> hoisted;
+    for (Operation &inner : body.without_terminator()) {
+      if (inner.getNumRegions() != 0 || !isMemoryEffectFree(&inner) ||
+          !llvm::all_of(inner.getOperands(),
+                        [&](Value v) { return invariant.contains(v); }))
+        continue;
+      invariant.insert(inner.getResults().begin(), inner.getResults().end());
+      // Constants stay (copied out only for the ops that are hoisted).
+      if (!inner.hasTrait<OpTrait::ConstantLike>())
+        hoisted.push_back(&inner);
+    }
+    if (hoisted.empty())
+      return failure();
+    IRMapping outside;
+    for (auto [i, inv] : llvm::enumerate(op.getInvariants()))
+      outside.map(body.getArgument(firstInvariant + i), inv);
+    rewriter.setInsertionPoint(op);
+    for (Operation *inner : hoisted) {
+      for (Value operand : inner->getOperands())
+        if (!outside.contains(operand))
+          rewriter.clone(*operand.getDefiningOp(), outside);
+      rewriter.clone(*inner, outside);
+    }
+    // The hoisted results read inside the body (or yielded) become
+    // invariants.
+    SmallVector<Value> inputs(op.getInputs());
+    SmallVector<Value> innerValues;
+    for (Operation *inner : hoisted)
+      for (Value result : inner->getResults())
+        if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+              return !llvm::is_contained(hoisted, user);
+            })) {
+          innerValues.push_back(result);
+          inputs.push_back(outside.lookup(result));
+        }
+    auto scan = ScanOp::create(rewriter, op.getLoc(), op.getResultTypes(),
+                               inputs, op.getNumCarries(), op.getNumScanned(),
+                               op.getReverse(), op.getSavesCarries());
+    rewriter.inlineRegionBefore(op.getBody(), scan.getBody(),
+                                scan.getBody().end());
+    Block &moved = scan.getBodyBlock();
+    for (Value value : innerValues)
+      rewriter.replaceAllUsesWith(
+          value, moved.addArgument(value.getType(), value.getLoc()));
+    for (Operation *inner : llvm::reverse(hoisted))
+      rewriter.eraseOp(inner);
+    rewriter.replaceOp(op, scan.getResults());
+    return success();
+  }
+};
+
+} // namespace
+
+void ScanOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                         MLIRContext *context) {
+  patterns.add<DropUnusedOutputs, HoistInvariants>(context);
+}

@@ -1,0 +1,55 @@
+// RUN: accrue-opt %s -split-input-file | accrue-opt | FileCheck %s
+// RUN: accrue-opt %s -split-input-file -canonicalize | FileCheck %s --check-prefix=CANON
+
+// A recurrence h_t = tanh(x_t + h_{t-1} r) over 4 steps of a [3, 4, 2]
+// sequence: one carry, one scanned input, one invariant; the results are
+// the final carry, the outputs stacked along axis 1 and (saves_carries)
+// the carries entering each step.
+
+// CHECK-LABEL: func @rnn
+// CHECK: nn.scan(%{{.+}}, %{{.+}}, %{{.+}}) {num_carries = 1 : i64, num_scanned = 1 : i64, reverse, saves_carries}
+// CHECK: ^bb0(%{{.+}}: tensor<3x2xf32>, %{{.+}}: tensor<3x2xf32>, %{{.+}}: tensor<2x2xf32>):
+// CHECK: nn.yield %{{.+}}, %{{.+}} : tensor<3x2xf32>, tensor<3x2xf32>
+
+// Unread step outputs and saved carries are dropped; the body stays.
+// CANON-LABEL: func @rnn
+// CANON: %[[S:.+]]:2 = nn.scan(%{{.+}}, %{{.+}}, %{{.+}}) {num_carries = 1 : i64, num_scanned = 1 : i64, reverse} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>)
+// CANON: %[[H:.+]] = nn.tanh
+// CANON: nn.yield %[[H]], %[[H]] : tensor<3x2xf32>, tensor<3x2xf32>
+// CANON: return %[[S]]#0, %[[S]]#1
+func.func @rnn(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>) {
+  %res:4 = nn.scan(%h0, %x, %r) {num_carries = 1 : i64, num_scanned = 1 : i64, reverse, saves_carries} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x2xf32>, %rr: tensor<2x2xf32>):
+    %0 = nn.matmul %h, %rr : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+    %1 = nn.add %xt, %0 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+    %2 = nn.tanh %1 : tensor<3x2xf32>
+    %3 = nn.neg %2 : tensor<3x2xf32>
+    nn.yield %2, %2, %3 : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  return %res#0, %res#1 : tensor<3x2xf32>, tensor<3x4x2xf32>
+}
+
+// -----
+
+// Body ops that read only invariants move out of the loop and become
+// invariants; constants they read are cloned out with them.
+// CANON-LABEL: func @hoist
+// CANON-SAME: (%[[R:.+]]: tensor<2x2xf32>, %[[H0:.+]]: tensor<3x2xf32>, %[[X:.+]]: tensor<3x4x2xf32>)
+// CANON: %[[C:.+]] = nn.constant dense<2.000000e+00>
+// CANON: %[[RT:.+]] = nn.transpose %[[R]]
+// CANON: %[[RT2:.+]] = nn.mul %[[RT]], %[[C]]
+// CANON: nn.scan(%[[H0]], %[[X]], %[[R]], %[[RT2]])
+// CANON: ^bb0(%[[H:.+]]: tensor<3x2xf32>, %{{.+}}: tensor<3x2xf32>, %{{.+}}: tensor<2x2xf32>, %[[INV:.+]]: tensor<2x2xf32>):
+// CANON-NEXT: %[[M:.+]] = nn.matmul %[[H]], %[[INV]]
+// CANON-NEXT: nn.yield %[[M]], %[[M]]
+func.func @hoist(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> tensor<3x4x2xf32> {
+  %res:2 = nn.scan(%h0, %x, %r) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x2xf32>, %rr: tensor<2x2xf32>):
+    %c = nn.constant dense<2.0> : tensor<f32>
+    %0 = nn.transpose %rr {perm = array<i64: 1, 0>} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+    %1 = nn.mul %0, %c : (tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>
+    %2 = nn.matmul %h, %1 : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+    nn.yield %2, %2 : tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  return %res#1 : tensor<3x4x2xf32>
+}

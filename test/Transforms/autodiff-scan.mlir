@@ -1,0 +1,50 @@
+// RUN: accrue-opt %s -train-autodiff -canonicalize | FileCheck %s
+
+// Backpropagation through an nn.scan: h_t = tanh(x_t + h_{t-1} r) over 4
+// steps, the loss the sum of all h_t, differentiated with respect to r and
+// h0. The forward saves the carries entering each step; the backward is a
+// scan in the opposite direction whose carries are dh and the running sum
+// of dr, which scans the saved carries, the inputs and the outputs'
+// adjoint, recomputes the step from the saved carry and differentiates
+// it. x is not differentiated: the stacked dx is dropped (canonicalization).
+
+// CHECK-LABEL: func.func private @fwd_grad
+// CHECK-SAME: (%[[R:.+]]: tensor<2x2xf32>, %[[H0:.+]]: tensor<3x2xf32>, %[[X:.+]]: tensor<3x4x2xf32>)
+// CHECK-DAG: %[[ONES:.+]] = nn.constant dense<1.000000e+00> : tensor<3x4x2xf32>
+// CHECK-DAG: %[[DR0:.+]] = nn.constant dense<0.000000e+00> : tensor<2x2xf32>
+// CHECK-DAG: %[[DH0:.+]] = nn.constant dense<0.000000e+00> : tensor<3x2xf32>
+// CHECK: %[[F:.+]]:3 = nn.scan(%[[H0]], %[[X]], %[[R]]) {num_carries = 1 : i64, num_scanned = 1 : i64, saves_carries}
+// CHECK: %[[L:.+]] = nn.reduce_sum %[[F]]#1
+// R^T, which the step's VJP reads, is hoisted out of the loop
+// (canonicalization) and passed as an invariant.
+// CHECK: %[[RT:.+]] = nn.transpose %[[R]]
+// CHECK: %[[B:.+]]:2 = nn.scan(%[[DH0]], %[[DR0]], %[[F]]#2, %[[X]], %[[ONES]], %[[R]], %[[RT]]) {num_carries = 2 : i64, num_scanned = 3 : i64, reverse} : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<2x2xf32>)
+// CHECK: ^bb0(%[[DH:.+]]: tensor<3x2xf32>, %[[DRSUM:.+]]: tensor<2x2xf32>, %[[HT:.+]]: tensor<3x2xf32>, %[[XT:.+]]: tensor<3x2xf32>, %[[DYT:.+]]: tensor<3x2xf32>, %[[RR:.+]]: tensor<2x2xf32>, %[[RRT:.+]]: tensor<2x2xf32>):
+// The step, recomputed from the saved carry.
+// CHECK: %[[HR:.+]] = nn.matmul %[[HT]], %[[RR]]
+// CHECK: %[[PRE:.+]] = nn.add %[[XT]], %[[HR]]
+// CHECK: %[[H:.+]] = nn.tanh %[[PRE]]
+// h_t is both the next carry and the step output: their adjoints add.
+// CHECK: %[[DHT:.+]] = nn.add %[[DH]], %[[DYT]]
+// CHECK: %[[DPRE:.+]] = nn.mul %[[DHT]]
+// CHECK: %[[DHPREV:.+]] = nn.matmul %[[DPRE]], %[[RRT]]
+// CHECK: %[[DRT:.+]] = nn.matmul %{{.+}}, %[[DPRE]]
+// CHECK: %[[DRNEXT:.+]] = nn.add %[[DRSUM]], %[[DRT]]
+// CHECK: nn.yield %[[DHPREV]], %[[DRNEXT]]
+// CHECK: return %[[L]], %[[B]]#1, %[[B]]#0
+
+func.func private @fwd(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> tensor<f32> {
+  %res:2 = nn.scan(%h0, %x, %r) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x2xf32>, %rr: tensor<2x2xf32>):
+    %0 = nn.matmul %h, %rr : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+    %1 = nn.add %xt, %0 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+    %2 = nn.tanh %1 : tensor<3x2xf32>
+    nn.yield %2, %2 : tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  %s = nn.reduce_sum %res#1 {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<3x4x2xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+func.func @step(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> (tensor<f32>, tensor<2x2xf32>, tensor<3x2xf32>) {
+  %l, %g:2 = train.value_and_grad @fwd(%r, %h0, %x) {wrt = array<i64: 0, 1>} : (tensor<2x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>) -> (tensor<f32>, tensor<2x2xf32>, tensor<3x2xf32>)
+  return %l, %g#0, %g#1 : tensor<f32>, tensor<2x2xf32>, tensor<3x2xf32>
+}
