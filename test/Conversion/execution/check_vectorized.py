@@ -23,6 +23,7 @@ p, q = rand(8, 32), rand(12, 32)
 r, s12 = rand(8, 12), rand(6, 12)
 dy, xw = rand(256, 1056), rand(256, 32)
 t3 = rand(3, 20, 18)
+u = rand(4, 8, 16, 2, 16, 2)
 CASES = [
     # B and C contiguous along n: outer products (10 rows: blocks of 2).
     ("gemm", "nn.gemm %a, %b", [a, b], a.astype(np.float64) @ b),
@@ -52,10 +53,15 @@ CASES = [
     ("transpose2d", "nn.transpose %b {perm = array<i64: 1, 0>}", [b], b.T.astype(np.float64)),
     ("transpose3d", "nn.transpose %t3 {perm = array<i64: 2, 0, 1>}", [t3],
      t3.transpose(2, 0, 1).astype(np.float64)),
+    # A bias gradient over a 2x2 pooling window's split dimensions: its
+    # innermost loops (2 and 16 x 2 x 16 around it) merge into one of 1024
+    # (collapse-short-loops).
+    ("split_sum", "nn.reduce_sum %u {axes = array<i64: 0, 2, 3, 4, 5>, keepdims = false}", [u],
+     u.astype(np.float64).sum(axis=(0, 2, 3, 4, 5))),
 ]
 NAMES = {id(a): "a", id(b): "b", id(at): "at", id(bt): "bt", id(x): "x", id(w): "w",
          id(p): "p", id(q): "q", id(r): "r", id(s12): "s12", id(dy): "dy", id(xw): "xw",
-         id(t3): "t3"}
+         id(t3): "t3", id(u): "u"}
 
 
 def ty(array):
@@ -69,7 +75,7 @@ def dense(array):
 
 def gen(path):
     lines = ["func.func private @printMemrefF32(memref<*xf32>)", "", "func.func @main() {"]
-    for array in [a, b, at, bt, x, w, p, q, r, s12, dy, xw, t3]:
+    for array in [a, b, at, bt, x, w, p, q, r, s12, dy, xw, t3, u]:
         lines.append("  %%%s = arith.constant dense<%s> : %s" % (NAMES[id(array)], dense(array),
                                                                  ty(array)))
     for name, op, operands, result, *transposed in CASES:

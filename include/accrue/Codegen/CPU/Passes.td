@@ -216,6 +216,25 @@ def FuseElementwise : Pass<"fuse-elementwise"> {
                            "::mlir::affine::AffineDialect"];
 }
 
+def CollapseShortLoops : Pass<"collapse-short-loops"> {
+  let summary = "Merge a short innermost loop with the loops around it";
+  let description = [{
+    Folding reshapes into elementwise ops (`fuse-elementwise`) splits
+    dimensions: a 2x2 pooling window's gradient is read as
+    `[N, C, H/2, 2, W/2, 2]`, and the bias gradient that sums it over
+    everything but C iterates the same way, innermost loop 2 long, which
+    LLVM cannot vectorize. Where the innermost loop of a linalg.generic
+    that is not a contraction and runs at least 2^14 iterations (smaller
+    ops keep their loops, and their sums their order) is shorter than 8,
+    this merges the longest
+    run of consecutive loops of the same kind ending at it that every
+    operand reads contiguously (`linalg::collapseOpIterationDims`): the
+    bias gradient becomes a sum over `[N, C, H W]`.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def FoldIntoContractions : Pass<"fold-into-contractions"> {
   let summary = "Fold transposes and sums into the contractions that use them";
   let description = [{
