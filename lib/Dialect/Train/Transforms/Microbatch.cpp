@@ -228,10 +228,14 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
         b, loc, seed,
         inversePowerOfTwoBelow(b, loc, split.fullCount, steps, numSteps));
 
-  // The arguments of micro-batch `iv`: the batch operands sliced, the
-  // sample base moved, and, when masked, its number of valid samples.
-  auto microBatchArgs = [&](OpBuilder &lb, Location l, Value iv) {
-        Value offset = arith::MulIOp::create(lb, l, iv, bConst);
+  // The index of micro-batch `iv`'s first sample in the batch.
+  auto firstSample = [&](OpBuilder &lb, Location l, Value iv) -> Value {
+    return arith::MulIOp::create(lb, l, iv, bConst);
+  };
+  // The arguments of the micro-batch whose first sample is `offset`: the
+  // batch operands sliced, the sample base moved, and, when masked, its
+  // number of valid samples.
+  auto microBatchArgs = [&](OpBuilder &lb, Location l, Value offset) {
         SmallVector<Value> args(op.getArgs());
         // An argument holding the global index of the batch's first sample
         // (role sample_base) moves to the micro-batch's first sample.
@@ -283,8 +287,9 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
     auto counting = scf::ForOp::create(
         b, loc, c0, numSteps, c1, zeros,
         [&](OpBuilder &lb, Location l, Value iv, ValueRange iterArgs) {
-          auto call = func::CallOp::create(lb, l, split.counts,
-                                           microBatchArgs(lb, l, iv));
+          auto call = func::CallOp::create(
+              lb, l, split.counts,
+              microBatchArgs(lb, l, firstSample(lb, l, iv)));
           SmallVector<Value> sums;
           for (auto [count, sum] : llvm::zip(call.getResults(), iterArgs))
             sums.push_back(arith::AddFOp::create(
@@ -319,7 +324,8 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   auto loop = scf::ForOp::create(
       b, loc, c0, numSteps, c1, inits,
       [&](OpBuilder &lb, Location l, Value iv, ValueRange iterArgs) {
-        SmallVector<Value> args = microBatchArgs(lb, l, iv);
+        Value offset = firstSample(lb, l, iv);
+        SmallVector<Value> args = microBatchArgs(lb, l, offset);
         for (auto [k, arg] : llvm::enumerate(carriedArgs))
           args[arg] = iterArgs[3 + k];
         // The window's counts go before the valid-sample count.
@@ -373,9 +379,7 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
         if (numCarried && op.getValid())
           hasSamples = arith::CmpIOp::create(
               lb, l, arith::CmpIPredicate::sgt, op.getValid(),
-              arith::IndexCastOp::create(
-                  lb, l, lb.getI64Type(),
-                  arith::MulIOp::create(lb, l, iv, bConst)));
+              arith::IndexCastOp::create(lb, l, lb.getI64Type(), offset));
         for (unsigned k = 0; k < numCarried; ++k) {
           Value next = step.getResult(2 + k);
           if (hasSamples) {
