@@ -159,8 +159,7 @@ FailureOr<CompilerOptions> accrue::chooseBatch(MLIRContext &ctx,
   int64_t budget = *options.memoryBudget;
   // The plan of a step compiled with `variant`'s settings, and the largest
   // micro-batch that fits the budget with it (0: none).
-  auto largestFitting =
-      [&](const CompilerOptions &variant)
+  auto largestFitting = [&](const CompilerOptions &variant)
       -> FailureOr<std::pair<rt::MemoryPlan, int64_t>> {
     FailureOr<StepProbe> one = probeStep(ctx, variant, 1);
     FailureOr<StepProbe> two = probeStep(ctx, variant, 2);
@@ -173,10 +172,10 @@ FailureOr<CompilerOptions> accrue::chooseBatch(MLIRContext &ctx,
     auto largest = [&](int64_t below) -> int64_t {
       int64_t most =
           share ? *share
-                : std::max<int64_t>((budget - plan.staticBytes()) /
-                                        std::max<int64_t>(
-                                            plan.activationPerSample, 1),
-                                    1);
+                : std::max<int64_t>(
+                      (budget - plan.staticBytes()) /
+                          std::max<int64_t>(plan.activationPerSample, 1),
+                      1);
       for (int64_t b = std::min({most, below, int64_t(1) << 24}); b >= 1; --b)
         if (plan.peakBytes(b, stepsFor(b)) <= budget)
           return b;
@@ -215,12 +214,12 @@ FailureOr<CompilerOptions> accrue::chooseBatch(MLIRContext &ctx,
       chosen.pipeline.train.recomputeSegments = false;
       recompute = "; no recomputation (it would not fit a larger one)";
     } else {
-      recompute = "; recomputing the segments between the forward's cuts "
-                  "(without: " +
-                  (without->second ? "micro-batch " +
-                                         std::to_string(without->second)
-                                   : std::string("none fits")) +
-                  ")";
+      recompute =
+          "; recomputing the segments between the forward's cuts "
+          "(without: " +
+          (without->second ? "micro-batch " + std::to_string(without->second)
+                           : std::string("none fits")) +
+          ")";
     }
   }
   auto &[plan, best] = *fit;
@@ -233,11 +232,11 @@ FailureOr<CompilerOptions> accrue::chooseBatch(MLIRContext &ctx,
            << " more): parameters, gradients and optimizer state take "
            << bytesText(plan.staticBytes()) << ", one sample's activations "
            << bytesText(plan.activationFixed + plan.activationPerSample)
-           << ", the step's inputs " << bytesText(stepsFor(1) * plan.inputPerSample)
+           << ", the step's inputs "
+           << bytesText(stepsFor(1) * plan.inputPerSample)
            << (options.pipeline.train.recomputeAuto ||
                        !options.pipeline.train.recomputeNodes.empty() ||
-                       plan.staticBytes() +
-                               stepsFor(1) * plan.inputPerSample >=
+                       plan.staticBytes() + stepsFor(1) * plan.inputPerSample >=
                            budget
                    ? ""
                    : "; " + settingRef("recompute") +
@@ -262,8 +261,8 @@ FailureOr<CompilerOptions> accrue::chooseBatch(MLIRContext &ctx,
       << settingRef("memory_budget") << " " << bytesText(budget)
       << ": micro-batch " << best << ", " << k << " accumulation step(s)"
       << effective << recompute << "; planned peak "
-      << bytesText(plan.peakBytes(best, k))
-      << " (static " << bytesText(plan.staticBytes()) << ", activations "
+      << bytesText(plan.peakBytes(best, k)) << " (static "
+      << bytesText(plan.staticBytes()) << ", activations "
       << bytesText(plan.activationFixed) << " + b x "
       << bytesText(plan.activationPerSample) << ")";
   return chosen;

@@ -31,9 +31,9 @@ train::StepOptions stepOptionsFor(mlir::MLIRContext &ctx,
 /// The memory plan of `manifest`'s step: the arenas and inputs of the step
 /// (probed at 2b: they do not depend on b), the activations at the
 /// compiled micro-batch b and at 2b.
-llvm::FailureOr<rt::MemoryPlan>
-buildMemoryPlan(mlir::MLIRContext &ctx, const CompilerOptions &resolved,
-                const rt::Manifest &manifest);
+llvm::FailureOr<rt::MemoryPlan> buildMemoryPlan(mlir::MLIRContext &ctx,
+                                                const CompilerOptions &resolved,
+                                                const rt::Manifest &manifest);
 
 /// `options` with the micro-batch and accumulation steps that
 /// --memory-budget and --effective-batch ask for. With an effective batch E
@@ -44,7 +44,7 @@ buildMemoryPlan(mlir::MLIRContext &ctx, const CompilerOptions &resolved,
 /// micro-batch whose planned peak fits, then the smallest with the same K
 /// (the least padding). Says what it chose (a remark).
 llvm::FailureOr<CompilerOptions> chooseBatch(mlir::MLIRContext &ctx,
-                                            const CompilerOptions &options);
+                                             const CompilerOptions &options);
 
 /// The plan as a table a person reads at a glance.
 void printMemoryPlan(llvm::raw_ostream &os, const rt::MemoryPlan &plan);

@@ -8,8 +8,8 @@
 
 // CHECK-LABEL: func @reverse_scan
 // CHECK-SAME: (%[[H0:.+]]: tensor<2x4xf32>, %[[X:.+]]: tensor<2x3x4xf32>)
-// CHECK: %[[LOOP:.+]]:3 = scf.for %[[IV:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[H:.+]] = %[[H0]], %[[Y:.+]] = %{{.+}}, %[[S:.+]] = %{{.+}}) -> (tensor<2x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>)
 // CHECK: %[[C2:.+]] = arith.constant 2 : index
+// CHECK: %[[LOOP:.+]]:3 = scf.for %[[IV:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[H:.+]] = %[[H0]], %[[Y:.+]] = %{{.+}}, %[[S:.+]] = %{{.+}}) -> (tensor<2x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>)
 // CHECK: %[[T:.+]] = arith.subi %[[C2]], %[[IV]] : index
 // CHECK: %[[XT:.+]] = tensor.extract_slice %[[X]][0, %[[T]], 0] [2, 1, 4] [1, 1, 1] : tensor<2x3x4xf32> to tensor<2x4xf32>
 // CHECK: %[[SAVED:.+]] = tensor.insert_slice %[[H]] into %[[S]][0, %[[T]], 0] [2, 1, 4] [1, 1, 1]

@@ -1,4 +1,4 @@
-// RUN: accrue-opt %s -train-autodiff -canonicalize | FileCheck %s
+// RUN: accrue-opt %s -split-input-file -train-autodiff -canonicalize | FileCheck %s
 
 // Backpropagation through an nn.scan: h_t = tanh(x_t + h_{t-1} r) over 4
 // steps, the loss the sum of all h_t, differentiated with respect to r and
@@ -47,4 +47,34 @@ func.func private @fwd(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4
 func.func @step(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> (tensor<f32>, tensor<2x2xf32>, tensor<3x2xf32>) {
   %l, %g:2 = train.value_and_grad @fwd(%r, %h0, %x) {wrt = array<i64: 0, 1>} : (tensor<2x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>) -> (tensor<f32>, tensor<2x2xf32>, tensor<3x2xf32>)
   return %l, %g#0, %g#1 : tensor<f32>, tensor<2x2xf32>, tensor<3x2xf32>
+}
+
+// -----
+
+// A scan in a scan's body (a recurrence over sub-steps): the backward step
+// differentiates the inner scan the same way, from its own saved carries,
+// with an inner reverse scan.
+// CHECK-LABEL: func.func private @fwd_grad
+// CHECK: nn.scan({{.*}}saves_carries}
+// CHECK: nn.scan(
+// CHECK: %[[B:.+]]:2 = nn.scan({{.*}}reverse}
+// CHECK: %[[IN:.+]]:2 = nn.scan({{.*}}saves_carries}
+// CHECK: nn.scan(%{{.+}}, %{{.+}}, %[[IN]]#1, %{{.+}}) {{{.*}}reverse}
+func.func private @fwd(%w: tensor<3x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x5x2xf32>) -> tensor<f32> {
+  %res:2 = nn.scan(%h0, %x, %w) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x4x5x2xf32>, tensor<3x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x5x2xf32>, %ww: tensor<3x2xf32>):
+    %in = nn.scan(%h, %xt, %ww) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x5x2xf32>, tensor<3x2xf32>) -> (tensor<3x2xf32>) {
+    ^bb0(%g: tensor<3x2xf32>, %yt: tensor<3x2xf32>, %v: tensor<3x2xf32>):
+      %0 = nn.mul %g, %v : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+      %1 = nn.add %0, %yt : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+      nn.yield %1 : tensor<3x2xf32>
+    }
+    nn.yield %in, %in : tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  %a = nn.reduce_sum %res#1 {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<3x4x2xf32>) -> tensor<f32>
+  return %a : tensor<f32>
+}
+func.func @step(%w: tensor<3x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x5x2xf32>) -> (tensor<f32>, tensor<3x2xf32>) {
+  %l, %g = train.value_and_grad @fwd(%w, %h0, %x) {wrt = array<i64: 0>} : (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4x5x2xf32>) -> (tensor<f32>, tensor<3x2xf32>)
+  return %l, %g : tensor<f32>, tensor<3x2xf32>
 }

@@ -36,3 +36,29 @@ func.func @step(%w: tensor<3x4xf32>, %b: tensor<3xf32>, %x: tensor<2x4xf32>, %y:
   %l, %g = train.value_and_grad @fwd(%w, %b, %x, %y) {wrt = array<i64: 0>} : (tensor<3x4xf32>, tensor<3xf32>, tensor<2x4xf32>, tensor<2xi64>) -> (tensor<f32>, tensor<3x4xf32>)
   return %l, %g : tensor<f32>, tensor<3x4xf32>
 }
+
+// A recurrence keeps the model's types (its body is typed for them, and
+// rounding the carried state every step would compound): the bf16 input
+// projection is cast back to f32 for the scan.
+// CHECK-LABEL: func.func private @rnn_fwd
+// CHECK: %[[P:.+]] = nn.matmul %{{.+}}, %{{.+}} : (tensor<3x4x2xbf16>, tensor<2x2xbf16>) -> tensor<3x4x2xbf16>
+// CHECK: %[[PF:.+]] = nn.cast %[[P]] : (tensor<3x4x2xbf16>) -> tensor<3x4x2xf32>
+// CHECK: nn.scan(%{{.+}}, %[[PF]], %{{.+}}) {{.*}} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>)
+// CHECK: nn.matmul %{{.+}}, %{{.+}} : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+func.func private @rnn_fwd(%w: tensor<2x2xf32>, %r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> tensor<f32> {
+  %p = nn.matmul %x, %w : (tensor<3x4x2xf32>, tensor<2x2xf32>) -> tensor<3x4x2xf32>
+  %res:2 = nn.scan(%h0, %p, %r) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x2xf32>, %rr: tensor<2x2xf32>):
+    %0 = nn.matmul %h, %rr : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+    %1 = nn.add %xt, %0 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+    %2 = nn.tanh %1 : tensor<3x2xf32>
+    nn.yield %2, %2 : tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  %s = nn.reduce_sum %res#1 {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<3x4x2xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+func.func @rnn_step(%w: tensor<2x2xf32>, %r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> (tensor<f32>, tensor<2x2xf32>) {
+  %l, %g = train.value_and_grad @rnn_fwd(%w, %r, %h0, %x) {wrt = array<i64: 1>} : (tensor<2x2xf32>, tensor<2x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>) -> (tensor<f32>, tensor<2x2xf32>)
+  return %l, %g : tensor<f32>, tensor<2x2xf32>
+}

@@ -45,7 +45,8 @@ SmallVector<ReassociationIndices> loopsToMerge(linalg::LinalgOp op) {
   SmallVector<utils::IteratorType> kinds = op.getIteratorTypesArray();
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   // Windows (d0 + d1) and other non-permutation reads stay as they are.
-  if (!llvm::all_of(maps, [](AffineMap m) { return m.isProjectedPermutation(); }))
+  if (!llvm::all_of(maps,
+                    [](AffineMap m) { return m.isProjectedPermutation(); }))
     return {};
   ReassociationIndices run{last};
   for (int64_t d = last - 1; d >= 0 && kinds[d] == kinds[last]; --d) {

@@ -62,14 +62,13 @@ struct LowerScan : public OpConversionPattern<ScanOp> {
     Value lower = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value upper = arith::ConstantIndexOp::create(rewriter, loc, steps);
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value last = arith::ConstantIndexOp::create(rewriter, loc, steps - 1);
     auto loop = scf::ForOp::create(rewriter, loc, lower, upper, one, init);
     Block *loopBody = loop.getBody();
     rewriter.setInsertionPointToStart(loopBody);
     Value t = loop.getInductionVar();
     if (op.getReverse())
-      t = arith::SubIOp::create(
-          rewriter, loc,
-          arith::ConstantIndexOp::create(rewriter, loc, steps - 1), t);
+      t = arith::SubIOp::create(rewriter, loc, last, t);
     ValueRange iter = loop.getRegionIterArgs();
 
     SmallVector<Value> args(iter.take_front(carries));
@@ -109,8 +108,7 @@ struct LowerScan : public OpConversionPattern<ScanOp> {
 
 /// `v` [N, ...] as [N, 1, ...].
 Value withTimeAxis(OpBuilder &b, Location loc, Value v) {
-  return NNBuilder(b, loc).reshape(
-      v, ScanOp::stackedType(v.getType(), 1));
+  return NNBuilder(b, loc).reshape(v, ScanOp::stackedType(v.getType(), 1));
 }
 
 void unroll(ScanOp op) {
@@ -120,8 +118,8 @@ void unroll(ScanOp op) {
           steps = op.getNumSteps();
   SmallVector<Value> state(op.getCarryInits());
   // Per result after the carries: its steps, in time order.
-  SmallVector<SmallVector<Value>> stacked(
-      op.getNumResults() - carries, SmallVector<Value>(steps));
+  SmallVector<SmallVector<Value>> stacked(op.getNumResults() - carries,
+                                          SmallVector<Value>(steps));
   Block &body = op.getBodyBlock();
   auto yield = cast<YieldOp>(body.getTerminator());
   for (int64_t s = 0; s < steps; ++s) {
@@ -154,11 +152,11 @@ void unroll(ScanOp op) {
   }
   SmallVector<Value> results(state);
   for (ArrayRef<Value> parts : stacked)
-    results.push_back(parts.size() == 1
-                          ? parts.front()
-                          : ConcatOp::create(b, loc, parts,
-                                             b.getI64IntegerAttr(1))
-                                .getResult());
+    results.push_back(
+        parts.size() == 1
+            ? parts.front()
+            : ConcatOp::create(b, loc, parts, b.getI64IntegerAttr(1))
+                  .getResult());
   op->replaceAllUsesWith(results);
   op.erase();
 }

@@ -31,8 +31,8 @@ enum class Cell { RNN, GRU, LSTM };
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 /// Op builders for the cell, at the node's location.
-struct Unroller {
-  Unroller(OpBuilder &b, Location loc) : b(b), loc(loc), nnb(b, loc) {}
+struct CellBuilder {
+  CellBuilder(OpBuilder &b, Location loc) : b(b), loc(loc), nnb(b, loc) {}
 
   Value slice(Value v, int64_t axis, int64_t start, int64_t size) {
     RankedTensorType type = typeOf(v);
@@ -45,8 +45,8 @@ struct Unroller {
         b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(steps));
   }
   Value reshape(Value v, ArrayRef<int64_t> shape) {
-    return nnb.reshape(v,
-                       RankedTensorType::get(shape, typeOf(v).getElementType()));
+    return nnb.reshape(
+        v, RankedTensorType::get(shape, typeOf(v).getElementType()));
   }
   Value transpose(Value v, ArrayRef<int64_t> perm) {
     return nn::TransposeOp::create(b, loc, v, b.getDenseI64ArrayAttr(perm));
@@ -108,15 +108,15 @@ LogicalResult importRecurrent(GraphImporter &im, const onnx::NodeProto &node) {
   // Only the default activations (the ones PyTorch exports).
   if (const onnx::AttributeProto *acts = im.attribute(node, "activations")) {
     SmallVector<StringRef> defaults =
-        kCell == Cell::RNN   ? SmallVector<StringRef>{"tanh"}
-        : kCell == Cell::GRU ? SmallVector<StringRef>{"sigmoid", "tanh"}
-                             : SmallVector<StringRef>{"sigmoid", "tanh", "tanh"};
+        kCell == Cell::RNN ? SmallVector<StringRef>{"tanh"}
+        : kCell == Cell::GRU
+            ? SmallVector<StringRef>{"sigmoid", "tanh"}
+            : SmallVector<StringRef>{"sigmoid", "tanh", "tanh"};
     for (int i = 0; i < acts->strings_size(); ++i)
-      if (StringRef(acts->strings(i)).lower() !=
-          defaults[i % defaults.size()])
-        return im.error(node) << "activations other than the defaults ("
-                              << llvm::join(defaults, ", ")
-                              << ") are not supported";
+      if (StringRef(acts->strings(i)).lower() != defaults[i % defaults.size()])
+        return im.error(node)
+               << "activations other than the defaults ("
+               << llvm::join(defaults, ", ") << ") are not supported";
   }
 
   RankedTensorType xType = typeOf(*x);
@@ -124,7 +124,7 @@ LogicalResult importRecurrent(GraphImporter &im, const onnx::NodeProto &node) {
     return im.error(node) << "X must have rank 3";
   OpBuilder &b = im.builder;
   Location loc = im.loc(node);
-  Unroller u(b, loc);
+  CellBuilder u(b, loc);
   // Batch-major input [N, T, I].
   Value xb = layout == 1 ? *x : u.swapLeading(*x);
   int64_t batch = typeOf(xb).getDimSize(0), steps = typeOf(xb).getDimSize(1),
@@ -249,7 +249,7 @@ LogicalResult importRecurrent(GraphImporter &im, const onnx::NodeProto &node) {
           {batch, type.getDimSize(2)}, type.getElementType()));
     }
     OpBuilder cellBuilder = OpBuilder::atBlockEnd(body);
-    Unroller cu(cellBuilder, loc);
+    CellBuilder cu(cellBuilder, loc);
     int64_t next = 0;
     auto arg = [&]() { return body->getArgument(next++); };
     Value h = arg(), c = kCell == Cell::LSTM ? arg() : Value();

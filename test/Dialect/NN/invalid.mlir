@@ -305,3 +305,36 @@ func.func @scan_lengths(%h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>, %m: tensor<
   }
   return
 }
+
+// -----
+
+func.func @scan_no_results(%x: tensor<3x4x2xf32>) {
+  // expected-error @+1 {{has no results}}
+  nn.scan(%x) {num_carries = 0 : i64, num_scanned = 1 : i64} : (tensor<3x4x2xf32>) -> () {
+  ^bb0(%xt: tensor<3x2xf32>):
+    nn.yield
+  }
+  return
+}
+
+// -----
+
+func.func @scan_dynamic(%h0: tensor<3x2xf32>, %x: tensor<3x?x2xf32>) {
+  // expected-error @+1 {{needs static shapes, not 'tensor<3x?x2xf32>'}}
+  %0:2 = nn.scan(%h0, %x) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x?x2xf32>) -> (tensor<3x2xf32>, tensor<3x?x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x2xf32>):
+    nn.yield %h, %xt : tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @scan_no_steps(%h0: tensor<3x2xf32>, %x: tensor<3x0x2xf32>) {
+  // expected-error @+1 {{scanned inputs must be [N, T, ...] with T >= 1}}
+  %0:2 = nn.scan(%h0, %x) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x0x2xf32>) -> (tensor<3x2xf32>, tensor<3x0x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x2xf32>):
+    nn.yield %h, %xt : tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  return
+}

@@ -38,8 +38,9 @@ func.func @rnn(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>)
 // CANON: %[[C:.+]] = nn.constant dense<2.000000e+00>
 // CANON: %[[RT:.+]] = nn.transpose %[[R]]
 // CANON: %[[RT2:.+]] = nn.mul %[[RT]], %[[C]]
-// CANON: nn.scan(%[[H0]], %[[X]], %[[R]], %[[RT2]])
-// CANON: ^bb0(%[[H:.+]]: tensor<3x2xf32>, %{{.+}}: tensor<3x2xf32>, %{{.+}}: tensor<2x2xf32>, %[[INV:.+]]: tensor<2x2xf32>):
+// (R itself, no longer read, is dropped.)
+// CANON: nn.scan(%[[H0]], %[[X]], %[[RT2]])
+// CANON: ^bb0(%[[H:.+]]: tensor<3x2xf32>, %{{.+}}: tensor<3x2xf32>, %[[INV:.+]]: tensor<2x2xf32>):
 // CANON-NEXT: %[[M:.+]] = nn.matmul %[[H]], %[[INV]]
 // CANON-NEXT: nn.yield %[[M]], %[[M]]
 func.func @hoist(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> tensor<3x4x2xf32> {
@@ -52,4 +53,23 @@ func.func @hoist(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32
     nn.yield %2, %2 : tensor<3x2xf32>, tensor<3x2xf32>
   }
   return %res#1 : tensor<3x4x2xf32>
+}
+
+// -----
+
+// Inputs the body does not read are dropped, and a carry yielded unchanged
+// becomes an invariant (then dropped: nothing reads it): its final value
+// is its initial one.
+// CANON-LABEL: func @dead_inputs
+// CANON-SAME: (%[[A:.+]]: tensor<3x2xf32>, %[[X:.+]]: tensor<3x4x2xf32>, %{{.+}}: tensor<3x4x1xf32>, %{{.+}}: tensor<2x2xf32>)
+// CANON: %[[S:.+]]:2 = nn.scan(%[[A]], %[[X]]) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x4x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>)
+// CANON: ^bb0(%{{.+}}: tensor<3x2xf32>, %{{.+}}: tensor<3x2xf32>):
+// CANON: return %[[S]]#0, %[[A]], %[[S]]#1
+func.func @dead_inputs(%a: tensor<3x2xf32>, %x: tensor<3x4x2xf32>, %m: tensor<3x4x1xf32>, %u: tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>) {
+  %r:3 = nn.scan(%a, %a, %x, %m, %u) {num_carries = 2 : i64, num_scanned = 2 : i64} : (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<3x4x1xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %k: tensor<3x2xf32>, %xt: tensor<3x2xf32>, %mt: tensor<3x1xf32>, %uu: tensor<2x2xf32>):
+    %0 = nn.add %h, %xt : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+    nn.yield %0, %k, %0 : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  return %r#0, %r#1, %r#2 : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>
 }

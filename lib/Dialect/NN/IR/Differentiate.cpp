@@ -14,13 +14,6 @@
 using namespace mlir;
 using namespace accrue::nn;
 
-namespace {
-bool isFloatTensor(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && isa<FloatType>(type.getElementType());
-}
-} // namespace
-
 LogicalResult accrue::nn::findActiveValues(Block &block, ValueRange sources,
                                            ValueRange sinks,
                                            DenseSet<Value> &varied,

@@ -5,16 +5,10 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/BitVector.h"
 
 using namespace mlir;
 using namespace accrue::nn;
-
-namespace {
-bool isFloatTensor(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && isa<FloatType>(type.getElementType());
-}
-} // namespace
 
 RankedTensorType ScanOp::stackedType(Type type, int64_t steps) {
   auto tensor = cast<RankedTensorType>(type);
@@ -53,15 +47,22 @@ ResultRange ScanOp::getSavedCarries() {
 LogicalResult ScanOp::verify() {
   int64_t carries = getNumCarries(), scanned = getNumScanned();
   int64_t inputs = getInputs().size();
-  if (carries < 0 || scanned < 1 || carries + scanned > inputs)
+  if (carries < 0 || scanned < 1 || carries > inputs ||
+      scanned > inputs - carries)
     return emitOpError("needs at least one scanned input, and num_carries + "
                        "num_scanned at most the number of inputs");
   int64_t results = getNumResults() - carries * (getSavesCarries() ? 2 : 1);
   if (results < 0)
     return emitOpError("has fewer results than its carries need");
+  if (getNumResults() == 0)
+    return emitOpError("has no results");
+  for (Type type :
+       llvm::concat<const Type>(getInputs().getTypes(), getResultTypes()))
+    if (!cast<RankedTensorType>(type).hasStaticShape())
+      return emitOpError("needs static shapes, not ") << type;
   auto first = cast<RankedTensorType>(getScanned().front().getType());
-  if (first.getRank() < 2)
-    return emitOpError("scanned inputs must be [N, T, ...]");
+  if (first.getRank() < 2 || first.getDimSize(1) < 1)
+    return emitOpError("scanned inputs must be [N, T, ...] with T >= 1");
   int64_t batch = first.getDimSize(0), steps = first.getDimSize(1);
   Block &body = getBodyBlock();
   if (static_cast<int64_t>(body.getNumArguments()) != inputs)
@@ -97,20 +98,21 @@ LogicalResult ScanOp::verify() {
     if (yield.getValues()[i].getType() != type ||
         getFinalCarries()[i].getType() != type)
       return emitOpError("carry ") << i << " must keep its type " << type;
-    if (cast<RankedTensorType>(type).getRank() < 1)
-      return emitOpError("carry ") << i << " must have a batch dimension";
+    // (Carries need not be batch-major: a backward's running sums of
+    // weight adjoints are carries.)
     if (getSavesCarries() &&
-        getSavedCarries()[i].getType() != stackedType(type, steps))
+        (cast<RankedTensorType>(type).getRank() < 1 ||
+         getSavedCarries()[i].getType() != stackedType(type, steps)))
       return emitOpError("saved carry ")
              << i << " must be " << stackedType(type, steps);
   }
   for (int64_t i = 0; i < results; ++i) {
     Type step = yield.getValues()[carries + i].getType();
     if (cast<RankedTensorType>(step).getRank() < 1 ||
+        cast<RankedTensorType>(step).getDimSize(0) != batch ||
         getStackedOutputs()[i].getType() != stackedType(step, steps))
-      return emitOpError("output ")
-             << i << " must be the step output " << step
-             << " stacked along axis 1";
+      return emitOpError("output ") << i << " must be the step output " << step
+                                    << " stacked along axis 1";
   }
   return success();
 }
@@ -154,7 +156,8 @@ LogicalResult ScanOp::buildVJP(OpBuilder &b, ValueRange dys,
   // scanned (saved carries, forward scanned, output adjoints), invariants.
   SmallVector<Value> inputs;
   for (int64_t i = 0; i < carries; ++i)
-    inputs.push_back(dys[i] ? dys[i] : zerosLike(b, getCarryInits()[i].getType()));
+    inputs.push_back(dys[i] ? dys[i]
+                            : zerosLike(b, getCarryInits()[i].getType()));
   SmallVector<int64_t> sums; // invariant indices with an adjoint sum
   for (auto [i, inv] : llvm::enumerate(getInvariants()))
     if (isFloatTensor(inv)) {
@@ -217,10 +220,24 @@ LogicalResult ScanOp::buildVJP(OpBuilder &b, ValueRange dys,
                 arg(invariantArgs + i));
   OpBuilder inner = OpBuilder::atBlockEnd(block);
   SmallVector<Operation *> ops;
-  for (Operation &op : forward.without_terminator())
-    ops.push_back(inner.clone(op, mapping));
+  for (Operation &op : forward.without_terminator()) {
+    Operation *clone = inner.clone(op, mapping);
+    // A scan in the step is differentiated like this one: from its saved
+    // carries.
+    if (auto nested = dyn_cast<ScanOp>(clone);
+        nested && !nested.getSavesCarries()) {
+      OpBuilder at(nested);
+      clone = nested.withSavedCarries(at);
+      nested.erase();
+      for (auto [from, to] : llvm::zip(op.getResults(), clone->getResults()))
+        mapping.map(from, to);
+    }
+    ops.push_back(clone);
+  }
   auto yield = cast<YieldOp>(forward.getTerminator());
-  auto yielded = [&](int64_t i) { return mapping.lookupOrDefault(yield.getValues()[i]); };
+  auto yielded = [&](int64_t i) {
+    return mapping.lookupOrDefault(yield.getValues()[i]);
+  };
 
   // Differentiate it: sources are every float argument of the step, sinks
   // the seeded yields.
@@ -242,7 +259,6 @@ LogicalResult ScanOp::buildVJP(OpBuilder &b, ValueRange dys,
   DenseSet<Value> varied, useful;
   if (failed(findActiveValues(*block, sources, sinks, varied, useful)))
     return failure();
-  // Seeds count as active even when they are arguments passed through.
   auto isActive = [&](Value v) {
     return varied.contains(v) && useful.contains(v);
   };
@@ -304,9 +320,9 @@ struct DropUnusedOutputs : public OpRewritePattern<ScanOp> {
       types.push_back(op.getStackedOutputs()[i].getType());
     if (saves)
       llvm::append_range(types, op.getSavedCarries().getTypes());
-    auto scan = ScanOp::create(rewriter, op.getLoc(), types, op.getInputs(),
-                               carries, op.getNumScanned(), op.getReverse(),
-                               saves);
+    auto scan =
+        ScanOp::create(rewriter, op.getLoc(), types, op.getInputs(), carries,
+                       op.getNumScanned(), op.getReverse(), saves);
     rewriter.inlineRegionBefore(op.getBody(), scan.getBody(),
                                 scan.getBody().end());
     auto yield = cast<YieldOp>(scan.getBodyBlock().getTerminator());
@@ -397,9 +413,110 @@ struct HoistInvariants : public OpRewritePattern<ScanOp> {
   }
 };
 
+/// Drops scanned inputs (but the last: it gives the steps) and invariants
+/// the body does not read, such as saved carries a backward step does not
+/// need.
+struct DropUnusedInputs : public OpRewritePattern<ScanOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ScanOp op,
+                                PatternRewriter &rewriter) const override {
+    Block &body = op.getBodyBlock();
+    int64_t carries = op.getNumCarries(), scanned = op.getNumScanned();
+    llvm::BitVector dead(body.getNumArguments());
+    int64_t keptScanned = scanned;
+    for (int64_t i = carries, e = body.getNumArguments(); i < e; ++i) {
+      bool isScanned = i < carries + scanned;
+      if (!body.getArgument(i).use_empty() || (isScanned && keptScanned == 1))
+        continue;
+      dead.set(i);
+      keptScanned -= isScanned;
+    }
+    if (dead.none())
+      return failure();
+    SmallVector<Value> inputs;
+    for (auto [i, input] : llvm::enumerate(op.getInputs()))
+      if (!dead.test(i))
+        inputs.push_back(input);
+    auto scan = ScanOp::create(rewriter, op.getLoc(), op.getResultTypes(),
+                               inputs, carries, keptScanned, op.getReverse(),
+                               op.getSavesCarries());
+    rewriter.inlineRegionBefore(op.getBody(), scan.getBody(),
+                                scan.getBody().end());
+    rewriter.modifyOpInPlace(scan,
+                             [&] { scan.getBodyBlock().eraseArguments(dead); });
+    rewriter.replaceOp(op, scan.getResults());
+    return success();
+  }
+};
+
+/// A carry the body yields unchanged is an invariant: its final value is
+/// its initial one (the running sum of an invariant's adjoint when the step
+/// does not depend on that invariant).
+struct CarriesToInvariants : public OpRewritePattern<ScanOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ScanOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getSavesCarries())
+      return failure();
+    Block &body = op.getBodyBlock();
+    auto yield = cast<YieldOp>(body.getTerminator());
+    int64_t carries = op.getNumCarries();
+    SmallVector<int64_t> fixed;
+    for (int64_t i = 0; i < carries; ++i)
+      if (yield.getValues()[i] == body.getArgument(i))
+        fixed.push_back(i);
+    if (fixed.empty())
+      return failure();
+    SmallVector<Value> inputs;
+    SmallVector<Type> types;
+    for (int64_t i = 0; i < carries; ++i)
+      if (!llvm::is_contained(fixed, i)) {
+        inputs.push_back(op.getCarryInits()[i]);
+        types.push_back(op.getFinalCarries()[i].getType());
+      }
+    llvm::append_range(inputs, op.getInputs().drop_front(carries));
+    for (int64_t i : fixed)
+      inputs.push_back(op.getCarryInits()[i]);
+    llvm::append_range(types, op.getStackedOutputs().getTypes());
+    int64_t kept = carries - fixed.size();
+    auto scan = ScanOp::create(rewriter, op.getLoc(), types, inputs, kept,
+                               op.getNumScanned(), op.getReverse(),
+                               /*saves_carries=*/false);
+    rewriter.inlineRegionBefore(op.getBody(), scan.getBody(),
+                                scan.getBody().end());
+    Block &moved = scan.getBodyBlock();
+    llvm::BitVector gone(moved.getNumArguments());
+    for (int64_t i : fixed) {
+      BlockArgument carry = moved.getArgument(i);
+      rewriter.replaceAllUsesWith(
+          carry, moved.addArgument(carry.getType(), carry.getLoc()));
+      gone.set(i);
+    }
+    SmallVector<Value> values;
+    for (auto [i, v] : llvm::enumerate(yield.getValues()))
+      if (i >= static_cast<size_t>(carries) ||
+          !llvm::is_contained(fixed, static_cast<int64_t>(i)))
+        values.push_back(v);
+    rewriter.setInsertionPoint(yield);
+    rewriter.replaceOpWithNewOp<YieldOp>(yield, values);
+    rewriter.modifyOpInPlace(scan, [&] { moved.eraseArguments(gone); });
+
+    SmallVector<Value> replacements;
+    int64_t next = 0;
+    for (int64_t i = 0; i < carries; ++i)
+      replacements.push_back(llvm::is_contained(fixed, i)
+                                 ? op.getCarryInits()[i]
+                                 : scan.getResult(next++));
+    llvm::append_range(replacements, scan.getResults().drop_front(kept));
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+};
+
 } // namespace
 
 void ScanOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                          MLIRContext *context) {
-  patterns.add<DropUnusedOutputs, HoistInvariants>(context);
+  patterns.add<DropUnusedOutputs, DropUnusedInputs, CarriesToInvariants,
+               HoistInvariants>(context);
 }

@@ -31,10 +31,6 @@ using namespace accrue::train;
 
 namespace {
 
-bool isFloatTensor(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && isa<FloatType>(type.getElementType());
-}
 
 /// Which forward ops the backward recomputes instead of keeping their
 /// results (see the pass description).
@@ -110,7 +106,7 @@ void findCuts(Block &body, ArrayRef<Operation *> forwardOps,
       continue;
     Value result = op->getResult(0);
     if (live == 1 && activations.contains(result) && varied.contains(result) &&
-        isFloatTensor(result))
+        nn::isFloatTensor(result))
       cuts.insert(result);
   }
 }

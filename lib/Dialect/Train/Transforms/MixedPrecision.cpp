@@ -37,20 +37,12 @@ Precision classify(Operation *op) {
           nn::ReduceSumOp, nn::ReduceMeanOp, nn::SoftmaxCrossEntropyLossOp,
           nn::NegativeLogLikelihoodLossOp>(op))
     return Precision::FP32;
-  // A recurrence runs in fp32: its body is typed for its operands, and
-  // rounding the carried state at every step would compound.
-  if (isa<nn::ScanOp>(op))
-    return Precision::FP32;
   // Explicit casts and constants keep the model's types.
   if (isa<nn::CastOp, nn::ConstantOp>(op))
     return Precision::Keep;
   return Precision::Widest;
 }
 
-bool isFloatTensor(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && isa<FloatType>(type.getElementType());
-}
 
 Type withElement(Type type, Type element) {
   auto tensor = cast<RankedTensorType>(type);
@@ -76,6 +68,20 @@ LogicalResult autocast(func::FuncOp function, FloatType low) {
   for (Operation &op : function.front().without_terminator()) {
     if (op.getDialect() != function.getContext()->getLoadedDialect("nn"))
       continue;
+    // A recurrence keeps the model's types: its body is typed for them, and
+    // rounding the carried state at every step would compound. Its operands
+    // come back to those types.
+    if (auto scan = dyn_cast<nn::ScanOp>(op)) {
+      for (OpOperand &operand : scan->getOpOperands())
+        if (nn::isFloatTensor(operand.get()))
+          operand.set(castTo(operand.get(),
+                             cast<RankedTensorType>(
+                                 scan.getBodyBlock()
+                                     .getArgument(operand.getOperandNumber())
+                                     .getType())
+                                 .getElementType()));
+      continue;
+    }
     Precision precision = classify(&op);
     if (precision == Precision::Keep)
       continue;
@@ -87,7 +93,7 @@ LogicalResult autocast(func::FuncOp function, FloatType low) {
     } else {
       // The widest float operand; ops without float operands keep theirs.
       for (Value operand : op.getOperands())
-        if (isFloatTensor(operand)) {
+        if (nn::isFloatTensor(operand)) {
           Type e = cast<RankedTensorType>(operand.getType()).getElementType();
           if (!element || e.getIntOrFloatBitWidth() >
                               element.getIntOrFloatBitWidth())
@@ -97,12 +103,12 @@ LogicalResult autocast(func::FuncOp function, FloatType low) {
         continue;
     }
     for (OpOperand &operand : op.getOpOperands())
-      if (isFloatTensor(operand.get()) &&
+      if (nn::isFloatTensor(operand.get()) &&
           cast<RankedTensorType>(operand.get().getType()).getElementType() !=
               element)
         operand.set(castTo(operand.get(), element));
     for (Value result : op.getResults())
-      if (isFloatTensor(result))
+      if (nn::isFloatTensor(result))
         result.setType(withElement(result.getType(), element));
   }
 

@@ -85,6 +85,12 @@ public:
   mlir::Location loc;
 };
 
+/// Whether `v` is a ranked tensor of floats (what has an adjoint).
+inline bool isFloatTensor(mlir::Value v) {
+  auto type = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+  return type && llvm::isa<mlir::FloatType>(type.getElementType());
+}
+
 /// Reverse-mode differentiation of a block of nn ops, shared by
 /// `train-autodiff` (a function) and nn.scan's VJP (a loop body).
 ///
