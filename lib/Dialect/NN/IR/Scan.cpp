@@ -298,6 +298,18 @@ LogicalResult ScanOp::buildVJP(OpBuilder &b, ValueRange dys,
 
 namespace {
 
+/// A scan like `op` with other result types, inputs and counts, which takes
+/// `op`'s body (the caller adjusts its arguments and yield).
+ScanOp rebuildScan(PatternRewriter &rewriter, ScanOp op, TypeRange types,
+                   ValueRange inputs, int64_t carries, int64_t scanned,
+                   bool saves) {
+  auto scan = ScanOp::create(rewriter, op.getLoc(), types, inputs, carries,
+                             scanned, op.getReverse(), saves);
+  rewriter.inlineRegionBefore(op.getBody(), scan.getBody(),
+                              scan.getBody().end());
+  return scan;
+}
+
 /// Drops step outputs nothing reads (what a backward computes for inputs
 /// that are not differentiated), and saved carries when none is read.
 struct DropUnusedOutputs : public OpRewritePattern<ScanOp> {
@@ -320,11 +332,8 @@ struct DropUnusedOutputs : public OpRewritePattern<ScanOp> {
       types.push_back(op.getStackedOutputs()[i].getType());
     if (saves)
       llvm::append_range(types, op.getSavedCarries().getTypes());
-    auto scan =
-        ScanOp::create(rewriter, op.getLoc(), types, op.getInputs(), carries,
-                       op.getNumScanned(), op.getReverse(), saves);
-    rewriter.inlineRegionBefore(op.getBody(), scan.getBody(),
-                                scan.getBody().end());
+    auto scan = rebuildScan(rewriter, op, types, op.getInputs(), carries,
+                            op.getNumScanned(), saves);
     auto yield = cast<YieldOp>(scan.getBodyBlock().getTerminator());
     SmallVector<Value> values(yield.getValues().take_front(carries));
     for (int64_t i : kept)
@@ -397,11 +406,9 @@ struct HoistInvariants : public OpRewritePattern<ScanOp> {
           innerValues.push_back(result);
           inputs.push_back(outside.lookup(result));
         }
-    auto scan = ScanOp::create(rewriter, op.getLoc(), op.getResultTypes(),
-                               inputs, op.getNumCarries(), op.getNumScanned(),
-                               op.getReverse(), op.getSavesCarries());
-    rewriter.inlineRegionBefore(op.getBody(), scan.getBody(),
-                                scan.getBody().end());
+    auto scan = rebuildScan(rewriter, op, op.getResultTypes(), inputs,
+                            op.getNumCarries(), op.getNumScanned(),
+                            op.getSavesCarries());
     Block &moved = scan.getBodyBlock();
     for (Value value : innerValues)
       rewriter.replaceAllUsesWith(
@@ -437,11 +444,8 @@ struct DropUnusedInputs : public OpRewritePattern<ScanOp> {
     for (auto [i, input] : llvm::enumerate(op.getInputs()))
       if (!dead.test(i))
         inputs.push_back(input);
-    auto scan = ScanOp::create(rewriter, op.getLoc(), op.getResultTypes(),
-                               inputs, carries, keptScanned, op.getReverse(),
-                               op.getSavesCarries());
-    rewriter.inlineRegionBefore(op.getBody(), scan.getBody(),
-                                scan.getBody().end());
+    auto scan = rebuildScan(rewriter, op, op.getResultTypes(), inputs, carries,
+                            keptScanned, op.getSavesCarries());
     rewriter.modifyOpInPlace(scan,
                              [&] { scan.getBodyBlock().eraseArguments(dead); });
     rewriter.replaceOp(op, scan.getResults());
@@ -479,11 +483,8 @@ struct CarriesToInvariants : public OpRewritePattern<ScanOp> {
       inputs.push_back(op.getCarryInits()[i]);
     llvm::append_range(types, op.getStackedOutputs().getTypes());
     int64_t kept = carries - fixed.size();
-    auto scan = ScanOp::create(rewriter, op.getLoc(), types, inputs, kept,
-                               op.getNumScanned(), op.getReverse(),
-                               /*saves_carries=*/false);
-    rewriter.inlineRegionBefore(op.getBody(), scan.getBody(),
-                                scan.getBody().end());
+    auto scan = rebuildScan(rewriter, op, types, inputs, kept,
+                            op.getNumScanned(), /*saves_carries=*/false);
     Block &moved = scan.getBodyBlock();
     llvm::BitVector gone(moved.getNumArguments());
     for (int64_t i : fixed) {
