@@ -500,6 +500,8 @@ struct CarriesToInvariants : public OpRewritePattern<ScanOp> {
         values.push_back(v);
     rewriter.setInsertionPoint(yield);
     rewriter.replaceOpWithNewOp<YieldOp>(yield, values);
+    // (Sized for the arguments just added too.)
+    gone.resize(moved.getNumArguments());
     rewriter.modifyOpInPlace(scan, [&] { moved.eraseArguments(gone); });
 
     SmallVector<Value> replacements;
