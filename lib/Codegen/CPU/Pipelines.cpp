@@ -29,9 +29,8 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   if (options.fuseElementwise)
     pm.addPass(createFuseElementwise());
-  if (options.vectorize)
-    pm.addPass(createCollapseShortLoops());
   if (options.vectorize) {
+    pm.addPass(createCollapseShortLoops());
     FoldIntoContractionsOptions fold;
     fold.vectorBits = options.vectorBitsOrDefault();
     pm.addPass(createFoldIntoContractions(fold));

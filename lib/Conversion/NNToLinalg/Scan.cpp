@@ -38,14 +38,6 @@ struct StepSlice {
   SmallVector<OpFoldResult> offsets, sizes, strides;
 };
 
-/// `type` [N, T, ...] without its time axis.
-RankedTensorType stepType(Type type) {
-  auto stacked = cast<RankedTensorType>(type);
-  SmallVector<int64_t> shape(stacked.getShape());
-  shape.erase(shape.begin() + 1);
-  return RankedTensorType::get(shape, stacked.getElementType());
-}
-
 struct LowerScan : public OpConversionPattern<ScanOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -76,7 +68,7 @@ struct LowerScan : public OpConversionPattern<ScanOp> {
       auto type = cast<RankedTensorType>(x.getType());
       StepSlice slice(rewriter, type, t);
       args.push_back(tensor::ExtractSliceOp::create(
-          rewriter, loc, stepType(type), x, slice.offsets, slice.sizes,
+          rewriter, loc, ScanOp::stepType(type), x, slice.offsets, slice.sizes,
           slice.strides));
     }
     llvm::append_range(args, inputs.drop_front(carries + scanned));
@@ -135,10 +127,10 @@ void unroll(ScanOp op) {
       SmallVector<int64_t> starts(type.getRank(), 0), unit(type.getRank(), 1);
       starts[1] = t;
       Value slice = SliceOp::create(
-          b, loc, ScanOp::stackedType(stepType(type), 1), x,
+          b, loc, ScanOp::stackedType(ScanOp::stepType(type), 1), x,
           b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(unit));
       mapping.map(body.getArgument(carries + i),
-                  NNBuilder(b, loc).reshape(slice, stepType(type)));
+                  NNBuilder(b, loc).reshape(slice, ScanOp::stepType(type)));
     }
     for (auto [i, inv] : llvm::enumerate(op.getInvariants()))
       mapping.map(body.getArgument(carries + op.getNumScanned() + i), inv);

@@ -240,14 +240,7 @@ LogicalResult importRecurrent(GraphImporter &im, const onnx::NodeProto &node) {
     resultTypes.push_back(nn::ScanOp::stackedType(stateType, steps));
     auto scan = nn::ScanOp::create(b, loc, resultTypes, inputs, carries,
                                    scanned, reverse, /*saves_carries=*/false);
-    Block *body = b.createBlock(&scan.getBody());
-    for (Value input : inputs)
-      body->addArgument(input.getType(), loc);
-    for (int64_t i = carries; i < carries + scanned; ++i) {
-      auto type = typeOf(inputs[i]);
-      body->getArgument(i).setType(RankedTensorType::get(
-          {batch, type.getDimSize(2)}, type.getElementType()));
-    }
+    Block *body = &scan.addBody();
     OpBuilder cellBuilder = OpBuilder::atBlockEnd(body);
     CellBuilder cu(cellBuilder, loc);
     int64_t next = 0;
@@ -324,7 +317,6 @@ LogicalResult importRecurrent(GraphImporter &im, const onnx::NodeProto &node) {
       yields.push_back(c);
     yields.push_back(out);
     nn::YieldOp::create(cellBuilder, loc, yields);
-    b.setInsertionPointAfter(scan);
 
     sequences.push_back(
         u.reshape(scan.getStackedOutputs()[0], {batch, steps, 1, hidden}));

@@ -17,6 +17,26 @@ RankedTensorType ScanOp::stackedType(Type type, int64_t steps) {
   return RankedTensorType::get(shape, tensor.getElementType());
 }
 
+RankedTensorType ScanOp::stepType(Type type) {
+  auto stacked = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape(stacked.getShape());
+  shape.erase(shape.begin() + 1);
+  return RankedTensorType::get(shape, stacked.getElementType());
+}
+
+Block &ScanOp::addBody() {
+  Block *block = new Block();
+  getBody().push_back(block);
+  int64_t carries = getNumCarries(), scanned = getNumScanned();
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    bool isScanned = static_cast<int64_t>(i) >= carries &&
+                     static_cast<int64_t>(i) < carries + scanned;
+    block->addArgument(isScanned ? stepType(input.getType()) : input.getType(),
+                       input.getLoc());
+  }
+  return *block;
+}
+
 int64_t ScanOp::getNumSteps() {
   return cast<RankedTensorType>(getScanned().front().getType()).getDimSize(1);
 }
@@ -77,9 +97,7 @@ LogicalResult ScanOp::verify() {
         return emitOpError("scanned input ")
                << i << " must be [" << batch << ", " << steps << ", ...], not "
                << type;
-      SmallVector<int64_t> shape(type.getShape());
-      shape.erase(shape.begin() + 1);
-      expected = RankedTensorType::get(shape, type.getElementType());
+      expected = stepType(type);
     }
     if (body.getArgument(i).getType() != expected)
       return emitOpError("body argument ")
@@ -117,16 +135,18 @@ LogicalResult ScanOp::verify() {
   return success();
 }
 
-ScanOp ScanOp::withSavedCarries(OpBuilder &b) {
-  SmallVector<Type> types(getResultTypes());
-  for (Value init : getCarryInits())
-    types.push_back(stackedType(init.getType(), getNumSteps()));
-  auto scan = ScanOp::create(b, getLoc(), types, getInputs(), getNumCarries(),
-                             getNumScanned(), getReverse(),
-                             /*saves_carries=*/true);
-  scan.getBody().takeBody(getBody());
-  for (auto [from, to] : llvm::zip(getResults(), scan.getResults()))
+ScanOp ScanOp::replaceWithSavedCarries(ScanOp op) {
+  SmallVector<Type> types(op.getResultTypes());
+  for (Value init : op.getCarryInits())
+    types.push_back(stackedType(init.getType(), op.getNumSteps()));
+  OpBuilder b(op);
+  auto scan = ScanOp::create(b, op.getLoc(), types, op.getInputs(),
+                             op.getNumCarries(), op.getNumScanned(),
+                             op.getReverse(), /*saves_carries=*/true);
+  scan.getBody().takeBody(op.getBody());
+  for (auto [from, to] : llvm::zip(op.getResults(), scan.getResults()))
     from.replaceAllUsesWith(to);
+  op.erase();
   return scan;
 }
 
@@ -147,7 +167,6 @@ LogicalResult ScanOp::buildVJP(OpBuilder &b, ValueRange dys,
   for (Value init : getCarryInits())
     if (!isFloatTensor(init))
       return emitOpError("cannot differentiate integer carries");
-  NNBuilder nnb(b, loc);
   auto zerosLike = [&](OpBuilder &builder, Type type) {
     return NNBuilder(builder, loc).splat(cast<RankedTensorType>(type), 0.0);
   };
@@ -191,20 +210,7 @@ LogicalResult ScanOp::buildVJP(OpBuilder &b, ValueRange dys,
                              !getReverse(), /*saves_carries=*/false);
 
   Block &forward = getBodyBlock();
-  Block *block = new Block();
-  back.getBody().push_back(block);
-  for (Value input : back.getInputs()) {
-    Type type = input.getType();
-    if (block->getNumArguments() >= static_cast<unsigned>(backCarries) &&
-        block->getNumArguments() <
-            static_cast<unsigned>(backCarries + backScanned)) {
-      auto stacked = cast<RankedTensorType>(type);
-      SmallVector<int64_t> shape(stacked.getShape());
-      shape.erase(shape.begin() + 1);
-      type = RankedTensorType::get(shape, stacked.getElementType());
-    }
-    block->addArgument(type, loc);
-  }
+  Block *block = &back.addBody();
   auto arg = [&](int64_t i) { return block->getArgument(i); };
   int64_t scannedForward = getNumScanned();
   // The forward step, recomputed from the carries entering it.
@@ -226,9 +232,7 @@ LogicalResult ScanOp::buildVJP(OpBuilder &b, ValueRange dys,
     // carries.
     if (auto nested = dyn_cast<ScanOp>(clone);
         nested && !nested.getSavesCarries()) {
-      OpBuilder at(nested);
-      clone = nested.withSavedCarries(at);
-      nested.erase();
+      clone = replaceWithSavedCarries(nested);
       for (auto [from, to] : llvm::zip(op.getResults(), clone->getResults()))
         mapping.map(from, to);
     }

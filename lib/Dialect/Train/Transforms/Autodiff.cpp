@@ -31,7 +31,6 @@ using namespace accrue::train;
 
 namespace {
 
-
 /// Which forward ops the backward recomputes instead of keeping their
 /// results (see the pass description).
 using RecomputeFn = function_ref<bool(Operation *)>;
@@ -209,11 +208,8 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp callee,
   // A scan's backward reads the carries entering each step: the forward
   // saves them.
   for (auto scan : llvm::make_early_inc_range(body.getOps<nn::ScanOp>()))
-    if (!scan.getSavesCarries()) {
-      builder.setInsertionPoint(scan);
-      scan.withSavedCarries(builder);
-      scan.erase();
-    }
+    if (!scan.getSavesCarries())
+      nn::ScanOp::replaceWithSavedCarries(scan);
 
   // Activity: values that depend on a differentiated argument (forward) and
   // that the loss depends on (backward).

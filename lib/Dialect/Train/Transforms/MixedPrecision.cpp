@@ -43,7 +43,6 @@ Precision classify(Operation *op) {
   return Precision::Widest;
 }
 
-
 Type withElement(Type type, Type element) {
   auto tensor = cast<RankedTensorType>(type);
   return RankedTensorType::get(tensor.getShape(), element);
@@ -74,12 +73,10 @@ LogicalResult autocast(func::FuncOp function, FloatType low) {
     if (auto scan = dyn_cast<nn::ScanOp>(op)) {
       for (OpOperand &operand : scan->getOpOperands())
         if (nn::isFloatTensor(operand.get()))
-          operand.set(castTo(operand.get(),
-                             cast<RankedTensorType>(
-                                 scan.getBodyBlock()
-                                     .getArgument(operand.getOperandNumber())
-                                     .getType())
-                                 .getElementType()));
+          operand.set(
+              castTo(operand.get(),
+                     getElementTypeOrSelf(scan.getBodyBlock().getArgument(
+                         operand.getOperandNumber()))));
       continue;
     }
     Precision precision = classify(&op);

@@ -49,10 +49,14 @@ def NN_ScanOp : NN_Op<"scan", [IsolatedFromAbove, RecursiveMemoryEffects,
     /// `type` [N, ...] with a time axis of `steps` inserted at 1.
     static ::mlir::RankedTensorType stackedType(::mlir::Type type,
                                                 int64_t steps);
-    /// This scan with the same body (moved) and saved carries, built at the
-    /// builder's insertion point; the results it shares with this op
-    /// replace them. This op is left without a body and uses.
-    ScanOp withSavedCarries(::mlir::OpBuilder &builder);
+    /// `type` [N, T, ...] without its time axis: a step's slice.
+    static ::mlir::RankedTensorType stepType(::mlir::Type type);
+    /// Creates the (empty) body: one argument per input, a step of each
+    /// scanned input.
+    ::mlir::Block &addBody();
+    /// Replaces `op` with the same scan (its body moved) saving its carries,
+    /// built just before it; returns the new scan.
+    static ScanOp replaceWithSavedCarries(ScanOp op);
   }];
 }
 
