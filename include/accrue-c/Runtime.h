@@ -51,6 +51,12 @@ typedef struct AccrueArtifact AccrueArtifact;
 AccrueArtifact *accrueArtifactOpen(const char *directory, AccrueError **error);
 void accrueArtifactDestroy(AccrueArtifact *artifact);
 
+/* Checks that the artifact's files are still those accrue-compile wrote
+ * (present, of the recorded sizes and checksums): a session reads
+ * init.safetensors when it is created and model.onnx to export. */
+int accrueArtifactCheckFiles(const AccrueArtifact *artifact,
+                             AccrueError **error);
+
 /* Samples per micro-batch the step was compiled for. */
 int64_t accrueArtifactMicroBatch(const AccrueArtifact *artifact);
 /* The memory plan (accrue-compile --plan) as a JSON object: param_bytes,
@@ -128,6 +134,10 @@ void accrueSessionOptionsDestroy(AccrueSessionOptions *options);
  * "true" or "false". Refuses unknown settings and malformed values. */
 int accrueSessionOptionsSet(AccrueSessionOptions *options, const char *name,
                             const char *value, AccrueError **error);
+/* Checks the settings together (those that exclude or need each other),
+ * as creating a session does. */
+int accrueSessionOptionsValidate(const AccrueSessionOptions *options,
+                                 AccrueError **error);
 /* The names accrueSessionOptionsSet takes. */
 int accrueSessionOptionsNumSettings(void);
 const char *accrueSessionOptionsSettingName(int index);

@@ -22,6 +22,21 @@
 
 namespace accrue::rt {
 
+/// Where the values of an integer batch input must lie because they index
+/// a table (an embedding's rows) or name a class (a classification loss's
+/// labels): in [low, high), or equal to `ignore`. The step itself cannot
+/// tell a bad value from a good one (a gather clamps it to row 0).
+struct IndexCheck {
+  int64_t low = 0, high = 0;
+  std::optional<int64_t> ignore;
+  /// What the values index, for messages: "the rows of Gather node 'wte'".
+  std::string what;
+
+  bool accepts(int64_t v) const {
+    return (v >= low && v < high) || (ignore && v == *ignore);
+  }
+};
+
 /// One argument of the step, in the packed calling convention's order.
 struct ArgSpec {
   AccrueArgRole role = ACCRUE_ROLE_PARAMS;
@@ -33,6 +48,8 @@ struct ArgSpec {
   std::vector<int64_t> shape;
   /// Metrics: the name of each element.
   std::vector<std::string> fields;
+  /// Integer batch inputs: the ranges their values must lie in.
+  std::vector<IndexCheck> indexChecks;
 
   /// Batch inputs: the bytes of one sample (the dimensions after the
   /// first).
@@ -92,6 +109,17 @@ struct MemoryPlan {
   }
 };
 
+/// A file of the artifact as accrue-compile wrote it.
+struct FileRecord {
+  int64_t bytes = 0;
+  uint32_t crc32 = 0;
+};
+
+/// The size and CRC-32 of the file at `path`; false with `error` set when
+/// it cannot be read (for callers built without exceptions: the compiler).
+bool recordFile(const std::string &path, FileRecord &record,
+                std::string &error) noexcept;
+
 /// The contents of step.json.
 struct Manifest {
   AccrueTarget target = ACCRUE_TARGET_CPU;
@@ -130,6 +158,9 @@ struct Manifest {
   LossScaling lossScaling;
   /// CUDA steps: the GPU architectures whose PTX step.so embeds ("sm_90").
   std::vector<std::string> cudaArchs;
+  /// The artifact's files by name (step.so, init.safetensors, ...), written
+  /// last by the compiler: not part of the fingerprint.
+  std::map<std::string, FileRecord> files;
 
   bool dataParallel() const {
     return collectives != ACCRUE_COLLECTIVES_NONE;
@@ -148,6 +179,11 @@ struct Manifest {
   /// padding, which its loss cannot mask. Empty when it can.
   std::optional<std::string> effectiveBatchProblem(int64_t e, int64_t k,
                                                    int64_t ranks) const;
+
+  /// Checks the artifact file `name` in `dir` against its record before it
+  /// is mapped or read: throws Error naming the file when it is missing, of
+  /// another size (checked first, without reading it) or corrupt.
+  void checkFile(const std::string &dir, const std::string &name) const;
 
   /// A hash of everything the compiled code depends on: the arguments, the
   /// arena layout and the compiled settings (not the defaults the runtime

@@ -28,6 +28,8 @@
 
 namespace accrue::rt {
 
+class FolderLock;
+
 /// One optimizer step's share of a dataset.
 struct Window {
   /// Dataset index of the first sample.
@@ -288,6 +290,8 @@ private:
   /// Threads of the step's parallel loops.
   int64_t threadCount = 1;
   int64_t steps = 0, iteration = 0;
+  /// The checkpoint folder's lock, held for the session's life (rank 0).
+  std::unique_ptr<FolderLock> folderLock;
   std::ofstream log;
   std::vector<std::vector<uint8_t>> staging;
   std::deque<Launched> inFlight;

@@ -33,9 +33,11 @@ extern "C" {
 #define ACCRUE_FILE_MODEL "model.onnx"
 
 /* The manifest's "format" and "version". A runtime refuses other versions:
- * version 2 added the contract fingerprint. */
+ * version 2 added the contract fingerprint, version 3 the records of the
+ * artifact's files (size and CRC-32, checked before anything is loaded) and
+ * the ranges of integer batch inputs that index a table or name a class. */
 #define ACCRUE_MANIFEST_FORMAT "accrue-step"
-#define ACCRUE_MANIFEST_VERSION 2
+#define ACCRUE_MANIFEST_VERSION 3
 
 /* The step function's symbol in MLIR, and the packed entry point step.so
  * exports for it: `void _mlir_train_step(void **args)`, where args[i] points
@@ -136,12 +138,14 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
 #define ACCRUE_KEY_PARTIAL_WINDOWS "partial_windows"
 #define ACCRUE_KEY_LOSS_SCALE "loss_scale"
 #define ACCRUE_KEY_CUDA_ARCHS "cuda_archs"
+#define ACCRUE_KEY_FILES "files"
 /* Keys inside an argument, a parameter, the optimizer and the loss scale. */
 #define ACCRUE_KEY_ROLE "role"
 #define ACCRUE_KEY_NAME "name"
 #define ACCRUE_KEY_DTYPE "dtype"
 #define ACCRUE_KEY_SHAPE "shape"
 #define ACCRUE_KEY_FIELDS "fields"
+#define ACCRUE_KEY_INDEX_CHECKS "index_checks"
 #define ACCRUE_KEY_KIND "kind"
 #define ACCRUE_KEY_OFFSET "offset"
 #define ACCRUE_KEY_NUMEL "numel"

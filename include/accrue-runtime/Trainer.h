@@ -53,6 +53,9 @@ public:
 
   std::string dir;
   std::string path(const std::string &file) const { return dir + "/" + file; }
+  /// Checks that the files a session reads (the library, the initial
+  /// parameters, the model for export) are still those the compiler wrote.
+  void checkFiles() const;
   /// Calls the packed entry point.
   void call(void **packedArgs) const;
   /// Runs the step's parallel loops on `threads` threads (0: as

@@ -108,6 +108,15 @@ accrue::buildManifest(ModuleOp module, const CompilerOptions &options,
     if (auto fields = dict.getAs<ArrayAttr>(train::StepAttrs::kFields))
       for (Attribute field : fields)
         arg.fields.push_back(cast<StringAttr>(field).str());
+    if (auto checks = dict.getAs<ArrayAttr>(train::StepAttrs::kIndexChecks))
+      for (auto check : checks.getAsRange<DictionaryAttr>()) {
+        rt::IndexCheck &c = arg.indexChecks.emplace_back();
+        c.low = check.getAs<IntegerAttr>("low").getInt();
+        c.high = check.getAs<IntegerAttr>("high").getInt();
+        if (auto ignore = check.getAs<IntegerAttr>("ignore"))
+          c.ignore = ignore.getInt();
+        c.what = check.getAs<StringAttr>("what").str();
+      }
     Type element = type;
     arg.kind = ACCRUE_ARG_SCALAR;
     if (auto memref = dyn_cast<MemRefType>(type)) {

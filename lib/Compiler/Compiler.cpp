@@ -631,14 +631,24 @@ LogicalResult compileStep(MLIRContext &ctx, const CompilerOptions &options) {
       failed(writeInitialParameters(*model, file(manifest->init), error)) ||
       failed(writeExportableModel(*model, file(manifest->model),
                                   error)) ||
-      failed(writeTextFile(file(ACCRUE_FILE_MANIFEST), manifest->toJson(),
-                           error)) ||
       failed(writeTextFile(file(ACCRUE_FILE_HEADER), buildHeader(*manifest),
                            error)))
     return fail(error);
-  for (const auto &[arch, text] : ptx)
-    if (failed(writeTextFile(file("kernels." + arch + ".ptx"), text, error)))
+  std::vector<std::string> written = {manifest->library, manifest->init,
+                                      manifest->model, ACCRUE_FILE_HEADER};
+  for (const auto &[arch, text] : ptx) {
+    written.push_back("kernels." + arch + ".ptx");
+    if (failed(writeTextFile(file(written.back()), text, error)))
       return fail(error);
+  }
+  // The manifest last, with the size and checksum of every file before it:
+  // the runtime checks them before it maps or reads anything.
+  for (const std::string &name : written)
+    if (!rt::recordFile(file(name), manifest->files[name], error))
+      return fail(error);
+  if (failed(writeTextFile(file(ACCRUE_FILE_MANIFEST), manifest->toJson(),
+                           error)))
+    return fail(error);
   llvm::sys::fs::remove(object);
   if (failed(installDirectory(ctx, tmp, options.output))) {
     llvm::sys::fs::remove_directories(tmp);

@@ -109,6 +109,16 @@ AccrueArtifact *accrueArtifactOpen(const char *directory, AccrueError **error) {
 
 void accrueArtifactDestroy(AccrueArtifact *artifact) { delete artifact; }
 
+int accrueArtifactCheckFiles(const AccrueArtifact *artifact,
+                             AccrueError **error) {
+  return guarded<int>(error, -1, [&] {
+    if (!artifact)
+      throw Error("no artifact given");
+    artifact->artifact->checkFiles();
+    return 0;
+  });
+}
+
 const char *accrueArtifactMemoryPlan(const AccrueArtifact *artifact) {
   return artifact->memoryPlan.empty() ? nullptr
                                       : artifact->memoryPlan.c_str();
@@ -251,6 +261,16 @@ int accrueSessionOptionsSet(AccrueSessionOptions *options, const char *name,
     if (!options || !name || !value)
       throw Error("a setting needs a name and a value");
     options->options.set(name, value);
+    return 0;
+  });
+}
+
+int accrueSessionOptionsValidate(const AccrueSessionOptions *options,
+                                 AccrueError **error) {
+  return guarded<int>(error, -1, [&] {
+    if (!options)
+      throw Error("no session options given");
+    options->options.validate();
     return 0;
   });
 }

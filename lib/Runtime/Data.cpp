@@ -111,6 +111,44 @@ int64_t AccumulationSchedule::max() const {
 // Dataset
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// Refuses the first value of `array` (the data of integer batch input
+/// `input`) outside a range the step needs: a token id past an embedding's
+/// table would train row 0 silently, a label past the classes read another
+/// class's score.
+template <typename T>
+void checkIndicesOf(const Array &array, const ArgSpec &input,
+                    const std::string &what) {
+  const T *v = array.as<T>();
+  int64_t count = array.numElements();
+  int64_t rowSize = count / std::max<int64_t>(array.shape[0], 1);
+  for (const IndexCheck &check : input.indexChecks)
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t value = static_cast<int64_t>(v[i]);
+      if (check.accepts(value))
+        continue;
+      throw Error(what + " holds " + std::to_string(value) + " at sample " +
+                  std::to_string(i / std::max<int64_t>(rowSize, 1)) +
+                  ", outside [" + std::to_string(check.low) + ", " +
+                  std::to_string(check.high) + "): the values index " +
+                  check.what +
+                  (check.ignore ? " (or equal its ignore_index " +
+                                      std::to_string(*check.ignore) + ")"
+                                : std::string()));
+    }
+}
+
+void checkIndices(const Array &array, const ArgSpec &input,
+                  const std::string &what) {
+  if (input.dtype == DType::I64)
+    checkIndicesOf<int64_t>(array, input, what);
+  else if (input.dtype == DType::I32)
+    checkIndicesOf<int32_t>(array, input, what);
+}
+
+} // namespace
+
 Dataset Dataset::fromArrays(std::map<std::string, Array> arrays,
                             const Manifest &artifact, const std::string &what) {
   Dataset data;
@@ -152,6 +190,7 @@ Dataset Dataset::fromArrays(std::map<std::string, Array> arrays,
                       (std::isnan(v[i]) ? "NaN" : "Inf") + " at sample " +
                       std::to_string(i / std::max<int64_t>(rowSize, 1)));
     }
+    checkIndices(converted, *input, array);
     if (!data.arrays.empty() && converted.shape[0] != data.numSamples)
       throw Error(array + " has " + std::to_string(converted.shape[0]) +
                   " samples but the other arrays have " +

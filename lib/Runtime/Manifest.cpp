@@ -4,9 +4,16 @@
 #include "accrue-runtime/Settings.h"
 
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace accrue::rt;
 using json = nlohmann::json;
@@ -50,6 +57,82 @@ std::string accrue::rt::fingerprintText(uint64_t fingerprint) {
   char text[17];
   std::snprintf(text, sizeof text, "%016" PRIx64, fingerprint);
   return text;
+}
+
+//===----------------------------------------------------------------------===//
+// File records
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::string crcText(uint32_t crc) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08" PRIx32, crc);
+  return text;
+}
+
+} // namespace
+
+bool accrue::rt::recordFile(const std::string &path, FileRecord &record,
+                            std::string &error) noexcept {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = "cannot read '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  std::vector<unsigned char> chunk(1 << 20);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  int64_t bytes = 0;
+  for (;;) {
+    ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      error = "cannot read '" + path + "': " + std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    if (n == 0)
+      break;
+    crc = crc32(crc, chunk.data(), static_cast<uInt>(n));
+    bytes += n;
+  }
+  ::close(fd);
+  record = {bytes, static_cast<uint32_t>(crc)};
+  return true;
+}
+
+void Manifest::checkFile(const std::string &dir,
+                         const std::string &name) const {
+  std::string path = dir + "/" + name;
+  auto it = files.find(name);
+  if (it == files.end())
+    throw Error("'" + dir + "/" + ACCRUE_FILE_MANIFEST +
+                "' has no record of '" + name + "'");
+  const FileRecord &want = it->second;
+  auto differs = [&](const std::string &how) {
+    return Error("'" + path + "' is not the file accrue-compile wrote (" +
+                 how + "): the artifact is truncated, mixed up or edited; "
+                 "copy it again or recompile the model");
+  };
+  // The size first, from the inode: a truncated library faults inside
+  // dlopen (SIGBUS) instead of failing.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    throw Error("'" + path + "' is not a regular file");
+  if (st.st_size != want.bytes)
+    throw differs(std::to_string(st.st_size) + " bytes, " +
+                  ACCRUE_FILE_MANIFEST + " records " +
+                  std::to_string(want.bytes));
+  FileRecord got;
+  std::string error;
+  if (!recordFile(path, got, error))
+    throw Error(error);
+  if (got.bytes != want.bytes || got.crc32 != want.crc32)
+    throw differs("CRC-32 " + crcText(got.crc32) + ", " +
+                  ACCRUE_FILE_MANIFEST + " records " + crcText(want.crc32));
 }
 
 //===----------------------------------------------------------------------===//
@@ -162,6 +245,17 @@ std::string Manifest::toJson() const noexcept {
                   {ACCRUE_KEY_SHAPE, arg.shape}};
     if (!arg.fields.empty())
       entry[ACCRUE_KEY_FIELDS] = arg.fields;
+    if (!arg.indexChecks.empty()) {
+      json checks = json::array();
+      for (const IndexCheck &check : arg.indexChecks) {
+        json c = {{"low", check.low}, {"high", check.high},
+                  {"what", check.what}};
+        if (check.ignore)
+          c["ignore"] = *check.ignore;
+        checks.push_back(std::move(c));
+      }
+      entry[ACCRUE_KEY_INDEX_CHECKS] = std::move(checks);
+    }
     argList.push_back(std::move(entry));
   }
   auto slots = [](const std::vector<ParamSpec> &list) {
@@ -225,6 +319,10 @@ std::string Manifest::toJson() const noexcept {
     manifest[ACCRUE_KEY_MEMORY_PLAN] = memoryPlanJson(*memoryPlan);
   if (!cudaArchs.empty())
     manifest[ACCRUE_KEY_CUDA_ARCHS] = cudaArchs;
+  json fileList = json::object();
+  for (const auto &[name, record] : files)
+    fileList[name] = {{"bytes", record.bytes}, {"crc32", crcText(record.crc32)}};
+  manifest[ACCRUE_KEY_FILES] = std::move(fileList);
   // Names come from ONNX files: replace invalid UTF-8 rather than throw.
   return manifest.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -315,6 +413,16 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
       spec.shape = arg.at(ACCRUE_KEY_SHAPE).get<std::vector<int64_t>>();
       if (arg.contains(ACCRUE_KEY_FIELDS))
         spec.fields = arg.at(ACCRUE_KEY_FIELDS).get<std::vector<std::string>>();
+      if (arg.contains(ACCRUE_KEY_INDEX_CHECKS))
+        for (const json &c : arg.at(ACCRUE_KEY_INDEX_CHECKS)) {
+          IndexCheck check;
+          check.low = c.at("low").get<int64_t>();
+          check.high = c.at("high").get<int64_t>();
+          check.what = c.at("what").get<std::string>();
+          if (c.contains("ignore"))
+            check.ignore = c.at("ignore").get<int64_t>();
+          spec.indexChecks.push_back(std::move(check));
+        }
       m.args.push_back(std::move(spec));
     }
     if (doc.contains(ACCRUE_KEY_ACTIVATION_BYTES))
@@ -338,6 +446,17 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     if (doc.contains(ACCRUE_KEY_CUDA_ARCHS))
       m.cudaArchs =
           doc.at(ACCRUE_KEY_CUDA_ARCHS).get<std::vector<std::string>>();
+    for (const auto &[name, record] : doc.at(ACCRUE_KEY_FILES).items()) {
+      std::string crc = record.at("crc32").get<std::string>();
+      char *end = nullptr;
+      unsigned long value = std::strtoul(crc.c_str(), &end, 16);
+      if (crc.empty() || crc.size() > 8 || *end ||
+          name.find('/') != std::string::npos)
+        throw Error("'" + path + "' has a malformed record of file '" + name +
+                    "'");
+      m.files[name] = {record.at("bytes").get<int64_t>(),
+                       static_cast<uint32_t>(value)};
+    }
     const json &scaling = doc.at(ACCRUE_KEY_LOSS_SCALE);
     m.lossScaling.mode =
         readEnum(scaling, ACCRUE_KEY_MODE, accrueParseLossScaleMode, path);
@@ -402,6 +521,14 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
           throw bad("batch input '" + arg.name + "' has a bad shape");
       ++batchRows;
     }
+    if (!arg.indexChecks.empty() &&
+        (arg.role != ACCRUE_ROLE_BATCH ||
+         (arg.dtype != DType::I64 && arg.dtype != DType::I32)))
+      throw bad("argument '" + arg.name +
+                "' has index checks but is no integer batch input");
+    for (const IndexCheck &check : arg.indexChecks)
+      if (check.low >= check.high)
+        throw bad("argument '" + arg.name + "' has an empty index range");
     if (arg.kind == ACCRUE_ARG_SCALAR && !arg.shape.empty())
       throw bad("scalar argument '" + arg.name + "' has a shape");
     if (arg.role == ACCRUE_ROLE_WORKSPACE &&
@@ -415,5 +542,11 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
   }
   if (!batchRows)
     throw bad("the step has no batch inputs");
+  for (const std::string *file : {&m.library, &m.init, &m.model})
+    if (!m.files.count(*file))
+      throw bad("it has no record of '" + *file + "'");
+  for (const auto &[name, record] : m.files)
+    if (record.bytes < 0)
+      throw bad("file '" + name + "' has a negative size");
   return m;
 }

@@ -4,6 +4,8 @@
 
 #include "accrue-runtime/Collectives.h"
 
+#include "FolderLock.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -332,8 +334,15 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
       ::mkdir(opts.checkpointDir.c_str(), 0755) != 0 && errno != EEXIST)
     throw Error("cannot create " + settingRef("checkpoint_dir") + " '" +
                 opts.checkpointDir + "': " + std::strerror(errno));
-  if (!opts.checkpointDir.empty() && writes())
+  if (!opts.checkpointDir.empty() && writes()) {
+    // One run per folder: a second writer is refused before it touches
+    // anything, including the first one's temporary files.
+    folderLock = std::make_unique<FolderLock>(opts.checkpointDir,
+                                              settingRef("checkpoint_dir"));
+    if (folderLock->unsupported())
+      notify(Notice::Kind::Warning, *folderLock->unsupported());
     removeInterruptedWrites(opts.checkpointDir);
+  }
   if (opts.resume)
     resumeFromCheckpoint();
   if (!opts.log.empty() && writes()) {

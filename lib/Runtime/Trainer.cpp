@@ -26,6 +26,9 @@ Artifact::Artifact(const std::string &directory) : dir(directory) {
   static_cast<Manifest &>(*this) =
       Manifest::parse(readFile(manifestPath), manifestPath);
   std::string libraryPath = path(library);
+  // dlopen maps the file: a truncated one faults (SIGBUS) instead of
+  // failing, so it must be the file the compiler wrote.
+  checkFile(dir, library);
   // Idle OpenMP threads spin for 1 ms before they sleep (libomp's default,
   // 200 ms, keeps cores busy between steps and starves other processes);
   // a user's KMP_BLOCKTIME wins.
@@ -57,6 +60,11 @@ Artifact::Artifact(const std::string &directory) : dir(directory) {
 Artifact::~Artifact() {
   if (handle)
     dlclose(handle);
+}
+
+void Artifact::checkFiles() const {
+  for (const std::string *file : {&library, &init, &model})
+    checkFile(dir, *file);
 }
 
 void Artifact::call(void **packedArgs) const { entryPoint(packedArgs); }
@@ -158,6 +166,7 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
               : art->lossScaling.init;
   // The initial values are read a tensor at a time into their slots (no
   // copy of the file beside the arenas); every tensor is checked first.
+  art->checkFile(art->dir, art->init);
   SafetensorsFile init(art->path(art->init));
   auto initial = [&](const ParamSpec &param) -> const SafetensorsEntry & {
     const SafetensorsEntry *entry = init.find(param.name);
@@ -522,6 +531,7 @@ std::map<std::string, Array> Trainer::gradientArrays() const {
 }
 
 void Trainer::exportOnnx(const std::string &path) const {
+  art->checkFile(art->dir, art->model);
   std::vector<std::vector<float>> arenas =
       hostCopies({&paramArena, &bufferArena});
   std::map<std::string, std::pair<const float *, int64_t>> values;

@@ -124,6 +124,10 @@ def _checked(artifact, data):
             raise ValueError("array '%s' has shape %s; the model takes %s"
                              % (name, tuple(array.shape),
                                 tuple("N" if d < 0 else d for d in shape)))
+        if not array.dtype.isnative:
+            # A big-endian array ('>f4', '>i8'): Accrue reads this machine's
+            # byte order, so convert it (its values, not its bytes).
+            array = array.astype(array.dtype.newbyteorder("="))
         if array.dtype in (np.int8, np.int16, np.uint16):
             # Narrow integers widen to int32, as the .npz reader does.
             array = array.astype(np.int32)
@@ -156,7 +160,11 @@ class Session:
         _check_keywords("Session", options, _SESSION_SETTINGS)
         self.artifact = artifact if isinstance(artifact, Artifact) else Artifact(artifact)
         self._options = [(k, _text(v)) for k, v in options.items()]
+        # Fail now, not at the first train(): settings that exclude each
+        # other, an artifact deleted or damaged since it was opened.
+        _accrue.check_session(self.artifact._handle, self._options)
         self._session = None
+        self._closed = False
 
     @classmethod
     def resume(cls, artifact, checkpoint_dir, **options):
@@ -179,6 +187,8 @@ class Session:
         keys of metrics.jsonl."""
         chunks = [data] if isinstance(data, dict) else data
         records = []
+        if self._closed:
+            raise RuntimeError("the session is closed")
         for chunk in chunks:
             if steps is not None and len(records) >= steps:
                 break
@@ -195,24 +205,37 @@ class Session:
                 records.append(json.loads(self._session.step()))
         return records
 
+    def close(self):
+        """Ends the run: releases its checkpoint_dir (which another session
+        may then write, or resume from) and its memory. Also on leaving a
+        `with` block."""
+        self._session = None
+        self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
     def _require(self):
         if self._session is None:
-            raise RuntimeError("the session has not trained yet: call train() first")
+            raise RuntimeError(
+                "the session is closed" if self._closed
+                else "the session has not trained yet: call train() first")
         return self._session
 
     def parameters(self):
         """{name: numpy array} of the current parameters (ONNX names)."""
-        if self._session is None:
-            raise RuntimeError("the session has not trained yet: call train() first")
-        return {name: self._session.parameter(name, shape)
+        session = self._require()
+        return {name: session.parameter(name, shape)
                 for name, shape in self.artifact.parameters.items()}
 
     def buffers(self):
         """{name: numpy array} of the model's buffers: the running mean and
         variance of training-mode BatchNormalization nodes (ONNX names)."""
-        if self._session is None:
-            raise RuntimeError("the session has not trained yet: call train() first")
-        return {name: self._session.parameter(name, shape)
+        session = self._require()
+        return {name: session.parameter(name, shape)
                 for name, shape in self.artifact.buffers.items()}
 
     def save_checkpoint(self, path=None):

@@ -37,6 +37,11 @@ using Settings = std::vector<std::pair<std::string, std::string>>;
 /// Numpy dtypes the runtime reads.
 AccrueDType dtypeOf(const py::array &array, const std::string &name) {
   py::dtype type = array.dtype();
+  // The runtime reads native bytes; the package converts others first.
+  if (!type.attr("isnative").cast<bool>())
+    throw py::value_error("array '" + name + "' has dtype " +
+                          std::string(py::str(type)) +
+                          ", not in this machine's byte order");
   char kind = type.kind();
   size_t size = type.itemsize();
   if (kind == 'f' && size == 4)
@@ -137,6 +142,32 @@ struct Artifact {
   }
 };
 
+using SessionOptions =
+    std::unique_ptr<AccrueSessionOptions, void (*)(AccrueSessionOptions *)>;
+
+/// The C session options of `settings`, each checked as it is set.
+SessionOptions makeOptions(const Settings &settings) {
+  SessionOptions options(accrueSessionOptionsCreate(),
+                         accrueSessionOptionsDestroy);
+  AccrueError *error = nullptr;
+  for (const auto &[name, value] : settings)
+    if (accrueSessionOptionsSet(options.get(), name.c_str(), value.c_str(),
+                                &error))
+      raise(error);
+  return options;
+}
+
+/// What a session will need, checked when the Python Session is made
+/// (the C session is created with the first data): the settings together,
+/// and the artifact's files (a deleted or truncated artifact).
+void checkSession(const Artifact &artifact, const Settings &settings) {
+  SessionOptions options = makeOptions(settings);
+  AccrueError *error = nullptr;
+  if (accrueSessionOptionsValidate(options.get(), &error) ||
+      accrueArtifactCheckFiles(artifact.handle.get(), &error))
+    raise(error);
+}
+
 struct Session {
   Artifact artifact;
   std::unique_ptr<AccrueSession, void (*)(AccrueSession *)> handle;
@@ -145,13 +176,8 @@ struct Session {
           const Settings &settings)
       : artifact(artifact), handle(nullptr, accrueSessionDestroy) {
     auto data = makeDataset(arrays);
-    std::unique_ptr<AccrueSessionOptions, void (*)(AccrueSessionOptions *)>
-        options(accrueSessionOptionsCreate(), accrueSessionOptionsDestroy);
+    SessionOptions options = makeOptions(settings);
     AccrueError *error = nullptr;
-    for (const auto &[name, value] : settings)
-      if (accrueSessionOptionsSet(options.get(), name.c_str(), value.c_str(),
-                                  &error))
-        raise(error);
     AccrueSession *session = accrueSessionCreate(
         artifact.handle.get(), data.get(), options.get(), &error);
     if (!session)
@@ -260,6 +286,8 @@ PYBIND11_MODULE(_accrue, m) {
     return names;
   });
   m.def("compile", &compile, py::arg("model"), py::arg("output"),
+        py::arg("settings"));
+  m.def("check_session", &checkSession, py::arg("artifact"),
         py::arg("settings"));
 
   py::class_<Artifact>(m, "Artifact")

@@ -329,6 +329,123 @@ shutil.copytree(art, nolib)
 os.remove(os.path.join(nolib, "step.so"))
 check("artifact: no step.so", [e2e.tool("accrue-train"), nolib, "--data", data], "step.so", [])
 
+# A damaged file beside an intact step.json: a truncated step.so used to
+# kill accrue-train with SIGBUS inside dlopen, before any check.
+def damaged(name, file, mutate):
+    folder = os.path.join(out, name)
+    shutil.copytree(art, folder)
+    path = os.path.join(folder, file)
+    content = open(path, "rb").read()
+    open(path, "wb").write(mutate(content))
+    return folder
+
+
+def flip(content):
+    flipped = bytearray(content)
+    flipped[len(flipped) // 2] ^= 0x10
+    return bytes(flipped)
+
+
+for file in ["step.so", "init.safetensors"]:
+    for how, mutate, expect in [("truncated", lambda b: b[: len(b) // 2], "bytes"),
+                                ("a flipped bit in", flip, "CRC-32")]:
+        folder = damaged("%s_%s" % (how.split()[0], file.split(".")[0]), file, mutate)
+        check("artifact: %s %s" % (how, file),
+              [e2e.tool("accrue-train"), folder, "--data", data, "--no-progress"],
+              "%s' is not the file accrue-compile wrote (" % file, [])
+        lines = subprocess.run([e2e.tool("accrue-train"), folder, "--data", data],
+                               capture_output=True, text=True).stderr
+        assert expect in lines, lines
+# The model an export reads after the run: refused before the run.
+folder = damaged("truncated_model", "model.onnx", lambda b: b[:-7])
+exported = os.path.join(out, "never.onnx")
+check("artifact: truncated model.onnx (export)",
+      train[:1] + [folder] + train[2:] + ["--data", data, "--export", exported],
+      "model.onnx' is not the file", [exported])
+
+# --- Data that the step cannot check itself -----------------------------------
+# Token ids outside an embedding's table used to read and train row 0 (the
+# gather clamps); labels outside a cross-entropy's classes stopped later on
+# a NaN loss without naming the array.
+table = numpy_helper.from_array(np.ones((5, 3), np.float32), "table")
+ids_model = graph(
+    [helper.make_node("Gather", ["table", "ids"], ["e"], name="embed"),
+     helper.make_node("ReduceMean", ["e"], ["m"], keepdims=0, name="mean"),
+     helper.make_node("Transpose", ["e"], ["s"], perm=[0, 2, 1], name="scores"),
+     helper.make_node("SoftmaxCrossEntropyLoss", ["s", "y"], ["c"], ignore_index=-100,
+                      name="xent"),
+     helper.make_node("Add", ["m", "c"], ["loss"], name="total")],
+    [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", 4]),
+     helper.make_tensor_value_info("y", TensorProto.INT64, ["N", 4])], [LOSS], [table])
+ids_art = os.path.join(out, "ids_art")
+e2e.run(compile_cmd(save(ids_model, "ids.onnx"), ids_art))
+rng = np.random.default_rng(2)
+ids = rng.integers(-5, 5, (8, 4))
+labels = rng.integers(0, 3, (8, 4))
+labels[1, 2] = -100  # ignored: accepted
+ok_data = os.path.join(out, "ids_ok.npz")
+np.savez(ok_data, ids=ids, y=labels)
+e2e.run([e2e.tool("accrue-train"), ids_art, "--data", ok_data, "--steps", "2", "--no-progress"])
+bad_ids = ids.copy()
+bad_ids[6, 1] = 5
+bad_ids_data = os.path.join(out, "bad_ids.npz")
+np.savez(bad_ids_data, ids=bad_ids, y=labels)
+check("data: token id past the vocabulary",
+      [e2e.tool("accrue-train"), ids_art, "--data", bad_ids_data, "--no-progress"],
+      "array 'ids' holds 5 at sample 6, outside [-5, 5): the values index the 5 rows of "
+      "Gather node 'embed'", [])
+bad_ids[6, 1] = -6
+np.savez(bad_ids_data, ids=bad_ids, y=labels)
+check("data: negative token id past the table",
+      [e2e.tool("accrue-train"), ids_art, "--data", bad_ids_data, "--no-progress"],
+      "array 'ids' holds -6 at sample 6", [])
+for value in [3, -1]:
+    bad_labels = labels.copy()
+    bad_labels[7, 0] = value
+    path = os.path.join(out, "bad_labels_%d.npz" % value)
+    np.savez(path, ids=ids, y=bad_labels)
+    check("data: label %d of 3 classes" % value,
+          [e2e.tool("accrue-train"), ids_art, "--data", path, "--no-progress"],
+          "array 'y' holds %d at sample 7, outside [0, 3): the values index the 3 classes of "
+          "SoftmaxCrossEntropyLoss node 'xent' (or equal its ignore_index -100)" % value, [])
+
+# --- One run per checkpoint folder --------------------------------------------
+# Two runs into one folder both used to exit 0, overwriting each other's
+# checkpoints (and the second deleted the first's temporary file at start).
+shared = os.path.join(out, "shared_ck")
+first_log = os.path.join(out, "first.jsonl")
+first = subprocess.Popen(train + ["--data", data, "--steps", "100000000", "--checkpoint-dir",
+                                  shared, "--checkpoint-every", "1", "--log", first_log],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+try:
+    deadline = time.time() + 60
+    while time.time() < deadline and not (os.path.exists(first_log) and
+                                          os.path.getsize(first_log) > 200):
+        time.sleep(0.01)
+    assert first.poll() is None, first.stderr.read()
+    before = set(os.listdir(shared))
+    check("checkpoint dir: a second run into it",
+          train + ["--data", data, "--steps", "3", "--checkpoint-dir", shared],
+          "'%s' is in use by another run (process %d on host " % (shared, first.pid), [])
+    check("checkpoint dir: a second run resuming from it",
+          train + ["--data", data, "--steps", "3", "--checkpoint-dir", shared, "--resume"],
+          "--checkpoint-dir '%s' is in use" % shared, [])
+    assert first.poll() is None, "the first run stopped"
+    # The lock of a run that died is taken over at once.
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=30)
+finally:
+    if first.poll() is None:
+        first.kill()
+steps_done = len(open(first_log).read().splitlines())
+resumed = subprocess.run(train + ["--data", data, "--steps", str(steps_done + 2),
+                                  "--checkpoint-dir", shared, "--resume"],
+                         capture_output=True, text=True)
+assert resumed.returncode == 0 and "resumed from" in resumed.stdout, resumed.stderr
+cases += 1
+print("ok %2d %-44s %s" % (cases, "checkpoint dir: a dead run's lock is taken over",
+                           resumed.stdout.splitlines()[0][:80]))
+
 # --- Environment ---------------------------------------------------------------
 exported = os.path.join(out, "full", "trained.onnx")
 os.makedirs(os.path.dirname(exported))

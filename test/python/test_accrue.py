@@ -154,6 +154,7 @@ def test_checkpoint_and_resume_bit_identical(tmp_path, spirals):
     first.train(spirals, steps=3)
     first.save_checkpoint(tmp_path / "explicit.safetensors")
     assert (tmp_path / "explicit.safetensors").exists()
+    first.close()  # releases the folder
     resumed = accrue.Session.resume(art, tmp_path / "ck")
     metrics = resumed.train(spirals, steps=2)
     assert [m["step"] for m in metrics] == [4, 5]
@@ -202,10 +203,85 @@ def test_library_errors(tmp_path, spirals):
     with pytest.raises(accrue.AccrueError):
         accrue.Artifact(tmp_path / "nothing")
     art = accrue.compile(model, tmp_path / "art", micro_batch=16)
-    session = accrue.Session(art, lr_schedule="sideways")
+    # Settings are checked when the session is made, not at its first train().
     with pytest.raises(accrue.AccrueError, match="lr_schedule must be constant, linear or cosine"):
-        session.train(spirals, steps=1)
+        accrue.Session(art, lr_schedule="sideways")
+    with pytest.raises(accrue.AccrueError, match="resume needs checkpoint_dir"):
+        accrue.Session(art, resume=True)
     assert isinstance(accrue.AccrueError("x"), RuntimeError)
+
+
+def test_big_endian_arrays_train_like_native(tmp_path, spirals):
+    """'>f4' and '>i8' arrays hold the same values as native ones: they
+    train to the same bits (they used to be read as little-endian bytes)."""
+    art = accrue.compile(os.path.join(SPIRALS, "model.onnx"), tmp_path / "art", **FLAGS)
+    native = accrue.Session(art)
+    native.train(spirals, steps=3)
+    swapped = {k: v.astype(v.dtype.newbyteorder(">")) for k, v in spirals.items()}
+    assert all(not v.dtype.isnative for v in swapped.values())
+    other = accrue.Session(art)
+    other.train(swapped, steps=3)
+    assert_same(other.parameters(), native.parameters())
+
+
+def test_out_of_range_labels_raise(tmp_path, spirals):
+    """A label outside the loss's classes is refused before any step,
+    naming the array, the sample and the value."""
+    art = accrue.compile(os.path.join(SPIRALS, "model.onnx"), tmp_path / "art", **FLAGS)
+    classes = int(spirals["y"].max()) + 1
+    bad = dict(spirals, y=spirals["y"].copy())
+    bad["y"][9] = classes
+    session = accrue.Session(art)
+    with pytest.raises(accrue.AccrueError,
+                       match=r"array 'y' holds %d at sample 9, outside \[0, %d\)"
+                       % (classes, classes)):
+        session.train(bad, steps=1)
+    assert session.steps == 0
+
+
+def test_token_ids_past_the_vocabulary_raise(tmp_path):
+    """A token id past the embedding's table used to train row 0 silently
+    (the gather clamps); it is refused before any step."""
+    import zoo
+    module = zoo.GPT(3)
+    data = module.data(16, np.random.default_rng(0))
+    art = accrue.compile_torch(module, data, tmp_path / "gpt", **dict(FLAGS, micro_batch=4))
+    bad = dict(data, idx=data["idx"].copy())
+    bad["idx"][5, 2] = module.vocab
+    with pytest.raises(accrue.AccrueError,
+                       match=r"array 'idx' holds 17 at sample 5, outside \[-17, 17\): "
+                       r"the values index the 17 rows of Gather node"):
+        accrue.Session(art).train(bad, steps=1)
+
+
+def test_one_session_per_checkpoint_dir(tmp_path, spirals):
+    """A second session writing into a folder another one holds is
+    refused, naming the folder and this process; once the first is gone,
+    the folder is free again."""
+    art = accrue.compile(os.path.join(SPIRALS, "model.onnx"), tmp_path / "art", **FLAGS)
+    first = accrue.Session(art, checkpoint_dir=tmp_path / "ck")
+    first.train(spirals, steps=1)
+    second = accrue.Session(art, checkpoint_dir=tmp_path / "ck")
+    with pytest.raises(accrue.AccrueError,
+                       match="checkpoint_dir '.*ck' is in use by another run \\(process %d "
+                       % os.getpid()):
+        second.train(spirals, steps=1)
+    first.close()
+    with pytest.raises(RuntimeError, match="the session is closed"):
+        first.parameters()
+    with accrue.Session.resume(art, tmp_path / "ck") as third:
+        assert [m["step"] for m in third.train(spirals, steps=1)] == [2]
+    # Leaving the block released the folder again.
+    fourth = accrue.Session.resume(art, tmp_path / "ck")
+    assert [m["step"] for m in fourth.train(spirals, steps=1)] == [3]
+
+
+def test_session_on_a_deleted_artifact_fails_at_creation(tmp_path):
+    import shutil
+    art = accrue.compile(os.path.join(SPIRALS, "model.onnx"), tmp_path / "art", **FLAGS)
+    shutil.rmtree(tmp_path / "art")
+    with pytest.raises(accrue.AccrueError, match="cannot read '.*art/step.so'"):
+        accrue.Session(art)
 
 
 def test_pip_install(tmp_path):

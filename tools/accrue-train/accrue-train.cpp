@@ -48,7 +48,8 @@ struct Options {
          "         [--checkpoint-dir D [--checkpoint-every N]\n"
          "          [--keep-checkpoints K] [--resume]]\n"
          "         [--export TRAINED.onnx] [--save-gradients GRADS.npz]\n"
-         "         [--device cpu|cuda] [--threads N] [--flush-denormals]\n"
+         "         [--device cpu|cuda] [--threads N (0: the default)]\n"
+         "         [--flush-denormals]\n"
          "         [--progress | --no-progress]\n";
   std::exit(message ? 1 : 0);
 }
@@ -144,6 +145,10 @@ void drawProgress(int64_t step, int64_t total, const StepMetrics &m) {
 int run(int argc, char **argv) {
   Options opts = parseOptions(argc, argv);
   auto artifact = std::make_shared<const Artifact>(opts.artifact);
+  // The export reads the artifact's model after the run: a damaged one is
+  // refused now, not after the training it would have exported.
+  if (!opts.exportPath.empty())
+    artifact->checkFile(artifact->dir, artifact->model);
   // Join the data-parallel ranks first, so that errors name the rank.
   if (artifact->dataParallel())
     Collectives::get();

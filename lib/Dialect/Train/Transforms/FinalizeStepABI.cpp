@@ -45,7 +45,11 @@ LogicalResult finalize(func::FuncOp step) {
       return step.emitError("argument #")
              << i << " needs a known train.role and a train.name: a host "
              << "could not tell what to pass";
-    abi.push_back(getArgRoleAttrs(ctx, *role, name.getValue()));
+    NamedAttrList entry = getArgRoleAttrs(ctx, *role, name.getValue());
+    if (auto checks =
+            step.getArgAttrOfType<ArrayAttr>(i, StepAttrs::kIndexChecks))
+      entry.set(StepAttrs::kIndexChecks, checks);
+    abi.push_back(entry.getDictionary(ctx));
   }
 
   // Tensor arguments become memrefs.

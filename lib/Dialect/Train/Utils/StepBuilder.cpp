@@ -1,6 +1,7 @@
 //===- StepBuilder.cpp - build a whole-batch training step ------*- C++ -*-===//
 
 #include "accrue/Dialect/Train/Utils/StepBuilder.h"
+#include "accrue/Dialect/Train/Utils/IndexChecks.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
@@ -113,6 +114,9 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     inputAttrs.push_back(argAttrs(ACCRUE_ROLE_BUFFERS, "buffers"));
   }
   unsigned firstBatch = inputs.size();
+  // The ranges the batch inputs' values must lie in travel with their
+  // attributes to the manifest.
+  annotateIndexChecks(forward);
   for (unsigned i : batchArgs) {
     auto type = cast<RankedTensorType>(fwdType.getInput(i));
     SmallVector<int64_t> shape(type.getShape());

@@ -61,6 +61,10 @@ struct StepAttrs {
   static constexpr llvm::StringLiteral kABI = "train.abi";
   /// In train.abi: the names of the metrics buffer's elements.
   static constexpr llvm::StringLiteral kFields = "train.fields";
+  /// Array argument attribute of an integer batch input, kept in train.abi:
+  /// the ranges its values must lie in ({low, high, ignore?, what}
+  /// dictionaries, set by annotateIndexChecks), which the runtime checks.
+  static constexpr llvm::StringLiteral kIndexChecks = "train.index_checks";
   /// Unit attribute on the scf.for that `train-microbatch` builds: its body
   /// computes one micro-batch's loss and gradients.
   static constexpr llvm::StringLiteral kMicrobatchLoop = "train.microbatch_loop";
