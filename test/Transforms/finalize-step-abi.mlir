@@ -42,6 +42,17 @@ func.func @forward(%x: tensor<4xf32> {train.role = "batch", train.name = "x"}) -
 
 // -----
 
+// The ranges an integer batch input's values must lie in stay with its
+// entry in train.abi (the manifest's index_checks).
+
+// CHECK-LABEL: func @labels
+// CHECK-SAME: train.abi = [{train.index_checks = [{high = 3 : i64, ignore = -100 : i64, low = 0 : i64, what = "the 3 classes"}], train.name = "y", train.role = "batch"}, {train.name = "x", train.role = "batch"}]
+func.func @labels(%y: tensor<4xi64> {train.role = "batch", train.name = "y", train.index_checks = [{low = 0 : i64, high = 3 : i64, ignore = -100 : i64, what = "the 3 classes"}]}, %x: tensor<4xf32> {train.role = "batch", train.name = "x"}) attributes {train.step} {
+  return
+}
+
+// -----
+
 // Functions that are not steps are left alone.
 
 // CHECK-LABEL: func @helper
