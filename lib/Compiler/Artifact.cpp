@@ -2,6 +2,7 @@
 
 #include "Artifact.h"
 
+#include "accrue/Codegen/Target.h"
 #include "accrue/Dialect/Train/IR/Train.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -90,13 +91,7 @@ accrue::buildManifest(ModuleOp module, const CompilerOptions &options,
 
   rt::Manifest m;
   m.target = options.pipeline.target;
-  if (m.target == ACCRUE_TARGET_CUDA) {
-    llvm::SmallVector<StringRef> archs;
-    StringRef(options.pipeline.cuda.archs)
-        .split(archs, ',', -1, /*KeepEmpty=*/false);
-    for (StringRef arch : archs)
-      m.cudaArchs.push_back(arch.str());
-  }
+  Target::get(m.target).describe(m, options.pipeline);
   for (auto [entry, type] : llvm::zip(abi, step.getArgumentTypes())) {
     auto dict = cast<DictionaryAttr>(entry);
     rt::ArgSpec arg;

@@ -5,9 +5,7 @@
 #include "Artifact.h"
 #include "MemoryPlan.h"
 
-#include "accrue/Codegen/CPU/Pipelines.h"
-#include "accrue/Codegen/CUDA/CUDATarget.h"
-#include "accrue/Codegen/CUDA/Pipelines.h"
+#include "accrue/Codegen/Target.h"
 #include "accrue/Dialect/Train/IR/Train.h"
 #include "accrue/Dialect/Train/Utils/MemoryEstimate.h"
 #include "accrue/Dialect/Train/Utils/StepBuilder.h"
@@ -116,14 +114,6 @@ LogicalResult writeText(MLIRContext &ctx, StringRef path,
   }
   out.keep();
   return success();
-}
-
-/// The bytes of a device step's workspace (its temporaries), or none.
-int64_t workspaceBytes(const rt::Manifest &manifest) {
-  for (const rt::ArgSpec &arg : manifest.args)
-    if (arg.role == ACCRUE_ROLE_WORKSPACE && arg.shape.size() == 1)
-      return arg.shape[0];
-  return 0;
 }
 
 /// Writes `text` to the file `path`, reporting a failed write (a full disk)
@@ -390,7 +380,7 @@ void accrue::bindCompilerSettings(SettingTable &table,
                value.str() + "'";
       });
   table.text("target_cpu", "host (default) or an LLVM CPU name",
-             options.target.cpu);
+             options.host.cpu);
   table.text("lld", "Path of ld.lld", options.lldPath);
   table.custom("memory_budget",
                "Choose the micro-batch: the largest whose planned peak "
@@ -482,8 +472,14 @@ LogicalResult compileStep(MLIRContext &ctx, const CompilerOptions &options) {
   if (options.emit == EmitKind::Import)
     return writeModule();
 
-  // The same passes as buildCompilePipeline, in three runs so the step can
-  // be described and measured between them.
+  // The passes of buildCompilePipeline, in three runs so the step can be
+  // described and measured between them; the target says what runs.
+  const Target &target = Target::get(options.pipeline.target);
+  if (std::optional<std::string> missing =
+          target.checkToolchain(options.pipeline))
+    return emitError(UnknownLoc::get(&ctx)) << *missing;
+  CompileOptions lowering = options.pipeline;
+  target.resolveForHost(lowering, options.host);
   auto runPasses = [&](StringRef name,
                        function_ref<void(OpPassManager &)> build) {
     phase.stop();
@@ -496,32 +492,11 @@ LogicalResult compileStep(MLIRContext &ctx, const CompilerOptions &options) {
     return pm.run(module);
   };
   if (failed(runPasses("train passes", [&](OpPassManager &pm) {
-        buildTrainPipeline(pm, options.pipeline.train);
+        buildTrainPipeline(pm, lowering.train);
+      })) ||
+      failed(runPasses("bufferize", [&](OpPassManager &pm) {
+        target.buildBufferizationPipeline(pm, lowering);
       })))
-    return failure();
-  bool cpuTarget = options.pipeline.target == ACCRUE_TARGET_CPU;
-  if (options.pipeline.target == ACCRUE_TARGET_CUDA &&
-      !cuda::findToolkit(options.pipeline.cuda.toolkit))
-    return emitError(UnknownLoc::get(&ctx))
-           << "no CUDA toolkit with libdevice (nvvm/libdevice/libdevice.10.bc)"
-           << (options.pipeline.cuda.toolkit.empty()
-                   ? std::string(" in CUDA_HOME, /usr/local/cuda or the "
-                                 "nvidia-cuda-nvcc Python package")
-                   : " at '" + options.pipeline.cuda.toolkit + "'")
-           << "; " << settingRef("target")
-           << " cuda needs one (scripts/setup installs it), or set "
-           << settingRef("cuda_toolkit");
-  if (failed(runPasses(cpuTarget ? "bufferize" : "bufferize and form kernels",
-                       [&](OpPassManager &pm) {
-                         if (cpuTarget) {
-                           cpu::buildCPUBufferizationPipeline(
-                               pm, options.pipeline.cpu);
-                           return;
-                         }
-                         cuda::buildCUDABufferizationPipeline(
-                             pm, options.pipeline);
-                         cuda::buildCUDAKernelPipeline(pm, options.pipeline);
-                       })))
     return failure();
   // The contract of the finished step, from its IR.
   FailureOr<rt::Manifest> manifest =
@@ -533,11 +508,9 @@ LogicalResult compileStep(MLIRContext &ctx, const CompilerOptions &options) {
             *options.effectiveBatch, options.accumulationSteps, options.ranks))
       return emitError(UnknownLoc::get(&ctx)) << *problem;
   if (auto step = module.lookupSymbol<func::FuncOp>(ACCRUE_STEP_FUNCTION))
-    manifest->activationBytes = cpuTarget
-                                    ? train::estimateMicroStepPeakBytes(step)
-                                    : workspaceBytes(*manifest);
+    manifest->activationBytes = target.activationBytes(step);
   if (!options.plan.empty()) {
-    if (!cpuTarget)
+    if (!target.plansMemory())
       return emitError(UnknownLoc::get(&ctx))
              << settingRef("plan") << " plans CPU steps only for now";
     FailureOr<rt::MemoryPlan> plan = buildMemoryPlan(ctx, resolved, *manifest);
@@ -553,43 +526,23 @@ LogicalResult compileStep(MLIRContext &ctx, const CompilerOptions &options) {
   if (options.emit == EmitKind::Linalg)
     return writeModule();
 
-  // The vector kernels' blocks fit the target's registers.
-  CompileOptions lowering = options.pipeline;
-  if (!lowering.cpu.vectorBits)
-    lowering.cpu.vectorBits = cpu::vectorRegisterBits(options.target);
   if (failed(runPasses("lower to LLVM dialect", [&](OpPassManager &pm) {
-        if (cpuTarget)
-          cpu::buildCPUToLLVMPipeline(pm, lowering.cpu);
-        else
-          cuda::buildCUDAToLLVMPipeline(pm, lowering);
+        target.buildToLLVMPipeline(pm, lowering);
       })))
     return failure();
   if (options.emit == EmitKind::MLIR)
     return writeModule();
-
-  // CUDA: one PTX bundle in step.so; each architecture's PTX in a file.
-  std::map<std::string, std::string> ptx;
-  if (options.pipeline.target == ACCRUE_TARGET_CUDA) {
-    FailureOr<std::map<std::string, std::string>> bundled =
-        cuda::bundleKernels(module);
-    if (failed(bundled))
-      return failure();
-    ptx = std::move(*bundled);
-  }
+  FailureOr<std::map<std::string, std::string>> targetFiles =
+      target.extractFiles(module, lowering);
+  if (failed(targetFiles))
+    return failure();
 
   phase.stop();
   phase = root.nest("translate to LLVM IR");
   llvm::LLVMContext llvmContext;
-  cpu::CPUTargetOptions host = options.target;
-  // A CUDA step's host code is launch glue: one long block of argument
-  // packing and calls, on which O3's vectorizers spend minutes (quadratic
-  // in the block) and instruction selection seconds, for nothing.
-  if (options.pipeline.target == ACCRUE_TARGET_CUDA) {
-    host.optLevel = 0;
-    host.llvmVectorize = false;
-  }
+  HostCodeOptions host = target.hostCode(options.host, lowering);
   FailureOr<std::unique_ptr<llvm::Module>> llvmModule =
-      cpu::translateToLLVMIR(module, llvmContext, host);
+      translateToLLVMIR(module, llvmContext, host);
   if (failed(llvmModule))
     return failure();
   embedFingerprint(**llvmModule, *manifest);
@@ -621,13 +574,12 @@ LogicalResult compileStep(MLIRContext &ctx, const CompilerOptions &options) {
       options.lldPath.empty() ? ACCRUE_DEFAULT_LLD : options.lldPath;
   phase.stop();
   phase = root.nest("LLVM -O3 and code generation");
-  if (failed(
-          cpu::writeObjectFile(**llvmModule, options.target, object, error)))
+  // (Code generation at the requested level, also for a device step.)
+  if (failed(writeObjectFile(**llvmModule, options.host, object, error)))
     return fail(error);
   phase.stop();
   phase = root.nest("link and write the artifact");
-  if (failed(cpu::linkSharedLibrary(object, file(manifest->library), lld,
-                                    error)) ||
+  if (failed(linkSharedLibrary(object, file(manifest->library), lld, error)) ||
       failed(writeInitialParameters(*model, file(manifest->init), error)) ||
       failed(writeExportableModel(*model, file(manifest->model),
                                   error)) ||
@@ -636,9 +588,9 @@ LogicalResult compileStep(MLIRContext &ctx, const CompilerOptions &options) {
     return fail(error);
   std::vector<std::string> written = {manifest->library, manifest->init,
                                       manifest->model, ACCRUE_FILE_HEADER};
-  for (const auto &[arch, text] : ptx) {
-    written.push_back("kernels." + arch + ".ptx");
-    if (failed(writeTextFile(file(written.back()), text, error)))
+  for (const auto &[name, text] : *targetFiles) {
+    written.push_back(name);
+    if (failed(writeTextFile(file(name), text, error)))
       return fail(error);
   }
   // The manifest last, with the size and checksum of every file before it:

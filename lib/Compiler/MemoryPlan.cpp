@@ -10,7 +10,7 @@
 
 #include "MemoryPlan.h"
 
-#include "accrue/Codegen/CPU/Pipelines.h"
+#include "accrue/Codegen/Target.h"
 #include "accrue/Dialect/Train/IR/Train.h"
 #include "accrue/Dialect/Train/Utils/MemoryEstimate.h"
 #include "accrue/Pipelines/Pipelines.h"
@@ -81,14 +81,17 @@ FailureOr<StepProbe> probeStep(MLIRContext &ctx, const CompilerOptions &options,
           type.getNumElements() / b *
           std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
     }
+  // Measured as the artifact's step is: bufferized by its target.
+  const Target &target = Target::get(other.pipeline.target);
   PassManager pm(&ctx);
   buildTrainPipeline(pm, other.pipeline.train);
-  cpu::buildCPUBufferizationPipeline(pm, other.pipeline.cpu);
+  target.resolveForHost(other.pipeline, other.host);
+  target.buildBufferizationPipeline(pm, other.pipeline);
   if (failed(pm.run(*model->module)))
     return failure();
   auto step = model->module->lookupSymbol<func::FuncOp>(ACCRUE_STEP_FUNCTION);
   std::optional<int64_t> peak =
-      step ? train::estimateMicroStepPeakBytes(step) : std::nullopt;
+      step ? target.activationBytes(step) : std::nullopt;
   if (!peak)
     return failure();
   probe.activationPeak = *peak;
@@ -152,7 +155,7 @@ FailureOr<CompilerOptions> accrue::chooseBatch(MLIRContext &ctx,
     chosen.accumulationSteps = stepsFor(options.import.microBatch);
     return chosen;
   }
-  if (options.pipeline.target != ACCRUE_TARGET_CPU)
+  if (!Target::get(options.pipeline.target).plansMemory())
     return emitError(UnknownLoc::get(&ctx))
            << settingRef("memory_budget") << " plans CPU steps only for now";
   int64_t budget = *options.memoryBudget;

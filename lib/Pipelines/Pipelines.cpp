@@ -2,8 +2,7 @@
 
 #include "accrue/Pipelines/Pipelines.h"
 
-#include "accrue/Codegen/CPU/Pipelines.h"
-#include "accrue/Codegen/CUDA/Pipelines.h"
+#include "accrue/Codegen/Target.h"
 #include "accrue/Dialect/Train/Transforms/Passes.h"
 #include "accrue/Pipelines/Settings.h"
 
@@ -58,10 +57,7 @@ void buildTrainPipeline(OpPassManager &pm,
 }
 
 void buildLoweringPipeline(OpPassManager &pm, const CompileOptions &options) {
-  if (options.target == ACCRUE_TARGET_CPU)
-    cpu::buildCPULoweringPipeline(pm, options.cpu);
-  else
-    cuda::buildCUDALoweringPipeline(pm, options);
+  Target::get(options.target).buildLoweringPipeline(pm, options);
 }
 
 void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options) {
@@ -132,20 +128,13 @@ void registerPipelines() {
       [](OpPassManager &pm, const CompileOptions &options) {
         buildTrainPipeline(pm, options.train);
       });
-  registerCompilePipeline(
-      "accrue-lower-cpu", "Lower an explicit training step to LLVM for the CPU",
-      [](OpPassManager &pm, const CompileOptions &options) {
-        cpu::buildCPULoweringPipeline(pm, options.cpu);
-      });
-  registerCompilePipeline(
-      "accrue-lower-cuda",
-      "Lower an explicit training step for NVIDIA GPUs (target=cuda, the "
-      "default here) or for testing on the CPU (target=cuda-emulated)",
-      [](OpPassManager &pm, CompileOptions options) {
-        if (options.target == ACCRUE_TARGET_CPU)
-          options.target = ACCRUE_TARGET_CUDA;
-        cuda::buildCUDALoweringPipeline(pm, options);
-      });
+  // One lowering per target, from the explicit step to the LLVM dialect.
+  for (const Target *target : Target::all())
+    registerCompilePipeline(
+        ("accrue-lower-" + target->name()).str(), target->description(),
+        [target](OpPassManager &pm, const CompileOptions &options) {
+          target->buildLoweringPipeline(pm, target->ownOptions(options));
+        });
 }
 
 } // namespace accrue

@@ -3,6 +3,7 @@
 #include "accrue/InitAllDialects.h"
 #include "accrue/InitAllPasses.h"
 
+#include "accrue/Codegen/Common/Passes.h"
 #include "accrue/Codegen/CPU/Passes.h"
 #include "accrue/Codegen/CUDA/Passes.h"
 #include "accrue/Conversion/Passes.h"
@@ -33,6 +34,7 @@ void accrue::registerAllPasses() {
   mlir::registerAllPasses();
   train::registerTrainPasses();
   registerConversionPasses();
+  registerCommonCodegenPasses();
   cpu::registerCPUCodegenPasses();
   cuda::registerCUDACodegenPasses();
   registerPipelines();

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "accrue/Codegen/CPU/CPUTarget.h"
+#include "accrue/Codegen/Common/HostCode.h"
 #include "accrue/Compiler/Diagnostics.h"
 #include "accrue/Import/ONNX/Importer.h"
 #include "accrue/InitAllDialects.h"
@@ -266,7 +266,7 @@ Result runTest(StringRef dir) {
     return {Outcome::Fail,
             "compilation failed: " + StringRef(diagnostics).trim().str()};
   FailureOr<std::unique_ptr<ExecutionEngine>> engine =
-      cpu::createJIT(module, cpu::CPUTargetOptions());
+      createJIT(module, HostCodeOptions());
   if (failed(engine))
     return {Outcome::Fail, "JIT failed: " + StringRef(diagnostics).trim().str()};
 

@@ -9,7 +9,7 @@
 #ifndef ACCRUE_COMPILER_COMPILER_H
 #define ACCRUE_COMPILER_COMPILER_H
 
-#include "accrue/Codegen/CPU/CPUTarget.h"
+#include "accrue/Codegen/Common/HostCode.h"
 #include "accrue/Import/ONNX/Importer.h"
 #include "accrue/Pipelines/Options.h"
 
@@ -90,7 +90,8 @@ struct CompilerOptions {
   OptimizerOptions optimizer;
   LossScaleOptions lossScale;
   CompileOptions pipeline;
-  cpu::CPUTargetOptions target;
+  /// The machine the step's host code is compiled for (--target-cpu).
+  HostCodeOptions host;
   EmitKind emit = EmitKind::Artifact;
   /// Artifact directory, or the file for textual output ("-" for stdout).
   std::string output;

@@ -4,13 +4,15 @@
 // settings of these structs are declared once (Settings.h) and bound by
 // accrue-compile to flags and by accrue-opt to pipeline options. The
 // enumerations are the step contract's (accrue-runtime/StepABI.h), so the
-// manifest records exactly what was compiled.
+// manifest records exactly what was compiled. The targets' own options are
+// in Codegen/Options.h.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ACCRUE_PIPELINES_OPTIONS_H
 #define ACCRUE_PIPELINES_OPTIONS_H
 
+#include "accrue/Codegen/Options.h"
 #include "accrue-runtime/StepABI.h"
 
 #include <cstdint>
@@ -45,42 +47,10 @@ struct TrainPipelineOptions {
   bool recomputeAuto = false;
 };
 
-/// How a tensor-level step is lowered for the CPU.
-struct CPULoweringOptions {
-  /// Fuse chains of elementwise linalg ops before bufferization.
-  bool fuseElementwise = true;
-  /// Register-tile and vectorize contractions (vectorize-contractions).
-  bool vectorize = true;
-  /// Run large kernels on all cores: scf.parallel loops lowered to OpenMP
-  /// (the step then links libomp; results do not depend on the thread
-  /// count).
-  bool parallel = true;
-  /// The target's vector register width in bits; sizes the kernels' blocks
-  /// (rows of 2 registers, dot products over one register). Unset:
-  /// accrue-compile asks the target CPU, accrue-opt takes 512.
-  std::optional<int64_t> vectorBits;
-
-  int64_t vectorBitsOrDefault() const { return vectorBits.value_or(512); }
-};
-
-/// How a tensor-level step is lowered for NVIDIA GPUs.
-struct CUDALoweringOptions {
-  /// GPU architectures to generate PTX for ("sm_80,sm_90"); the runtime
-  /// loads the newest one the device runs.
-  std::string archs = "sm_80,sm_90";
-  /// The CUDA toolkit (libdevice, ptxas). Empty: CUDA_HOME, /usr/local/cuda,
-  /// or the nvidia-cuda-nvcc Python package next to the compiler.
-  std::string toolkit;
-};
-
-/// Everything accrue-compile runs between the imported module and LLVM IR.
-struct CompileOptions {
-  /// Where the step runs: the CPU, an NVIDIA GPU, or the CUDA pipeline
-  /// emulated on the CPU (for testing without a GPU).
-  AccrueTarget target = ACCRUE_TARGET_CPU;
+/// Everything accrue-compile runs between the imported module and LLVM IR:
+/// the train passes, then the target's lowering.
+struct CompileOptions : LoweringOptions {
   TrainPipelineOptions train;
-  CPULoweringOptions cpu;
-  CUDALoweringOptions cuda;
 };
 
 } // namespace accrue

@@ -2,6 +2,7 @@
 
 #include "accrue/Codegen/CPU/Pipelines.h"
 
+#include "accrue/Codegen/Common/Passes.h"
 #include "accrue/Codegen/CPU/ContractionKernels.h"
 #include "accrue/Codegen/CPU/Passes.h"
 #include "accrue/Conversion/Passes.h"
@@ -28,7 +29,7 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertTrainToLinalg());
   pm.addPass(createCanonicalizerPass());
   if (options.fuseElementwise)
-    pm.addPass(createFuseElementwise());
+    pm.addPass(accrue::createFuseElementwise());
   if (options.vectorize) {
     pm.addPass(createCollapseShortLoops());
     FoldIntoContractionsOptions fold;

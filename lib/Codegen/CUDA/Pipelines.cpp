@@ -2,8 +2,8 @@
 
 #include "accrue/Codegen/CUDA/Pipelines.h"
 
-#include "accrue/Codegen/CPU/Passes.h"
-#include "accrue/Codegen/CPU/Pipelines.h"
+#include "accrue/Codegen/Common/Passes.h"
+#include "accrue/Codegen/Target.h"
 #include "accrue/Codegen/CUDA/CUDATarget.h"
 #include "accrue/Codegen/CUDA/Passes.h"
 #include "accrue/Conversion/Passes.h"
@@ -23,7 +23,7 @@ using namespace mlir;
 namespace accrue::cuda {
 
 void buildCUDABufferizationPipeline(OpPassManager &pm,
-                                    const CompileOptions &options) {
+                                    const LoweringOptions &options) {
   // Kernels are formed over straight-line code.
   pm.addNestedPass<func::FuncOp>(createUnrollScans());
   pm.addNestedPass<func::FuncOp>(createCudaDeviceScalars());
@@ -32,12 +32,12 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertTrainToLinalg());
   pm.addPass(createCanonicalizerPass());
   if (options.cpu.fuseElementwise)
-    pm.addPass(cpu::createFuseElementwise());
+    pm.addPass(createFuseElementwise());
   pm.addNestedPass<func::FuncOp>(createCudaTensorizeScalars());
   pm.addNestedPass<func::FuncOp>(createCudaSplitReductions());
   // The scalar glue is now rank-0 elementwise ops: fuse its chains.
   if (options.cpu.fuseElementwise)
-    pm.addPass(cpu::createFuseElementwise());
+    pm.addPass(createFuseElementwise());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createCudaFoldIntoContractions());
@@ -50,7 +50,7 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 }
 
-void buildCUDAKernelPipeline(OpPassManager &pm, const CompileOptions &) {
+void buildCUDAKernelPipeline(OpPassManager &pm, const LoweringOptions &) {
   pm.addNestedPass<func::FuncOp>(createCudaPlanWorkspace());
   pm.addNestedPass<func::FuncOp>(createCudaFormKernels());
   pm.addPass(createCanonicalizerPass());
@@ -59,12 +59,14 @@ void buildCUDAKernelPipeline(OpPassManager &pm, const CompileOptions &) {
 }
 
 void buildCUDAToLLVMPipeline(OpPassManager &pm,
-                             const CompileOptions &options) {
+                             const LoweringOptions &options) {
   if (options.target == ACCRUE_TARGET_CUDA_EMULATED) {
+    // The kernels become host loops, lowered as the CPU target lowers its
+    // step (without its vector kernels: no contraction is left).
     pm.addPass(createCudaEmulateKernels());
-    CPULoweringOptions host = options.cpu;
-    host.vectorize = false;
-    cpu::buildCPUToLLVMPipeline(pm, host);
+    LoweringOptions host = options;
+    host.cpu.vectorize = false;
+    cpu::getTarget().buildToLLVMPipeline(pm, host);
     return;
   }
   // Kernels: one module, bf16/f16 arithmetic in f32 (rounded after each
@@ -114,7 +116,7 @@ void buildCUDAToLLVMPipeline(OpPassManager &pm,
 }
 
 void buildCUDALoweringPipeline(OpPassManager &pm,
-                               const CompileOptions &options) {
+                               const LoweringOptions &options) {
   buildCUDABufferizationPipeline(pm, options);
   buildCUDAKernelPipeline(pm, options);
   buildCUDAToLLVMPipeline(pm, options);

@@ -1,8 +1,8 @@
 //===- Passes.td - CPU code generation passes ---------------*- tablegen -*-===//
 //
-// Passes that shape bufferized linalg for LLVM on the CPU: fusion before
-// bufferization, register-blocked contraction kernels, inline math, one
-// function per loop nest. The CUDA backend has its own sibling folder.
+// Passes that shape bufferized linalg for LLVM on the CPU: register-blocked
+// contraction kernels, inline math, one function per loop nest. The CUDA
+// backend has its own sibling folder; what both use is in Common.
 //
 //===----------------------------------------------------------------------===//
 
@@ -196,24 +196,6 @@ def ScheduleParallelLoops
     Statistic<"numSerialized", "serialized", "Parallel loops serialized">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect"];
-}
-
-def FuseElementwise : Pass<"fuse-elementwise"> {
-  let summary = "Fuse elementwise producers into consumers without recomputing";
-  let description = [{
-    Upstream's `linalg-fuse-elementwise-ops` (elementwise fusion, folding
-    of reshapes by expansion, linalg canonicalizations and constant
-    folding), with one more condition on fusing a producer into a
-    consumer: the consumer must read the producer's result through a
-    permutation of all of its loops. A producer read through a map that
-    leaves out consumer loops (an activation's gradient read by the
-    contraction that computes a weight gradient) would be recomputed for
-    every value of those loops, and the consumer would no longer be a plain
-    contraction that `vectorize-contractions` handles.
-  }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect",
-                           "::mlir::tensor::TensorDialect",
-                           "::mlir::affine::AffineDialect"];
 }
 
 def CollapseShortLoops : Pass<"collapse-short-loops"> {

@@ -8,7 +8,7 @@
 #ifndef ACCRUE_CODEGEN_CPU_PIPELINES_H
 #define ACCRUE_CODEGEN_CPU_PIPELINES_H
 
-#include "accrue/Pipelines/Options.h"
+#include "accrue/Codegen/Options.h"
 
 namespace mlir {
 class OpPassManager;

@@ -10,7 +10,7 @@
 #ifndef ACCRUE_CODEGEN_CUDA_PIPELINES_H
 #define ACCRUE_CODEGEN_CUDA_PIPELINES_H
 
-#include "accrue/Pipelines/Options.h"
+#include "accrue/Codegen/Options.h"
 
 namespace mlir {
 class OpPassManager;
@@ -21,20 +21,20 @@ namespace accrue::cuda {
 /// nn/train to linalg, device scalars, split reductions, one-shot
 /// bufferization: the step on device buffers.
 void buildCUDABufferizationPipeline(mlir::OpPassManager &pm,
-                                    const CompileOptions &options);
+                                    const LoweringOptions &options);
 
 /// The workspace plan, one kernel per linalg op, the device-access check.
 void buildCUDAKernelPipeline(mlir::OpPassManager &pm,
-                             const CompileOptions &options);
+                             const LoweringOptions &options);
 
 /// Kernels to NVVM and PTX (or, for cuda-emulated, to host loops), host
 /// code to the LLVM dialect.
 void buildCUDAToLLVMPipeline(mlir::OpPassManager &pm,
-                             const CompileOptions &options);
+                             const LoweringOptions &options);
 
 /// All three.
 void buildCUDALoweringPipeline(mlir::OpPassManager &pm,
-                               const CompileOptions &options);
+                               const LoweringOptions &options);
 
 } // namespace accrue::cuda
 

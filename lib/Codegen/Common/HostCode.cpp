@@ -1,6 +1,6 @@
-//===- CPUTarget.cpp - the CPU backend --------------------------*- C++ -*-===//
+//===- HostCode.cpp - the step's host code as a shared library -*- C++ -*-===//
 
-#include "accrue/Codegen/CPU/CPUTarget.h"
+#include "accrue/Codegen/Common/HostCode.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -27,7 +27,7 @@ using namespace accrue;
 namespace {
 
 std::unique_ptr<llvm::TargetMachine>
-createTargetMachine(const cpu::CPUTargetOptions &options, std::string &error) {
+createTargetMachine(const HostCodeOptions &options, std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
@@ -115,8 +115,8 @@ void addPackedWrapper(llvm::Function *function) {
 } // namespace
 
 FailureOr<std::unique_ptr<llvm::Module>>
-cpu::translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
-                       const CPUTargetOptions &options) {
+accrue::translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
+                       const HostCodeOptions &options) {
   // Functions that asked for a C interface get a packed entry point.
   SmallVector<std::string> entries;
   for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
@@ -149,7 +149,7 @@ cpu::translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
   return llvmModule;
 }
 
-int64_t cpu::vectorRegisterBits(const CPUTargetOptions &options) {
+int64_t accrue::vectorRegisterBits(const HostCodeOptions &options) {
   std::string error;
   std::unique_ptr<llvm::TargetMachine> machine =
       createTargetMachine(options, error);
@@ -163,8 +163,8 @@ int64_t cpu::vectorRegisterBits(const CPUTargetOptions &options) {
   return 128;
 }
 
-LogicalResult cpu::writeObjectFile(llvm::Module &module,
-                                   const CPUTargetOptions &options,
+LogicalResult accrue::writeObjectFile(llvm::Module &module,
+                                   const HostCodeOptions &options,
                                    StringRef path, std::string &error) {
   std::unique_ptr<llvm::TargetMachine> machine =
       createTargetMachine(options, error);
@@ -187,7 +187,7 @@ LogicalResult cpu::writeObjectFile(llvm::Module &module,
   return success();
 }
 
-LogicalResult cpu::linkSharedLibrary(StringRef objectPath, StringRef outputPath,
+LogicalResult accrue::linkSharedLibrary(StringRef objectPath, StringRef outputPath,
                                      StringRef lldPath, std::string &error) {
   SmallVector<StringRef> args{lldPath, "-shared",  "--as-needed",
                               "-o",    outputPath, objectPath};
@@ -213,7 +213,7 @@ LogicalResult cpu::linkSharedLibrary(StringRef objectPath, StringRef outputPath,
 }
 
 FailureOr<std::unique_ptr<ExecutionEngine>>
-cpu::createJIT(ModuleOp module, const CPUTargetOptions &options) {
+accrue::createJIT(ModuleOp module, const HostCodeOptions &options) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   ExecutionEngineOptions engineOptions;

@@ -1,7 +1,8 @@
-//===- CPUTarget.h - the CPU backend ----------------------------*- C++ -*-===//
+//===- HostCode.h - the step's host code as a shared library ---*- C++ -*-===//
 //
 // From a module in the LLVM dialect to LLVM IR, an object file and a shared
-// library that the runtime loads. Every function with llvm.emit_c_interface
+// library that the runtime loads: every target's step is host code (the CPU
+// kernels themselves, or a device step's launches). Every function with llvm.emit_c_interface
 // also gets a packed entry point `_mlir_<name>(void **args)` (the calling
 // convention of mlir::ExecutionEngine::invokePacked): args[i] points to the
 // i-th argument of the lowered function, with each memref expanded into
@@ -9,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ACCRUE_TARGET_CPU_CPUTARGET_H
-#define ACCRUE_TARGET_CPU_CPUTARGET_H
+#ifndef ACCRUE_CODEGEN_COMMON_HOSTCODE_H
+#define ACCRUE_CODEGEN_COMMON_HOSTCODE_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/IR/LLVMContext.h"
@@ -23,9 +24,10 @@ namespace mlir {
 class ExecutionEngine;
 } // namespace mlir
 
-namespace accrue::cpu {
+namespace accrue {
 
-struct CPUTargetOptions {
+/// The machine the host code is compiled for.
+struct HostCodeOptions {
   /// "host" (the compiling machine's CPU and features) or an LLVM CPU name
   /// such as "x86-64-v3".
   std::string cpu = "host";
@@ -37,17 +39,17 @@ struct CPUTargetOptions {
 
 /// The widest vector registers of the target CPU, in bits: 512 with
 /// AVX-512, 256 with AVX, else 128.
-int64_t vectorRegisterBits(const CPUTargetOptions &options);
+int64_t vectorRegisterBits(const HostCodeOptions &options);
 
 /// Translates an LLVM-dialect module to optimized LLVM IR for the target,
 /// with packed entry points added.
 llvm::FailureOr<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
-                  const CPUTargetOptions &options);
+                  const HostCodeOptions &options);
 
 /// Writes `module` as a position-independent object file.
 llvm::LogicalResult writeObjectFile(llvm::Module &module,
-                                    const CPUTargetOptions &options,
+                                    const HostCodeOptions &options,
                                     llvm::StringRef path, std::string &error);
 
 /// Links an object file into a shared library with ld.lld at `lldPath`.
@@ -60,8 +62,8 @@ llvm::LogicalResult linkSharedLibrary(llvm::StringRef objectPath,
 /// that run code directly). Each function `f` is callable as
 /// `engine->invokePacked("f", args)` with the packed convention above.
 llvm::FailureOr<std::unique_ptr<mlir::ExecutionEngine>>
-createJIT(mlir::ModuleOp module, const CPUTargetOptions &options);
+createJIT(mlir::ModuleOp module, const HostCodeOptions &options);
 
-} // namespace accrue::cpu
+} // namespace accrue
 
-#endif // ACCRUE_TARGET_CPU_CPUTARGET_H
+#endif // ACCRUE_CODEGEN_COMMON_HOSTCODE_H

@@ -1,16 +1,16 @@
 //===- FuseElementwise.cpp - fusion without recomputation -------*- C++ -*-===//
 
-#include "accrue/Codegen/CPU/Passes.h"
+#include "accrue/Codegen/Common/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
-namespace accrue::cpu {
+namespace accrue {
 #define GEN_PASS_DEF_FUSEELEMENTWISE
-#include "accrue/Codegen/CPU/Passes.h.inc"
-} // namespace accrue::cpu
+#include "accrue/Codegen/Common/Passes.h.inc"
+} // namespace accrue
 
 using namespace mlir;
 
@@ -29,7 +29,7 @@ bool fusesWithoutRecompute(OpOperand *fused) {
 }
 
 struct FuseElementwisePass
-    : accrue::cpu::impl::FuseElementwiseBase<FuseElementwisePass> {
+    : accrue::impl::FuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);

@@ -1,0 +1,59 @@
+//===- Options.h - how a step is lowered for its target ---------*- C++ -*-===//
+//
+// Plain, typed option structs of the targets (Target.h). The settings are
+// declared once (Pipelines/Settings.h) and bound by every tool; the
+// enumerations are the step contract's (accrue-runtime/StepABI.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_CODEGEN_OPTIONS_H
+#define ACCRUE_CODEGEN_OPTIONS_H
+
+#include "accrue-runtime/StepABI.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace accrue {
+
+/// How a tensor-level step is lowered for the CPU.
+struct CPULoweringOptions {
+  /// Fuse chains of elementwise linalg ops before bufferization.
+  bool fuseElementwise = true;
+  /// Register-tile and vectorize contractions (vectorize-contractions).
+  bool vectorize = true;
+  /// Run large kernels on all cores: scf.parallel loops lowered to OpenMP
+  /// (the step then links libomp; results do not depend on the thread
+  /// count).
+  bool parallel = true;
+  /// The target's vector register width in bits; sizes the kernels' blocks
+  /// (rows of 2 registers, dot products over one register). Unset:
+  /// accrue-compile asks the target CPU, accrue-opt takes 512.
+  std::optional<int64_t> vectorBits;
+
+  int64_t vectorBitsOrDefault() const { return vectorBits.value_or(512); }
+};
+
+/// How a tensor-level step is lowered for NVIDIA GPUs.
+struct CUDALoweringOptions {
+  /// GPU architectures to generate PTX for ("sm_80,sm_90"); the runtime
+  /// loads the newest one the device runs.
+  std::string archs = "sm_80,sm_90";
+  /// The CUDA toolkit (libdevice, ptxas). Empty: CUDA_HOME, /usr/local/cuda,
+  /// or the nvidia-cuda-nvcc Python package next to the compiler.
+  std::string toolkit;
+};
+
+/// Where a step runs and how it is lowered there.
+struct LoweringOptions {
+  /// The CPU, an NVIDIA GPU, or the CUDA pipeline emulated on the CPU (for
+  /// testing without a GPU).
+  AccrueTarget target = ACCRUE_TARGET_CPU;
+  CPULoweringOptions cpu;
+  CUDALoweringOptions cuda;
+};
+
+} // namespace accrue
+
+#endif // ACCRUE_CODEGEN_OPTIONS_H

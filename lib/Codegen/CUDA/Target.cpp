@@ -1,0 +1,106 @@
+//===- Target.cpp - the CUDA target -----------------------------*- C++ -*-===//
+
+#include "accrue/Codegen/Target.h"
+
+#include "accrue/Codegen/CUDA/CUDATarget.h"
+#include "accrue/Codegen/CUDA/Pipelines.h"
+#include "accrue/Dialect/Train/IR/Train.h"
+
+#include "accrue-runtime/Settings.h"
+
+using namespace mlir;
+using namespace accrue;
+
+namespace {
+
+class CUDATarget final : public Target {
+public:
+  StringRef name() const override { return "cuda"; }
+  StringRef description() const override {
+    return "Lower an explicit training step for NVIDIA GPUs (target=cuda, "
+           "the default here) or for testing on the CPU "
+           "(target=cuda-emulated)";
+  }
+  LoweringOptions ownOptions(LoweringOptions options) const override {
+    if (options.target == ACCRUE_TARGET_CPU)
+      options.target = ACCRUE_TARGET_CUDA;
+    return options;
+  }
+  std::optional<std::string>
+  checkToolchain(const LoweringOptions &options) const override {
+    // The emulation runs the kernels as host code: no libdevice needed.
+    if (options.target != ACCRUE_TARGET_CUDA ||
+        cuda::findToolkit(options.cuda.toolkit))
+      return std::nullopt;
+    return "no CUDA toolkit with libdevice (nvvm/libdevice/libdevice.10.bc)" +
+           (options.cuda.toolkit.empty()
+                ? std::string(" in CUDA_HOME, /usr/local/cuda or the "
+                              "nvidia-cuda-nvcc Python package")
+                : " at '" + options.cuda.toolkit + "'") +
+           "; " + settingRef("target") +
+           " cuda needs one (scripts/setup installs it), or set " +
+           settingRef("cuda_toolkit");
+  }
+  void buildBufferizationPipeline(OpPassManager &pm,
+                                  const LoweringOptions &options) const override {
+    // The manifest describes the step with its workspace and kernels.
+    cuda::buildCUDABufferizationPipeline(pm, options);
+    cuda::buildCUDAKernelPipeline(pm, options);
+  }
+  void buildToLLVMPipeline(OpPassManager &pm,
+                           const LoweringOptions &options) const override {
+    cuda::buildCUDAToLLVMPipeline(pm, options);
+  }
+  std::optional<int64_t> activationBytes(func::FuncOp step) const override {
+    // Every temporary is a view of the planned workspace.
+    for (unsigned i = 0; i < step.getNumArguments(); ++i)
+      if (train::getArgRole(step, i) == ACCRUE_ROLE_WORKSPACE)
+        if (auto memref = dyn_cast<MemRefType>(step.getArgument(i).getType());
+            memref && memref.getRank() == 1)
+          return memref.getDimSize(0);
+    return 0;
+  }
+  void describe(rt::Manifest &manifest,
+                const LoweringOptions &options) const override {
+    if (options.target != ACCRUE_TARGET_CUDA)
+      return;
+    SmallVector<StringRef> archs;
+    StringRef(options.cuda.archs).split(archs, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef arch : archs)
+      manifest.cudaArchs.push_back(arch.str());
+  }
+  HostCodeOptions hostCode(const HostCodeOptions &requested,
+                           const LoweringOptions &options) const override {
+    // A CUDA step's host code is launch glue: one long block of argument
+    // packing and calls, on which O3's vectorizers spend minutes (quadratic
+    // in the block) and instruction selection seconds, for nothing. (The
+    // emulation's host code is its kernels.)
+    HostCodeOptions host = requested;
+    if (options.target != ACCRUE_TARGET_CUDA)
+      return host;
+    host.optLevel = 0;
+    host.llvmVectorize = false;
+    return host;
+  }
+  FailureOr<std::map<std::string, std::string>>
+  extractFiles(ModuleOp module, const LoweringOptions &options) const override {
+    std::map<std::string, std::string> files;
+    if (options.target != ACCRUE_TARGET_CUDA)
+      return files;
+    // One PTX bundle stays in step.so; each architecture's PTX in a file.
+    FailureOr<std::map<std::string, std::string>> ptx =
+        cuda::bundleKernels(module);
+    if (failed(ptx))
+      return failure();
+    for (const auto &[arch, text] : *ptx)
+      files["kernels." + arch + ".ptx"] = text;
+    return files;
+  }
+};
+
+} // namespace
+
+const Target &cuda::getTarget() {
+  static const CUDATarget target;
+  return target;
+}
