@@ -52,3 +52,5 @@ import lit_common
 lit_common.add_cuda_toolkit(config)
 lit_common.add_sanitizer(config)
 lit_common.require_features(config, lit_config, "ACCRUE_LIT_REQUIRE")
+# The slowest test takes seconds; the sanitizer build several times that.
+lit_common.set_timeout(lit_config, 600)

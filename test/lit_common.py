@@ -39,3 +39,27 @@ def add_sanitizer(config):
     for name in ["ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"]:
         if name in os.environ:
             config.environment[name] = os.environ[name]
+
+
+def set_timeout(lit_config, seconds):
+    """A test that hangs (a mutation made one loop forever for 13 minutes)
+    fails after `seconds` instead of stalling the run. lit needs psutil to
+    end a test's processes: Debian's python3-psutil (scripts/setup), also
+    when lit runs under another build of the same Python version (a pyenv
+    interpreter first on PATH); without it the suite runs without a
+    limit."""
+    import sys
+    try:
+        import psutil  # noqa: F401
+    except ImportError:
+        debian = "/usr/lib/python3/dist-packages"
+        built = "_psutil_linux.cpython-%d%d" % sys.version_info[:2]
+        folder = os.path.join(debian, "psutil")
+        if os.path.isdir(folder) and any(n.startswith(built) for n in os.listdir(folder)):
+            sys.path.append(debian)
+        try:
+            import psutil  # noqa: F401,F811
+        except ImportError:
+            lit_config.note("psutil is missing: no per-test timeout")
+            return
+    lit_config.maxIndividualTestTime = seconds

@@ -21,8 +21,10 @@
 // SEG: nn.reduce_mean
 // SEG: nn.mul %{{.+}}, %[[Y]]
 // SEG: %[[DR:.+]] = nn.gemm %{{.+}}, %arg2 :
+// The clone of fc1 reads x0 and fc1's weight, each through a barrier.
 // SEG: %[[B:.+]] = train.recompute_barrier %[[X0]]
-// SEG: %[[H1R:.+]] = nn.gemm %[[B]], %{{.+}} {transB = true}
+// SEG-NEXT: %[[W1B:.+]] = train.recompute_barrier %arg1
+// SEG-NEXT: %[[H1R:.+]] = nn.gemm %[[B]], %[[W1B]] {transB = true}
 // SEG: %[[R1R:.+]] = nn.relu %[[H1R]]
 // SEG: nn.gemm %{{.+}}, %[[R1R]] {transA = true}
 // SEG: nn.greater %[[H1R]]

@@ -51,6 +51,52 @@ func.func @step(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>
 
 // -----
 
+// Two carries, as an LSTM has (h and the cell state c): c_t = c_{t-1} + x_t,
+// h_t = tanh(h_{t-1} r + c_t). The reverse scan carries both adjoints and
+// dr's running sum; c_t reaches the loss through h_t and through the next
+// step, so its adjoint is the incoming dc plus the pre-activation's, and
+// it flows to c_{t-1} unchanged (the add). Both initial carries get their
+// adjoints.
+
+// CHECK-LABEL: func.func private @fwd_grad
+// CHECK-SAME: (%[[R:.+]]: tensor<2x2xf32>, %[[H0:.+]]: tensor<3x2xf32>, %[[C0:.+]]: tensor<3x2xf32>, %[[X:.+]]: tensor<3x4x2xf32>)
+// CHECK: %[[F:.+]]:5 = nn.scan(%[[H0]], %[[C0]], %[[X]], %[[R]]) {num_carries = 2 : i64, num_scanned = 1 : i64, saves_carries}
+// CHECK: %[[L:.+]] = nn.reduce_sum %[[F]]#2
+// CHECK: %[[B:.+]]:3 = nn.scan(%{{.+}}, %{{.+}}, %{{.+}}, %[[F]]#3, %[[F]]#4, %[[X]], %{{.+}}, %[[R]], %{{.+}}) {num_carries = 3 : i64, num_scanned = 4 : i64, reverse}
+// CHECK: ^bb0(%[[DH:.+]]: tensor<3x2xf32>, %[[DC:.+]]: tensor<3x2xf32>, %[[DRSUM:.+]]: tensor<2x2xf32>, %[[HT:.+]]: tensor<3x2xf32>, %[[CT:.+]]: tensor<3x2xf32>, %[[XT:.+]]: tensor<3x2xf32>, %[[DYT:.+]]: tensor<3x2xf32>, %[[RR:.+]]: tensor<2x2xf32>, %[[RRT:.+]]: tensor<2x2xf32>):
+// CHECK: %[[CNEW:.+]] = nn.add %[[CT]], %[[XT]]
+// CHECK: %[[HR:.+]] = nn.matmul %[[HT]], %[[RR]]
+// CHECK: %[[PRE:.+]] = nn.add %[[HR]], %[[CNEW]]
+// CHECK: %[[H:.+]] = nn.tanh %[[PRE]]
+// CHECK: %[[DHT:.+]] = nn.add %[[DH]], %[[DYT]]
+// CHECK: %[[DPRE:.+]] = nn.mul %[[DHT]], %{{.+}}
+// CHECK: %[[DCPREV:.+]] = nn.add %[[DC]], %[[DPRE]]
+// CHECK: %[[DHPREV:.+]] = nn.matmul %[[DPRE]], %[[RRT]]
+// CHECK: %[[HTT:.+]] = nn.transpose %[[HT]]
+// CHECK: %[[DRT:.+]] = nn.matmul %[[HTT]], %[[DPRE]]
+// CHECK: %[[DRNEXT:.+]] = nn.add %[[DRSUM]], %[[DRT]]
+// CHECK: nn.yield %[[DHPREV]], %[[DCPREV]], %[[DRNEXT]]
+// CHECK: return %[[L]], %[[B]]#2, %[[B]]#0, %[[B]]#1
+
+func.func private @fwd(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %c0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> tensor<f32> {
+  %res:3 = nn.scan(%h0, %c0, %x, %r) {num_carries = 2 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %c: tensor<3x2xf32>, %xt: tensor<3x2xf32>, %rr: tensor<2x2xf32>):
+    %c1 = nn.add %c, %xt : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+    %m = nn.matmul %h, %rr : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+    %p = nn.add %m, %c1 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+    %h1 = nn.tanh %p : tensor<3x2xf32>
+    nn.yield %h1, %c1, %h1 : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  %s = nn.reduce_sum %res#2 {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<3x4x2xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+func.func @step(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %c0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> (tensor<f32>, tensor<2x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>) {
+  %l, %g:3 = train.value_and_grad @fwd(%r, %h0, %c0, %x) {wrt = array<i64: 0, 1, 2>} : (tensor<2x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>) -> (tensor<f32>, tensor<2x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>)
+  return %l, %g#0, %g#1, %g#2 : tensor<f32>, tensor<2x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
+}
+
+// -----
+
 // A scan in a scan's body (a recurrence over sub-steps): the backward step
 // differentiates the inner scan the same way, from its own saved carries,
 // with an inner reverse scan.

@@ -11,10 +11,10 @@
 # transformations compute the same step, whatever the order threads run in
 # (every thread writes only its own outputs). Models:
 # PyTorch exports of an MLP, a CNN, a GPT with padded tokens, GRU and LSTM
-# classifiers, a CNN with BatchNorm statistics, a partial
-# last window, Dropout, fp16 with dynamic loss scaling (an injected overflow
-# skipped on both), SGD with momentum, a gradient-only step, and two
-# data-parallel ranks.
+# classifiers, a CNN with BatchNorm statistics, a partial last window,
+# Dropout, fp16 with dynamic loss scaling (the scale grows until steps
+# overflow, which both skip, and backs off, as GradScaler's rule), SGD with
+# momentum, a gradient-only step, and two data-parallel ranks.
 #
 # REQUIRES: torch, mpi
 # RUN: rm -rf %t && mkdir -p %t
@@ -119,12 +119,42 @@ same("wide gpt gradients", *both("wide", wide, wide_data, 2, 1, accumulation_ste
 dropout, dropout_data = export("dropout", zoo.GPT(4, dropout=0.2, loss="masked"), 16)
 same("gpt dropout", *both("dropout", dropout, dropout_data, 2, 2, **common))
 
-# fp16 with dynamic loss scaling from a scale that overflows: both skip the
-# same steps and back off the same way.
-cpu, emulated = both("fp16", mse, mse_data, 4, 6, precision="fp16",
-                     loss_scale="dynamic:init=1e38,interval=2", **common)
-assert any(r["skipped"] for r in cpu[1]), cpu[1]
+# fp16 with dynamic loss scaling, from a scale whose steps are finite: it
+# grows by 16 after every 2 finite steps until the scaled gradient
+# overflows, backs off by half per skipped step, and grows again. Both
+# targets skip the same steps, and the scale follows GradScaler's rule
+# (torch.amp.GradScaler's update, restated below) step by step.
+FP16_STEPS, SCALE = 10, dict(init=16384.0, growth=16.0, backoff=0.5, interval=2)
+
+
+def grad_scaler_trace(skipped, init, growth, backoff, interval):
+    """The scale each step uses, given which steps overflowed."""
+    scale, streak, trace = init, 0, []
+    for overflowed in skipped:
+        trace.append(scale)
+        if overflowed:
+            scale, streak = scale * backoff, 0
+        else:
+            streak += 1
+            if streak == interval:
+                scale, streak = scale * growth, 0
+    return trace
+
+
+cpu, emulated = both("fp16", mse, mse_data, 4, FP16_STEPS, precision="fp16",
+                     loss_scale="dynamic:init=%(init)g,growth=%(growth)g,backoff=%(backoff)g,"
+                                "interval=%(interval)d" % SCALE, **common)
+for tag, (_, log, _) in (("cpu", cpu), ("cuda-emulated", emulated)):
+    skipped = [r["skipped"] for r in log]
+    assert any(skipped) and not all(skipped) and not skipped[0], (tag, skipped)
+    assert [r["loss_scale"] for r in log] == grad_scaler_trace(skipped, **SCALE), (tag, log)
+    finite = np.cumsum([not s for s in skipped]).tolist()
+    assert [r["optimizer_steps"] for r in log] == finite, (tag, log)
+start = e2e.initializers(mse)
+assert any(np.abs(cpu[0][n] - start[n]).max() > 1e-4 for n in start), "nothing trained"
 same("mse fp16 dynamic loss scale", cpu, emulated, rtol=1e-3, atol=1e-5)
+print("fp16 dynamic loss scale: %s (skipped), the scale as GradScaler's rule"
+      % [r["skipped"] for r in cpu[1]])
 
 # The emulated step keeps its loss-scaling state in its own buffers: a run
 # stopped after 3 steps and resumed from its checkpoint (the host loads the
@@ -135,7 +165,7 @@ resumed = os.path.join(out, "fp16_resumed.onnx")
 base = [e2e.tool("accrue-train"), art, "--data", mse_data, "--no-progress",
         "--checkpoint-dir", ck]
 e2e.run(base + ["--steps", "3"])
-e2e.run(base + ["--steps", "6", "--resume", "--export", resumed])
+e2e.run(base + ["--steps", str(FP16_STEPS), "--resume", "--export", resumed])
 whole = e2e.initializers(os.path.join(out, "fp16_cuda-emulated.onnx"))
 for name, value in e2e.initializers(resumed).items():
     e2e.assert_close("fp16 resumed " + name, value, whole[name], rtol=0, atol=0)

@@ -6,8 +6,9 @@
 #   (scalar loops), with --no-fuse-optimizer (separate passes), with
 #   --freeze (frozen tensors bit-identical to their initial values, the
 #   others equal to PyTorch with requires_grad=False on them, which also
-#   leaves them out of the clipping norm), and with accrue-train --lr
-#   overriding the compiled learning rate;
+#   leaves them out of the clipping norm), with accrue-train --lr
+#   overriding the compiled learning rate, and on two threads (bitwise the
+#   one-thread result);
 # - --keep-checkpoints: exactly the newest K checkpoints remain, and the
 #   newest resumes bit-identically;
 # - resuming a checkpoint with an artifact of another optimizer is refused;
@@ -126,6 +127,11 @@ frozen, _ = check("freeze", pytorch(frozen=[r"fc2\..*"]), freeze=r"fc2\..*")
 for name in ["fc2.weight", "fc2.bias"]:
     assert np.array_equal(frozen[name], initial[name]), "frozen %s moved" % name
 check("train_lr", pytorch(lr=0.003), train_extra=["--lr", "0.003"])
+# Two threads (the suite runs one): the k > 256 contractions' parallel
+# blocks against PyTorch, and the same bits as one thread.
+two, _ = check("two_threads", reference, train_extra=["--threads", "2"])
+for name, value in default.items():
+    assert np.array_equal(two[name], value), "2 threads changed " + name
 
 # --keep-checkpoints 2 of a checkpoint every step: the two newest remain.
 ckpt = os.path.join(out, "ckpt")

@@ -71,3 +71,10 @@ import lit_common
 lit_common.add_cuda_toolkit(config)
 lit_common.add_sanitizer(config)
 lit_common.require_features(config, lit_config, "ACCRUE_E2E_REQUIRE")
+# The slowest tests take a few minutes; the sanitizer build several times that.
+lit_common.set_timeout(lit_config, 1800)
+# glibc fills allocated and freed blocks with a pattern: a use after free
+# or a read of memory never written in generated code gives wrong values
+# (and a failed comparison) at once. Tests that measure resident memory
+# drop it (filling touches pages that would stay untouched).
+config.environment["MALLOC_PERTURB_"] = "165"

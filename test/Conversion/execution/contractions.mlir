@@ -1,7 +1,10 @@
 // Contractions, broadcasting and reductions, run with the ExecutionEngine
 // (mlir-runner) and compared with numpy (check_contractions.py).
-// RUN: accrue-opt %s --accrue-lower-cpu | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils,%mlir_runner_utils,%libomp > %t.out
+// RUN: accrue-opt %s --accrue-lower-cpu | env OMP_NUM_THREADS=1 mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils,%mlir_runner_utils,%libomp > %t.out
 // RUN: %python %S/check_contractions.py %t.out
+// Two threads: the parallel loops' blocks (whatever the machine's cores).
+// RUN: accrue-opt %s --accrue-lower-cpu | env OMP_NUM_THREADS=2 mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils,%mlir_runner_utils,%libomp > %t.2.out
+// RUN: %python %S/check_contractions.py %t.2.out
 
 func.func private @printMemrefF32(memref<*xf32>)
 
