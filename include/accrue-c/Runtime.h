@@ -51,9 +51,9 @@ typedef struct AccrueArtifact AccrueArtifact;
 AccrueArtifact *accrueArtifactOpen(const char *directory, AccrueError **error);
 void accrueArtifactDestroy(AccrueArtifact *artifact);
 
-/* Checks that the artifact's files are still those accrue-compile wrote
- * (present, of the recorded sizes and checksums): a session reads
- * init.safetensors when it is created and model.onnx to export. */
+/* Checks that the artifact's files are still there with the sizes
+ * accrue-compile recorded (a session checks their checksums as it reads
+ * them: init.safetensors when it is created, model.onnx to export). */
 int accrueArtifactCheckFiles(const AccrueArtifact *artifact,
                              AccrueError **error);
 

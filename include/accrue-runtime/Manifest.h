@@ -182,8 +182,10 @@ struct Manifest {
 
   /// Checks the artifact file `name` in `dir` against its record before it
   /// is mapped or read: throws Error naming the file when it is missing, of
-  /// another size (checked first, without reading it) or corrupt.
-  void checkFile(const std::string &dir, const std::string &name) const;
+  /// another size (checked first, without reading it) or, unless
+  /// `sizeOnly`, corrupt (its CRC-32 differs).
+  void checkFile(const std::string &dir, const std::string &name,
+                 bool sizeOnly = false) const;
 
   /// A hash of everything the compiled code depends on: the arguments, the
   /// arena layout and the compiled settings (not the defaults the runtime

@@ -54,7 +54,8 @@ public:
   std::string dir;
   std::string path(const std::string &file) const { return dir + "/" + file; }
   /// Checks that the files a session reads (the library, the initial
-  /// parameters, the model for export) are still those the compiler wrote.
+  /// parameters, the model for export) are still there with the sizes the
+  /// compiler wrote (their checksums are checked when they are read).
   void checkFiles() const;
   /// Calls the packed entry point.
   void call(void **packedArgs) const;

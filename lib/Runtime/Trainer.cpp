@@ -64,7 +64,7 @@ Artifact::~Artifact() {
 
 void Artifact::checkFiles() const {
   for (const std::string *file : {&library, &init, &model})
-    checkFile(dir, *file);
+    checkFile(dir, *file, /*sizeOnly=*/true);
 }
 
 void Artifact::call(void **packedArgs) const { entryPoint(packedArgs); }

@@ -123,23 +123,8 @@ same("gpt dropout", *both("dropout", dropout, dropout_data, 2, 2, **common))
 # grows by 16 after every 2 finite steps until the scaled gradient
 # overflows, backs off by half per skipped step, and grows again. Both
 # targets skip the same steps, and the scale follows GradScaler's rule
-# (torch.amp.GradScaler's update, restated below) step by step.
+# (e2e.grad_scaler_scales) step by step.
 FP16_STEPS, SCALE = 10, dict(init=16384.0, growth=16.0, backoff=0.5, interval=2)
-
-
-def grad_scaler_trace(skipped, init, growth, backoff, interval):
-    """The scale each step uses, given which steps overflowed."""
-    scale, streak, trace = init, 0, []
-    for overflowed in skipped:
-        trace.append(scale)
-        if overflowed:
-            scale, streak = scale * backoff, 0
-        else:
-            streak += 1
-            if streak == interval:
-                scale, streak = scale * growth, 0
-    return trace
-
 
 cpu, emulated = both("fp16", mse, mse_data, 4, FP16_STEPS, precision="fp16",
                      loss_scale="dynamic:init=%(init)g,growth=%(growth)g,backoff=%(backoff)g,"
@@ -147,7 +132,7 @@ cpu, emulated = both("fp16", mse, mse_data, 4, FP16_STEPS, precision="fp16",
 for tag, (_, log, _) in (("cpu", cpu), ("cuda-emulated", emulated)):
     skipped = [r["skipped"] for r in log]
     assert any(skipped) and not all(skipped) and not skipped[0], (tag, skipped)
-    assert [r["loss_scale"] for r in log] == grad_scaler_trace(skipped, **SCALE), (tag, log)
+    assert [r["loss_scale"] for r in log] == e2e.grad_scaler_scales(skipped, **SCALE), (tag, log)
     finite = np.cumsum([not s for s in skipped]).tolist()
     assert [r["optimizer_steps"] for r in log] == finite, (tag, log)
 start = e2e.initializers(mse)
