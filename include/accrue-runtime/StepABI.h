@@ -60,7 +60,11 @@ extern "C" {
 #define ACCRUE_ALL_REDUCE_FUNCTION "accrue_all_reduce"
 #define ACCRUE_ALL_REDUCE_SYMBOL "_mlir_ciface_accrue_all_reduce"
 
-/* A rank-1 f32 memref descriptor, as MLIR's C interface passes it. */
+/* A rank-1 f32 memref descriptor, as MLIR's C interface passes it. A
+ * data-parallel artifact's step.h spells it again, under the same guard, so
+ * that a host may include both headers in either order. */
+#ifndef ACCRUE_BUFFER_DEFINED
+#define ACCRUE_BUFFER_DEFINED
 typedef struct AccrueBuffer {
   float *allocated;
   float *aligned;
@@ -68,6 +72,7 @@ typedef struct AccrueBuffer {
   int64_t size;
   int64_t stride;
 } AccrueBuffer;
+#endif
 
 typedef void (*AccrueAllReduceFn)(AccrueBuffer *buffer);
 

@@ -220,8 +220,11 @@ std::string accrue::buildHeader(const rt::Manifest &manifest) {
           " * step calls it on one buffer, the gradient accumulator whose\n"
           " * tail holds the loss sum and count; it must sum the buffer over\n"
           " * all ranks in place (accrue-train does it with MPI_Allreduce). */\n"
-          "struct AccrueBuffer {\n  float *allocated, *aligned;\n"
-          "  int64_t offset, size, stride;\n};\n"
+          "#ifndef ACCRUE_BUFFER_DEFINED /* as in accrue-runtime/StepABI.h */\n"
+          "#define ACCRUE_BUFFER_DEFINED\n"
+          "typedef struct AccrueBuffer {\n  float *allocated;\n"
+          "  float *aligned;\n  int64_t offset;\n  int64_t size;\n"
+          "  int64_t stride;\n} AccrueBuffer;\n#endif\n"
        << "void " << ACCRUE_ALL_REDUCE_SYMBOL
        << "(struct AccrueBuffer *buffer);\n";
   os << "#ifdef __cplusplus\n}\n#endif\n#endif\n";

@@ -139,7 +139,8 @@ void load(LazyModule &module) {
   if (!best)
     throw Error("the artifact's kernels need sm_" + std::to_string(oldest) +
                 " or newer, and this GPU is sm_" + std::to_string(c.sm) +
-                "; recompile with --cuda-arch sm_" + std::to_string(c.sm));
+                "; recompile with " + settingRef("cuda_arch") + " sm_" +
+                std::to_string(c.sm));
   check(driver().moduleLoadData(&module.module, best),
         "loading the step's kernels (cuModuleLoadData)");
 }

@@ -6,6 +6,7 @@
 #include "accrue-runtime/Error.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -168,7 +169,10 @@ void runGemmOnHost(const GemmPlan &plan) {
 void setGemmRunner(GemmRunner installed) { runner() = installed; }
 
 [[noreturn]] void failInStep(const char *where, const std::exception &e) {
-  std::fprintf(stderr, "accrue-train: error: %s: %s\n", where, e.what());
+  // The host program's name (accrue-train, python3, a C host), as tools
+  // prefix their errors: the library is not a tool.
+  std::fprintf(stderr, "%s: error: %s: %s\n", program_invocation_short_name,
+               where, e.what());
   std::fflush(stderr);
   Collectives::abortIfParallel(1);
   std::_Exit(1);

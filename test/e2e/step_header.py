@@ -3,7 +3,8 @@
 # loads step.so, checks the fingerprint, passes the arguments in the order
 # and layout the header gives and trains 3 AdamW steps of the MLP (micro-
 # batch 8 x 4, clipping, a third of the labels ignored). Its parameters,
-# losses and gradient norms equal accrue-train's, bit for bit.
+# losses and gradient norms equal accrue-train's, bit for bit. A
+# data-parallel step.h compiles beside the step contract's header.
 #
 # REQUIRES: torch
 # RUN: rm -rf %t && mkdir -p %t
@@ -63,4 +64,20 @@ for words, record in zip(host_log, e2e.read_jsonl(log)):
     assert np.float32(words[3]) == np.float32(record["loss"]), (words, record)
     assert np.float32(words[5]) == np.float32(record["grad_norm"]), (words, record)
 assert len(host_log) == STEPS
+
+# A data-parallel artifact's step.h declares the all-reduce hook with the
+# step contract's AccrueBuffer: a host may include it and
+# accrue-runtime/StepABI.h together, in either order (they used to define
+# the struct twice).
+dp = e2e.compile_model(model, os.path.join(out, "dp"), B, data_parallel=True)
+contract = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include")
+for order in (["step.h", "accrue-runtime/StepABI.h"], ["accrue-runtime/StepABI.h", "step.h"]):
+    both = os.path.join(out, "both_%d.c" % len(os.listdir(out)))
+    with open(both, "w") as f:
+        f.write("".join('#include "%s"\n' % h for h in order) +
+                "void hook(AccrueBuffer *b) { %s(b); }\n"
+                "AccrueAllReduceFn fn = %s;\n" % ("_mlir_ciface_accrue_all_reduce",
+                                                    "_mlir_ciface_accrue_all_reduce"))
+    e2e.run([cc, "-std=c11", "-Wall", "-Werror", "-fsyntax-only", "-I", dp, "-I", contract,
+             both])
 print("ok")
