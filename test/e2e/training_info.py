@@ -137,6 +137,15 @@ for kind in OPTIMIZERS:
     # The export keeps the training algorithm.
     assert len(onnx.load(trained).training_info) == 1
 
+# A Momentum mode Accrue does not know is refused, naming the node, as in a
+# graph (it used to train as the standard mode).
+OPTIMIZERS["heavy_ball"] = ("Momentum", dict(alpha=0.9, mode="heavy-ball"), 1)
+proc = e2e.run([e2e.tool("accrue-compile"), with_training_info(plain, "heavy_ball"), "-o",
+                os.path.join(out, "heavy_ball"), "--micro-batch", str(B)], expect_ok=False)
+assert proc.returncode != 0 and "optimizer'" in proc.stderr and \
+    "unknown mode 'heavy-ball'" in proc.stderr, proc.stderr
+assert not os.path.exists(os.path.join(out, "heavy_ball"))
+
 # Flags given explicitly override the model's algorithm: the Adam model
 # compiled with --optimizer sgd --lr 0.02 trains exactly as the plain model
 # does with those flags.

@@ -210,7 +210,11 @@ LogicalResult ModelImporter::readTrainingInfo() {
                   {"weight_decay", f("norm_coefficient", 0.0)},
                   {"post_weight_decay", f("norm_coefficient_post", 0.0)}};
   } else if (optimizer->op_type() == "Momentum") {
+    // As the graph's Momentum node is read (TrainingHandlers.cpp).
     const onnx::AttributeProto *mode = attribute(*optimizer, "mode");
+    if (mode && mode->s() != "standard" && mode->s() != "nesterov")
+      return emitError(where(*optimizer))
+             << "Momentum: unknown mode '" << mode->s() << "'";
     bool nesterov = mode && mode->s() == "nesterov";
     if (f("alpha", 0.0) == 0.0)
       return emitError(where(*optimizer))
