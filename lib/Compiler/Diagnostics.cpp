@@ -2,6 +2,8 @@
 
 #include "accrue/Compiler/Diagnostics.h"
 
+#include "accrue/Dialect/NN/IR/NN.h"
+
 #include "accrue-runtime/Settings.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -9,19 +11,6 @@
 
 using namespace mlir;
 using namespace accrue;
-
-/// The ONNX name a location carries, if any.
-static std::optional<std::string> nodeName(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (auto name = nodeName(inner))
-        return name;
-  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
-    return nodeName(callSite.getCallee());
-  return std::nullopt;
-}
 
 const char *accrue::severityName(DiagnosticSeverity severity) {
   switch (severity) {
@@ -42,7 +31,7 @@ std::string accrue::describeDiagnostic(
   std::string out;
   // The importer names nodes plainly and graph inputs and initializers
   // with a "kind:" prefix.
-  if (auto name = nodeName(diag.getLocation())) {
+  if (auto name = nn::getNodeName(diag.getLocation())) {
     StringRef text = *name;
     StringRef kind = "node";
     for (StringRef prefix : {"input", "initializer"})

@@ -53,3 +53,15 @@ Operation *NNDialect::materializeConstant(OpBuilder &builder, Attribute value,
     return nullptr;
   return ConstantOp::create(builder, loc, type, elements);
 }
+
+std::optional<std::string> accrue::nn::getNodeName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::optional<std::string> name = getNodeName(inner))
+        return name;
+  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
+    return getNodeName(callSite.getCallee());
+  return std::nullopt;
+}

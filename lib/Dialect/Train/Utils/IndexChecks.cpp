@@ -18,8 +18,8 @@ namespace {
 /// The ONNX node an op came from, as messages name it.
 std::string nodeName(Operation *op, StringRef kind) {
   std::string text = kind.str();
-  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
-    text += " node '" + name.getName().str() + "'";
+  if (std::optional<std::string> name = nn::getNodeName(op->getLoc()))
+    text += " node '" + *name + "'";
   return text;
 }
 

@@ -91,6 +91,10 @@ inline bool isFloatTensor(mlir::Value v) {
   return type && llvm::isa<mlir::FloatType>(type.getElementType());
 }
 
+/// The name of the ONNX node a location carries (the importer's NameLoc,
+/// also inside fused and call-site locations), if any.
+std::optional<std::string> getNodeName(mlir::Location loc);
+
 /// Reverse-mode differentiation of a block of nn ops, shared by
 /// `train-autodiff` (a function) and nn.scan's VJP (a loop body).
 ///
