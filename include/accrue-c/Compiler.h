@@ -57,7 +57,8 @@ void accrueCompileOptionsDestroy(AccrueCompileOptions *options);
 /* Sets one of accrue-compile's settings by name, '_' for '-' in its flag
  * (micro_batch, accumulation_steps, optimizer, lr, weight_decay,
  * clip_norm, precision, loss_scale, target, cuda_arch, emit, ...);
- * booleans take "true" or "false". micro_batch is required. */
+ * booleans take "true" or "false". micro_batch is required unless
+ * memory_budget chooses it. */
 int accrueCompileOptionsSet(AccrueCompileOptions *options, const char *name,
                             const char *value, AccrueError **error);
 /* The names accrueCompileOptionsSet takes, and whether each is a boolean

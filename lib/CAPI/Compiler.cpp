@@ -34,7 +34,6 @@ using namespace mlir;
 struct AccrueCompileOptions {
   accrue::CompilerOptions options;
   accrue::SettingTable table;
-  bool microBatchGiven = false;
 
   AccrueCompileOptions() { accrue::bindCompilerSettings(table, options); }
   // The table refers to `options`: no copies.
@@ -92,7 +91,6 @@ int accrueCompileOptionsSet(AccrueCompileOptions *options, const char *name,
     return fail(error, "a setting needs a name and a value");
   if (std::optional<std::string> message = options->table.read(name, value))
     return fail(error, accrue::renderSettings(*message, plainName));
-  options->microBatchGiven |= std::string(name) == "micro_batch";
   return 0;
 }
 
@@ -125,8 +123,6 @@ int accrueCompile(const char *modelPath, const char *output,
                   AccrueError **error) {
   if (!modelPath || !output || !options)
     return fail(error, "compiling needs a model, an output and options");
-  if (!options->microBatchGiven)
-    return fail(error, "micro_batch is required");
   accrue::CompilerOptions compile = options->options;
   compile.import.modelPath = modelPath;
   compile.output = output;

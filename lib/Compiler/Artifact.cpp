@@ -137,7 +137,12 @@ accrue::buildManifest(ModuleOp module, const CompilerOptions &options,
   m.lossNormalization = options.pipeline.train.lossNormalization;
   m.precision = options.pipeline.train.precision;
   m.collectives = options.pipeline.train.collectives;
-  m.microBatch = options.import.microBatch;
+  auto microBatch =
+      step->getAttrOfType<IntegerAttr>(train::StepAttrs::kMicroBatch);
+  if (!microBatch)
+    return step.emitError("the step has no micro-batch loop (run "
+                          "train-microbatch)");
+  m.microBatch = microBatch.getInt();
   m.accumulationSteps = options.accumulationSteps;
   m.effectiveBatch = options.effectiveBatch;
   m.optimizer = optimizerSpec(options.optimizer);

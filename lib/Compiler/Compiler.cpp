@@ -4,6 +4,7 @@
 
 #include "Artifact.h"
 #include "MemoryPlan.h"
+#include "StepSource.h"
 
 #include "accrue/Codegen/Target.h"
 #include "accrue/Dialect/Train/IR/Train.h"
@@ -32,68 +33,6 @@
 
 using namespace mlir;
 using namespace accrue;
-
-namespace {
-
-train::OptimizerAttrInterface buildOptimizer(MLIRContext &ctx,
-                                             const OptimizerOptions &opt) {
-  auto f = [](double v) { return llvm::APFloat(v); };
-  switch (*opt.kind) {
-  case ACCRUE_OPTIMIZER_SGD:
-    return train::SGDAttr::get(&ctx, f(opt.momentum), f(opt.dampening),
-                               opt.nesterov, f(opt.weightDecay.value_or(0.0)));
-  case ACCRUE_OPTIMIZER_ADAM:
-    return train::AdamAttr::get(&ctx, f(opt.beta1), f(opt.beta2),
-                                f(opt.eps.value_or(1e-8)),
-                                f(opt.weightDecay.value_or(0.0)));
-  case ACCRUE_OPTIMIZER_ADAMW:
-    return train::AdamWAttr::get(&ctx, f(opt.beta1), f(opt.beta2),
-                                 f(opt.eps.value_or(1e-8)),
-                                 f(opt.weightDecay.value_or(0.01)));
-  case ACCRUE_OPTIMIZER_ADAGRAD:
-    return train::AdagradAttr::get(&ctx, f(opt.lrDecay),
-                                   f(opt.weightDecay.value_or(0.0)),
-                                   f(opt.eps.value_or(1e-10)));
-  case ACCRUE_OPTIMIZER_ONNX_ADAM:
-    return train::OnnxAdamAttr::get(
-        &ctx, f(opt.beta1), f(opt.beta2), f(opt.eps.value_or(1e-6)),
-        f(opt.weightDecay.value_or(0.0)), f(opt.postWeightDecay));
-  case ACCRUE_OPTIMIZER_NONE:
-    break;
-  }
-  return {};
-}
-
-} // namespace
-
-void accrue::resolveOptimizer(OptimizerOptions &opt,
-                              const onnx_import::ImportedModel &model) {
-  if (!opt.kind && model.optimizer) {
-    const onnx_import::ImportedOptimizer &from = *model.optimizer;
-    opt.kind = from.kind;
-    auto param = [&](StringRef key, double fallback) {
-      auto it = from.params.find(key.str());
-      return it == from.params.end() ? fallback : it->second;
-    };
-    opt.beta1 = param("beta1", opt.beta1);
-    opt.beta2 = param("beta2", opt.beta2);
-    if (from.params.count("eps"))
-      opt.eps = param("eps", 0);
-    if (from.params.count("weight_decay"))
-      opt.weightDecay = param("weight_decay", 0);
-    opt.postWeightDecay = param("post_weight_decay", opt.postWeightDecay);
-    opt.momentum = param("momentum", opt.momentum);
-    opt.dampening = param("dampening", opt.dampening);
-    opt.nesterov = param("nesterov", opt.nesterov) != 0;
-    opt.lrDecay = param("lr_decay", opt.lrDecay);
-    if (!opt.lr && from.lr)
-      opt.lr = from.lr;
-  }
-  if (!opt.kind)
-    opt.kind = ACCRUE_OPTIMIZER_ADAMW;
-  if (!opt.lr)
-    opt.lr = 1e-3;
-}
 
 namespace {
 
@@ -227,9 +166,12 @@ accrue::validateOptions(const CompilerOptions &options) {
   const OptimizerOptions &opt = options.optimizer;
   auto ref = [](const char *name) { return settingRef(name); };
   auto finite = [](double v) { return std::isfinite(v); };
-  if (options.import.microBatch < 1)
+  if (!options.microBatch && !options.memoryBudget)
+    return ref("micro_batch") + " is required (or " + ref("memory_budget") +
+           " to choose it)";
+  if (options.microBatch && *options.microBatch < 1)
     return ref("micro_batch") + " must be >= 1, got " +
-           std::to_string(options.import.microBatch);
+           std::to_string(*options.microBatch);
   if (options.accumulationSteps < 1)
     return ref("accumulation_steps") + " must be >= 1, got " +
            std::to_string(options.accumulationSteps);
@@ -296,8 +238,10 @@ void accrue::bindCompilerSettings(SettingTable &table,
                                   CompilerOptions &options) {
   onnx_import::ImportOptions &import = options.import;
   OptimizerOptions &opt = options.optimizer;
-  table.integer("micro_batch", "Samples per micro-batch (required)",
-                import.microBatch);
+  table.integer("micro_batch",
+                "Samples per micro-batch (required unless memory_budget "
+                "chooses it)",
+                options.microBatch);
   table.integer("accumulation_steps",
                 "Micro-batches per optimizer step (the default of "
                 "accrue-train; the step takes any number at run time)",
@@ -420,27 +364,11 @@ void accrue::bindCompilerSettings(SettingTable &table,
   plan.implicitValue = "text";
 }
 
-train::StepOptions accrue::stepOptionsFor(MLIRContext &ctx,
-                                          const CompilerOptions &options) {
-  train::StepOptions step;
-  step.microBatch = options.import.microBatch;
-  step.optimizer = buildOptimizer(ctx, options.optimizer);
-  step.maxNorm = options.optimizer.clipNorm;
-  step.lossScale = options.lossScale.mode != ACCRUE_LOSS_SCALE_NONE;
-  if (options.lossScale.mode == ACCRUE_LOSS_SCALE_DYNAMIC) {
-    step.lossScaleGrowth = options.lossScale.growth;
-    step.lossScaleBackoff = options.lossScale.backoff;
-    step.lossScaleInterval = options.lossScale.interval;
-  }
-  step.dataParallel =
-      options.pipeline.train.collectives != ACCRUE_COLLECTIVES_NONE;
-  return step;
-}
-
 namespace {
 
 /// compileModel once the micro-batch and K are known.
-LogicalResult compileStep(MLIRContext &ctx, const CompilerOptions &options) {
+LogicalResult compileStep(MLIRContext &ctx, StepSource &source,
+                          const CompilerOptions &options) {
   // --mlir-timing reports every phase, passes included.
   DefaultTimingManager timing;
   if (options.commandLineOptions)
@@ -448,19 +376,19 @@ LogicalResult compileStep(MLIRContext &ctx, const CompilerOptions &options) {
   TimingScope root = timing.getRootScope();
   TimingScope phase = root.nest("import ONNX and build the step");
 
-  FailureOr<onnx_import::ImportedModel> model =
-      onnx_import::importModelFile(&ctx, options.import);
-  if (failed(model))
+  FailureOr<StepSource::Imported> imported =
+      source.import(options, *options.microBatch, /*parameterValues=*/true);
+  if (failed(imported))
     return failure();
+  onnx_import::ImportedModel *model = &imported->model;
   ModuleOp module = *model->module;
 
   // The model may say which optimizer it trains with.
-  CompilerOptions resolved = options;
-  resolveOptimizer(resolved.optimizer, *model);
+  const CompilerOptions &resolved = imported->resolved;
   if (std::optional<std::string> error = validateOptions(resolved))
     return emitError(UnknownLoc::get(&ctx)) << *error;
-  FailureOr<train::StepLayout> layout = train::buildTrainStep(
-      module, model->forward, stepOptionsFor(ctx, resolved));
+  FailureOr<train::StepLayout> layout =
+      train::buildTrainStep(module, model->forward, imported->step);
   if (failed(layout))
     return failure();
   auto writeModule = [&] {
@@ -513,7 +441,8 @@ LogicalResult compileStep(MLIRContext &ctx, const CompilerOptions &options) {
     if (!target.plansMemory())
       return emitError(UnknownLoc::get(&ctx))
              << settingRef("plan") << " plans CPU steps only for now";
-    FailureOr<rt::MemoryPlan> plan = buildMemoryPlan(ctx, resolved, *manifest);
+    FailureOr<rt::MemoryPlan> plan =
+        buildMemoryPlan(ctx, source, resolved, *manifest);
     if (failed(plan))
       return failure();
     manifest->memoryPlan = *plan;
@@ -619,10 +548,15 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
   registerAllDialects(registry);
   ctx.appendDialectRegistry(registry);
   ctx.loadAllAvailableDialects();
+  // The model is read once; every import of it below comes from `source`.
+  FailureOr<StepSource> source =
+      StepSource::open(ctx, options.import.modelPath);
+  if (failed(source))
+    return failure();
   if (!options.memoryBudget && !options.effectiveBatch)
-    return compileStep(ctx, options);
-  FailureOr<CompilerOptions> chosen = chooseBatch(ctx, options);
+    return compileStep(ctx, *source, options);
+  FailureOr<CompilerOptions> chosen = chooseBatch(ctx, *source, options);
   if (failed(chosen))
     return failure();
-  return compileStep(ctx, *chosen);
+  return compileStep(ctx, *source, *chosen);
 }

@@ -1,10 +1,10 @@
 //===- MemoryPlan.cpp - the step's memory plan and the batch it fits --===//
 //
-// The plan: the arenas and batch inputs
-// of the step, plus activations per sample and fixed, measured on the
-// bufferized step at two micro-batch sizes (probes: the model imported
-// again at that size, without parameter values). --memory-budget and
-// --effective-batch choose the micro-batch and K from it.
+// The plan: the arenas and batch inputs of the step, plus activations per
+// sample and fixed, measured on the bufferized step at two micro-batch
+// sizes (probes: the parsed model imported again at that size, without
+// parameter values). --memory-budget and --effective-batch choose the
+// micro-batch and K from it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,31 +45,30 @@ std::string bytesText(int64_t bytes) {
 /// The step of a model compiled at micro-batch `b` as far as memory goes:
 /// its arena layout, the batch-input bytes of one sample, and the peak
 /// bytes of one micro-batch's temporaries. The model is imported again at
-/// that size (without parameter values), its step built and bufferized for
-/// the CPU, then measured like the artifact's.
+/// that size (without parameter values; the file is not read again), its
+/// step built and bufferized for the CPU, then measured like the
+/// artifact's.
 struct StepProbe {
   train::StepLayout layout;
   int64_t inputPerSample = 0;
   int64_t activationPeak = 0;
 };
 
-FailureOr<StepProbe> probeStep(MLIRContext &ctx, const CompilerOptions &options,
-                               int64_t b) {
-  CompilerOptions other = options;
-  other.import.microBatch = b;
-  other.import.loadParameterValues = false;
+FailureOr<StepProbe> probeStep(MLIRContext &ctx, StepSource &source,
+                               const CompilerOptions &options, int64_t b) {
   // Its warnings are the main compile's.
   ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &d) {
     return success(d.getSeverity() != DiagnosticSeverity::Error);
   });
-  FailureOr<onnx_import::ImportedModel> model =
-      onnx_import::importModelFile(&ctx, other.import);
-  if (failed(model))
+  FailureOr<StepSource::Imported> imported =
+      source.import(options, b, /*parameterValues=*/false);
+  if (failed(imported))
     return failure();
-  resolveOptimizer(other.optimizer, *model);
+  CompilerOptions &other = imported->resolved;
+  onnx_import::ImportedModel *model = &imported->model;
   StepProbe probe;
-  FailureOr<train::StepLayout> layout = train::buildTrainStep(
-      *model->module, model->forward, stepOptionsFor(ctx, other));
+  FailureOr<train::StepLayout> layout =
+      train::buildTrainStep(*model->module, model->forward, imported->step);
   if (failed(layout))
     return failure();
   probe.layout = *layout;
@@ -123,11 +122,12 @@ void fitActivations(rt::MemoryPlan &plan, int64_t x, int64_t atX, int64_t y,
 } // namespace
 
 FailureOr<rt::MemoryPlan>
-accrue::buildMemoryPlan(MLIRContext &ctx, const CompilerOptions &resolved,
+accrue::buildMemoryPlan(MLIRContext &ctx, StepSource &source,
+                        const CompilerOptions &options,
                         const rt::Manifest &manifest) {
   int64_t b = manifest.microBatch;
   std::optional<int64_t> atB = manifest.activationBytes;
-  FailureOr<StepProbe> at2B = probeStep(ctx, resolved, 2 * b);
+  FailureOr<StepProbe> at2B = probeStep(ctx, source, options, 2 * b);
   if (!atB || failed(at2B))
     return emitError(UnknownLoc::get(&ctx))
            << "cannot measure the step's activation memory for the plan";
@@ -139,6 +139,7 @@ accrue::buildMemoryPlan(MLIRContext &ctx, const CompilerOptions &resolved,
 }
 
 FailureOr<CompilerOptions> accrue::chooseBatch(MLIRContext &ctx,
+                                               StepSource &source,
                                                const CompilerOptions &options) {
   CompilerOptions chosen = options;
   chosen.memoryBudget.reset();
@@ -152,7 +153,7 @@ FailureOr<CompilerOptions> accrue::chooseBatch(MLIRContext &ctx,
   };
   if (!options.memoryBudget) {
     // An effective batch at the given micro-batch.
-    chosen.accumulationSteps = stepsFor(options.import.microBatch);
+    chosen.accumulationSteps = stepsFor(*options.microBatch);
     return chosen;
   }
   if (!Target::get(options.pipeline.target).plansMemory())
@@ -163,8 +164,8 @@ FailureOr<CompilerOptions> accrue::chooseBatch(MLIRContext &ctx,
   // micro-batch that fits the budget with it (0: none).
   auto largestFitting = [&](const CompilerOptions &variant)
       -> FailureOr<std::pair<rt::MemoryPlan, int64_t>> {
-    FailureOr<StepProbe> one = probeStep(ctx, variant, 1);
-    FailureOr<StepProbe> two = probeStep(ctx, variant, 2);
+    FailureOr<StepProbe> one = probeStep(ctx, source, variant, 1);
+    FailureOr<StepProbe> two = probeStep(ctx, source, variant, 2);
     if (failed(one) || failed(two))
       return emitError(UnknownLoc::get(&ctx))
              << "cannot measure the step's memory for "
@@ -188,7 +189,7 @@ FailureOr<CompilerOptions> accrue::chooseBatch(MLIRContext &ctx,
     // whose liveness changes with b): the step at b is probed, and the line
     // refitted through 1 and b until the probe fits.
     for (int tries = 0; b > 2 && tries < 4; ++tries) {
-      FailureOr<StepProbe> atB = probeStep(ctx, variant, b);
+      FailureOr<StepProbe> atB = probeStep(ctx, source, variant, b);
       if (failed(atB))
         return failure();
       fitActivations(plan, 1, one->activationPeak, b, atB->activationPeak);
@@ -248,7 +249,7 @@ FailureOr<CompilerOptions> accrue::chooseBatch(MLIRContext &ctx,
   // fits too: the peak grows with b).
   if (share)
     best = llvm::divideCeilSigned(*share, stepsFor(best));
-  chosen.import.microBatch = best;
+  chosen.microBatch = best;
   chosen.accumulationSteps = stepsFor(best);
   int64_t k = chosen.accumulationSteps;
   std::string effective;

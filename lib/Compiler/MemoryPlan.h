@@ -1,16 +1,15 @@
 //===- MemoryPlan.h - the step's memory plan --------------------*- C++ -*-===//
 //
 // Private to the compiler library: the memory plan (--plan,
-// --memory-budget) and the compile-option helpers it shares with
-// Compiler.cpp.
+// --memory-budget), measured on probes of the step imported from the
+// compilation's StepSource at other micro-batch sizes.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ACCRUE_LIB_COMPILER_MEMORYPLAN_H
 #define ACCRUE_LIB_COMPILER_MEMORYPLAN_H
 
-#include "accrue/Compiler/Compiler.h"
-#include "accrue/Dialect/Train/Utils/StepBuilder.h"
+#include "StepSource.h"
 
 #include "accrue-runtime/Manifest.h"
 
@@ -18,21 +17,12 @@
 
 namespace accrue {
 
-/// Fills what the options leave to the model: the optimizer of its
-/// TrainingInfoProto (with that optimizer's hyperparameters) and its
-/// learning rate, else AdamW at 1e-3.
-void resolveOptimizer(OptimizerOptions &opt,
-                      const onnx_import::ImportedModel &model);
-
-/// The step that `options` (its optimizer resolved) asks for.
-train::StepOptions stepOptionsFor(mlir::MLIRContext &ctx,
-                                  const CompilerOptions &options);
-
 /// The memory plan of `manifest`'s step: the arenas and inputs of the step
 /// (probed at 2b: they do not depend on b), the activations at the
 /// compiled micro-batch b and at 2b.
 llvm::FailureOr<rt::MemoryPlan> buildMemoryPlan(mlir::MLIRContext &ctx,
-                                                const CompilerOptions &resolved,
+                                                StepSource &source,
+                                                const CompilerOptions &options,
                                                 const rt::Manifest &manifest);
 
 /// `options` with the micro-batch and accumulation steps that
@@ -44,6 +34,7 @@ llvm::FailureOr<rt::MemoryPlan> buildMemoryPlan(mlir::MLIRContext &ctx,
 /// micro-batch whose planned peak fits, then the smallest with the same K
 /// (the least padding). Says what it chose (a remark).
 llvm::FailureOr<CompilerOptions> chooseBatch(mlir::MLIRContext &ctx,
+                                             StepSource &source,
                                              const CompilerOptions &options);
 
 /// The plan as a table a person reads at a glance.

@@ -86,8 +86,8 @@ class Artifact:
 def compile(model, output, **settings):
     """Compiles `model` (a path, or the bytes of a .onnx file) into the
     artifact directory `output` with accrue-compile's settings as keywords
-    (micro_batch is required); returns the Artifact. Warnings of the
-    compiler become Python warnings."""
+    (micro_batch is required unless memory_budget chooses it); returns the
+    Artifact. Warnings of the compiler become Python warnings."""
     _check_keywords("compile", settings, _COMPILE_SETTINGS)
     if not isinstance(model, (bytes, bytearray)):
         model = os.fspath(model)

@@ -26,7 +26,7 @@ func.func private @fwd(%w: tensor<3xf32>, %x: tensor<2x3xf32>) -> tensor<f32> {
 // CHECK: return %[[N]], %[[D]]
 
 // CHECK-LABEL: func @step
-// CHECK-SAME: attributes {train.partial_windows}
+// CHECK-SAME: attributes {train.micro_batch = 2 : i64, train.partial_windows}
 // CHECK: scf.for %[[I:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args
 // CHECK: %[[OFF:.+]] = arith.muli %[[I]], %{{.+}} : index
 // valid_k = clamp(valid - k * b, 0, b).

@@ -112,6 +112,24 @@ def test_memory_plan(tmp_path):
     assert accrue.compile(model, tmp_path / "plain", **FLAGS).memory_plan is None
 
 
+def test_memory_budget_chooses_the_micro_batch(tmp_path):
+    """memory_budget without micro_batch: a micro-batch whose planned peak
+    (from the step measured at b) fits, the one accrue-compile chooses."""
+    model = os.path.join(SPIRALS, "model.onnx")
+    budget = 1 << 20
+    art = accrue.compile(model, tmp_path / "budget", memory_budget=str(budget), plan="json")
+    plan = art.memory_plan
+    b, k = art.micro_batch, plan["accumulation_steps"]
+    assert b == plan["micro_batch"] and b > 1 and k == 1
+
+    def peak(n):
+        return (plan["static_bytes"] + plan["activation_fixed_bytes"]
+                + n * plan["activation_bytes_per_sample"] + n * k * plan["input_bytes_per_sample"])
+    assert plan["peak_bytes"] == peak(b) <= budget
+    run(tool("accrue-compile"), model, "-o", tmp_path / "cli", "--memory-budget", str(budget))
+    assert accrue.Artifact(tmp_path / "cli").micro_batch == b
+
+
 def test_narrow_integer_labels(tmp_path, spirals):
     """int8 and int16 labels train exactly like int64 ones (widened)."""
     model = os.path.join(SPIRALS, "model.onnx")

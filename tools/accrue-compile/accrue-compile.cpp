@@ -97,7 +97,6 @@ int main(int argc, char **argv) {
            << accrue::renderSettings(message, flagFor) << "\n";
     return 1;
   };
-  bool microBatchGiven = false;
   for (const Bound &b : bound) {
     std::optional<std::string> error;
     if (b.value && b.value->getNumOccurrences())
@@ -111,11 +110,7 @@ int main(int argc, char **argv) {
       continue;
     if (error)
       return fail(*error);
-    microBatchGiven |= b.setting->name == "micro_batch";
   }
-  if (!microBatchGiven && !options.memoryBudget)
-    return fail(accrue::settingRef("micro_batch") + " is required (or " +
-                accrue::settingRef("memory_budget") + " to choose it)");
   options.import.modelPath = model;
   options.output = output;
   options.commandLineOptions = true;

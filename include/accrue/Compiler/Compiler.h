@@ -82,8 +82,11 @@ llvm::FailureOr<LossScaleOptions> parseLossScale(llvm::StringRef text,
                                                  std::string &error);
 
 struct CompilerOptions {
-  /// Path of the ONNX model; micro-batch, loss and freeze settings.
+  /// Path of the ONNX model; loss and freeze settings. (Its micro-batch is
+  /// set for each import: the step's or a memory probe's.)
   onnx_import::ImportOptions import;
+  /// Samples per micro-batch. Required unless `memoryBudget` chooses it.
+  std::optional<int64_t> microBatch;
   /// Default number of micro-batches per optimizer step (recorded in the
   /// manifest; the compiled step takes any number at run time).
   int64_t accumulationSteps = 1;

@@ -64,20 +64,21 @@ int64_t importedOpset(const onnx::ModelProto &model, StringRef domain) {
   return 0;
 }
 
-/// Imports one model; the steps of importModel in order.
+/// Where messages about the model file as a whole point.
+Location modelFileLoc(MLIRContext *context, StringRef path) {
+  return FileLineColLoc::get(context, path.empty() ? "<model>" : path, 0, 0);
+}
+
+/// Imports one model; the steps of ModelSource::import in order.
 class ModelImporter {
 public:
-  ModelImporter(MLIRContext *context, const ImportOptions &options)
+  ModelImporter(MLIRContext *context, const ImportOptions &options,
+                std::shared_ptr<onnx::ModelProto> parsed)
       : context(context), options(options), builder(context),
-        fileLoc(FileLineColLoc::get(context,
-                                    options.modelPath.empty()
-                                        ? "<model>"
-                                        : options.modelPath,
-                                    0, 0)) {}
+        fileLoc(modelFileLoc(context, options.modelPath)),
+        parsed(std::move(parsed)), model(*this->parsed) {}
 
-  /// Imports `parsed` (a ModelProto that parsed, or nothing when it did
-  /// not: an error naming the file).
-  FailureOr<ImportedModel> run(std::optional<onnx::ModelProto> parsed);
+  FailureOr<ImportedModel> run();
 
 private:
   bool training() const { return options.mode == ImportMode::Training; }
@@ -100,7 +101,10 @@ private:
   OpBuilder builder;
   Location fileLoc;
 
-  onnx::ModelProto model;
+  /// The parsed model, shared with its source and the result. Only the
+  /// parameters' data moves out of it (with loadParameterValues).
+  std::shared_ptr<onnx::ModelProto> parsed;
+  onnx::ModelProto &model;
   int64_t opset = 0;
   /// From a TrainingInfoProto's Gradient node: the loss and the tensors it
   /// differentiates (the only trainable initializers).
@@ -699,123 +703,85 @@ LogicalResult ModelImporter::importBody() {
   return success();
 }
 
-FailureOr<ImportedModel>
-ModelImporter::run(std::optional<onnx::ModelProto> parsed) {
+FailureOr<ImportedModel> ModelImporter::run() {
   context->loadDialect<nn::NNDialect, train::TrainDialect, func::FuncDialect,
                        arith::ArithDialect, tensor::TensorDialect>();
-  if (!parsed)
-    return emitError(fileLoc) << "not a valid ONNX model: the protobuf does "
-                                 "not parse (truncated or not ONNX)";
-  model = std::move(*parsed);
   if (failed(check()) || failed(readTrainingInfo()) ||
       failed(chooseOutputs()) ||
       failed(sliceAndCheckNodes()) || failed(buildSignature()) ||
       failed(importBody()))
     return failure();
-  result.proto = std::make_shared<onnx::ModelProto>(std::move(model));
+  result.proto = parsed;
   return std::move(result);
 }
 
-/// `bytes` parsed, or nothing.
-std::optional<onnx::ModelProto> parseModel(StringRef bytes) {
-  onnx::ModelProto model;
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
-      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return std::nullopt;
-  return model;
-}
-
-/// The constant scalar divisor of a loss `x / c`, and the nn.div.
-std::optional<std::pair<nn::DivOp, double>> constantDivisor(func::FuncOp f) {
-  Value loss = f.front().getTerminator()->getOperand(0);
-  while (auto id = loss.getDefiningOp<nn::IdentityOp>())
-    loss = id.getInput();
-  auto div = loss.getDefiningOp<nn::DivOp>();
-  DenseElementsAttr value;
-  if (!div || !matchPattern(div.getRhs(), m_Constant(&value)) ||
-      value.getNumElements() != 1 ||
-      !isa<FloatType>(value.getElementType()))
-    return std::nullopt;
-  return std::make_pair(
-      div, (*value.getValues<APFloat>().begin()).convertToDouble());
-}
-
-/// A loss `sum / c` with a constant c is a mean when c counts the samples
-/// (PyTorch's `x.sum() / x.shape[0]`, folded at import) and a scaled sum
-/// when c is a plain number. The graph alone cannot tell, so the model is
-/// imported again at micro-batch b + 1 and the two values of c compared;
-/// the nn.div is annotated for train-microbatch (StepAttrs).
-void annotateConstantDivisor(MLIRContext *context,
-                             const ImportOptions &options,
-                             ImportedModel &model) {
-  auto divisor = constantDivisor(model.forward);
-  if (!divisor)
-    return;
-  ImportOptions other = options;
-  other.microBatch = options.microBatch + 1;
-  other.loadParameterValues = false;
-  FailureOr<ImportedModel> shadow;
-  {
-    // Whatever the second import says has been said by the first.
-    ScopedDiagnosticHandler quiet(context, [](Diagnostic &) {
-      return success();
-    });
-    // The model without its parameters' data (moved out by the import).
-    shadow = ModelImporter(context, other).run(*model.proto);
-  }
-  if (failed(shadow))
-    return;
-  auto shadowDivisor = constantDivisor(shadow->forward);
-  if (!shadowDivisor)
-    return;
-  auto [div, c] = *divisor;
-  double perSample = shadowDivisor->second - c;
-  if (perSample == 0.0)
-    div->setAttr(train::StepAttrs::kFixedDivisor, UnitAttr::get(context));
-  else if (c == perSample * static_cast<double>(options.microBatch))
-    div->setAttr(train::StepAttrs::kDivisorPerSample,
-                 FloatAttr::get(Float64Type::get(context), perSample));
+/// The error of a model that does not parse.
+LogicalResult notAModel(MLIRContext *context, StringRef path) {
+  return emitError(modelFileLoc(context, path))
+         << "not a valid ONNX model: the protobuf does not parse (truncated "
+            "or not ONNX)";
 }
 
 } // namespace
 
-static FailureOr<ImportedModel>
-importParsed(MLIRContext *context, std::optional<onnx::ModelProto> parsed,
-             const ImportOptions &options) {
-  FailureOr<ImportedModel> model =
-      ModelImporter(context, options).run(std::move(parsed));
-  if (succeeded(model) && options.mode == ImportMode::Training)
-    annotateConstantDivisor(context, options, *model);
-  return model;
+FailureOr<ModelSource> ModelSource::parse(MLIRContext *context, StringRef bytes,
+                                          StringRef path) {
+  auto model = std::make_shared<onnx::ModelProto>();
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !model->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return notAModel(context, path);
+  return ModelSource(std::move(model), path);
+}
+
+FailureOr<ModelSource> ModelSource::readFile(MLIRContext *context,
+                                             StringRef path) {
+  std::string name = path.str();
+  int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return emitError(UnknownLoc::get(context))
+           << "cannot read '" << path << "': " << std::strerror(errno);
+  // Parsed from the file in chunks: the model's bytes are never all in
+  // memory besides the parsed model.
+  auto model = std::make_shared<onnx::ModelProto>();
+  google::protobuf::io::FileInputStream stream(fd);
+  bool parsed = model->ParseFromZeroCopyStream(&stream);
+  int error = stream.GetErrno();
+  ::close(fd);
+  if (!parsed && error)
+    return emitError(UnknownLoc::get(context))
+           << "cannot read '" << path << "': " << std::strerror(error);
+  if (!parsed)
+    return notAModel(context, path);
+  return ModelSource(std::move(model), path);
+}
+
+FailureOr<ImportedModel> ModelSource::import(MLIRContext *context,
+                                             const ImportOptions &options) {
+  ImportOptions own = options;
+  own.modelPath = path;
+  if (own.loadParameterValues && valuesTaken)
+    return emitError(modelFileLoc(context, path))
+           << "the model's parameter values were already imported";
+  valuesTaken |= own.loadParameterValues;
+  return ModelImporter(context, own, model).run();
 }
 
 FailureOr<ImportedModel>
 onnx_import::importModel(MLIRContext *context, StringRef bytes,
                          const ImportOptions &options) {
-  return importParsed(context, parseModel(bytes), options);
+  FailureOr<ModelSource> source =
+      ModelSource::parse(context, bytes, options.modelPath);
+  if (failed(source))
+    return failure();
+  return source->import(context, options);
 }
 
 FailureOr<ImportedModel>
 onnx_import::importModelFile(MLIRContext *context,
                              const ImportOptions &options) {
-  int fd = ::open(options.modelPath.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return emitError(UnknownLoc::get(context))
-           << "cannot read '" << options.modelPath
-           << "': " << std::strerror(errno);
-  // Parsed from the file in chunks: the model's bytes are never all in
-  // memory besides the parsed model.
-  std::optional<onnx::ModelProto> parsed;
-  {
-    google::protobuf::io::FileInputStream stream(fd);
-    onnx::ModelProto model;
-    if (model.ParseFromZeroCopyStream(&stream))
-      parsed = std::move(model);
-    else if (stream.GetErrno())
-      return (::close(fd), emitError(UnknownLoc::get(context))
-                               << "cannot read '" << options.modelPath
-                               << "': " << std::strerror(stream.GetErrno()));
-  }
-  ::close(fd);
-  return importParsed(context, std::move(parsed), options);
+  FailureOr<ModelSource> source =
+      ModelSource::readFile(context, options.modelPath);
+  if (failed(source))
+    return failure();
+  return source->import(context, options);
 }

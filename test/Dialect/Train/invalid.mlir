@@ -105,3 +105,23 @@ func.func @all_reduce_no_room(%acc: tensor<16xf32>, %n: f32, %d: f32) {
   %r, %rn, %rd = train.all_reduce %acc, %n, %d scalars_at 15 : tensor<16xf32>
   return
 }
+
+// -----
+
+func.func private @loss(%w: tensor<3x4xf32>, %x: tensor<2x4xf32>) -> tensor<f32>
+
+func.func @loss_divisor_without_micro_batch(%w: tensor<3x4xf32>, %x: tensor<2x4xf32>) {
+  // expected-error @+1 {{a loss_divisor needs micro_batch}}
+  %l, %g = train.value_and_grad @loss(%w, %x) {wrt = array<i64: 0>, loss_divisor = #train.loss_divisor<per_sample = 1.0>} : (tensor<3x4xf32>, tensor<2x4xf32>) -> (tensor<f32>, tensor<3x4xf32>)
+  return
+}
+
+// -----
+
+func.func private @loss(%w: tensor<3x4xf32>, %x: tensor<2x4xf32>) -> tensor<f32>
+
+func.func @loss_divisor_not_finite(%w: tensor<3x4xf32>, %x: tensor<?x4xf32>) {
+  // expected-error @+1 {{per_sample must be finite}}
+  %l, %g = train.value_and_grad @loss(%w, %x) {wrt = array<i64: 0>, micro_batch = 2, loss_divisor = #train.loss_divisor<per_sample = 0x7FF0000000000000>} : (tensor<3x4xf32>, tensor<?x4xf32>) -> (tensor<f32>, tensor<3x4xf32>)
+  return
+}

@@ -9,6 +9,15 @@ func.func @whole_batch(%w: tensor<3x4xf32>, %x: tensor<?x4xf32>) -> (tensor<f32>
   return %l, %g : tensor<f32>, tensor<3x4xf32>
 }
 
+// CHECK-LABEL: func @loss_divisors
+func.func @loss_divisors(%w: tensor<3x4xf32>, %x: tensor<?x4xf32>) -> (tensor<f32>, tensor<f32>) {
+  // CHECK: train.value_and_grad @loss(%{{.*}}, %{{.*}}) {loss_divisor = #train.loss_divisor<per_sample = 2.500000e-01>, micro_batch = 2 : i64
+  %l, %g = train.value_and_grad @loss(%w, %x) {wrt = array<i64: 0>, micro_batch = 2, loss_divisor = #train.loss_divisor<per_sample = 0.25>} : (tensor<3x4xf32>, tensor<?x4xf32>) -> (tensor<f32>, tensor<3x4xf32>)
+  // CHECK: train.value_and_grad @loss(%{{.*}}, %{{.*}}) {loss_divisor = #train.loss_divisor<per_sample = 0.000000e+00>, micro_batch = 2 : i64
+  %m, %h = train.value_and_grad @loss(%w, %x) {wrt = array<i64: 0>, micro_batch = 2, loss_divisor = #train.loss_divisor<per_sample = 0.0>} : (tensor<3x4xf32>, tensor<?x4xf32>) -> (tensor<f32>, tensor<3x4xf32>)
+  return %l, %m : tensor<f32>, tensor<f32>
+}
+
 // -----
 
 // CHECK-LABEL: func @arenas

@@ -158,6 +158,42 @@ llvm::FailureOr<TensorData> readTensorProtoBytes(llvm::StringRef bytes,
 bool isSupportedOperator(llvm::StringRef domain, llvm::StringRef opType,
                          int64_t opset);
 
+/// An ONNX model parsed once and imported as often as its user needs: the
+/// compiler imports it at the micro-batch of the step and at the next size
+/// (to see how a loss's constant divisor depends on it), the memory planner
+/// at each size it probes. The file is read once.
+class ModelSource {
+public:
+  /// Parses the file at `path` in chunks (its bytes are never all in
+  /// memory besides the parsed model); a missing, unreadable or malformed
+  /// file is an error naming it.
+  static llvm::FailureOr<ModelSource> readFile(mlir::MLIRContext *context,
+                                               llvm::StringRef path);
+  /// Parses the serialized ModelProto in `bytes`; `path` names it in
+  /// messages and locates its external data.
+  static llvm::FailureOr<ModelSource> parse(mlir::MLIRContext *context,
+                                            llvm::StringRef bytes,
+                                            llvm::StringRef path);
+
+  /// Imports the model as `options` say (its modelPath is the source's).
+  /// With `loadParameterValues` the parameters' data moves out of the
+  /// source into the result, which is possible once; imports that only
+  /// look at the graph can follow. On failure, emits one error (naming the
+  /// ONNX node, input or output at fault).
+  llvm::FailureOr<ImportedModel> import(mlir::MLIRContext *context,
+                                        const ImportOptions &options);
+
+  llvm::StringRef getPath() const { return path; }
+
+private:
+  ModelSource(std::shared_ptr<onnx::ModelProto> model, llvm::StringRef path)
+      : model(std::move(model)), path(path.str()) {}
+
+  std::shared_ptr<onnx::ModelProto> model;
+  std::string path;
+  bool valuesTaken = false;
+};
+
 /// Imports the serialized ModelProto in `bytes`. On failure, emits one error
 /// (naming the ONNX node, input or output at fault) through the context's
 /// diagnostic engine and returns failure.

@@ -33,6 +33,16 @@ LogicalResult ValueAndGradOp::verify() {
     return emitOpError("micro_batch must be positive");
   if (getValid() && !getMicroBatch())
     return emitOpError("a valid-sample count needs micro_batch");
+  if (getLossDivisorAttr() && !getMicroBatch())
+    return emitOpError("a loss_divisor needs micro_batch");
+  return success();
+}
+
+LogicalResult
+LossDivisorAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        llvm::APFloat perSample) {
+  if (!perSample.isFinite())
+    return emitError() << "per_sample must be finite";
   return success();
 }
 

@@ -21,6 +21,7 @@
 
 #include "accrue/Dialect/NN/IR/NN.h"
 #include "accrue/Dialect/Train/IR/Train.h"
+#include "accrue/Dialect/Train/Utils/LossDivisor.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -253,6 +254,24 @@ private:
   llvm::DenseMap<Value, SampleDep> deps;
 };
 
+/// The constant division of the loss of a function being split whose
+/// divisor the step classified (the value_and_grad's loss_divisor).
+struct KnownDivision {
+  nn::DivOp div;
+  LossDivisorAttr divisor;
+
+  /// The loss returned by a clone of the forward.
+  static KnownDivision of(Value loss, LossDivisorAttr divisor) {
+    std::optional<std::pair<nn::DivOp, double>> found =
+        divisor ? getConstantDivision(loss) : std::nullopt;
+    return found ? KnownDivision{found->first, divisor} : KnownDivision{};
+  }
+  /// How the divisor of `op` scales, if `op` is the classified division.
+  LossDivisorAttr lookup(nn::DivOp op) const {
+    return op && op == div ? divisor : LossDivisorAttr();
+  }
+};
+
 Value lookThroughIdentity(Value v) {
   while (auto id = v.getDefiningOp<nn::IdentityOp>())
     v = id.getInput();
@@ -359,8 +378,9 @@ Value maskedSum(OpBuilder &builder, Value v, SampleMask &mask) {
 /// masked out of it. Sets `kind` (and `floor` for a clamped count).
 std::optional<std::pair<Value, Value>>
 splitLossValue(OpBuilder &builder, Value loss, int64_t microBatch,
-               LossKind &kind, std::optional<double> &floor,
-               double &fullCount, SampleMask *mask) {
+               const KnownDivision &known, LossKind &kind,
+               std::optional<double> &floor, double &fullCount,
+               SampleMask *mask) {
   nn::NNBuilder nnb(builder, loss.getLoc());
   Value root = lookThroughIdentity(loss);
   auto scalarType = RankedTensorType::get({}, builder.getF32Type());
@@ -417,27 +437,24 @@ splitLossValue(OpBuilder &builder, Value loss, int64_t microBatch,
     fullCount = labelCount(nll);
     return splitClassificationLoss(builder, nll, mask);
   }
-  // sum(x) / c with a constant c the importer classified: a count of d per
+  // sum(x) / c with a constant c the step classified: a count of d per
   // sample (x.sum() / x.shape[0]) or a fixed scale.
   if (auto div = root.getDefiningOp<nn::DivOp>();
-      div && isSumOverSamples(div.getLhs()) &&
-      (div->hasAttr(StepAttrs::kDivisorPerSample) ||
-       div->hasAttr(StepAttrs::kFixedDivisor))) {
+      div && isSumOverSamples(div.getLhs()) && known.lookup(div)) {
+    LossDivisorAttr divisor = known.lookup(div);
     Value sum = div.getLhs();
     if (mask && !(sum = maskedSum(builder, sum, *mask)))
       return std::nullopt;
     builder.setInsertionPointAfter(div);
     nnb.loc = div.getLoc();
-    if (div->hasAttr(StepAttrs::kFixedDivisor)) {
+    if (divisor.isFixed()) {
       kind = LossKind::Sum;
       return std::make_pair(toScalar(nnb.div(sum, div.getRhs())),
                             nnb.scalar(builder.getF32Type(), 1.0));
     }
     kind = LossKind::Mean;
     Value count = div.getRhs();
-    double perSample =
-        div->getAttrOfType<FloatAttr>(StepAttrs::kDivisorPerSample)
-            .getValueAsDouble();
+    double perSample = divisor.getPerSample().convertToDouble();
     fullCount = perSample * static_cast<double>(microBatch);
     if (mask)
       count = nnb.mul(mask->validCount(builder, div.getLoc()),
@@ -483,7 +500,7 @@ splitLossValue(OpBuilder &builder, Value loss, int64_t microBatch,
 
 /// Whether `v` is one of the forms splitLossValue recognizes (without
 /// building anything).
-bool isLossTerm(Value v) {
+bool isLossTerm(Value v, const KnownDivision &known) {
   Value root = lookThroughIdentity(v);
   if (auto mean = root.getDefiningOp<nn::ReduceMeanOp>())
     return reducesAllAxes(mean.getAxes(), mean.getInput());
@@ -493,8 +510,7 @@ bool isLossTerm(Value v) {
     return nll.getReduction() == nn::LossReduction::Mean;
   if (auto div = root.getDefiningOp<nn::DivOp>();
       div && isSumOverSamples(div.getLhs())) {
-    if (div->hasAttr(StepAttrs::kDivisorPerSample) ||
-        div->hasAttr(StepAttrs::kFixedDivisor))
+    if (known.lookup(div))
       return true;
     std::optional<double> floor;
     if (cast<RankedTensorType>(div.getType()).getNumElements() == 1 &&
@@ -518,6 +534,7 @@ std::optional<double> scalarConstant(Value v) {
 /// (isLossTerm) through Add, Sub, Neg and products and quotients by
 /// constants. On failure, `unrecognized` is the first part that is neither.
 bool collectLossTerms(Value loss, double coefficient,
+                      const KnownDivision &known,
                       SmallVectorImpl<std::pair<double, Value>> &terms,
                       Value &unrecognized) {
   Value v = lookThroughIdentity(loss);
@@ -526,37 +543,42 @@ bool collectLossTerms(Value loss, double coefficient,
     unrecognized = v;
     return false;
   }
-  if (isLossTerm(v)) {
+  if (isLossTerm(v, known)) {
     terms.push_back({coefficient, v});
     return true;
   }
   Operation *def = v.getDefiningOp();
   if (auto add = dyn_cast_or_null<nn::AddOp>(def))
-    return collectLossTerms(add.getLhs(), coefficient, terms, unrecognized) &&
-           collectLossTerms(add.getRhs(), coefficient, terms, unrecognized);
+    return collectLossTerms(add.getLhs(), coefficient, known, terms,
+                            unrecognized) &&
+           collectLossTerms(add.getRhs(), coefficient, known, terms,
+                            unrecognized);
   if (auto sub = dyn_cast_or_null<nn::SubOp>(def))
-    return collectLossTerms(sub.getLhs(), coefficient, terms, unrecognized) &&
-           collectLossTerms(sub.getRhs(), -coefficient, terms, unrecognized);
+    return collectLossTerms(sub.getLhs(), coefficient, known, terms,
+                            unrecognized) &&
+           collectLossTerms(sub.getRhs(), -coefficient, known, terms,
+                            unrecognized);
   if (auto neg = dyn_cast_or_null<nn::NegOp>(def))
-    return collectLossTerms(neg.getInput(), -coefficient, terms, unrecognized);
+    return collectLossTerms(neg.getInput(), -coefficient, known, terms,
+                            unrecognized);
   if (auto mul = dyn_cast_or_null<nn::MulOp>(def)) {
     if (std::optional<double> c = scalarConstant(mul.getRhs()))
-      return collectLossTerms(mul.getLhs(), coefficient * *c, terms,
+      return collectLossTerms(mul.getLhs(), coefficient * *c, known, terms,
                               unrecognized);
     if (std::optional<double> c = scalarConstant(mul.getLhs()))
-      return collectLossTerms(mul.getRhs(), coefficient * *c, terms,
+      return collectLossTerms(mul.getRhs(), coefficient * *c, known, terms,
                               unrecognized);
   }
   if (auto div = dyn_cast_or_null<nn::DivOp>(def)) {
     if (std::optional<double> c = scalarConstant(div.getRhs()); c && *c != 0)
-      return collectLossTerms(div.getLhs(), coefficient / *c, terms,
+      return collectLossTerms(div.getLhs(), coefficient / *c, known, terms,
                               unrecognized);
     // (a S1 + b S2) / count(data), sums over samples S: each sum over the
     // count is a term (built next to the quotient; this runs on clones).
     std::optional<double> floor;
     SmallVector<std::pair<double, Value>> numerator;
     if (dataDependentCount(div.getRhs(), floor) &&
-        collectLossTerms(div.getLhs(), 1.0, numerator, unrecognized) &&
+        collectLossTerms(div.getLhs(), 1.0, known, numerator, unrecognized) &&
         llvm::all_of(numerator, [](const std::pair<double, Value> &t) {
           return isSumOverSamples(t.second);
         })) {
@@ -582,10 +604,11 @@ struct SplitTerm {
 };
 std::optional<SmallVector<SplitTerm>>
 splitLossTerms(OpBuilder &builder, Value loss, int64_t microBatch,
-               SampleMask *mask) {
+               LossDivisorAttr divisor, SampleMask *mask) {
+  KnownDivision known = KnownDivision::of(loss, divisor);
   SmallVector<std::pair<double, Value>> terms;
   Value unrecognized;
-  if (!collectLossTerms(loss, 1.0, terms, unrecognized))
+  if (!collectLossTerms(loss, 1.0, known, terms, unrecognized))
     return std::nullopt;
   SmallVector<SplitTerm> split;
   for (auto [coefficient, term] : terms) {
@@ -593,7 +616,7 @@ splitLossTerms(OpBuilder &builder, Value loss, int64_t microBatch,
     std::optional<double> floor;
     double fullCount = 1;
     std::optional<std::pair<Value, Value>> nd = splitLossValue(
-        builder, term, microBatch, kind, floor, fullCount, mask);
+        builder, term, microBatch, known, kind, floor, fullCount, mask);
     if (!nd)
       return std::nullopt;
     split.push_back({coefficient, nd->first, nd->second, kind, floor});
@@ -609,6 +632,7 @@ splitLossTerms(OpBuilder &builder, Value loss, int64_t microBatch,
 std::optional<SplitLoss> splitCombinedLoss(func::FuncOp forward, bool mask,
                                            ArrayRef<unsigned> batchArgs,
                                            int64_t microBatch,
+                                           LossDivisorAttr divisor,
                                            SymbolTable &symbols) {
   OpBuilder builder(forward);
   auto type = forward.getFunctionType();
@@ -634,7 +658,7 @@ std::optional<SplitLoss> splitCombinedLoss(func::FuncOp forward, bool mask,
                       countEntry.addArgument(i64Scalar, forward.getLoc()));
   auto countReturn = cast<func::ReturnOp>(countEntry.getTerminator());
   std::optional<SmallVector<SplitTerm>> countTerms =
-      splitLossTerms(builder, countReturn.getOperand(0), microBatch,
+      splitLossTerms(builder, countReturn.getOperand(0), microBatch, divisor,
                      countMask ? &*countMask : nullptr);
   if (!countTerms ||
       llvm::none_of(*countTerms, [](const SplitTerm &t) {
@@ -683,7 +707,7 @@ std::optional<SplitLoss> splitCombinedLoss(func::FuncOp forward, bool mask,
                        entry.addArgument(i64Scalar, forward.getLoc()));
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
   std::optional<SmallVector<SplitTerm>> terms =
-      splitLossTerms(builder, ret.getOperand(0), microBatch,
+      splitLossTerms(builder, ret.getOperand(0), microBatch, divisor,
                      sampleMask ? &*sampleMask : nullptr);
   if (!terms) {
     counts.erase();
@@ -723,7 +747,7 @@ std::optional<SplitLoss> splitCombinedLoss(func::FuncOp forward, bool mask,
 std::optional<SplitLoss>
 train::splitLoss(func::FuncOp forward, bool exact, bool mask,
                  ArrayRef<unsigned> batchArgs, int64_t microBatch,
-                 SymbolTable &symbols) {
+                 LossDivisorAttr divisor, SymbolTable &symbols) {
   OpBuilder builder(forward);
   auto type = forward.getFunctionType();
   auto scalarType = RankedTensorType::get({}, builder.getF32Type());
@@ -745,22 +769,23 @@ train::splitLoss(func::FuncOp forward, bool exact, bool mask,
   }
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
   Value loss = ret.getOperand(0);
+  KnownDivision known = KnownDivision::of(loss, divisor);
 
   LossKind kind = LossKind::MeanOfMeans;
   std::optional<double> floor;
   double fullCount = 1;
   std::optional<std::pair<Value, Value>> nd;
   if (exact)
-    nd = splitLossValue(builder, loss, microBatch, kind, floor, fullCount,
-                        sampleMask ? &*sampleMask : nullptr);
+    nd = splitLossValue(builder, loss, microBatch, known, kind, floor,
+                        fullCount, sampleMask ? &*sampleMask : nullptr);
   if (!nd && exact) {
     // A linear combination of recognized terms.
     SmallVector<std::pair<double, Value>> terms;
     Value unrecognized;
-    bool linear = collectLossTerms(loss, 1.0, terms, unrecognized);
+    bool linear = collectLossTerms(loss, 1.0, known, terms, unrecognized);
     if (linear) {
-      std::optional<SplitLoss> result =
-          splitCombinedLoss(forward, mask, batchArgs, microBatch, symbols);
+      std::optional<SplitLoss> result = splitCombinedLoss(
+          forward, mask, batchArgs, microBatch, divisor, symbols);
       if (result) {
         split.erase();
         return result;
@@ -807,4 +832,3 @@ train::splitLoss(func::FuncOp forward, bool exact, bool mask,
   symbols.insert(split);
   return SplitLoss{split, kind, floor, mask, std::max(fullCount, 1.0)};
 }
-

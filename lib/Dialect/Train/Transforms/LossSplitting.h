@@ -10,6 +10,8 @@
 #ifndef ACCRUE_LIB_DIALECT_TRAIN_TRANSFORMS_LOSSSPLITTING_H
 #define ACCRUE_LIB_DIALECT_TRAIN_TRANSFORMS_LOSSSPLITTING_H
 
+#include "accrue/Dialect/Train/IR/Train.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -56,11 +58,13 @@ struct SplitLoss {
 /// other results (buffers' new values). With `mask`, the clone takes the
 /// number of valid samples of its micro-batch as a trailing tensor<i64> and
 /// masks the others out; returns nothing (and leaves no function) when it
-/// cannot. `batchArgs` are the arguments holding batch inputs.
+/// cannot. `batchArgs` are the arguments holding batch inputs; `divisor`
+/// says how the constant divisor of a loss `sum / c` depends on the
+/// micro-batch (null: unknown, the loss is not normalized through it).
 std::optional<SplitLoss> splitLoss(mlir::func::FuncOp forward, bool exact,
                                    bool mask,
                                    llvm::ArrayRef<unsigned> batchArgs,
-                                   int64_t microBatch,
+                                   int64_t microBatch, LossDivisorAttr divisor,
                                    mlir::SymbolTable &symbols);
 
 } // namespace accrue::train

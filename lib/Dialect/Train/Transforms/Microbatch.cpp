@@ -179,19 +179,33 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   // With a count of valid samples, padding is masked out of the loss when
   // the loss form allows it (and only in exact mode).
   bool wantMask = op.getValid() && normalization == "exact";
+  LossDivisorAttr lossDivisor = op.getLossDivisorAttr();
   std::string key = op.getCallee().str() + (wantMask ? "#masked" : "");
+  if (lossDivisor)
+    key += "#divisor=" +
+           std::to_string(lossDivisor.getPerSample().convertToDouble());
   auto it = splitCache.find(key);
   if (it == splitCache.end()) {
     std::optional<SplitLoss> built;
     if (wantMask)
       built = splitLoss(callee, /*exact=*/true, /*mask=*/true, batchOperands,
-                        microBatch, symbols);
+                        microBatch, lossDivisor, symbols);
     if (!built)
       built = splitLoss(callee, normalization == "exact", /*mask=*/false,
-                        batchOperands, microBatch, symbols);
+                        batchOperands, microBatch, lossDivisor, symbols);
     it = splitCache.emplace(key, *built).first;
   }
   SplitLoss split = it->second;
+  auto stepFunction = op->getParentOfType<func::FuncOp>();
+  if (auto known =
+          stepFunction->getAttrOfType<IntegerAttr>(StepAttrs::kMicroBatch);
+      known && known.getInt() != microBatch)
+    return op.emitError("a step loops over one micro-batch size; this "
+                        "value_and_grad's is ")
+           << microBatch << ", an earlier one's " << known.getInt();
+  stepFunction->setAttr(
+      StepAttrs::kMicroBatch,
+      IntegerAttr::get(IntegerType::get(op.getContext(), 64), microBatch));
   if (split.masked)
     op->getParentOfType<func::FuncOp>()->setAttr(StepAttrs::kPartialWindows,
                                                  UnitAttr::get(op.getContext()));
@@ -336,7 +350,7 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
         auto step = ValueAndGradOp::create(
             lb, l, resultTypes, split.function.getSymName(), args,
             /*valid=*/Value(), seed, op.getWrt(),
-            /*micro_batch=*/nullptr);
+            /*micro_batch=*/nullptr, /*loss_divisor=*/nullptr);
         // The accumulate takes the gradients in its own order.
         SmallVector<Value> grads;
         for (Value g : accumulate.getGradients()) {

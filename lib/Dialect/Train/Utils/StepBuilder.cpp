@@ -244,7 +244,7 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
       b, loc, vgTypes, forward.getSymName(), callArgs,
       entry->getArgument(validIndex),
       lossScaleIndex ? entry->getArgument(*lossScaleIndex) : Value(), wrt,
-      b.getI64IntegerAttr(options.microBatch));
+      b.getI64IntegerAttr(options.microBatch), options.lossDivisor);
   Value grads =
       AccumulateOp::create(b, loc, accumulator, vg.getGradients(), offsets);
   Value norm = GlobalNormOp::create(b, loc, grads);

@@ -72,13 +72,9 @@ struct StepAttrs {
   /// samples out of its loss, so a partial last window may be padded to
   /// whole micro-batches (its `valid_samples` argument counts the real ones).
   static constexpr llvm::StringLiteral kPartialWindows = "train.partial_windows";
-  /// On the nn.div of a loss `sum / c` with a constant c, set by the
-  /// importer, which imports the model again at another micro-batch size
-  /// to see how c depends on it. Unit: c does not change (a fixed scale,
-  /// the loss is a sum). F64 d: c = d * micro-batch (a count, d per sample).
-  static constexpr llvm::StringLiteral kFixedDivisor = "train.fixed_divisor";
-  static constexpr llvm::StringLiteral kDivisorPerSample =
-      "train.divisor_per_sample";
+  /// I64 attribute on a step function, set by `train-microbatch`: the
+  /// samples per micro-batch of its loop (the artifact's micro-batch).
+  static constexpr llvm::StringLiteral kMicroBatch = "train.micro_batch";
 };
 
 /// Number of elements of a statically shaped tensor type.

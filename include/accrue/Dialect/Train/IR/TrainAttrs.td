@@ -25,6 +25,18 @@ class Train_HyperParameter<string default>
   let printer = "$_printer.printFloat($_self)";
 }
 
+// A required double-precision number.
+class Train_Float<string desc> : AttrParameter<"::llvm::APFloat", desc> {
+  let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
+    double value;
+    if ($_parser.parseFloat(value))
+      return ::mlir::failure();
+    return ::llvm::APFloat(value);
+  }() }];
+  let printer = "$_printer.printFloat($_self)";
+}
+
 class Train_FlagParameter : DefaultValuedParameter<"bool", "false"> {
   let parser = [{ [&]() -> ::mlir::FailureOr<bool> {
     if (::mlir::succeeded($_parser.parseOptionalKeyword("true")))
@@ -116,6 +128,31 @@ def Train_OnnxAdamAttr : Train_Attr<"OnnxAdam", "onnx_adam", [
     Train_HyperParameter<"0.0">:$norm_coefficient,
     Train_HyperParameter<"0.0">:$norm_coefficient_post);
   let assemblyFormat = "`<` struct(params) `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// Loss normalization
+//===----------------------------------------------------------------------===//
+
+def Train_LossDivisorAttr : Train_Attr<"LossDivisor", "loss_divisor"> {
+  let summary = "how a loss's constant divisor depends on the micro-batch";
+  let description = [{
+    On a `train.value_and_grad` whose callee's loss is `sum(x) / c` with a
+    constant `c`: `per_sample = d > 0` says `c = d * b` at micro-batch `b`
+    (a count, `x.sum() / x.shape[0]` folded at export: the loss is a mean
+    with `d` elements per sample); `per_sample = 0` says `c` is the same at
+    every `b` (a fixed scale: the loss is a sum). The graph alone cannot
+    tell the two apart; the compiler imports the model at two sizes and
+    compares (`train::classifyLossDivisor`). `train-microbatch` normalizes
+    the loss accordingly; without the attribute it treats `c` as unknown.
+  }];
+  let parameters = (ins Train_Float<"elements of c per sample, or 0">:$per_sample);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Whether c does not depend on the micro-batch (the loss is a sum).
+    bool isFixed() const { return getPerSample().isZero(); }
+  }];
 }
 
 #endif // ACCRUE_DIALECT_TRAIN_IR_TRAINATTRS_TD

@@ -40,13 +40,18 @@ def Train_ValueAndGradOp : Train_Op<"value_and_grad", [
     `seed`, when given, is the adjoint the backward pass starts from instead
     of 1 (loss scaling): the gradients come out multiplied by it, the first
     result does not.
+
+    `loss_divisor` (with `micro_batch` only) says how the constant divisor
+    of a loss `sum(x) / c` depends on the micro-batch: a count of samples or
+    a fixed scale (see `#train.loss_divisor`).
   }];
   let arguments = (ins FlatSymbolRefAttr:$callee,
                    Variadic<AnyType>:$args,
                    Optional<I64>:$valid,
                    Optional<F32>:$seed,
                    DenseI64ArrayAttr:$wrt,
-                   OptionalAttr<I64Attr>:$micro_batch);
+                   OptionalAttr<I64Attr>:$micro_batch,
+                   OptionalAttr<Train_LossDivisorAttr>:$loss_divisor);
   let results = (outs Variadic<AnyType>:$results);
   let assemblyFormat = [{
     $callee `(` $args `)` (`valid` $valid^)? (`seed` $seed^)? attr-dict `:`

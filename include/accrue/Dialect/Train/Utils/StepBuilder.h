@@ -24,6 +24,9 @@ namespace accrue::train {
 struct StepOptions {
   /// Samples per micro-batch (dimension 0 of the forward's batch inputs).
   int64_t microBatch = 1;
+  /// How a constant divisor of the forward's loss depends on the
+  /// micro-batch (classifyLossDivisor), if it has one that is understood.
+  LossDivisorAttr lossDivisor;
   /// The optimizer; null builds a gradient-only step that leaves the
   /// normalized gradient of the effective batch in the accumulator.
   OptimizerAttrInterface optimizer;
