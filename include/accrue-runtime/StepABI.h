@@ -35,9 +35,12 @@ extern "C" {
 /* The manifest's "format" and "version". A runtime refuses other versions:
  * version 2 added the contract fingerprint, version 3 the records of the
  * artifact's files (size and CRC-32, checked before anything is loaded) and
- * the ranges of integer batch inputs that index a table or name a class. */
+ * the ranges of integer batch inputs that index a table or name a class,
+ * version 4 loss scaling inside the step on every target (a step with a
+ * loss_scale argument also takes loss_scale_streak and reports
+ * next_loss_scale and loss_scale_streak in its metrics). */
 #define ACCRUE_MANIFEST_FORMAT "accrue-step"
-#define ACCRUE_MANIFEST_VERSION 3
+#define ACCRUE_MANIFEST_VERSION 4
 
 /* The step function's symbol in MLIR, and the packed entry point step.so
  * exports for it: `void _mlir_train_step(void **args)`, where args[i] points
@@ -179,7 +182,7 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
   V(ACCRUE_ROLE_LR, "lr")                                                      \
   /* i64: this optimizer step's number, from 1. */                             \
   V(ACCRUE_ROLE_STEP, "step")                                                  \
-  /* i64: how many of the batch's samples are real (the rest pad a partial    \
+  /* i64: how many of the batch's samples are real (the rest pad a partial     \
    * window). */                                                               \
   V(ACCRUE_ROLE_VALID_SAMPLES, "valid_samples")                                \
   /* f32: the loss scale the backward starts from. */                          \
@@ -192,15 +195,16 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
   V(ACCRUE_ROLE_OUTPUT, "output")                                              \
   /* u8[n]: scratch memory for the step's temporaries (device targets). */     \
   V(ACCRUE_ROLE_WORKSPACE, "workspace")                                        \
-  /* i64: finite steps since the loss scale last changed. Its presence says   \
-   * the step keeps its loss-scaling state on the device (CUDA targets): it   \
-   * writes the next loss scale, step number and streak into the buffers of  \
-   * loss_scale, step and this argument, by GradScaler's rule. */             \
+  /* i64: finite steps in a row before this one (GradScaler's streak; with     \
+   * loss_scale). The step reports the next scale and streak in its metrics;   \
+   * passed as buffers (CUDA targets), the step also writes the next loss      \
+   * scale, step number and streak into loss_scale's, step's and this          \
+   * argument's buffers, so it can run before its predecessor's metrics. */    \
   V(ACCRUE_ROLE_LOSS_SCALE_STREAK, "loss_scale_streak")                        \
-  /* The model's state arena: tensors the forward updates but nothing trains  \
-   * (BatchNormalization's running mean and variance), one slice each (see    \
-   * "buffers" in the manifest; forward: one buffer, a view of it, and a      \
-   * result with train.updates naming it). */                                 \
+  /* The model's state arena: tensors the forward updates but nothing trains   \
+   * (BatchNormalization's running mean and variance), one slice each (see     \
+   * "buffers" in the manifest; forward: one buffer, a view of it, and a       \
+   * result with train.updates naming it). */                                  \
   V(ACCRUE_ROLE_BUFFERS, "buffers")
 
 /* How an argument is passed: a scalar by value, or a buffer as a memref
@@ -212,7 +216,9 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
 /* The fields of the metrics buffer, in order. */
 #define ACCRUE_METRICS(V)                                                      \
   V(ACCRUE_METRIC_LOSS, "loss")                                                \
-  V(ACCRUE_METRIC_GRAD_NORM, "grad_norm")
+  V(ACCRUE_METRIC_GRAD_NORM, "grad_norm")                                      \
+  V(ACCRUE_METRIC_NEXT_LOSS_SCALE, "next_loss_scale")                          \
+  V(ACCRUE_METRIC_LOSS_SCALE_STREAK, "loss_scale_streak")
 
 /* Where the step runs. */
 #define ACCRUE_TARGETS(V)                                                      \

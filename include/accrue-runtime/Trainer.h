@@ -303,8 +303,8 @@ private:
   int64_t streak = 0;
   /// The step keeps the loss scale, step number and streak in its scalar
   /// buffers and updates them itself (CUDA targets with loss scaling); the
-  /// host repeats the rule on the metrics. Stale: the host's values must be
-  /// uploaded (at the start, after loading a checkpoint).
+  /// host takes the same values from its metrics. Stale: the host's values
+  /// must be uploaded (at the start, after loading a checkpoint).
   bool deviceLossScale = false, deviceStateStale = true;
 };
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -544,6 +545,28 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
   }
   if (!batchRows)
     throw bad("the step has no batch inputs");
+  // Loss scaling happens in the step, which takes the streak and reports
+  // the next scale and streak.
+  if (m.lossScaling.mode != ACCRUE_LOSS_SCALE_NONE) {
+    auto has = [&](AccrueArgRole role) {
+      return std::any_of(m.args.begin(), m.args.end(),
+                         [&](const ArgSpec &a) { return a.role == role; });
+    };
+    auto reports = [&](AccrueMetric metric) {
+      for (const ArgSpec &a : m.args)
+        if (a.role == ACCRUE_ROLE_METRICS &&
+            std::count(a.fields.begin(), a.fields.end(),
+                       accrueMetricName(metric)))
+          return true;
+      return false;
+    };
+    if (!has(ACCRUE_ROLE_LOSS_SCALE) || !has(ACCRUE_ROLE_LOSS_SCALE_STREAK) ||
+        !reports(ACCRUE_METRIC_GRAD_NORM) ||
+        !reports(ACCRUE_METRIC_NEXT_LOSS_SCALE) ||
+        !reports(ACCRUE_METRIC_LOSS_SCALE_STREAK))
+      throw bad("it scales the loss, but its step does not take the loss "
+                "scale and streak or report the next ones");
+  }
   for (const std::string *file : {&m.library, &m.init, &m.model})
     if (!m.files.count(*file))
       throw bad("it has no record of '" + *file + "'");

@@ -190,7 +190,7 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
     if (arg.role == ACCRUE_ROLE_WORKSPACE)
       workspace = Buffer(*exec, std::max<int64_t>(arg.shape[0], 1));
     if (arg.role == ACCRUE_ROLE_LOSS_SCALE_STREAK)
-      deviceLossScale = true;
+      deviceLossScale = arg.kind == ACCRUE_ARG_BUFFER;
     if (arg.role == ACCRUE_ROLE_METRICS) {
       metricsBuffer = Buffer(*exec, arg.fields.size() * sizeof(float));
       metricsArg = &arg;
@@ -451,31 +451,22 @@ StepMetrics Trainer::finish() {
     result.step = ++completed;
     return result;
   }
-  // GradScaler's rule: an overflow skips the step (the compiled step left
-  // parameters and state alone) and backs the scale off; `interval` finite
-  // steps in a row grow it.
+  // The step applied GradScaler's rule (its train.next_loss_scale): an
+  // overflow skipped the update (parameters and state left alone) and
+  // backed the scale off; `interval` finite steps in a row grew it. Its
+  // metrics say the next scale and streak.
   result.lossScale = scale;
   result.skipped = !std::isfinite(result.gradNorm);
-  const LossScaling &ls = art->lossScaling;
-  if (result.skipped) {
-    streak = 0;
-    if (ls.mode == ACCRUE_LOSS_SCALE_DYNAMIC) {
-      // In f32, as a step that keeps this state on the device computes it.
-      scale = static_cast<float>(static_cast<float>(scale) *
-                                 static_cast<float>(ls.backoff));
-      if (scale < 1e-30)
-        throw Error("step " + std::to_string(completed + 1) +
-                    ": the gradient is not finite at any loss scale (NaN "
-                    "data, or a diverged model)");
-    }
-  } else {
+  double nextScale = metric(ACCRUE_METRIC_NEXT_LOSS_SCALE);
+  double nextStreak = metric(ACCRUE_METRIC_LOSS_SCALE_STREAK);
+  if (result.skipped && nextScale < 1e-30)
+    throw Error("step " + std::to_string(completed + 1) +
+                ": the gradient is not finite at any loss scale (NaN "
+                "data, or a diverged model)");
+  if (!result.skipped)
     ++completed;
-    if (ls.mode == ACCRUE_LOSS_SCALE_DYNAMIC && ++streak == ls.interval) {
-      scale = static_cast<float>(static_cast<float>(scale) *
-                                 static_cast<float>(ls.growth));
-      streak = 0;
-    }
-  }
+  scale = nextScale;
+  streak = static_cast<int64_t>(nextStreak);
   result.step = completed;
   return result;
 }

@@ -21,6 +21,7 @@ bool changesEveryStep(AccrueArgRole role) {
   case ACCRUE_ROLE_STEP:
   case ACCRUE_ROLE_VALID_SAMPLES:
   case ACCRUE_ROLE_LOSS_SCALE:
+  case ACCRUE_ROLE_LOSS_SCALE_STREAK:
   case ACCRUE_ROLE_SAMPLE_BASE:
     return true;
   default:

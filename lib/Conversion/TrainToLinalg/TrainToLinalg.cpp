@@ -171,6 +171,47 @@ void keepUnlessApplied(OpBuilder &b, Location loc, Value apply,
     value = arith::SelectOp::create(b, loc, apply, value, previous);
 }
 
+/// GradScaler's rule on scalars, the scale in f32.
+struct NextLossScaleLowering : public OpConversionPattern<NextLossScaleOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NextLossScaleOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    auto f32 = [&](const APFloat &v) -> Value {
+      return arith::ConstantOp::create(
+          b, loc, b.getF32FloatAttr(static_cast<float>(v.convertToDouble())));
+    };
+    auto i64 = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+    };
+    Value scale = adaptor.getScale(), streak = adaptor.getStreak();
+    Value finite = isFinite(b, loc, adaptor.getNorm());
+    Value backedOff =
+        arith::MulFOp::create(b, loc, scale, f32(op.getBackoff()));
+    Value nextScale, nextStreak;
+    if (op.getInterval() == 0) {
+      // Static scaling: nothing grows, nothing counts.
+      nextScale = arith::SelectOp::create(b, loc, finite, scale, backedOff);
+      nextStreak = i64(0);
+    } else {
+      Value next = arith::AddIOp::create(b, loc, streak, i64(1));
+      Value grow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, next,
+                                         i64(op.getInterval()));
+      Value grown = arith::SelectOp::create(
+          b, loc, grow,
+          arith::MulFOp::create(b, loc, scale, f32(op.getGrowth())), scale);
+      nextScale = arith::SelectOp::create(b, loc, finite, grown, backedOff);
+      nextStreak = arith::SelectOp::create(
+          b, loc, finite, arith::SelectOp::create(b, loc, grow, i64(0), next),
+          i64(0));
+    }
+    rewriter.replaceOp(op, {nextScale, nextStreak, finite});
+    return success();
+  }
+};
+
 struct UpdateLowering : public OpConversionPattern<UpdateOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -261,7 +302,7 @@ struct ConvertTrainToLinalgPass
     target.addLegalOp<AllReduceOp, AllReduceArenaOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
-    patterns.add<UnpackLowering, GlobalNormLowering,
+    patterns.add<UnpackLowering, GlobalNormLowering, NextLossScaleLowering,
                  ClipCoefficientLowering, ScaleLowering, UpdateLowering,
                  FusedUpdateLowering>(ctx);
     if (failed(applyPartialConversion(getOperation(), target,

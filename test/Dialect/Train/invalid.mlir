@@ -125,3 +125,19 @@ func.func @loss_divisor_not_finite(%w: tensor<3x4xf32>, %x: tensor<?x4xf32>) {
   %l, %g = train.value_and_grad @loss(%w, %x) {wrt = array<i64: 0>, micro_batch = 2, loss_divisor = #train.loss_divisor<per_sample = 0x7FF0000000000000>} : (tensor<3x4xf32>, tensor<?x4xf32>) -> (tensor<f32>, tensor<3x4xf32>)
   return
 }
+
+// -----
+
+func.func @loss_scale_grows_down(%s: f32, %k: i64, %norm: f32) {
+  // expected-error @+1 {{growth must be a finite number >= 1}}
+  %next:3 = train.next_loss_scale %s, %k, %norm {growth = 0.5 : f64, backoff = 0.5 : f64, interval = 3 : i64}
+  return
+}
+
+// -----
+
+func.func @loss_scale_backs_off_up(%s: f32, %k: i64, %norm: f32) {
+  // expected-error @+1 {{backoff must be in (0, 1]}}
+  %next:3 = train.next_loss_scale %s, %k, %norm {growth = 2.0 : f64, backoff = 2.0 : f64, interval = 3 : i64}
+  return
+}

@@ -32,16 +32,12 @@ def CudaDeviceLossScale
   let description = [{
     With loss scaling, the next step's loss scale and step number depend on
     whether this step's gradient was finite. On a training step with a
-    `loss_scale` argument (after `cuda-device-scalars`), this pass appends
-    GradScaler's rule to the step: an overflow (a non-finite global norm)
-    multiplies the scale by `backoff`, keeps the step number and restarts
-    the streak; a finite step adds one to the step number and to the
-    streak, and the `interval`-th in a row multiplies the scale by `growth`
-    and restarts the streak. The results are stored into the `loss_scale`
-    and `step` buffers and a new `loss_scale_streak` buffer argument, so
-    the host needs no result of a step to launch the next one. The
-    factors and the interval come from the step's `train.loss_scale_rule`
-    (static scaling: growth and backoff 1, interval 0).
+    `loss_scale` argument (after `cuda-device-scalars`: the loss scale, the
+    step number and the `loss_scale_streak` are rank-0 buffers), this pass
+    stores the results of the step's `train.next_loss_scale` (GradScaler's
+    rule) into the loss-scale and streak buffers, and the step number plus
+    one if the gradient was finite into the step buffer, so the host needs
+    no result of a step to launch the next one.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",

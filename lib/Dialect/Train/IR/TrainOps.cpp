@@ -8,6 +8,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace accrue::train;
 
@@ -35,6 +37,18 @@ LogicalResult ValueAndGradOp::verify() {
     return emitOpError("a valid-sample count needs micro_batch");
   if (getLossDivisorAttr() && !getMicroBatch())
     return emitOpError("a loss_divisor needs micro_batch");
+  return success();
+}
+
+LogicalResult NextLossScaleOp::verify() {
+  double growth = getGrowth().convertToDouble();
+  double backoff = getBackoff().convertToDouble();
+  if (!(growth >= 1) || !std::isfinite(growth))
+    return emitOpError("growth must be a finite number >= 1");
+  if (!(backoff > 0 && backoff <= 1))
+    return emitOpError("backoff must be in (0, 1]");
+  if (getInterval() < 0)
+    return emitOpError("interval must be >= 0");
   return success();
 }
 

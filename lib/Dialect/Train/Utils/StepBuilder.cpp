@@ -134,13 +134,17 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   unsigned validIndex = inputs.size();
   inputs.push_back(b.getI64Type());
   inputAttrs.push_back(argAttrs(ACCRUE_ROLE_VALID_SAMPLES, "valid_samples"));
-  // The loss scale the backward starts from.
+  // The loss scale the backward starts from, and the finite steps in a row
+  // before this one (GradScaler's rule for the next scale).
   std::optional<unsigned> lossScaleIndex;
   if (options.lossScale) {
     layout.hasLossScale = true;
     lossScaleIndex = inputs.size();
     inputs.push_back(b.getF32Type());
     inputAttrs.push_back(argAttrs(ACCRUE_ROLE_LOSS_SCALE, "loss_scale"));
+    inputs.push_back(b.getI64Type());
+    inputAttrs.push_back(
+        argAttrs(ACCRUE_ROLE_LOSS_SCALE_STREAK, "loss_scale_streak"));
   }
   // The global index of the effective batch's first sample (for
   // training-mode Dropout's mask).
@@ -180,6 +184,14 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   resultAttrs.push_back(metric(accrueMetricName(ACCRUE_METRIC_LOSS)));
   results.push_back(b.getF32Type());
   resultAttrs.push_back(metric(accrueMetricName(ACCRUE_METRIC_GRAD_NORM)));
+  if (options.lossScale) {
+    results.push_back(b.getF32Type());
+    resultAttrs.push_back(
+        metric(accrueMetricName(ACCRUE_METRIC_NEXT_LOSS_SCALE)));
+    results.push_back(b.getF32Type());
+    resultAttrs.push_back(
+        metric(accrueMetricName(ACCRUE_METRIC_LOSS_SCALE_STREAK)));
+  }
 
   b.setInsertionPointToEnd(module.getBody());
   auto step = func::FuncOp::create(b, loc, ACCRUE_STEP_FUNCTION,
@@ -187,15 +199,6 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   step.setAllArgAttrs(inputAttrs);
   step.setAllResultAttrs(resultAttrs);
   step->setAttr(StepAttrs::kStep, b.getUnitAttr());
-  if (options.lossScale)
-    step->setAttr(
-        StepAttrs::kLossScaleRule,
-        b.getDictionaryAttr(
-            {b.getNamedAttr("growth", b.getF64FloatAttr(options.lossScaleGrowth)),
-             b.getNamedAttr("backoff",
-                            b.getF64FloatAttr(options.lossScaleBackoff)),
-             b.getNamedAttr("interval",
-                            b.getI64IntegerAttr(options.lossScaleInterval))}));
   Block *entry = step.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
@@ -288,6 +291,19 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     returned.push_back(newBuffers);
   returned.push_back(loss);
   returned.push_back(norm);
+  if (options.lossScale) {
+    // After the update, which skips the step on an overflow.
+    auto next =
+        NextLossScaleOp::create(b, loc, entry->getArgument(*lossScaleIndex),
+                                entry->getArgument(*lossScaleIndex + 1), norm,
+                                b.getF64FloatAttr(options.lossScaleGrowth),
+                                b.getF64FloatAttr(options.lossScaleBackoff),
+                                b.getI64IntegerAttr(options.lossScaleInterval));
+    returned.push_back(next.getNextScale());
+    // (A metric is an f32: exact for the streaks an interval <= 2^24 allows.)
+    returned.push_back(
+        arith::SIToFPOp::create(b, loc, b.getF32Type(), next.getNextStreak()));
+  }
   func::ReturnOp::create(b, loc, returned);
   return layout;
 }

@@ -40,11 +40,6 @@ namespace accrue::train {
 struct StepAttrs {
   /// Unit attribute on a func.func: this function is a training step.
   static constexpr llvm::StringLiteral kStep = "train.step";
-  /// Dictionary on a step with loss scaling: GradScaler's rule for the next
-  /// scale ({growth, backoff: f64, interval: i64}; static scaling is 1, 1,
-  /// 0).
-  static constexpr llvm::StringLiteral kLossScaleRule =
-      "train.loss_scale_rule";
   /// String argument attribute: the argument's role, spelled as
   /// AccrueArgRole in the step contract (accrue-runtime/StepABI.h).
   static constexpr llvm::StringLiteral kRole = "train.role";

@@ -244,6 +244,30 @@ def Train_UpdateOp : Train_Op<"update", [Pure, InferTypeOpAdaptor,
   let hasVerifier = 1;
 }
 
+def Train_NextLossScaleOp : Train_Op<"next_loss_scale", [Pure]> {
+  let summary = "GradScaler's rule: the loss scale and streak of the next step";
+  let description = [{
+    torch.amp.GradScaler's update, from this step's `scale`, the finite
+    steps in a row before it (`streak`) and its gradient's global `norm`:
+    a norm that is not finite (an overflow; the update skipped the step)
+    multiplies the scale by `backoff` and restarts the streak; a finite one
+    adds one to the streak, and the `interval`-th in a row multiplies the
+    scale by `growth` and restarts the streak. `finite` says which. The
+    scale is computed in f32. Static scaling is `growth = backoff = 1` with
+    `interval = 0`: the scale never changes and the streak stays 0.
+
+    Every target lowers it the same way (`convert-train-to-linalg`); the
+    step reports the results in its metrics (`next_loss_scale`,
+    `loss_scale_streak`), and a device step also keeps them in its
+    loss-scale and streak buffers.
+  }];
+  let arguments = (ins F32:$scale, I64:$streak, F32:$norm, F64Attr:$growth,
+                   F64Attr:$backoff, I64Attr:$interval);
+  let results = (outs F32:$next_scale, I64:$next_streak, I1:$finite);
+  let assemblyFormat = "$scale `,` $streak `,` $norm attr-dict";
+  let hasVerifier = 1;
+}
+
 def Train_FusedUpdateOp : Train_Op<"fused_update", [Pure,
     InferTypeOpAdaptor,
     AllTypesMatch<["params", "accumulator"]>]> {

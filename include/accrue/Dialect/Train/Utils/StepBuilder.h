@@ -35,9 +35,10 @@ struct StepOptions {
   /// Loss scaling: the step takes `loss_scale` (f32), seeds the backward
   /// with it, unscales, and skips the update when the gradient overflows.
   bool lossScale = false;
-  /// GradScaler's rule for the next scale (recorded on the step as
-  /// train.loss_scale_rule, for targets that apply it on the device):
-  /// static scaling is growth = backoff = 1, interval 0 (never grows).
+  /// GradScaler's rule for the next scale (train.next_loss_scale at the end
+  /// of the step; the step also takes the finite streak and reports the
+  /// next scale and streak as metrics): static scaling is growth = backoff
+  /// = 1, interval 0 (never grows).
   double lossScaleGrowth = 1.0, lossScaleBackoff = 1.0;
   int64_t lossScaleInterval = 0;
   /// Data parallelism: the arenas end with ACCRUE_RESERVED_TAIL elements
