@@ -37,9 +37,6 @@ llvm::FailureOr<CompilerOptions> chooseBatch(mlir::MLIRContext &ctx,
                                              StepSource &source,
                                              const CompilerOptions &options);
 
-/// The plan as a table a person reads at a glance.
-void printMemoryPlan(llvm::raw_ostream &os, const rt::MemoryPlan &plan);
-
 } // namespace accrue
 
 #endif // ACCRUE_LIB_COMPILER_MEMORYPLAN_H

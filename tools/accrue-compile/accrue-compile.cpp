@@ -118,5 +118,14 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   accrue::OneLineDiagnosticHandler diagnostics(&context, "accrue-compile",
                                                flagFor);
-  return mlir::failed(accrue::compileModel(context, options)) ? 1 : 0;
+  accrue::CompileResult result;
+  if (mlir::failed(accrue::compileModel(context, options, &result)))
+    return 1;
+  if (result.plan) {
+    if (options.plan == "json")
+      outs() << accrue::rt::memoryPlanJsonText(*result.plan) << "\n";
+    else
+      accrue::printMemoryPlan(outs(), *result.plan);
+  }
+  return 0;
 }

@@ -13,6 +13,8 @@
 #include "accrue/Import/ONNX/Importer.h"
 #include "accrue/Pipelines/Options.h"
 
+#include "accrue-runtime/Manifest.h"
+
 #include "llvm/Support/raw_ostream.h"
 
 #include <optional>
@@ -125,12 +127,23 @@ void bindCompilerSettings(SettingTable &table, CompilerOptions &options);
 /// failure names the setting (settingRef).
 std::optional<std::string> validateOptions(const CompilerOptions &options);
 
+/// What a compilation made besides its output.
+struct CompileResult {
+  /// The memory plan, when `plan` asked for one (also in step.json).
+  std::optional<rt::MemoryPlan> plan;
+};
+
 /// Runs the whole compilation. Errors (bad options naming the setting, bad
 /// models naming the node) go to the context's diagnostic handler, with
 /// settings as settingRefs (accrue-runtime/Settings.h) for the host to
-/// spell; on failure nothing is left at `options.output`.
+/// spell; on failure nothing is left at `options.output`. Prints nothing.
 llvm::LogicalResult compileModel(mlir::MLIRContext &context,
-                                 const CompilerOptions &options);
+                                 const CompilerOptions &options,
+                                 CompileResult *result = nullptr);
+
+/// The memory plan as a table a person reads at a glance
+/// (`accrue-compile --plan`).
+void printMemoryPlan(llvm::raw_ostream &os, const rt::MemoryPlan &plan);
 
 } // namespace accrue
 
