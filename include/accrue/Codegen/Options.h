@@ -1,8 +1,9 @@
 //===- Options.h - how a step is lowered for its target ---------*- C++ -*-===//
 //
-// Plain, typed option structs of the targets (Target.h). The settings are
-// declared once (Pipelines/Settings.h) and bound by every tool; the
-// enumerations are the step contract's (accrue-runtime/StepABI.h).
+// Plain, typed option structs of the targets (Target.h). Each target
+// declares its settings once (Target::bindSettings, in a SettingTable that
+// every tool binds); the enumerations are the step contract's
+// (accrue-runtime/StepABI.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,8 +20,6 @@ namespace accrue {
 
 /// How a tensor-level step is lowered for the CPU.
 struct CPULoweringOptions {
-  /// Fuse chains of elementwise linalg ops before bufferization.
-  bool fuseElementwise = true;
   /// Register-tile and vectorize contractions (vectorize-contractions).
   bool vectorize = true;
   /// Run large kernels on all cores: scf.parallel loops lowered to OpenMP
@@ -50,6 +49,9 @@ struct LoweringOptions {
   /// The CPU, an NVIDIA GPU, or the CUDA pipeline emulated on the CPU (for
   /// testing without a GPU).
   AccrueTarget target = ACCRUE_TARGET_CPU;
+  /// Fuse chains of elementwise linalg ops before bufferization (every
+  /// target).
+  bool fuseElementwise = true;
   CPULoweringOptions cpu;
   CUDALoweringOptions cuda;
 };

@@ -12,9 +12,10 @@
 #ifndef ACCRUE_CODEGEN_TARGET_H
 #define ACCRUE_CODEGEN_TARGET_H
 
+#include "accrue-runtime/Manifest.h"
 #include "accrue/Codegen/Common/HostCode.h"
 #include "accrue/Codegen/Options.h"
-#include "accrue-runtime/Manifest.h"
+#include "accrue/Support/Settings.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -47,6 +48,18 @@ public:
   /// `options` with its `target` set to this target's default kind where it
   /// names another target (what `accrue-lower-<name>` runs by default).
   virtual LoweringOptions ownOptions(LoweringOptions options) const = 0;
+
+  /// Declares this target's settings (its part of `options`) in `table`,
+  /// which every tool binds (accrue-compile's flags, accrue-opt's pipeline
+  /// options, the C API and Python by name).
+  virtual void bindSettings(SettingTable &table,
+                            LoweringOptions &options) const {}
+  /// Checks the values of this target's settings; the message of a failure
+  /// names the setting (settingRef).
+  virtual std::optional<std::string>
+  validate(const LoweringOptions &options) const {
+    return std::nullopt;
+  }
 
   /// What this machine lacks to compile for `options.target` (a CUDA
   /// toolkit), as a message naming the setting; nothing when it can.

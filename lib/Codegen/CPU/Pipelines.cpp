@@ -24,11 +24,12 @@ using namespace mlir;
 namespace accrue::cpu {
 
 void buildCPUBufferizationPipeline(OpPassManager &pm,
-                                   const CPULoweringOptions &options) {
+                                   const LoweringOptions &lowering) {
+  const CPULoweringOptions &options = lowering.cpu;
   pm.addNestedPass<func::FuncOp>(createConvertNNToLinalg());
   pm.addNestedPass<func::FuncOp>(createConvertTrainToLinalg());
   pm.addPass(createCanonicalizerPass());
-  if (options.fuseElementwise)
+  if (lowering.fuseElementwise)
     pm.addPass(accrue::createFuseElementwise());
   if (options.vectorize) {
     pm.addPass(createCollapseShortLoops());
@@ -63,7 +64,8 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
 }
 
 void buildCPUToLLVMPipeline(OpPassManager &pm,
-                            const CPULoweringOptions &options) {
+                            const LoweringOptions &lowering) {
+  const CPULoweringOptions &options = lowering.cpu;
   // bf16/f16 arithmetic and math run in f32, rounded back after each op.
   arith::ArithEmulateUnsupportedFloatsOptions emulate;
   emulate.sourceTypeStrs = {"bf16", "f16"};
@@ -123,7 +125,7 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
 }
 
 void buildCPULoweringPipeline(OpPassManager &pm,
-                              const CPULoweringOptions &options) {
+                              const LoweringOptions &options) {
   buildCPUBufferizationPipeline(pm, options);
   buildCPUToLLVMPipeline(pm, options);
 }

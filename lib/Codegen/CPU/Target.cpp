@@ -5,6 +5,8 @@
 #include "accrue/Codegen/CPU/Pipelines.h"
 #include "accrue/Dialect/Train/Utils/MemoryEstimate.h"
 
+#include "accrue-runtime/Settings.h"
+
 using namespace mlir;
 using namespace accrue;
 
@@ -20,6 +22,31 @@ public:
     options.target = ACCRUE_TARGET_CPU;
     return options;
   }
+  void bindSettings(SettingTable &table,
+                    LoweringOptions &options) const override {
+    CPULoweringOptions &cpu = options.cpu;
+    table.flag("vectorize",
+               "Register-tile and vectorize contractions (off: scalar loops, "
+               "for comparison)",
+               cpu.vectorize);
+    table.flag("parallel",
+               "Run large kernels on all cores (OpenMP; off: one thread, no "
+               "libomp)",
+               cpu.parallel);
+    table.integer("vector_bits",
+                  "The target's vector register width for the contraction "
+                  "kernels (512, 256 or 128; default: the target CPU's in "
+                  "accrue-compile, 512 in pipelines)",
+                  cpu.vectorBits);
+  }
+  std::optional<std::string>
+  validate(const LoweringOptions &options) const override {
+    if (std::optional<int64_t> bits = options.cpu.vectorBits;
+        bits && *bits != 128 && *bits != 256 && *bits != 512)
+      return settingRef("vector_bits") + " must be 128, 256 or 512, not " +
+             std::to_string(*bits);
+    return std::nullopt;
+  }
   void resolveForHost(LoweringOptions &options,
                       const HostCodeOptions &host) const override {
     // The vector kernels' blocks fit the registers of the CPU compiled for.
@@ -28,11 +55,11 @@ public:
   }
   void buildBufferizationPipeline(OpPassManager &pm,
                                   const LoweringOptions &options) const override {
-    cpu::buildCPUBufferizationPipeline(pm, options.cpu);
+    cpu::buildCPUBufferizationPipeline(pm, options);
   }
   void buildToLLVMPipeline(OpPassManager &pm,
                            const LoweringOptions &options) const override {
-    cpu::buildCPUToLLVMPipeline(pm, options.cpu);
+    cpu::buildCPUToLLVMPipeline(pm, options);
   }
   std::optional<int64_t> activationBytes(func::FuncOp step) const override {
     return train::estimateMicroStepPeakBytes(step);

@@ -31,12 +31,12 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertNNToLinalg());
   pm.addNestedPass<func::FuncOp>(createConvertTrainToLinalg());
   pm.addPass(createCanonicalizerPass());
-  if (options.cpu.fuseElementwise)
+  if (options.fuseElementwise)
     pm.addPass(createFuseElementwise());
   pm.addNestedPass<func::FuncOp>(createCudaTensorizeScalars());
   pm.addNestedPass<func::FuncOp>(createCudaSplitReductions());
   // The scalar glue is now rank-0 elementwise ops: fuse its chains.
-  if (options.cpu.fuseElementwise)
+  if (options.fuseElementwise)
     pm.addPass(createFuseElementwise());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

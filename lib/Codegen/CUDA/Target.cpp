@@ -26,6 +26,35 @@ public:
       options.target = ACCRUE_TARGET_CUDA;
     return options;
   }
+  void bindSettings(SettingTable &table,
+                    LoweringOptions &options) const override {
+    table.text("cuda_arch",
+               "GPU architectures to generate PTX for, comma-separated "
+               "(sm_80,sm_90)",
+               options.cuda.archs);
+    table.text("cuda_toolkit",
+               "The CUDA toolkit with libdevice and ptxas (default: "
+               "CUDA_HOME, /usr/local/cuda, or the nvidia-cuda-nvcc Python "
+               "package)",
+               options.cuda.toolkit);
+  }
+  std::optional<std::string>
+  validate(const LoweringOptions &options) const override {
+    SmallVector<StringRef> archs;
+    StringRef(options.cuda.archs).split(archs, ',', -1, /*KeepEmpty=*/false);
+    if (archs.empty())
+      return settingRef("cuda_arch") + " needs at least one architecture";
+    for (StringRef arch : archs) {
+      unsigned version;
+      if (!arch.consume_front("sm_") || arch.getAsInteger(10, version) ||
+          version < 60)
+        return settingRef("cuda_arch") +
+               " expects architectures like sm_80 or sm_90 (sm_60 or "
+               "newer), not '" +
+               options.cuda.archs + "'";
+    }
+    return std::nullopt;
+  }
   std::optional<std::string>
   checkToolchain(const LoweringOptions &options) const override {
     // The emulation runs the kernels as host code: no libdevice needed.

@@ -19,15 +19,15 @@ namespace accrue::cpu {
 /// nn/train to linalg, then one-shot bufferization and deallocation: the
 /// step on buffers, still in linalg and scf.
 void buildCPUBufferizationPipeline(mlir::OpPassManager &pm,
-                                   const CPULoweringOptions &options);
+                                   const LoweringOptions &options);
 
 /// A bufferized step to the LLVM dialect.
 void buildCPUToLLVMPipeline(mlir::OpPassManager &pm,
-                            const CPULoweringOptions &options);
+                            const LoweringOptions &options);
 
 /// Both of the above.
 void buildCPULoweringPipeline(mlir::OpPassManager &pm,
-                              const CPULoweringOptions &options);
+                              const LoweringOptions &options);
 
 } // namespace accrue::cpu
 
