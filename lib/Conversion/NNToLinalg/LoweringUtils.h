@@ -51,12 +51,43 @@ mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
 /// reductions): lets LLVM vectorize them.
 mlir::arith::FastMathFlagsAttr reassocFlags(mlir::OpBuilder &b);
 
+//===----------------------------------------------------------------------===//
+// Sliding windows (convolution and pooling), NCHW
+//===----------------------------------------------------------------------===//
+
+/// Pads the two spatial dimensions of an NCHW tensor (pads: top, left,
+/// bottom, right) with `value`.
+mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Value input, llvm::ArrayRef<int64_t> pads,
+                       double value);
+/// For an input coordinate `i` (one spatial dimension) and kernel offset
+/// `k`: whether a window starts at output `o = (i + pad - k * dilation) /
+/// stride`, exactly and inside [0, outSize), and that `o`.
+std::pair<mlir::Value, mlir::Value>
+windowOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value i, mlir::Value k,
+         int64_t pad, int64_t stride, int64_t dilation, int64_t outSize);
+/// The [N, C, OH, OW] view of `padded` that kernel position (i, j) of
+/// every window reads (strides `s`, dilations `d`).
+mlir::Value windowView(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Value padded, mlir::RankedTensorType viewType,
+                       int64_t i, int64_t j, llvm::ArrayRef<int64_t> s,
+                       llvm::ArrayRef<int64_t> d);
+/// `padded` with `update` [N, C, OH, OW] added to the view of kernel
+/// position (i, j).
+mlir::Value addToWindowView(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value padded, mlir::Value update, int64_t i,
+                            int64_t j, llvm::ArrayRef<int64_t> s,
+                            llvm::ArrayRef<int64_t> d);
+
 void populateElementwiseLowering(mlir::RewritePatternSet &patterns);
 void populateContractionLowering(mlir::RewritePatternSet &patterns);
 void populateReductionLowering(mlir::RewritePatternSet &patterns);
 void populateShapeLowering(mlir::RewritePatternSet &patterns);
 void populateLossLowering(mlir::RewritePatternSet &patterns);
+/// Softmax and Dropout, then convolution and pooling.
 void populateNeuralLowering(mlir::RewritePatternSet &patterns);
+void populateConvolutionLowering(mlir::RewritePatternSet &patterns);
+void populatePoolingLowering(mlir::RewritePatternSet &patterns);
 void populateScanLowering(mlir::RewritePatternSet &patterns);
 
 } // namespace accrue::nn::lowering

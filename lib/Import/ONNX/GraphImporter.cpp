@@ -28,6 +28,7 @@ static const std::vector<OpRegistration> &allHandlers() {
     addContractionHandlers(list);
     addReductionHandlers(list);
     addShapeHandlers(list);
+    addIndexingHandlers(list);
     addLossHandlers(list);
     addNeuralHandlers(list);
     addWindowHandlers(list);

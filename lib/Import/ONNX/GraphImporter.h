@@ -76,6 +76,14 @@ const OpRegistration *lookupHandler(llvm::StringRef domain,
 /// broadcast over NC... values.
 mlir::Value perChannel(nn::NNBuilder &nnb, mlir::Value v, int64_t rank);
 
+/// `x` reshaped to `shape` for `node`; a transposed x may be reshaped
+/// before the transpose when that keeps the value (recurrent ops' outputs
+/// lead back to batch-major values this way).
+llvm::FailureOr<mlir::Value> reshapeTo(GraphImporter &im,
+                                       const onnx::NodeProto &node,
+                                       mlir::Value x,
+                                       llvm::ArrayRef<int64_t> shape);
+
 /// Whether `node` is a BatchNormalization in training mode (batch
 /// statistics, running statistics as outputs 1 and 2) at `opset`.
 bool isTrainingBatchNorm(const onnx::NodeProto &node, int64_t opset);
@@ -85,6 +93,7 @@ void addElementwiseHandlers(std::vector<OpRegistration> &handlers);
 void addContractionHandlers(std::vector<OpRegistration> &handlers);
 void addReductionHandlers(std::vector<OpRegistration> &handlers);
 void addShapeHandlers(std::vector<OpRegistration> &handlers);
+void addIndexingHandlers(std::vector<OpRegistration> &handlers);
 void addLossHandlers(std::vector<OpRegistration> &handlers);
 void addNeuralHandlers(std::vector<OpRegistration> &handlers);
 void addWindowHandlers(std::vector<OpRegistration> &handlers);

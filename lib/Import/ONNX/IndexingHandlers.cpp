@@ -1,0 +1,416 @@
+//===- IndexingHandlers.cpp - import gathers, scatters, indices -*- C++ -*-===//
+//
+// Gather, GatherElements, ScatterElements and ScatterND; the ops that make
+// or follow indices (Range, Trilu, CumSum, OneHot).
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImporter.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace accrue;
+using namespace accrue::onnx_import;
+
+namespace {
+
+LogicalResult importGather(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> data = im.input(node, 0), indices = im.input(node, 1);
+  if (failed(data) || failed(indices))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(data->getType()).getRank();
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  return im.setResult(
+      node, im.create<nn::GatherOp>(node, *data, *indices,
+                                    im.builder.getI64IntegerAttr(*axis)));
+}
+
+LogicalResult importGatherElements(GraphImporter &im,
+                                   const onnx::NodeProto &node) {
+  FailureOr<Value> data = im.input(node, 0), indices = im.input(node, 1);
+  if (failed(data) || failed(indices))
+    return failure();
+  auto dataType = cast<RankedTensorType>(data->getType());
+  auto indexType = cast<RankedTensorType>(indices->getType());
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", 0), dataType.getRank());
+  if (failed(axis))
+    return failure();
+  if (indexType.getRank() != dataType.getRank())
+    return im.error(node) << "indices must have the data's rank ("
+                          << dataType.getRank() << ")";
+  return im.setResult(
+      node, im.create<nn::GatherElementsOp>(
+                node,
+                RankedTensorType::get(indexType.getShape(),
+                                      dataType.getElementType()),
+                *data, *indices, im.builder.getI64IntegerAttr(*axis)));
+}
+
+/// `data` with `updates` scattered into it, given `scatter`, the scatter-add
+/// of a value shaped like the updates into zeros shaped like `data`: added
+/// (reduction add), or taken where some index points (none; duplicate
+/// indices add up there, where ONNX leaves the result unspecified).
+Value applyScatter(nn::NNBuilder &nnb, Value data, Value updates, bool add,
+                   llvm::function_ref<Value(Value)> scatter) {
+  Value scattered = scatter(updates);
+  if (add)
+    return nnb.add(data, scattered);
+  auto updateType = cast<RankedTensorType>(updates.getType());
+  Value hits = scatter(nnb.splat(updateType, 1.0));
+  Value hit = nn::GreaterOp::create(
+      nnb.b, nnb.loc, hits, nnb.scalar(updateType.getElementType(), 0.0));
+  return nn::WhereOp::create(nnb.b, nnb.loc, hit, scattered, data);
+}
+
+/// ScatterElements (reductions none and add) from a scatter-add of the
+/// updates (nn.gather_elements_grad): `add` adds it to the data; `none`
+/// takes it where some index points (duplicate indices add up there,
+/// where ONNX leaves the result unspecified).
+LogicalResult importScatterElements(GraphImporter &im,
+                                    const onnx::NodeProto &node) {
+  FailureOr<Value> data = im.input(node, 0), indices = im.input(node, 1),
+                   updates = im.input(node, 2);
+  if (failed(data) || failed(indices) || failed(updates))
+    return failure();
+  auto dataType = cast<RankedTensorType>(data->getType());
+  auto indexType = cast<RankedTensorType>(indices->getType());
+  auto updateType = cast<RankedTensorType>(updates->getType());
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", 0), dataType.getRank());
+  if (failed(axis))
+    return failure();
+  std::string reduction = im.stringAttr(node, "reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return im.error(node) << "reduction '" << reduction
+                          << "' is not supported (none and add are)";
+  if (indexType.getShape() != updateType.getShape() ||
+      indexType.getRank() != dataType.getRank())
+    return im.error(node) << "indices and updates must have the same shape, "
+                             "of the data's rank";
+  Type element = dataType.getElementType();
+  bool integers = element.isInteger(64) || element.isInteger(32);
+  if (!isa<FloatType>(element) && !integers)
+    return im.error(node) << "ScatterElements of " << element
+                          << " data is not supported (floats and 32/64-bit "
+                             "integers are)";
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  // Integers (index arithmetic, such as the inverse of a permutation) go
+  // through float64, exact below 2^53.
+  auto as = [&](Value v, Type t) -> Value {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getElementType() == t)
+      return v;
+    return nn::CastOp::create(b, loc, type.clone(t), v);
+  };
+  Type work = integers ? Type(b.getF64Type()) : element;
+  auto workType = dataType.clone(work);
+  auto scatter = [&](Value v) {
+    return nn::GatherElementsGradOp::create(b, loc, workType, v, *indices,
+                                            b.getI64IntegerAttr(*axis))
+        .getResult();
+  };
+  Value result = applyScatter(nnb, as(*data, work), as(*updates, work),
+                              reduction == "add", scatter);
+  return im.setResult(node,
+                      im.create<nn::IdentityOp>(node, as(result, element)));
+}
+
+/// ScatterND (reductions none and add): the data as [D, R] rows (D the
+/// positions the index tuples address), each tuple as a row number, then a
+/// row scatter as in ScatterElements.
+LogicalResult importScatterND(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> data = im.input(node, 0), indices = im.input(node, 1),
+                   updates = im.input(node, 2);
+  if (failed(data) || failed(indices) || failed(updates))
+    return failure();
+  auto dataType = cast<RankedTensorType>(data->getType());
+  auto indexType = cast<RankedTensorType>(indices->getType());
+  auto updateType = cast<RankedTensorType>(updates->getType());
+  std::string reduction = im.stringAttr(node, "reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return im.error(node) << "reduction '" << reduction
+                          << "' is not supported (none and add are)";
+  if (!isa<FloatType>(dataType.getElementType()))
+    return im.error(node) << "ScatterND of non-float data is not supported";
+  if (!indexType.getElementType().isInteger(64) || indexType.getRank() < 1)
+    return im.error(node) << "indices must be int64 of rank >= 1";
+  int64_t k = indexType.getShape().back();
+  int64_t r = dataType.getRank();
+  if (k < 1 || k > r)
+    return im.error(node) << "index tuples of length " << k
+                          << " for data of rank " << r;
+  // updates = indices.shape[:-1] + data.shape[k:].
+  SmallVector<int64_t> expected(indexType.getShape().drop_back());
+  llvm::append_range(expected, dataType.getShape().drop_front(k));
+  if (updateType.getShape() != ArrayRef<int64_t>(expected))
+    return im.error(node) << "updates must have shape indices.shape[:-1] + "
+                             "data.shape[k:]";
+  int64_t rows = 1, width = 1, tuples = 1;
+  for (int64_t d = 0; d < r; ++d)
+    (d < k ? rows : width) *= dataType.getDimSize(d);
+  for (int64_t d : indexType.getShape().drop_back())
+    tuples *= d;
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  Type i64 = b.getI64Type();
+  auto ints = [&](ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, i64);
+  };
+  // Row number: sum_j index_j * stride_j, negative entries counting from
+  // the end of their dimension.
+  Value tuplesFlat = nnb.reshape(*indices, ints({tuples, k}));
+  Value row;
+  int64_t stride = rows;
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t size = dataType.getDimSize(j);
+    stride /= size;
+    Value entry =
+        nnb.reshape(nn::SliceOp::create(b, loc, ints({tuples, 1}), tuplesFlat,
+                                        b.getDenseI64ArrayAttr({0, j}),
+                                        b.getDenseI64ArrayAttr({1, 1})),
+                    ints({tuples, 1}));
+    Value zero = nnb.scalar(i64, 0);
+    entry = nn::WhereOp::create(b, loc, nn::LessOp::create(b, loc, entry, zero),
+                                nnb.add(entry, nnb.scalar(i64, size)), entry);
+    Value term = nnb.mul(entry, nnb.scalar(i64, stride));
+    row = row ? nnb.add(row, term) : term;
+  }
+  Value rowIndex = nn::ExpandOp::create(b, loc, ints({tuples, width}), row);
+  auto tableType =
+      RankedTensorType::get({rows, width}, dataType.getElementType());
+  auto updateRows =
+      RankedTensorType::get({tuples, width}, dataType.getElementType());
+  auto scatter = [&](Value v) {
+    return nn::GatherElementsGradOp::create(b, loc, tableType,
+                                            nnb.reshape(v, updateRows),
+                                            rowIndex, b.getI64IntegerAttr(0))
+        .getResult();
+  };
+  Value result = applyScatter(nnb, nnb.reshape(*data, tableType), *updates,
+                              reduction == "add", scatter);
+  return im.setResult(node, reshapeTo(im, node, result, dataType.getShape()));
+}
+
+/// CumSum along a constant axis, as a product with a triangular matrix of
+/// ones (inclusive or exclusive, forward or reverse); its adjoint is the
+/// product with the transpose. Float inputs, axes of at most 4096.
+LogicalResult importCumSum(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  FailureOr<SmallVector<int64_t>> axisValue = im.constantInts(node, 1, "axis");
+  if (failed(x) || failed(axisValue))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return im.error(node) << "CumSum of integers is not supported (floats "
+                             "only)";
+  if (axisValue->size() != 1)
+    return im.error(node) << "axis must be a scalar";
+  int64_t rank = type.getRank();
+  FailureOr<int64_t> axis = im.normalizeAxis(node, (*axisValue)[0], rank);
+  if (failed(axis))
+    return failure();
+  int64_t length = type.getDimSize(*axis);
+  if (length > 4096)
+    return im.error(node) << "CumSum over " << length
+                          << " elements is not supported (at most 4096)";
+  bool exclusive = im.intAttr(node, "exclusive", 0) != 0;
+  bool reverse = im.intAttr(node, "reverse", 0) != 0;
+  // out[j] = sum_i x[i] m[i][j].
+  SmallVector<float> m(length * length, 0.0f);
+  for (int64_t i = 0; i < length; ++i)
+    for (int64_t j = 0; j < length; ++j) {
+      bool take =
+          reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j);
+      m[i * length + j] = take ? 1.0f : 0.0f;
+    }
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  Type element = type.getElementType();
+  auto mType = RankedTensorType::get({length, length}, b.getF32Type());
+  Value matrix = nn::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(mType, ArrayRef<float>(m)));
+  if (!element.isF32())
+    matrix = nn::CastOp::create(
+        b, loc, RankedTensorType::get({length, length}, element), matrix);
+  // Move the axis last, multiply, move it back.
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(perm[*axis], perm[rank - 1]);
+  Value y = *x;
+  if (*axis != rank - 1) {
+    FailureOr<Value> t =
+        im.create<nn::TransposeOp>(node, y, b.getDenseI64ArrayAttr(perm));
+    if (failed(t))
+      return failure();
+    y = *t;
+  }
+  if (rank == 1) {
+    FailureOr<Value> row = reshapeTo(im, node, y, {1, length});
+    if (failed(row))
+      return failure();
+    FailureOr<Value> product = im.create<nn::MatMulOp>(node, *row, matrix);
+    if (failed(product))
+      return failure();
+    return im.setResult(node, reshapeTo(im, node, *product, {length}));
+  }
+  FailureOr<Value> product = im.create<nn::MatMulOp>(node, y, matrix);
+  if (failed(product))
+    return failure();
+  if (*axis == rank - 1)
+    return im.setResult(node, product);
+  return im.setResult(node, im.create<nn::TransposeOp>(
+                                node, *product, b.getDenseI64ArrayAttr(perm)));
+}
+
+/// OneHot: where(indices[..., None] == range(depth), on, off), negative
+/// indices counting from depth, the new axis at `axis`.
+LogicalResult importOneHot(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> indices = im.input(node, 0), values = im.input(node, 2);
+  FailureOr<double> depthValue = im.constantScalar(node, 1, "depth");
+  if (failed(indices) || failed(values) || failed(depthValue))
+    return failure();
+  auto indexType = cast<RankedTensorType>(indices->getType());
+  auto valuesType = cast<RankedTensorType>(values->getType());
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  Type i64 = b.getI64Type();
+  // Indices of other types convert to int64 (floats truncate), as ONNX says.
+  if (!indexType.getElementType().isInteger(64)) {
+    indexType = RankedTensorType::get(indexType.getShape(), i64);
+    indices = nn::CastOp::create(b, loc, indexType, *indices).getResult();
+  }
+  if (valuesType.getNumElements() != 2 || valuesType.getRank() != 1)
+    return im.error(node) << "values must be [off_value, on_value]";
+  int64_t depth = static_cast<int64_t>(*depthValue);
+  if (depth <= 0)
+    return im.error(node) << "depth must be positive";
+  int64_t rank = indexType.getRank() + 1;
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", -1), rank);
+  if (failed(axis))
+    return failure();
+  nn::NNBuilder nnb(b, loc);
+  // Negative indices count from the end.
+  Value zero = nnb.scalar(i64, 0), size = nnb.scalar(i64, depth);
+  Value wrapped =
+      nn::WhereOp::create(b, loc, nn::LessOp::create(b, loc, *indices, zero),
+                          nnb.add(*indices, size), *indices);
+  SmallVector<int64_t> expandedShape(indexType.getShape());
+  expandedShape.insert(expandedShape.begin() + *axis, 1);
+  Value expanded =
+      nnb.reshape(wrapped, RankedTensorType::get(expandedShape, i64));
+  SmallVector<int64_t> rangeShape(rank, 1);
+  rangeShape[*axis] = depth;
+  Value range = nnb.reshape(
+      indexVector(b, loc, llvm::to_vector(llvm::seq<int64_t>(0, depth))),
+      RankedTensorType::get(rangeShape, i64));
+  Value hot = nn::EqualOp::create(b, loc, expanded, range);
+  auto pick = [&](int64_t i) {
+    return nn::GatherOp::create(
+               b, loc, *values,
+               nn::ConstantOp::create(
+                   b, loc,
+                   DenseElementsAttr::get(RankedTensorType::get({}, i64),
+                                          ArrayRef<int64_t>{i})),
+               b.getI64IntegerAttr(0))
+        .getResult();
+  };
+  return im.setResult(node,
+                      im.create<nn::WhereOp>(node, hot, pick(1), pick(0)));
+}
+
+LogicalResult importRange(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<double> first = im.constantScalar(node, 0, "start");
+  if (failed(first))
+    return failure();
+  FailureOr<double> limit = im.constantScalar(node, 1, "limit");
+  if (failed(limit))
+    return failure();
+  FailureOr<double> delta = im.constantScalar(node, 2, "delta");
+  if (failed(delta))
+    return failure();
+  Type element =
+      cast<ShapedType>(im.lookup(node.input(0)).getType()).getElementType();
+  double s = *first, l = *limit, d = *delta;
+  if (!std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d))
+    return im.error(node) << "start, limit and delta must be finite";
+  if (d == 0)
+    return im.error(node) << "delta is zero";
+  // Range is computed here, at compile time: its values become a constant.
+  double count = std::max(0.0, std::ceil((l - s) / d));
+  if (!(count <= kMaxFoldedElements))
+    return im.error(node) << "gives " << count
+                          << " values; ranges of more than "
+                          << kMaxFoldedElements
+                          << " values are not supported (Accrue computes "
+                             "Range at compile time)";
+  int64_t n = static_cast<int64_t>(count);
+  auto type = RankedTensorType::get({n}, element);
+  DenseElementsAttr values;
+  auto fill = [&](auto zero) {
+    SmallVector<decltype(zero)> data(n);
+    for (int64_t i = 0; i < n; ++i)
+      data[i] = static_cast<decltype(zero)>(s + i * d);
+    values = DenseElementsAttr::get(type, llvm::ArrayRef(data));
+  };
+  if (element.isF32())
+    fill(float());
+  else if (element.isF64())
+    fill(double());
+  else if (element.isInteger(64))
+    fill(int64_t());
+  else if (element.isInteger(32))
+    fill(int32_t());
+  else if (element.isInteger(16))
+    fill(int16_t());
+  else
+    return im.error(node) << "supports float, double and 16-, 32- and 64-bit "
+                             "integers, not "
+                          << element;
+  im.setOutput(node, 0,
+               nn::ConstantOp::create(im.builder, im.loc(node), values));
+  return success();
+}
+
+LogicalResult importTrilu(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  int64_t k = 0;
+  if (node.input_size() > 1 && !node.input(1).empty()) {
+    FailureOr<SmallVector<int64_t>> given = im.constantInts(node, 1, "k");
+    if (failed(given))
+      return failure();
+    if (given->size() != 1)
+      return im.error(node) << "k must be a scalar";
+    k = (*given)[0];
+  }
+  if (cast<RankedTensorType>(x->getType()).getRank() < 2)
+    return im.error(node) << "needs a tensor of rank >= 2";
+  return im.setResult(
+      node, im.create<nn::TriluOp>(
+                node, *x, im.builder.getBoolAttr(im.intAttr(node, "upper", 1)),
+                im.builder.getI64IntegerAttr(k)));
+}
+
+} // namespace
+
+void onnx_import::addIndexingHandlers(std::vector<OpRegistration> &list) {
+  list.push_back({"Gather", 1, importGather});
+  list.push_back({"GatherElements", 11, importGatherElements});
+  list.push_back({"ScatterElements", 11, importScatterElements});
+  list.push_back({"ScatterND", 11, importScatterND});
+  list.push_back({"Range", 11, importRange, {0, 1, 2}});
+  list.push_back({"Trilu", 14, importTrilu, {1}});
+  list.push_back({"CumSum", 11, importCumSum, {1}});
+  list.push_back({"OneHot", 9, importOneHot, {1}});
+}

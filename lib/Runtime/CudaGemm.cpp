@@ -1,0 +1,245 @@
+//===- CudaGemm.cpp - the GEMMs of CUDA steps, by cuBLASLt ------*- C++ -*-===//
+//
+// cuBLASLt, loaded with dlopen: a matmul descriptor, layouts and the
+// heuristic's algorithm per GEMM shape (cached), run on the step's stream.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaContext.h"
+
+#include "accrue-runtime/Trainer.h"
+
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+#include <mutex>
+
+using namespace accrue::rt;
+using namespace accrue::rt::cuda;
+
+namespace {
+
+// cuBLASLt's types and constants (cublasLt.h, cublas_api.h, library_types.h).
+using LtHandle = struct LtContext *;
+using LtMatmulDesc = struct LtMatmulDescOpaque *;
+using LtLayout = struct LtLayoutOpaque *;
+using LtPreference = struct LtPreferenceOpaque *;
+struct LtAlgo {
+  uint64_t data[8];
+};
+struct LtHeuristic {
+  LtAlgo algo;
+  size_t workspaceSize;
+  int state;
+  float wavesCount;
+  int reserved[4];
+};
+constexpr int kCudaR32F = 0, kCudaR16F = 2, kCudaR16BF = 14;
+constexpr int kCompute32F = 68, kCompute32FFast16F = 74,
+              kCompute32FFast16BF = 75;
+constexpr int kDescTransA = 3, kDescTransB = 4;
+constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;
+constexpr int kPrefMaxWorkspace = 1, kPrefAlignA = 5, kPrefAlignB = 6,
+              kPrefAlignC = 7, kPrefAlignD = 8;
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+struct CublasLt {
+  int (*create)(LtHandle *handle);
+  int (*descCreate)(LtMatmulDesc *desc, int computeType, int scaleType);
+  int (*descSetAttribute)(LtMatmulDesc desc, int attribute, const void *value,
+                          size_t bytes);
+  int (*layoutCreate)(LtLayout *layout, int type, uint64_t rows, uint64_t cols,
+                      int64_t ld);
+  int (*layoutSetAttribute)(LtLayout layout, int attribute, const void *value,
+                            size_t bytes);
+  int (*preferenceCreate)(LtPreference *preference);
+  int (*preferenceDestroy)(LtPreference preference);
+  int (*preferenceSetAttribute)(LtPreference preference, int attribute,
+                                const void *value, size_t bytes);
+  int (*heuristic)(LtHandle handle, LtMatmulDesc desc, LtLayout a, LtLayout b,
+                   LtLayout c, LtLayout d, LtPreference preference,
+                   int requested, LtHeuristic *results, int *returned);
+  int (*matmul)(LtHandle handle, LtMatmulDesc desc, const void *alpha,
+                const void *a, LtLayout aLayout, const void *b,
+                LtLayout bLayout, const void *beta, const void *c,
+                LtLayout cLayout, void *d, LtLayout dLayout, const LtAlgo *algo,
+                void *workspace, size_t workspaceBytes, CUstream stream);
+  const char *(*statusName)(int status);
+  LtHandle handle = nullptr;
+  CUdeviceptr workspace = 0;
+
+  void check(int status, const char *what) const {
+    if (status != 0)
+      throw Error(std::string(what) + ": " +
+                  (statusName ? statusName(status) : std::to_string(status)));
+  }
+};
+
+/// Whether cuBLASLt (and its workspace) was loaded.
+bool &cublasLtLoaded() {
+  static bool loaded = false;
+  return loaded;
+}
+
+CublasLt &cublasLt() {
+  static CublasLt loaded = [] {
+    void *library = openLibrary(
+        "ACCRUE_CUBLASLT_LIBRARY",
+        {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11",
+         "libcublasLt.so"},
+        "cuBLASLt (libcublasLt.so; pip install nvidia-cublas-cu12), which "
+        "CUDA steps call for their matrix products,");
+    CublasLt lt;
+    auto bind = [&](auto &function, const char *name) {
+      bindSymbol(library, function, name, "cuBLASLt");
+    };
+    bind(lt.create, "cublasLtCreate");
+    bind(lt.descCreate, "cublasLtMatmulDescCreate");
+    bind(lt.descSetAttribute, "cublasLtMatmulDescSetAttribute");
+    bind(lt.layoutCreate, "cublasLtMatrixLayoutCreate");
+    bind(lt.layoutSetAttribute, "cublasLtMatrixLayoutSetAttribute");
+    bind(lt.preferenceCreate, "cublasLtMatmulPreferenceCreate");
+    bind(lt.preferenceDestroy, "cublasLtMatmulPreferenceDestroy");
+    bind(lt.preferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
+    bind(lt.heuristic, "cublasLtMatmulAlgoGetHeuristic");
+    bind(lt.matmul, "cublasLtMatmul");
+    bind(lt.statusName, "cublasLtGetStatusName");
+    lt.check(lt.create(&lt.handle), "cublasLtCreate");
+    check(driver().memAlloc(&lt.workspace, kWorkspaceBytes),
+          "allocating cuBLASLt's workspace");
+    cublasLtLoaded() = true;
+    return lt;
+  }();
+  return loaded;
+}
+
+/// A planned GEMM's cuBLASLt descriptors and algorithm, made once per
+/// shape, layout and alignment (descriptors are kept for the process).
+struct LtGemm {
+  LtMatmulDesc desc = nullptr;
+  LtLayout a = nullptr, b = nullptr, c = nullptr;
+  LtAlgo algo{};
+};
+
+/// The largest power of two up to 256 dividing `address`.
+uint32_t alignmentOf(intptr_t address) {
+  uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment)
+    alignment /= 2;
+  return alignment;
+}
+
+int cudaType(AccrueGemmType type) {
+  switch (type) {
+  case ACCRUE_GEMM_F32:
+    return kCudaR32F;
+  case ACCRUE_GEMM_BF16:
+    return kCudaR16BF;
+  case ACCRUE_GEMM_F16:
+    return kCudaR16F;
+  }
+  return kCudaR32F;
+}
+
+const LtGemm &ltGemm(const GemmPlan &plan) {
+  CublasLt &lt = cublasLt();
+  auto matrixKey = [](const BlasMatrix &x) {
+    return std::to_string(x.rows) + "x" + std::to_string(x.cols) + "/" +
+           std::to_string(x.ld) + "/" + std::to_string(x.batchStride) +
+           (x.transposed ? "T" : "N") + std::to_string(x.type) + "@" +
+           std::to_string(alignmentOf(x.address));
+  };
+  std::string key = std::to_string(plan.batch) + ":" + std::to_string(plan.m) +
+                    "," + std::to_string(plan.n) + "," +
+                    std::to_string(plan.k) + ":" + matrixKey(plan.a) + ":" +
+                    matrixKey(plan.b) + ":" + matrixKey(plan.c) + ":" +
+                    std::to_string(plan.exact);
+  // One entry per GEMM shape, for the life of the process (its descriptors
+  // stay reachable, never released: steps may run until exit).
+  static auto &cache = *new std::map<std::string, LtGemm>;
+  if (auto found = cache.find(key); found != cache.end())
+    return found->second;
+  LtGemm g;
+  // f32 inputs that hold bf16 (f16) values: multiplied in that precision,
+  // which loses nothing; fp32 accumulation always.
+  int compute = kCompute32F;
+  if (plan.a.type == ACCRUE_GEMM_F32 && plan.exact == ACCRUE_GEMM_BF16)
+    compute = kCompute32FFast16BF;
+  else if (plan.a.type == ACCRUE_GEMM_F32 && plan.exact == ACCRUE_GEMM_F16)
+    compute = kCompute32FFast16F;
+  lt.check(lt.descCreate(&g.desc, compute, kCudaR32F),
+           "cublasLtMatmulDescCreate");
+  int32_t transA = plan.a.transposed, transB = plan.b.transposed;
+  lt.check(lt.descSetAttribute(g.desc, kDescTransA, &transA, sizeof transA),
+           "cublasLtMatmulDescSetAttribute");
+  lt.check(lt.descSetAttribute(g.desc, kDescTransB, &transB, sizeof transB),
+           "cublasLtMatmulDescSetAttribute");
+  auto layout = [&](LtLayout &out, const BlasMatrix &x) {
+    lt.check(lt.layoutCreate(&out, cudaType(x.type), x.rows, x.cols, x.ld),
+             "cublasLtMatrixLayoutCreate");
+    if (plan.batch > 1) {
+      int32_t count = static_cast<int32_t>(plan.batch);
+      int64_t stride = x.batchStride;
+      lt.check(
+          lt.layoutSetAttribute(out, kLayoutBatchCount, &count, sizeof count),
+          "cublasLtMatrixLayoutSetAttribute");
+      lt.check(lt.layoutSetAttribute(out, kLayoutBatchStride, &stride,
+                                     sizeof stride),
+               "cublasLtMatrixLayoutSetAttribute");
+    }
+  };
+  layout(g.a, plan.a);
+  layout(g.b, plan.b);
+  layout(g.c, plan.c);
+  LtPreference preference = nullptr;
+  lt.check(lt.preferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
+  uint64_t workspace = kWorkspaceBytes;
+  lt.check(lt.preferenceSetAttribute(preference, kPrefMaxWorkspace, &workspace,
+                                     sizeof workspace),
+           "cublasLtMatmulPreferenceSetAttribute");
+  // The operands are views at any offset of the step's buffers: algorithms
+  // must not assume more alignment than they have.
+  const std::pair<int, const BlasMatrix *> alignments[] = {
+      {kPrefAlignA, &plan.a},
+      {kPrefAlignB, &plan.b},
+      {kPrefAlignC, &plan.c},
+      {kPrefAlignD, &plan.c}};
+  for (auto [attribute, matrix] : alignments) {
+    uint32_t alignment = alignmentOf(matrix->address);
+    lt.check(lt.preferenceSetAttribute(preference, attribute, &alignment,
+                                       sizeof alignment),
+             "cublasLtMatmulPreferenceSetAttribute");
+  }
+  LtHeuristic result{};
+  int returned = 0;
+  int status = lt.heuristic(lt.handle, g.desc, g.a, g.b, g.c, g.c, preference,
+                            1, &result, &returned);
+  lt.preferenceDestroy(preference);
+  lt.check(status, "cublasLtMatmulAlgoGetHeuristic");
+  if (returned == 0)
+    throw Error("cuBLASLt has no algorithm for a " + std::to_string(plan.m) +
+                "x" + std::to_string(plan.n) + "x" + std::to_string(plan.k) +
+                " product (batch " + std::to_string(plan.batch) + ")");
+  g.algo = result.algo;
+  return cache.emplace(key, g).first->second;
+}
+
+} // namespace
+
+int64_t cuda::cublasLtWorkspaceBytes() {
+  return cublasLtLoaded() ? static_cast<int64_t>(kWorkspaceBytes) : 0;
+}
+
+void cuda::runGemmOnDevice(const GemmPlan &plan) {
+  CublasLt &lt = cublasLt();
+  const LtGemm &g = ltGemm(plan);
+  float alpha = 1.0f, beta = plan.beta;
+  void *c = reinterpret_cast<void *>(plan.c.address);
+  lt.check(lt.matmul(lt.handle, g.desc, &alpha,
+                     reinterpret_cast<void *>(plan.a.address), g.a,
+                     reinterpret_cast<void *>(plan.b.address), g.b, &beta, c,
+                     g.c, c, g.c, &g.algo,
+                     reinterpret_cast<void *>(lt.workspace), kWorkspaceBytes,
+                     Context::get().stream),
+           "cublasLtMatmul");
+}
