@@ -23,18 +23,16 @@ namespace accrue {
 void buildTrainPipeline(OpPassManager &pm,
                         const TrainPipelineOptions &options) {
   train::TrainMicrobatchOptions microbatch;
-  microbatch.normalization =
-      accrueLossNormalizationName(options.lossNormalization);
+  microbatch.normalization = options.lossNormalization;
   // A data-parallel step sums each micro-batch's gradients over the ranks,
   // as a step graph would; train-defer-collectives then moves that sum after
   // the loop unless the naive placement is asked for.
-  microbatch.collectives = accrueCollectivesName(
-      options.collectives == ACCRUE_COLLECTIVES_NONE
-          ? ACCRUE_COLLECTIVES_NONE
-          : ACCRUE_COLLECTIVES_PER_MICRO_BATCH);
+  microbatch.collectives = options.collectives == ACCRUE_COLLECTIVES_NONE
+                               ? ACCRUE_COLLECTIVES_NONE
+                               : ACCRUE_COLLECTIVES_PER_MICRO_BATCH;
   if (options.precision != ACCRUE_PRECISION_FP32) {
     train::TrainMixedPrecisionOptions mixed;
-    mixed.precision = accruePrecisionName(options.precision);
+    mixed.precision = options.precision;
     pm.addPass(train::createTrainMixedPrecision(mixed));
   }
   pm.addPass(train::createTrainMicrobatch(microbatch));

@@ -23,15 +23,6 @@ using namespace accrue;
 
 namespace {
 
-/// The argument of `step` with `role`, if any.
-std::optional<BlockArgument> argWithRole(func::FuncOp step,
-                                         AccrueArgRole role) {
-  for (unsigned i = 0; i < step.getNumArguments(); ++i)
-    if (train::getArgRole(step, i) == role)
-      return step.getArgument(i);
-  return std::nullopt;
-}
-
 struct CudaDeviceLossScalePass
     : public accrue::cuda::impl::CudaDeviceLossScaleBase<
           CudaDeviceLossScalePass> {
@@ -41,12 +32,13 @@ struct CudaDeviceLossScalePass
     if (!abi || step.isExternal())
       return;
     std::optional<BlockArgument> scaleArg =
-        argWithRole(step, ACCRUE_ROLE_LOSS_SCALE);
+        train::getArgWithRole(step, ACCRUE_ROLE_LOSS_SCALE);
     if (!scaleArg)
       return;
-    std::optional<BlockArgument> stepArg = argWithRole(step, ACCRUE_ROLE_STEP);
+    std::optional<BlockArgument> stepArg =
+        train::getArgWithRole(step, ACCRUE_ROLE_STEP);
     std::optional<BlockArgument> streakArg =
-        argWithRole(step, ACCRUE_ROLE_LOSS_SCALE_STREAK);
+        train::getArgWithRole(step, ACCRUE_ROLE_LOSS_SCALE_STREAK);
     auto fail = [&](const Twine &why) {
       step.emitError("cuda-device-loss-scale: ") << why;
       signalPassFailure();

@@ -131,15 +131,11 @@ struct CudaPlanWorkspacePass
     MLIRContext *ctx = &getContext();
     auto workspaceType =
         MemRefType::get({total}, IntegerType::get(ctx, 8));
-    unsigned index = step.getNumArguments();
-    if (failed(step.insertArgument(index, workspaceType,
-                                   DictionaryAttr::get(ctx), step.getLoc())))
+    FailureOr<BlockArgument> workspaceArg = train::appendStepArgument(
+        step, workspaceType, ACCRUE_ROLE_WORKSPACE, "workspace");
+    if (failed(workspaceArg))
       return signalPassFailure();
-    SmallVector<Attribute> entries(abi.begin(), abi.end());
-    entries.push_back(
-        train::getArgRoleAttrs(ctx, ACCRUE_ROLE_WORKSPACE, "workspace"));
-    step->setAttr(train::StepAttrs::kABI, ArrayAttr::get(ctx, entries));
-    Value workspace = step.getArgument(index);
+    Value workspace = *workspaceArg;
     for (Buffer &buffer : buffers) {
       OpBuilder b(buffer.alloc);
       Location loc = buffer.alloc.getLoc();

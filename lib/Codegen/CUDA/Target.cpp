@@ -82,11 +82,11 @@ public:
   }
   std::optional<int64_t> activationBytes(func::FuncOp step) const override {
     // Every temporary is a view of the planned workspace.
-    for (unsigned i = 0; i < step.getNumArguments(); ++i)
-      if (train::getArgRole(step, i) == ACCRUE_ROLE_WORKSPACE)
-        if (auto memref = dyn_cast<MemRefType>(step.getArgument(i).getType());
-            memref && memref.getRank() == 1)
-          return memref.getDimSize(0);
+    if (std::optional<BlockArgument> workspace =
+            train::getArgWithRole(step, ACCRUE_ROLE_WORKSPACE))
+      if (auto memref = dyn_cast<MemRefType>(workspace->getType());
+          memref && memref.getRank() == 1)
+        return memref.getDimSize(0);
     return 0;
   }
   void describe(rt::Manifest &manifest,

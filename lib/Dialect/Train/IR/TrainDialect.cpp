@@ -59,6 +59,32 @@ accrue::train::getArgRole(FunctionOpInterface func, unsigned index) {
   return value;
 }
 
+std::optional<BlockArgument>
+accrue::train::getArgWithRole(FunctionOpInterface func, AccrueArgRole role) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (getArgRole(func, i) == role)
+      return func.getArgument(i);
+  return std::nullopt;
+}
+
+FailureOr<BlockArgument>
+accrue::train::appendStepArgument(FunctionOpInterface step, Type type,
+                                  AccrueArgRole role, StringRef name) {
+  MLIRContext *ctx = step.getContext();
+  unsigned index = step.getNumArguments();
+  DictionaryAttr attrs = getArgRoleAttrs(ctx, role, name);
+  auto abi = step->getAttrOfType<ArrayAttr>(StepAttrs::kABI);
+  if (failed(step.insertArgument(
+          index, type, abi ? DictionaryAttr::get(ctx) : attrs, step.getLoc())))
+    return failure();
+  if (abi) {
+    SmallVector<Attribute> entries(abi.begin(), abi.end());
+    entries.push_back(attrs);
+    step->setAttr(StepAttrs::kABI, ArrayAttr::get(ctx, entries));
+  }
+  return step.getArgument(index);
+}
+
 DictionaryAttr accrue::train::getArgRoleAttrs(MLIRContext *context,
                                               AccrueArgRole role,
                                               StringRef name) {

@@ -74,18 +74,6 @@ struct TrainMicrobatchPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (collectives != "none" && collectives != "per-micro-batch") {
-      getOperation().emitError("train-microbatch: collectives must be 'none' "
-                               "or 'per-micro-batch', not '")
-          << collectives << "'";
-      return signalPassFailure();
-    }
-    if (normalization != "exact" && normalization != "per-micro-batch") {
-      getOperation().emitError("train-microbatch: normalization must be "
-                               "'exact' or 'per-micro-batch', not '")
-          << normalization << "'";
-      return signalPassFailure();
-    }
     if (steps < 0) {
       getOperation().emitError("train-microbatch: steps must be >= 1 "
                                "(or 0 for a run-time count), got ")
@@ -161,7 +149,7 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
         scalarsAt,
         offset + cast<RankedTensorType>(gradient.getType()).getNumElements());
   auto arena = cast<RankedTensorType>(accumulate.getType());
-  if (collectives != "none" &&
+  if (collectives != ACCRUE_COLLECTIVES_NONE &&
       (!arena.hasStaticShape() || scalarsAt + 2 > arena.getNumElements()))
     return accumulate.emitError("the accumulator has no room after its last "
                                 "gradient for the all-reduce's loss sum and "
@@ -178,7 +166,8 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
 
   // With a count of valid samples, padding is masked out of the loss when
   // the loss form allows it (and only in exact mode).
-  bool wantMask = op.getValid() && normalization == "exact";
+  bool wantMask =
+      op.getValid() && normalization == ACCRUE_LOSS_NORMALIZATION_EXACT;
   LossDivisorAttr lossDivisor = op.getLossDivisorAttr();
   std::string key = op.getCallee().str() + (wantMask ? "#masked" : "");
   if (lossDivisor)
@@ -191,8 +180,9 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
       built = splitLoss(callee, /*exact=*/true, /*mask=*/true, batchOperands,
                         microBatch, lossDivisor, symbols);
     if (!built)
-      built = splitLoss(callee, normalization == "exact", /*mask=*/false,
-                        batchOperands, microBatch, lossDivisor, symbols);
+      built = splitLoss(
+          callee, normalization == ACCRUE_LOSS_NORMALIZATION_EXACT,
+          /*mask=*/false, batchOperands, microBatch, lossDivisor, symbols);
     it = splitCache.emplace(key, *built).first;
   }
   SplitLoss split = it->second;
@@ -311,7 +301,7 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
           scf::YieldOp::create(lb, l, sums);
         });
     SmallVector<Value> counted(counting.getResults());
-    if (collectives != "none") {
+    if (collectives != ACCRUE_COLLECTIVES_NONE) {
       // Data parallelism: the counts are the whole effective batch's, summed
       // over the ranks (one small collective before the loop).
       auto countsType = RankedTensorType::get(
@@ -361,7 +351,7 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
         Value n = tensor::ExtractOp::create(lb, l, step.getResult(0));
         Value d = tensor::ExtractOp::create(lb, l, step.getResult(1));
         Value acc;
-        if (collectives == "per-micro-batch") {
+        if (collectives == ACCRUE_COLLECTIVES_PER_MICRO_BATCH) {
           // What a data-parallel step graph does: sum each micro-batch's
           // gradients over the ranks, then accumulate.
           // train-defer-collectives moves the sum after the loop.

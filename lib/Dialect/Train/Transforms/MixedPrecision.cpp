@@ -128,14 +128,14 @@ struct TrainMixedPrecisionPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     FloatType low;
-    if (precision == "bf16") {
+    if (precision == ACCRUE_PRECISION_BF16) {
       low = BFloat16Type::get(&getContext());
-    } else if (precision == "fp16") {
+    } else if (precision == ACCRUE_PRECISION_FP16) {
       low = Float16Type::get(&getContext());
     } else {
       module.emitError("train-mixed-precision: precision must be bf16 or "
                        "fp16, not '")
-          << precision << "'";
+          << accruePrecisionName(precision) << "'";
       return signalPassFailure();
     }
     SymbolTable symbols(module);

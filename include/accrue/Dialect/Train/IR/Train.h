@@ -85,6 +85,17 @@ std::optional<AccrueArgRole> getArgRole(mlir::FunctionOpInterface func,
 mlir::DictionaryAttr getArgRoleAttrs(mlir::MLIRContext *context,
                                      AccrueArgRole role, llvm::StringRef name);
 
+/// The first argument of `func` with `role`, if any.
+std::optional<mlir::BlockArgument>
+getArgWithRole(mlir::FunctionOpInterface func, AccrueArgRole role);
+
+/// Appends an argument of `type` with `role` and `name` to `step`: to its
+/// train.abi when the step is finalized, else as its argument attributes.
+/// The one way passes add a step argument (the contract follows the IR).
+mlir::FailureOr<mlir::BlockArgument>
+appendStepArgument(mlir::FunctionOpInterface step, mlir::Type type,
+                   AccrueArgRole role, llvm::StringRef name);
+
 } // namespace accrue::train
 
 #endif // ACCRUE_DIALECT_TRAIN_IR_TRAIN_H

@@ -20,8 +20,11 @@ def TrainMixedPrecision : Pass<"train-mixed-precision", "::mlir::ModuleOp"> {
     in fp32 when lowered.
   }];
   let options = [
-    Option<"precision", "precision", "std::string", "\"bf16\"",
-           "bf16 or fp16">,
+    Option<"precision", "precision", "AccruePrecision",
+           "ACCRUE_PRECISION_BF16", "The compute precision",
+           [{::llvm::cl::values(
+               clEnumValN(ACCRUE_PRECISION_BF16, "bf16", "bfloat16"),
+               clEnumValN(ACCRUE_PRECISION_FP16, "fp16", "IEEE half"))}]>,
   ];
   let dependentDialects = ["::accrue::nn::NNDialect"];
 }
@@ -77,15 +80,26 @@ def TrainMicrobatch : Pass<"train-microbatch", "::mlir::ModuleOp"> {
     Option<"steps", "steps", "int64_t", "0",
            "Number of micro-batches; 0 derives it at run time from the batch "
            "operands' leading dimension">,
-    Option<"normalization", "normalization", "std::string", "\"exact\"",
-           "Loss normalization: 'exact' (sum and count) or 'per-micro-batch' "
-           "(mean of the micro-batch means, as frameworks do)">,
-    Option<"collectives", "collectives", "std::string", "\"none\"",
-           "Data-parallel gradient sums: 'none' (one process) or "
-           "'per-micro-batch' (a train.all_reduce of each micro-batch's "
-           "gradients, loss sum and count inside the loop, as a data-parallel "
-           "step graph has it; train-defer-collectives moves it after the "
-           "loop)">,
+    Option<"normalization", "normalization", "AccrueLossNormalization",
+           "ACCRUE_LOSS_NORMALIZATION_EXACT", "Loss normalization",
+           [{::llvm::cl::values(
+               clEnumValN(ACCRUE_LOSS_NORMALIZATION_EXACT, "exact",
+                          "sum and count, divided once"),
+               clEnumValN(ACCRUE_LOSS_NORMALIZATION_PER_MICRO_BATCH,
+                          "per-micro-batch",
+                          "the mean of the micro-batch means, as frameworks "
+                          "do"))}]>,
+    Option<"collectives", "collectives", "AccrueCollectives",
+           "ACCRUE_COLLECTIVES_NONE", "Data-parallel gradient sums",
+           [{::llvm::cl::values(
+               clEnumValN(ACCRUE_COLLECTIVES_NONE, "none", "one process"),
+               clEnumValN(ACCRUE_COLLECTIVES_PER_MICRO_BATCH,
+                          "per-micro-batch",
+                          "a train.all_reduce of each micro-batch's "
+                          "gradients, loss sum and count inside the loop, as "
+                          "a data-parallel step graph has it "
+                          "(train-defer-collectives moves it after the "
+                          "loop)"))}]>,
   ];
   let statistics = [
     Statistic<"numExact", "exact-normalizations",
