@@ -10,19 +10,35 @@ using namespace mlir;
 using namespace accrue;
 using namespace accrue::train;
 
-FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
-                                            func::FuncOp forward,
-                                            const StepOptions &options) {
-  MLIRContext *ctx = module.getContext();
-  ctx->loadDialect<TrainDialect, linalg::LinalgDialect, arith::ArithDialect>();
-  OpBuilder b(ctx);
-  Location loc = forward.getLoc();
-  FunctionType fwdType = forward.getFunctionType();
+namespace {
 
+/// The forward function's arguments by role.
+struct ForwardArgs {
+  SmallVector<unsigned> params, batch, buffers;
+  std::optional<unsigned> step, sampleIndex;
+  /// A buffer argument -> the forward's result with its new value.
+  DenseMap<unsigned, unsigned> bufferUpdate;
+};
+
+/// The step's arguments and results, and where each argument is.
+struct StepSignature {
+  SmallVector<Type> inputs;
+  SmallVector<DictionaryAttr> inputAttrs;
+  SmallVector<Type> results;
+  SmallVector<DictionaryAttr> resultAttrs;
+  unsigned numStates = 0, firstBatch = 0, lr = 0, valid = 0;
+  std::optional<unsigned> bufferArena, lossScale, sampleBase;
+};
+
+/// The forward's arguments by role, and the arenas' layout they make.
+LogicalResult classifyForward(func::FuncOp forward, const StepOptions &options,
+                              ForwardArgs &args, StepLayout &layout) {
+  FunctionType fwdType = forward.getFunctionType();
   // Parameters and batch inputs of the forward function, by role.
-  StepLayout layout;
-  SmallVector<unsigned> paramArgs, batchArgs, bufferArgs;
-  std::optional<unsigned> stepArg, sampleIndexArg;
+  SmallVector<unsigned> &paramArgs = args.params, &batchArgs = args.batch,
+                        &bufferArgs = args.buffers;
+  std::optional<unsigned> &stepArg = args.step,
+                          &sampleIndexArg = args.sampleIndex;
   for (unsigned i = 0; i < fwdType.getNumInputs(); ++i) {
     std::optional<AccrueArgRole> role = getArgRole(forward, i);
     auto name = forward.getArgAttrOfType<StringAttr>(i, StepAttrs::kName);
@@ -70,7 +86,7 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     return forward.emitError("the model has no batch inputs");
   // Results after the loss are the buffers' new values (train.tied names
   // the buffer), one each.
-  DenseMap<unsigned, unsigned> bufferUpdate;
+  DenseMap<unsigned, unsigned> &bufferUpdate = args.bufferUpdate;
   for (unsigned r = 1; r < fwdType.getNumResults(); ++r) {
     auto tiedTo = forward.getResultAttrOfType<IntegerAttr>(r, StepAttrs::kTied);
     if (!tiedTo || !llvm::is_contained(bufferArgs, tiedTo.getInt()) ||
@@ -87,11 +103,23 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   if (options.dataParallel)
     layout.arenaSize += ACCRUE_RESERVED_TAIL;
   layout.arenaSize = std::max<int64_t>(layout.arenaSize, kArenaAlignment);
+  return success();
+}
 
-  // Signature.
+/// The step's signature: its arguments in the contract's order (arenas,
+/// batch inputs, lr, step, valid samples, loss scale and streak, sample
+/// base) and its results (the arenas it updates, then the metrics).
+StepSignature buildSignature(MLIRContext *ctx, func::FuncOp forward,
+                             const ForwardArgs &args, StepLayout &layout,
+                             const StepOptions &options) {
+  FunctionType fwdType = forward.getFunctionType();
+  const SmallVector<unsigned> &batchArgs = args.batch;
+  const std::optional<unsigned> &sampleIndexArg = args.sampleIndex;
+  StepSignature sig;
+  OpBuilder b(ctx);
   auto arena = RankedTensorType::get({layout.arenaSize}, b.getF32Type());
-  SmallVector<Type> inputs;
-  SmallVector<DictionaryAttr> inputAttrs;
+  SmallVector<Type> &inputs = sig.inputs;
+  SmallVector<DictionaryAttr> &inputAttrs = sig.inputAttrs;
   auto argAttrs = [&](AccrueArgRole role, StringRef name) {
     return getArgRoleAttrs(ctx, role, name);
   };
@@ -99,21 +127,22 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   inputAttrs.push_back(argAttrs(ACCRUE_ROLE_PARAMS, "params"));
   inputs.push_back(arena);
   inputAttrs.push_back(argAttrs(ACCRUE_ROLE_ACCUMULATOR, "grads"));
-  unsigned numStates = options.optimizer ? options.optimizer.getNumStates() : 0;
+  unsigned &numStates = sig.numStates;
+  numStates = options.optimizer ? options.optimizer.getNumStates() : 0;
   for (unsigned s = 0; s < numStates; ++s) {
     std::string stateName = options.optimizer.getStateName(s).str();
     layout.stateNames.push_back(stateName);
     inputs.push_back(arena);
     inputAttrs.push_back(argAttrs(ACCRUE_ROLE_STATE, stateName));
   }
-  std::optional<unsigned> bufferArenaIndex;
+  std::optional<unsigned> &bufferArenaIndex = sig.bufferArena;
   if (!layout.buffers.empty()) {
     bufferArenaIndex = inputs.size();
     inputs.push_back(
         RankedTensorType::get({layout.buffersSize}, b.getF32Type()));
     inputAttrs.push_back(argAttrs(ACCRUE_ROLE_BUFFERS, "buffers"));
   }
-  unsigned firstBatch = inputs.size();
+  sig.firstBatch = inputs.size();
   // The ranges the batch inputs' values must lie in travel with their
   // attributes to the manifest.
   annotateIndexChecks(forward);
@@ -124,19 +153,19 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     inputs.push_back(RankedTensorType::get(shape, type.getElementType()));
     inputAttrs.push_back(forward.getArgAttrDict(i));
   }
-  unsigned lrIndex = inputs.size();
+  sig.lr = inputs.size();
   inputs.push_back(b.getF32Type());
   inputAttrs.push_back(argAttrs(ACCRUE_ROLE_LR, "lr"));
   inputs.push_back(b.getI64Type());
   inputAttrs.push_back(argAttrs(ACCRUE_ROLE_STEP, "step"));
   // How many of the batch inputs' samples are real (a partial last window is
   // padded to whole micro-batches).
-  unsigned validIndex = inputs.size();
+  sig.valid = inputs.size();
   inputs.push_back(b.getI64Type());
   inputAttrs.push_back(argAttrs(ACCRUE_ROLE_VALID_SAMPLES, "valid_samples"));
   // The loss scale the backward starts from, and the finite steps in a row
   // before this one (GradScaler's rule for the next scale).
-  std::optional<unsigned> lossScaleIndex;
+  std::optional<unsigned> &lossScaleIndex = sig.lossScale;
   if (options.lossScale) {
     layout.hasLossScale = true;
     lossScaleIndex = inputs.size();
@@ -148,7 +177,7 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
   }
   // The global index of the effective batch's first sample (for
   // training-mode Dropout's mask).
-  std::optional<unsigned> sampleBaseIndex;
+  std::optional<unsigned> &sampleBaseIndex = sig.sampleBase;
   if (sampleIndexArg) {
     layout.hasSampleBase = true;
     sampleBaseIndex = inputs.size();
@@ -156,8 +185,8 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     inputAttrs.push_back(argAttrs(ACCRUE_ROLE_SAMPLE_BASE, "sample_base"));
   }
 
-  SmallVector<Type> results;
-  SmallVector<DictionaryAttr> resultAttrs;
+  SmallVector<Type> &results = sig.results;
+  SmallVector<DictionaryAttr> &resultAttrs = sig.resultAttrs;
   auto tied = [&](unsigned index) {
     return b.getDictionaryAttr(
         b.getNamedAttr(StepAttrs::kTied, b.getI64IntegerAttr(index)));
@@ -192,16 +221,26 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
     resultAttrs.push_back(
         metric(accrueMetricName(ACCRUE_METRIC_LOSS_SCALE_STREAK)));
   }
+  return sig;
+}
 
-  b.setInsertionPointToEnd(module.getBody());
-  auto step = func::FuncOp::create(b, loc, ACCRUE_STEP_FUNCTION,
-                                   b.getFunctionType(inputs, results));
-  step.setAllArgAttrs(inputAttrs);
-  step.setAllResultAttrs(resultAttrs);
-  step->setAttr(StepAttrs::kStep, b.getUnitAttr());
-  Block *entry = step.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-
+/// The step's body: the one-big-batch semantics over the arenas.
+void buildBody(OpBuilder &b, Location loc, func::FuncOp step,
+               func::FuncOp forward, const ForwardArgs &args,
+               const StepSignature &sig, const StepLayout &layout,
+               const StepOptions &options) {
+  FunctionType fwdType = forward.getFunctionType();
+  Block *entry = &step.getBody().front();
+  const SmallVector<unsigned> &paramArgs = args.params, &batchArgs = args.batch,
+                              &bufferArgs = args.buffers;
+  const std::optional<unsigned> &stepArg = args.step,
+                                &sampleIndexArg = args.sampleIndex;
+  const DenseMap<unsigned, unsigned> &bufferUpdate = args.bufferUpdate;
+  unsigned numStates = sig.numStates, firstBatch = sig.firstBatch,
+           lrIndex = sig.lr, validIndex = sig.valid;
+  const std::optional<unsigned> &bufferArenaIndex = sig.bufferArena,
+                                &lossScaleIndex = sig.lossScale,
+                                &sampleBaseIndex = sig.sampleBase;
   // The whole-batch semantics.
   SmallVector<int64_t> offsets;
   SmallVector<Type> viewTypes;
@@ -305,5 +344,30 @@ FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
         arith::SIToFPOp::create(b, loc, b.getF32Type(), next.getNextStreak()));
   }
   func::ReturnOp::create(b, loc, returned);
+}
+
+} // namespace
+
+FailureOr<StepLayout> train::buildTrainStep(ModuleOp module,
+                                            func::FuncOp forward,
+                                            const StepOptions &options) {
+  MLIRContext *ctx = module.getContext();
+  ctx->loadDialect<TrainDialect, linalg::LinalgDialect, arith::ArithDialect>();
+  OpBuilder b(ctx);
+  Location loc = forward.getLoc();
+  ForwardArgs args;
+  StepLayout layout;
+  if (failed(classifyForward(forward, options, args, layout)))
+    return failure();
+  StepSignature sig = buildSignature(ctx, forward, args, layout, options);
+  b.setInsertionPointToEnd(module.getBody());
+  auto step = func::FuncOp::create(b, loc, ACCRUE_STEP_FUNCTION,
+                                   b.getFunctionType(sig.inputs, sig.results));
+  step.setAllArgAttrs(sig.inputAttrs);
+  step.setAllResultAttrs(sig.resultAttrs);
+  step->setAttr(StepAttrs::kStep, b.getUnitAttr());
+  b.setInsertionPointToStart(step.addEntryBlock());
+
+  buildBody(b, loc, step, forward, args, sig, layout, options);
   return layout;
 }
