@@ -270,7 +270,7 @@ accrue::writeExportableModel(onnx_import::ImportedModel &imported,
     init.mutable_raw_data()->swap(it->second->bytes);
     moved.push_back({&init, &it->second->bytes});
   }
-  auto restore = llvm::make_scope_exit([&] {
+  llvm::scope_exit restore([&] {
     for (auto [init, bytes] : moved)
       init->mutable_raw_data()->swap(*bytes);
   });

@@ -184,9 +184,10 @@ LogicalResult StepCompilation::run() {
   TimingScope root = timing.getRootScope();
   for (const Phase &p : phases) {
     phase.emplace(root.nest(p.name));
-    if (failed((this->*p.run)()))
-      return failure();
+    LogicalResult done = (this->*p.run)();
     phase.reset();
+    if (failed(done))
+      return failure();
     if (p.stop == options.emit && options.emit != EmitKind::Artifact)
       break;
   }

@@ -57,6 +57,8 @@ FailureOr<LossScaleOptions> accrue::parseLossScale(StringRef text,
       options.growth = v;
     else if (key == "backoff")
       options.backoff = v;
+    else if (key == "interval" && !(v >= 1 && v <= double(1 << 24)))
+      return fail("interval must be in [1, 2^24]");
     else if (key == "interval")
       options.interval = static_cast<int64_t>(v);
     else

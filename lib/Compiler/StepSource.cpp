@@ -101,13 +101,14 @@ FailureOr<StepSource> StepSource::open(MLIRContext &ctx, StringRef path) {
 train::LossDivisorAttr
 StepSource::lossDivisor(const onnx_import::ImportedModel &model,
                         const onnx_import::ImportOptions &import) {
-  if (divisor)
-    return *divisor;
-  divisor = train::LossDivisorAttr();
+  auto [known, inserted] = divisors.try_emplace(import.microBatch);
+  train::LossDivisorAttr &divisor = known->second;
+  if (!inserted)
+    return divisor;
   func::FuncOp forward = model.forward;
   Value loss = forward.front().getTerminator()->getOperand(0);
   if (!train::getConstantDivision(loss))
-    return *divisor;
+    return divisor;
   onnx_import::ImportOptions next = import;
   next.microBatch = import.microBatch + 1;
   next.loadParameterValues = false;
@@ -120,7 +121,7 @@ StepSource::lossDivisor(const onnx_import::ImportedModel &model,
   if (succeeded(atNext))
     divisor = train::classifyLossDivisor(model.forward, atNext->forward,
                                          import.microBatch);
-  return *divisor;
+  return divisor;
 }
 
 FailureOr<StepSource::Imported>

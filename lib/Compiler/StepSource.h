@@ -14,6 +14,7 @@
 #include "accrue/Dialect/Train/Utils/StepBuilder.h"
 #include "accrue/Import/ONNX/Importer.h"
 
+#include <map>
 #include <optional>
 
 namespace accrue {
@@ -48,15 +49,15 @@ private:
   StepSource(mlir::MLIRContext &ctx, onnx_import::ModelSource source)
       : ctx(&ctx), source(std::move(source)) {}
 
-  /// How the constant divisor of `model`'s loss scales with the
-  /// micro-batch: decided once, at the first import (b), from the model
-  /// imported again at b + 1. It does not depend on b.
+  /// How the constant divisor of `model`'s loss (imported at b) scales with
+  /// the micro-batch, from the model imported again at b + 1; once per b.
   train::LossDivisorAttr lossDivisor(const onnx_import::ImportedModel &model,
                                      const onnx_import::ImportOptions &import);
 
   mlir::MLIRContext *ctx;
   onnx_import::ModelSource source;
-  std::optional<train::LossDivisorAttr> divisor;
+  /// lossDivisor's answers, by micro-batch.
+  std::map<int64_t, train::LossDivisorAttr> divisors;
 };
 
 } // namespace accrue

@@ -459,6 +459,12 @@ StepMetrics Trainer::finish() {
   result.skipped = !std::isfinite(result.gradNorm);
   double nextScale = metric(ACCRUE_METRIC_NEXT_LOSS_SCALE);
   double nextStreak = metric(ACCRUE_METRIC_LOSS_SCALE_STREAK);
+  if (!std::isfinite(nextScale) || nextScale < 0 || !(nextStreak >= 0) ||
+      nextStreak > double(int64_t(1) << 24))
+    throw Error("step " + std::to_string(completed + 1) +
+                ": the step reported an invalid next loss scale or streak (" +
+                std::to_string(nextScale) + ", " + std::to_string(nextStreak) +
+                ")");
   if (result.skipped && nextScale < 1e-30)
     throw Error("step " + std::to_string(completed + 1) +
                 ": the gradient is not finite at any loss scale (NaN "

@@ -185,6 +185,12 @@ public:
 
   llvm::StringRef getPath() const { return path; }
 
+  // One owner of the parsed model (and of whether its values were taken).
+  ModelSource(ModelSource &&) = default;
+  ModelSource &operator=(ModelSource &&) = default;
+  ModelSource(const ModelSource &) = delete;
+  ModelSource &operator=(const ModelSource &) = delete;
+
 private:
   ModelSource(std::shared_ptr<onnx::ModelProto> model, llvm::StringRef path)
       : model(std::move(model)), path(path.str()) {}

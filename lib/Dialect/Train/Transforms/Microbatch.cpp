@@ -499,7 +499,8 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   std::string key = op.getCallee().str() + (wantMask ? "#masked" : "");
   if (lossDivisor)
     key += "#divisor=" +
-           std::to_string(lossDivisor.getPerSample().convertToDouble());
+           std::to_string(
+               lossDivisor.getPerSample().bitcastToAPInt().getZExtValue());
   auto it = splitCache.find(key);
   if (it == splitCache.end()) {
     std::optional<SplitLoss> built;
