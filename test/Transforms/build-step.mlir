@@ -64,3 +64,26 @@ func.func private @forward(%w: tensor<4xf32> {train.role = "params", train.name 
   %1 = nn.reduce_mean %0 {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x4xf32>) -> tensor<f32>
   return %1, %r, %r : tensor<f32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A loss whose constant divisor counts samples (d = 3 per sample): the
+// function says so, and the step's value_and_grad carries it.
+// CHECK-LABEL: func.func @train_step
+// CHECK: train.value_and_grad @forward({{.*}}) valid %{{.*}} {loss_divisor = #train.loss_divisor<per_sample = 3.000000e+00>, micro_batch = 2 : i64
+func.func private @forward(%w: tensor<3xf32> {train.role = "params", train.name = "w"}, %x: tensor<2x3xf32> {train.role = "batch", train.name = "x"}) -> tensor<f32> attributes {train.loss_divisor = #train.loss_divisor<per_sample = 3.0>} {
+  %c = nn.constant dense<6.0> : tensor<f32>
+  %0 = nn.mul %x, %w : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = nn.reduce_sum %0 {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x3xf32>) -> tensor<f32>
+  %2 = nn.div %1, %c : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %2 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{train.loss_divisor must be a #train.loss_divisor}}
+func.func private @forward(%w: tensor<3xf32> {train.role = "params", train.name = "w"}, %x: tensor<2x3xf32> {train.role = "batch", train.name = "x"}) -> tensor<f32> attributes {train.loss_divisor = 3.0 : f64} {
+  %0 = nn.mul %x, %w : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = nn.reduce_sum %0 {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x3xf32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}

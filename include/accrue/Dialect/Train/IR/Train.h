@@ -67,6 +67,10 @@ struct StepAttrs {
   /// samples out of its loss, so a partial last window may be padded to
   /// whole micro-batches (its `valid_samples` argument counts the real ones).
   static constexpr llvm::StringLiteral kPartialWindows = "train.partial_windows";
+  /// #train.loss_divisor on a forward function written in MLIR: how the
+  /// constant divisor of its loss scales with the micro-batch, which its
+  /// frontend knows (train-build-step puts it on the value_and_grad).
+  static constexpr llvm::StringLiteral kLossDivisor = "train.loss_divisor";
   /// I64 attribute on a step function, set by `train-microbatch`: the
   /// samples per micro-batch of its loop (the artifact's micro-batch).
   static constexpr llvm::StringLiteral kMicroBatch = "train.micro_batch";

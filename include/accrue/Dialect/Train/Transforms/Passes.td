@@ -36,8 +36,11 @@ def TrainBuildStep : Pass<"train-build-step", "::mlir::ModuleOp"> {
     function written in MLIR: its arguments carry `train.role` (params,
     buffers, batch, step, sample_base) and `train.name`; its first result
     is the loss, and any further results are the new values of buffer
-    arguments, each naming its argument with `train.tied`. The step takes
-    flat arenas and a whole effective batch, and leaves the normalized
+    arguments, each naming its argument with `train.tied`. A loss
+    `sum(x) / c` with a constant c is normalized through c only when the
+    function says how c scales with the micro-batch
+    (`train.loss_divisor = #train.loss_divisor<per_sample = d>`). The step
+    takes flat arenas and a whole effective batch, and leaves the normalized
     gradient in the accumulator (no optimizer). Errors name the argument or
     result that breaks these rules.
   }];
