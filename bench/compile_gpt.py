@@ -3,13 +3,17 @@
 by PyTorch (training mode, opset 17), at ~10M and ~100M parameters.
 
 usage: bench/compile_gpt.py [--build build] [--sizes 10M,100M] [--out DIR]
+                            [--budget 3GiB]
 
 Each model is compiled twice, `--emit import` (parse the ONNX file, import,
 fold) and the full artifact (autodiff, micro-batch loop, fused AdamW,
 bufferization, LLVM -O3, link), with /usr/bin/time for wall time and peak
 RSS. Baselines in the same run: the model file's size (peak RSS is reported
 as a multiple of it) and `onnx.load` of the same file in Python (compile time
-is reported as a multiple of it).
+is reported as a multiple of it). With --budget, the memory planner alone:
+`--memory-budget B --recompute auto --emit import` (it probes the step at
+several micro-batch sizes, with and without recomputation, then imports the
+chosen one), against the plain import of the same run.
 """
 import argparse
 import os
@@ -50,6 +54,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10M,100M")
     ap.add_argument("--micro-batch", type=int, default=8)
+    ap.add_argument("--budget", default=None,
+                    help="also time the memory planner under this budget")
     args, out, compiler, trainer = parse_args(ap)
     rows = []
     for size in args.sizes.split(","):
@@ -68,18 +74,31 @@ def main():
         flags = ["--micro-batch", str(args.micro_batch)]
         imp = timed([compiler, path, "--emit", "import", "-o", os.devnull] + flags)
         full = timed([compiler, path, "-o", os.path.join(out, "gpt%s" % size)] + flags)
-        rows.append((size, params, nodes, megabytes, load, imp, full))
+        plan = None
+        if args.budget:
+            plan = timed([compiler, path, "--memory-budget", args.budget, "--recompute",
+                          "auto", "--emit", "import", "-o", os.devnull])
+        rows.append((size, params, nodes, megabytes, load, imp, full, plan))
 
     print("accrue-compile on PyTorch GPTs (opset 17, training mode, micro-batch %d, AdamW)"
           % args.micro_batch)
     print("| model | params | ONNX nodes | file MiB | onnx.load s | import s (x load) "
           "| import peak MiB (x file) | compile s (x load) | compile peak MiB (x file) |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for size, params, nodes, mb, load, imp, full in rows:
+    for size, params, nodes, mb, load, imp, full, plan in rows:
         print("| GPT-%s | %.1fM | %d | %.0f | %.2f | %.2f (%.1fx) | %.0f (%.2fx) | %.2f (%.1fx) "
               "| %.0f (%.2fx) |" % (size, params / 1e6, nodes, mb, load, imp[0], imp[0] / load,
                                     imp[1], imp[1] / mb, full[0], full[0] / load, full[1],
                                     full[1] / mb))
+
+    if args.budget:
+        print("\nThe memory planner alone: --memory-budget %s --recompute auto --emit import"
+              % args.budget)
+        print("| model | planner s (x import) | planner peak MiB (x file) |")
+        print("|---|---|---|")
+        for size, params, nodes, mb, load, imp, full, plan in rows:
+            print("| GPT-%s | %.2f (%.1fx) | %.0f (%.2fx) |"
+                  % (size, plan[0], plan[0] / imp[0], plan[1], plan[1] / mb))
 
 
 if __name__ == "__main__":
