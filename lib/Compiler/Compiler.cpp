@@ -57,6 +57,8 @@ FailureOr<LossScaleOptions> accrue::parseLossScale(StringRef text,
       options.growth = v;
     else if (key == "backoff")
       options.backoff = v;
+    // (The step reports its streak, always below the interval, as an f32;
+    // checked before the cast.)
     else if (key == "interval" && !(v >= 1 && v <= double(1 << 24)))
       return fail("interval must be in [1, 2^24]");
     else if (key == "interval")
@@ -70,9 +72,6 @@ FailureOr<LossScaleOptions> accrue::parseLossScale(StringRef text,
     return fail("growth must exceed 1");
   if (!(options.backoff > 0 && options.backoff < 1))
     return fail("backoff must be in (0, 1)");
-  // (The step reports its streak, always below the interval, as an f32.)
-  if (options.interval < 1 || options.interval > (int64_t(1) << 24))
-    return fail("interval must be in [1, 2^24]");
   return options;
 }
 
