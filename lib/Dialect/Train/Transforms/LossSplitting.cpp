@@ -513,7 +513,8 @@ std::optional<SplitLoss> splitCombinedLoss(func::FuncOp forward, bool mask,
   split.setType(builder.getFunctionType(inputs, ValueRange(returned).getTypes()));
   symbols.insert(counts);
   symbols.insert(split);
-  SplitLoss result{split, LossKind::Sum, std::nullopt, mask, 1.0};
+  SplitLoss result{split, LossKind::Sum, /*countFloor=*/std::nullopt, mask,
+                   /*fullCount=*/1.0};
   result.counts = counts;
   result.countFloors = floors;
   return result;

@@ -50,8 +50,8 @@ struct SplitLoss {
   /// valid-sample count) and returns the micro-batch's share of the loss
   /// (kind Sum); `counts` returns the micro-batch's counts of those terms,
   /// from the data alone, for a counting pass before the micro-batch loop.
-  mlir::func::FuncOp counts;
-  llvm::SmallVector<std::optional<double>> countFloors;
+  mlir::func::FuncOp counts = {};
+  llvm::SmallVector<std::optional<double>> countFloors = {};
 };
 
 /// Clones `forward` into a function returning (N, D), then the forward's

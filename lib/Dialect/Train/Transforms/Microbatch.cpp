@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LossSplitting.h"
+#include "SampleMask.h"
 
 #include "accrue/Dialect/Train/Transforms/Passes.h"
 
@@ -481,6 +482,23 @@ struct TrainMicrobatchPass
   std::map<std::string, SplitLoss> splitCache;
 };
 
+/// When padded samples cannot be masked out of `forward`'s loss because
+/// an op did not say how its results hold the samples, says which op: a
+/// new op without SampleRowsOpInterface should not cost partial windows
+/// silently.
+static void remarkUnexplainedOp(func::FuncOp forward,
+                                ArrayRef<unsigned> batchArgs,
+                                int64_t microBatch) {
+  SampleMask rows(forward, batchArgs, microBatch, /*valid=*/Value());
+  if (Operation *op = rows.getUnexplainedOp())
+    op->emitRemark("padded samples of partial windows cannot be masked out "
+                   "of the loss: '")
+        << op->getName()
+        << "' does not say how its results hold the micro-batch's samples "
+           "(nn.SampleRowsOpInterface or the Elementwise trait), so they "
+           "count as mixing samples";
+}
+
 LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
                                            SymbolTable &symbols) {
   int64_t microBatch = *op.getMicroBatch();
@@ -504,10 +522,13 @@ LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,
   auto it = splitCache.find(key);
   if (it == splitCache.end()) {
     std::optional<SplitLoss> built;
-    if (wantMask)
+    if (wantMask) {
       built = splitLoss(callee, /*exact=*/true, /*mask=*/true,
                         rewriter.getBatchOperands(), microBatch, lossDivisor,
                         symbols);
+      if (!built)
+        remarkUnexplainedOp(callee, rewriter.getBatchOperands(), microBatch);
+    }
     if (!built)
       built =
           splitLoss(callee, normalization == ACCRUE_LOSS_NORMALIZATION_EXACT,

@@ -3,31 +3,20 @@
 // Exact normalization of a partial window masks padded samples out of a
 // micro-batch's loss. That needs to know which elements of a value belong
 // to which sample: SampleMask follows the batch inputs' leading dimension
-// through ops that keep rows of one sample together (elementwise ops,
-// matmuls over a row-major batch, reductions and softmaxes over other axes,
-// reshapes that keep whole samples per row, ...).
+// through the ops, each of which says how its results hold the samples
+// (nn's Elementwise trait and SampleRowsOpInterface, SampleRows.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ACCRUE_LIB_DIALECT_TRAIN_TRANSFORMS_SAMPLEMASK_H
 #define ACCRUE_LIB_DIALECT_TRAIN_TRANSFORMS_SAMPLEMASK_H
 
+#include "accrue/Dialect/NN/IR/SampleRows.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
 namespace accrue::train {
-
-/// Which samples a value's elements belong to.
-enum class SampleDep {
-  /// Does not depend on the batch (parameters, constants).
-  Free,
-  /// Dimension 0 is a multiple of the micro-batch size and its rows are
-  /// grouped by sample, in order.
-  Rows,
-  /// Depends on the batch some other way.
-  Other,
-};
 
 /// Masks padded samples out of values of a split forward function.
 class SampleMask {
@@ -39,7 +28,13 @@ public:
              int64_t microBatch, mlir::Value valid);
 
   /// Whether `v`'s rows are grouped by sample.
-  bool byRows(mlir::Value v) const { return dep(v) == SampleDep::Rows; }
+  bool byRows(mlir::Value v) const { return rowsOf(v) == nn::SampleRows::Rows; }
+
+  /// The first op that depends on the batch but says nothing of how its
+  /// results hold the samples (neither nn's Elementwise trait nor
+  /// SampleRowsOpInterface): its results count as mixing samples. Null
+  /// when every op said.
+  mlir::Operation *getUnexplainedOp() const { return unexplained; }
 
   /// `x` with the elements of padded samples set to 0, or null when the
   /// samples of `x`'s elements are unknown.
@@ -56,13 +51,8 @@ public:
   mlir::Value validCount(mlir::OpBuilder &b, mlir::Location loc);
 
 private:
-  SampleDep dep(mlir::Value v) const;
-  static int64_t dim0(mlir::Value v);
-  /// Whether the result keeps its operands' rows: every operand that
-  /// depends on the batch is grouped by rows, of the result's rank and
-  /// dimension 0 (broadcasting elsewhere).
-  bool rowsAligned(mlir::Operation *op, mlir::Value result);
-  SampleDep classify(mlir::Operation *op, mlir::Value result);
+  nn::SampleRows rowsOf(mlir::Value v) const;
+  nn::SampleRows classify(mlir::Operation *op, mlir::OpResult result);
   /// An i1 tensor broadcastable to `type`: true on the rows of valid
   /// samples.
   mlir::Value keepRows(mlir::OpBuilder &b, mlir::Location loc,
@@ -70,7 +60,8 @@ private:
 
   int64_t microBatch;
   mlir::Value valid;
-  llvm::DenseMap<mlir::Value, SampleDep> deps;
+  llvm::DenseMap<mlir::Value, nn::SampleRows> rows;
+  mlir::Operation *unexplained = nullptr;
 };
 
 } // namespace accrue::train

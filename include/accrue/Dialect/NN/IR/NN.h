@@ -26,6 +26,8 @@
 #define GET_ATTRDEF_CLASSES
 #include "accrue/Dialect/NN/IR/NNAttrs.h.inc"
 
+#include "accrue/Dialect/NN/IR/SampleRows.h"
+
 #include "accrue/Dialect/NN/IR/NNInterfaces.h.inc"
 
 namespace accrue::nn {

@@ -9,7 +9,8 @@
 
 class NN_SoftmaxOpBase<string mnemonic, string onnxName>
     : NN_Op<mnemonic, [Pure, SameOperandsAndResultType,
-        DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+        DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+        DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = onnxName # " along one axis";
   let description = [{
     ONNX [}] # onnxName # [{](https://onnx.ai/onnx/operators/onnx__}]
@@ -31,7 +32,8 @@ def NN_LogSoftmaxOp : NN_SoftmaxOpBase<"log_softmax", "LogSoftmax">;
 //===----------------------------------------------------------------------===//
 
 def NN_ConvOp : NN_Op<"conv", [Pure, InferTypeOpAdaptor,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    NN_SampleRowsOpInterface]> {
   let summary = "2-D convolution (NCHW)";
   let description = [{
     ONNX [Conv](https://onnx.ai/onnx/operators/onnx__Conv.html), opsets 1
@@ -53,7 +55,8 @@ def NN_ConvOp : NN_Op<"conv", [Pure, InferTypeOpAdaptor,
 }
 
 def NN_ConvGradInputOp : NN_Op<"conv_grad_input", [Pure,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    NN_SampleRowsOpInterface]> {
   let summary = "adjoint of nn.conv w.r.t. its input (transposed convolution)";
   let description = [{
     Emitted by the VJP rule of `nn.conv`, and by the importer for ONNX
@@ -92,7 +95,8 @@ def NN_ConvGradWeightOp : NN_Op<"conv_grad_weight", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def NN_MaxPoolOp : NN_Op<"max_pool", [Pure, InferTypeOpAdaptor,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    NN_SampleRowsOpInterface]> {
   let summary = "2-D max pooling (NCHW)";
   let description = [{
     ONNX [MaxPool](https://onnx.ai/onnx/operators/onnx__MaxPool.html),
@@ -143,7 +147,8 @@ def NN_MaxPoolGradOp : NN_Op<"max_pool_grad", [Pure,
 }
 
 def NN_AveragePoolOp : NN_Op<"average_pool", [Pure, InferTypeOpAdaptor,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    NN_SampleRowsOpInterface]> {
   let summary = "2-D average pooling (NCHW)";
   let description = [{
     ONNX [AveragePool](https://onnx.ai/onnx/operators/onnx__AveragePool.html),
@@ -177,7 +182,8 @@ def NN_AveragePoolGradOp : NN_Op<"average_pool_grad", [Pure]> {
 
 def NN_DropoutOp : NN_Op<"dropout", [Pure,
     AllTypesMatch<["input", "result"]>,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    NN_SampleRowsOpInterface]> {
   let summary = "training-mode dropout with a counter-based mask";
   let description = [{
     ONNX [Dropout](https://onnx.ai/onnx/operators/onnx__Dropout.html),

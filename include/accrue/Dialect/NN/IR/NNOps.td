@@ -36,6 +36,7 @@ def NN_LossReductionAttr : EnumAttr<NN_Dialect, NN_LossReduction, "reduction">;
 
 class NN_UnaryOp<string mnemonic, string onnxName, list<Trait> traits = []>
     : NN_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+        NN_Elementwise,
         DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>])> {
   let summary = "elementwise " # onnxName;
   let description = [{
@@ -98,7 +99,7 @@ def NN_CeilOp : NN_PiecewiseConstantOp<"ceil", "Ceil",
 def NN_RoundOp : NN_PiecewiseConstantOp<"round", "Round",
     "the nearest integer, halves to even (as ONNX and torch.round).">;
 
-def NN_ClipOp : NN_Op<"clip", [Pure, SameOperandsAndResultType,
+def NN_ClipOp : NN_Op<"clip", [Pure, SameOperandsAndResultType, NN_Elementwise,
     DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
   let summary = "clamp to [min, max]";
   let description = [{
@@ -113,7 +114,7 @@ def NN_ClipOp : NN_Op<"clip", [Pure, SameOperandsAndResultType,
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def NN_CastOp : NN_Op<"cast", [Pure,
+def NN_CastOp : NN_Op<"cast", [Pure, NN_Elementwise,
     DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
   let summary = "convert the element type";
   let description = [{
@@ -130,6 +131,7 @@ def NN_CastOp : NN_Op<"cast", [Pure,
 }
 
 def NN_IdentityOp : NN_Op<"identity", [Pure, SameOperandsAndResultType,
+    NN_Elementwise,
     DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
   let summary = "ONNX Identity";
   let description = [{
@@ -147,7 +149,8 @@ def NN_IdentityOp : NN_Op<"identity", [Pure, SameOperandsAndResultType,
 //===----------------------------------------------------------------------===//
 
 class NN_BroadcastOp<string mnemonic, list<Trait> traits = []>
-    : NN_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+    : NN_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor,
+        NN_Elementwise])> {
   // Result shape: numpy broadcasting of the operand shapes.
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
@@ -257,7 +260,8 @@ def NN_AndOp : NN_BroadcastOp<"and", [Commutative]> {
   }];
 }
 
-def NN_NotOp : NN_Op<"not", [Pure, SameOperandsAndResultType]> {
+def NN_NotOp : NN_Op<"not", [Pure, SameOperandsAndResultType,
+    NN_Elementwise]> {
   let summary = "elementwise logical not";
   let description = [{
     ONNX [Not](https://onnx.ai/onnx/operators/onnx__Not.html), opsets 1 and
@@ -296,7 +300,8 @@ def NN_WhereOp : NN_BroadcastOp<"where", [
 //===----------------------------------------------------------------------===//
 
 def NN_GemmOp : NN_Op<"gemm", [Pure, InferTypeOpAdaptor,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = "general matrix multiply";
   let description = [{
     ONNX [Gemm](https://onnx.ai/onnx/operators/onnx__Gemm.html), opsets 7
@@ -317,7 +322,8 @@ def NN_GemmOp : NN_Op<"gemm", [Pure, InferTypeOpAdaptor,
 }
 
 def NN_MatMulOp : NN_Op<"matmul", [Pure, InferTypeOpAdaptor,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = "matrix product with numpy batch broadcasting";
   let description = [{
     ONNX [MatMul](https://onnx.ai/onnx/operators/onnx__MatMul.html), opsets
@@ -339,7 +345,8 @@ def NN_MatMulOp : NN_Op<"matmul", [Pure, InferTypeOpAdaptor,
 class NN_ReductionOp<string mnemonic, string onnxName,
                      Type tensorType = NN_FloatTensor>
     : NN_Op<mnemonic, [Pure, InferTypeOpAdaptor,
-        DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+        DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+        DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = onnxName # " over the given axes";
   let description = [{
     ONNX [}] # onnxName # [{](https://onnx.ai/onnx/operators/onnx__}]
@@ -390,7 +397,8 @@ def NN_ReduceMinOp : NN_ReductionOp<"reduce_min", "ReduceMin"> {
 }
 
 class NN_ArgReductionOp<string mnemonic, string onnxName>
-    : NN_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : NN_Op<mnemonic, [Pure, InferTypeOpAdaptor,
+        DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = "index of the " # onnxName # " along an axis";
   let description = [{
     ONNX [}] # onnxName # [{](https://onnx.ai/onnx/operators/onnx__}]
@@ -442,7 +450,8 @@ def NN_ConstantOp : NN_Op<"constant", [Pure, ConstantLike,
 }
 
 def NN_ReshapeOp : NN_Op<"reshape", [Pure,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = "reshape to a static shape";
   let description = [{
     ONNX [Reshape](https://onnx.ai/onnx/operators/onnx__Reshape.html),
@@ -457,7 +466,8 @@ def NN_ReshapeOp : NN_Op<"reshape", [Pure,
 }
 
 def NN_FlattenOp : NN_Op<"flatten", [Pure, InferTypeOpAdaptor,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = "flatten to a matrix";
   let description = [{
     ONNX [Flatten](https://onnx.ai/onnx/operators/onnx__Flatten.html),
@@ -471,7 +481,8 @@ def NN_FlattenOp : NN_Op<"flatten", [Pure, InferTypeOpAdaptor,
 }
 
 def NN_TransposeOp : NN_Op<"transpose", [Pure, InferTypeOpAdaptor,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = "permute dimensions";
   let description = [{
     ONNX [Transpose](https://onnx.ai/onnx/operators/onnx__Transpose.html),
@@ -483,7 +494,8 @@ def NN_TransposeOp : NN_Op<"transpose", [Pure, InferTypeOpAdaptor,
 }
 
 def NN_ExpandOp : NN_Op<"expand", [Pure,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    NN_SampleRowsOpInterface]> {
   let summary = "broadcast to a static shape";
   let description = [{
     ONNX [Expand](https://onnx.ai/onnx/operators/onnx__Expand.html), opsets
@@ -498,7 +510,8 @@ def NN_ExpandOp : NN_Op<"expand", [Pure,
 }
 
 def NN_ConcatOp : NN_Op<"concat", [Pure, InferTypeOpAdaptor,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = "concatenate along an axis";
   let description = [{
     ONNX [Concat](https://onnx.ai/onnx/operators/onnx__Concat.html), opsets
@@ -511,7 +524,8 @@ def NN_ConcatOp : NN_Op<"concat", [Pure, InferTypeOpAdaptor,
 }
 
 def NN_SliceOp : NN_Op<"slice", [Pure,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = "strided slice with static bounds";
   let description = [{
     ONNX [Slice](https://onnx.ai/onnx/operators/onnx__Slice.html), opsets 1
@@ -541,7 +555,8 @@ def NN_SliceGradOp : NN_Op<"slice_grad", [Pure]> {
 }
 
 def NN_GatherOp : NN_Op<"gather", [Pure, InferTypeOpAdaptor,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = "gather slices along an axis";
   let description = [{
     ONNX [Gather](https://onnx.ai/onnx/operators/onnx__Gather.html), opsets
@@ -558,7 +573,8 @@ def NN_GatherOp : NN_Op<"gather", [Pure, InferTypeOpAdaptor,
 }
 
 def NN_GatherElementsOp : NN_Op<"gather_elements", [Pure,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = "gather elements along an axis with per-element indices";
   let description = [{
     ONNX [GatherElements](https://onnx.ai/onnx/operators/onnx__GatherElements.html),
@@ -576,7 +592,8 @@ def NN_GatherElementsOp : NN_Op<"gather_elements", [Pure,
 }
 
 def NN_GatherElementsGradOp : NN_Op<"gather_elements_grad", [Pure,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = "adjoint of nn.gather_elements: scatter-add into zeros";
   let description = [{
     Emitted by the VJP rule of `nn.gather_elements`, and by the importer for
@@ -608,7 +625,8 @@ def NN_GatherGradOp : NN_Op<"gather_grad", [Pure]> {
 }
 
 def NN_TriluOp : NN_Op<"trilu", [Pure, SameOperandsAndResultType,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    NN_SampleRowsOpInterface]> {
   let summary = "upper or lower triangle of the last two dimensions";
   let description = [{
     ONNX [Trilu](https://onnx.ai/onnx/operators/onnx__Trilu.html), opsets 14
@@ -630,7 +648,8 @@ include "accrue/Dialect/NN/IR/NNScanOps.td"
 
 def NN_SoftmaxCrossEntropyLossOp : NN_Op<"softmax_cross_entropy_loss", [
     Pure, InferTypeOpAdaptor,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = "softmax cross-entropy loss";
   let description = [{
     ONNX [SoftmaxCrossEntropyLoss](https://onnx.ai/onnx/operators/onnx__SoftmaxCrossEntropyLoss.html),
@@ -675,7 +694,8 @@ def NN_SoftmaxCrossEntropyGradOp : NN_Op<"softmax_cross_entropy_grad", [
 
 def NN_NegativeLogLikelihoodLossOp : NN_Op<"negative_log_likelihood_loss", [
     Pure, InferTypeOpAdaptor,
-    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = "negative log-likelihood loss";
   let description = [{
     ONNX [NegativeLogLikelihoodLoss](https://onnx.ai/onnx/operators/onnx__NegativeLogLikelihoodLoss.html),

@@ -4,7 +4,8 @@
 #define ACCRUE_DIALECT_NN_IR_NNSCANOPS_TD
 
 def NN_ScanOp : NN_Op<"scan", [IsolatedFromAbove, RecursiveMemoryEffects,
-    SingleBlock, DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>]> {
+    SingleBlock, DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<NN_SampleRowsOpInterface, ["getSampleRows"]>]> {
   let summary = "a loop over the time axis of batch-major sequences";
   let description = [{
     Runs its body once per step t of a static sequence length T, in order
