@@ -67,6 +67,14 @@ struct OpRegistration {
 /// ONNX's domain of training operators (Adam, Momentum, Adagrad, Gradient).
 constexpr llvm::StringLiteral kTrainingDomain = "ai.onnx.preview.training";
 
+/// ONNX's preview training optimizer `node` (Adam, Momentum or Adagrad) in
+/// the compiler's terms: the one reading of those operators' attributes,
+/// for a TrainingInfoProto's optimizer and for the operators in a graph
+/// alike (TrainingHandlers.cpp). The learning rate is left unset. Fails
+/// with an error at `loc` naming the operator.
+llvm::FailureOr<ImportedOptimizer>
+readOptimizerNode(const onnx::NodeProto &node, mlir::Location loc);
+
 /// The handler of `opType` for `opset`: the registration with the largest
 /// sinceVersion <= opset, or null.
 const OpRegistration *lookupHandler(llvm::StringRef domain,

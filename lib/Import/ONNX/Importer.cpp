@@ -199,40 +199,11 @@ LogicalResult ModelImporter::readTrainingInfo() {
 
   if (!optimizer)
     return success();
-  ImportedOptimizer opt;
-  opt.nodeName = optimizer->name();
-  auto f = [&](StringRef name, double fallback) {
-    const onnx::AttributeProto *a = attribute(*optimizer, name);
-    return a ? static_cast<double>(a->f()) : fallback;
-  };
-  if (optimizer->op_type() == "Adam") {
-    opt.kind = ACCRUE_OPTIMIZER_ONNX_ADAM;
-    opt.params = {{"beta1", f("alpha", 0.9f)},
-                  {"beta2", f("beta", 0.999f)},
-                  {"eps", f("epsilon", 1e-6f)},
-                  {"weight_decay", f("norm_coefficient", 0.0)},
-                  {"post_weight_decay", f("norm_coefficient_post", 0.0)}};
-  } else if (optimizer->op_type() == "Momentum") {
-    // As the graph's Momentum node is read (TrainingHandlers.cpp).
-    const onnx::AttributeProto *mode = attribute(*optimizer, "mode");
-    if (mode && mode->s() != "standard" && mode->s() != "nesterov")
-      return emitError(where(*optimizer))
-             << "Momentum: unknown mode '" << mode->s() << "'";
-    bool nesterov = mode && mode->s() == "nesterov";
-    if (f("alpha", 0.0) == 0.0)
-      return emitError(where(*optimizer))
-             << "Momentum with alpha = 0 (no momentum) is not supported";
-    opt.kind = ACCRUE_OPTIMIZER_SGD;
-    opt.params = {{"momentum", f("alpha", 0.0)},
-                  {"dampening", 1.0 - f("beta", 1.0)},
-                  {"nesterov", nesterov ? 1.0 : 0.0},
-                  {"weight_decay", f("norm_coefficient", 0.0)}};
-  } else {
-    opt.kind = ACCRUE_OPTIMIZER_ADAGRAD;
-    opt.params = {{"lr_decay", f("decay_factor", 0.0)},
-                  {"eps", f("epsilon", 0.0)},
-                  {"weight_decay", f("norm_coefficient", 0.0)}};
-  }
+  FailureOr<ImportedOptimizer> read =
+      readOptimizerNode(*optimizer, where(*optimizer));
+  if (failed(read))
+    return failure();
+  ImportedOptimizer opt = std::move(*read);
   // The learning rate: a constant R of the algorithm or of the model.
   if (optimizer->input_size() > 0) {
     const onnx::TensorProto *r = nullptr;

@@ -104,47 +104,89 @@ LogicalResult importOptimizer(GraphImporter &im, const onnx::NodeProto &node,
   return success();
 }
 
-llvm::APFloat attrValue(GraphImporter &im, const onnx::NodeProto &node,
-                        StringRef name, float fallback) {
-  return llvm::APFloat(static_cast<double>(im.floatAttr(node, name, fallback)));
+/// The train optimizer attribute with `opt`'s hyperparameters: the
+/// operator's own formula (ONNX Adam, torch's SGD with momentum, Adagrad).
+train::OptimizerAttrInterface optimizerAttr(MLIRContext *ctx,
+                                            const ImportedOptimizer &opt) {
+  auto param = [&](StringRef name) {
+    return llvm::APFloat(opt.params.at(name.str()));
+  };
+  switch (opt.kind) {
+  case ACCRUE_OPTIMIZER_ONNX_ADAM:
+    return train::OnnxAdamAttr::get(ctx, param("beta1"), param("beta2"),
+                                    param("eps"), param("weight_decay"),
+                                    param("post_weight_decay"));
+  case ACCRUE_OPTIMIZER_SGD:
+    return train::SGDAttr::get(ctx, param("momentum"), param("dampening"),
+                               opt.params.at("nesterov") != 0,
+                               param("weight_decay"));
+  case ACCRUE_OPTIMIZER_ADAGRAD:
+    return train::AdagradAttr::get(ctx, param("lr_decay"),
+                                   param("weight_decay"), param("eps"));
+  default:
+    llvm_unreachable("readOptimizerNode makes these three only");
+  }
 }
 
-LogicalResult importAdam(GraphImporter &im, const onnx::NodeProto &node) {
-  auto attr = train::OnnxAdamAttr::get(
-      im.builder.getContext(), attrValue(im, node, "alpha", 0.9f),
-      attrValue(im, node, "beta", 0.999f),
-      attrValue(im, node, "epsilon", 1e-6f),
-      attrValue(im, node, "norm_coefficient", 0.0f),
-      attrValue(im, node, "norm_coefficient_post", 0.0f));
-  return importOptimizer(im, node, attr, 2);
-}
-
-LogicalResult importMomentum(GraphImporter &im, const onnx::NodeProto &node) {
-  std::string mode = im.stringAttr(node, "mode", "standard");
-  if (mode != "standard" && mode != "nesterov")
-    return im.error(node) << "unknown mode '" << mode << "'";
-  float alpha = im.floatAttr(node, "alpha", 0.0f);
-  if (alpha == 0.0f)
-    return im.error(node) << "alpha = 0 (no momentum) is not supported";
-  auto attr = train::SGDAttr::get(
-      im.builder.getContext(), llvm::APFloat(static_cast<double>(alpha)),
-      llvm::APFloat(1.0 - static_cast<double>(im.floatAttr(node, "beta", 1.0f))),
-      mode == "nesterov", attrValue(im, node, "norm_coefficient", 0.0f));
-  return importOptimizer(im, node, attr, 1);
-}
-
-LogicalResult importAdagrad(GraphImporter &im, const onnx::NodeProto &node) {
-  auto attr = train::AdagradAttr::get(
-      im.builder.getContext(), attrValue(im, node, "decay_factor", 0.0f),
-      attrValue(im, node, "norm_coefficient", 0.0f),
-      attrValue(im, node, "epsilon", 0.0f));
-  return importOptimizer(im, node, attr, 1);
+LogicalResult importOptimizerNode(GraphImporter &im,
+                                  const onnx::NodeProto &node) {
+  FailureOr<ImportedOptimizer> opt = readOptimizerNode(node, im.loc(node));
+  if (failed(opt))
+    return failure();
+  return importOptimizer(im, node, optimizerAttr(im.builder.getContext(), *opt),
+                         opt->kind == ACCRUE_OPTIMIZER_ONNX_ADAM ? 2 : 1);
 }
 
 } // namespace
 
+FailureOr<ImportedOptimizer>
+onnx_import::readOptimizerNode(const onnx::NodeProto &node, Location loc) {
+  auto attribute = [&](StringRef name) -> const onnx::AttributeProto * {
+    for (const auto &a : node.attribute())
+      if (a.name() == name)
+        return &a;
+    return nullptr;
+  };
+  // ONNX's attributes are floats: read as float, then widened.
+  auto f = [&](StringRef name, float fallback) {
+    const onnx::AttributeProto *a = attribute(name);
+    return static_cast<double>(a ? a->f() : fallback);
+  };
+  ImportedOptimizer opt;
+  opt.nodeName = node.name();
+  if (node.op_type() == "Adam") {
+    opt.kind = ACCRUE_OPTIMIZER_ONNX_ADAM;
+    opt.params = {{"beta1", f("alpha", 0.9f)},
+                  {"beta2", f("beta", 0.999f)},
+                  {"eps", f("epsilon", 1e-6f)},
+                  {"weight_decay", f("norm_coefficient", 0.0f)},
+                  {"post_weight_decay", f("norm_coefficient_post", 0.0f)}};
+  } else if (node.op_type() == "Momentum") {
+    const onnx::AttributeProto *mode = attribute("mode");
+    std::string name = mode ? mode->s() : "standard";
+    if (name != "standard" && name != "nesterov")
+      return emitError(loc) << "Momentum: unknown mode '" << name << "'";
+    if (f("alpha", 0.0f) == 0.0)
+      return emitError(loc)
+             << "Momentum: alpha = 0 (no momentum) is not supported";
+    opt.kind = ACCRUE_OPTIMIZER_SGD;
+    opt.params = {{"momentum", f("alpha", 0.0f)},
+                  {"dampening", 1.0 - f("beta", 1.0f)},
+                  {"nesterov", name == "nesterov" ? 1.0 : 0.0},
+                  {"weight_decay", f("norm_coefficient", 0.0f)}};
+  } else if (node.op_type() == "Adagrad") {
+    opt.kind = ACCRUE_OPTIMIZER_ADAGRAD;
+    opt.params = {{"lr_decay", f("decay_factor", 0.0f)},
+                  {"eps", f("epsilon", 0.0f)},
+                  {"weight_decay", f("norm_coefficient", 0.0f)}};
+  } else {
+    return emitError(loc) << "training operator " << node.op_type()
+                          << " is not supported";
+  }
+  return opt;
+}
+
 void onnx_import::addTrainingHandlers(std::vector<OpRegistration> &list) {
-  list.push_back({"Adam", 1, importAdam, {}, kTrainingDomain});
-  list.push_back({"Momentum", 1, importMomentum, {}, kTrainingDomain});
-  list.push_back({"Adagrad", 1, importAdagrad, {}, kTrainingDomain});
+  for (const char *op : {"Adam", "Momentum", "Adagrad"})
+    list.push_back({op, 1, importOptimizerNode, {}, kTrainingDomain});
 }
