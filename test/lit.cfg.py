@@ -10,7 +10,7 @@ config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.accrue_obj_root, "test")
 # The end-to-end suite is its own lit suite (check-accrue-e2e).
-config.excludes = ["e2e", "ONNXBackend", "Inputs", "CAPI", "Runtime", "CMakeLists.txt",
+config.excludes = ["e2e", "ONNXBackend", "Inputs", "CAPI", "CMakeLists.txt",
                    "lit.cfg.py"]
 config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
 
@@ -29,7 +29,8 @@ config.substitutions.append(
      os.path.join(config.accrue_src_root, "test", "Inputs", "onnx_from_text.py")))
 llvm_config.add_tool_substitutions(
     ["accrue-opt", "accrue-compile", "accrue-train", "accrue-replay-onnx-import",
-     "accrue-replay-npz", "accrue-replay-safetensors", "accrue-replay-manifest"],
+     "accrue-replay-npz", "accrue-replay-safetensors", "accrue-replay-manifest",
+     "accrue-runtime-units"],
     [config.accrue_tools_dir])
 # ONNX's backend node-test models (Debian's libonnx-testdata).
 config.substitutions.append(("%node_tests", "/usr/share/libonnx-testdata/data/node"))

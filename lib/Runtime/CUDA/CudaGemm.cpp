@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaContext.h"
+#include "CUDA/CudaContext.h"
 
 #include "accrue-runtime/Trainer.h"
 

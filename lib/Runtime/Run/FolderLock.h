@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ACCRUE_LIB_RUNTIME_FOLDERLOCK_H
-#define ACCRUE_LIB_RUNTIME_FOLDERLOCK_H
+#ifndef ACCRUE_LIB_RUNTIME_RUN_FOLDERLOCK_H
+#define ACCRUE_LIB_RUNTIME_RUN_FOLDERLOCK_H
 
 #include <optional>
 #include <string>
@@ -47,4 +47,4 @@ private:
 
 } // namespace accrue::rt
 
-#endif // ACCRUE_LIB_RUNTIME_FOLDERLOCK_H
+#endif // ACCRUE_LIB_RUNTIME_RUN_FOLDERLOCK_H

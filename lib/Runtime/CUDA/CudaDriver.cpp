@@ -1,6 +1,6 @@
 //===- CudaDriver.cpp - the CUDA driver API, loaded at run time -*- C++ -*-===//
 
-#include "CudaDriver.h"
+#include "CUDA/CudaDriver.h"
 
 #include "accrue-runtime/Error.h"
 

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ACCRUE_LIB_RUNTIME_ATOMICFILE_H
-#define ACCRUE_LIB_RUNTIME_ATOMICFILE_H
+#ifndef ACCRUE_LIB_RUNTIME_FORMATS_ATOMICFILE_H
+#define ACCRUE_LIB_RUNTIME_FORMATS_ATOMICFILE_H
 
 #include "accrue-runtime/Error.h"
 
@@ -83,4 +83,4 @@ private:
 
 } // namespace accrue::rt
 
-#endif // ACCRUE_LIB_RUNTIME_ATOMICFILE_H
+#endif // ACCRUE_LIB_RUNTIME_FORMATS_ATOMICFILE_H

@@ -6,7 +6,7 @@
 
 #include "accrue-runtime/Arrays.h"
 
-#include "AtomicFile.h"
+#include "Formats/AtomicFile.h"
 
 #include <algorithm>
 #include <cerrno>

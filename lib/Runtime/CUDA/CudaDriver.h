@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ACCRUE_LIB_RUNTIME_CUDADRIVER_H
-#define ACCRUE_LIB_RUNTIME_CUDADRIVER_H
+#ifndef ACCRUE_LIB_RUNTIME_CUDA_CUDADRIVER_H
+#define ACCRUE_LIB_RUNTIME_CUDA_CUDADRIVER_H
 
 #include <cstddef>
 #include <string>
@@ -107,4 +107,4 @@ void bindSymbol(void *library, Function &function, const char *name,
 
 } // namespace accrue::rt::cuda
 
-#endif // ACCRUE_LIB_RUNTIME_CUDADRIVER_H
+#endif // ACCRUE_LIB_RUNTIME_CUDA_CUDADRIVER_H

@@ -8,7 +8,7 @@
 
 #include "accrue-runtime/Arrays.h"
 
-#include "AtomicFile.h"
+#include "Formats/AtomicFile.h"
 
 #include <nlohmann/json.hpp>
 #include <zlib.h>

@@ -5,10 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ACCRUE_LIB_RUNTIME_CUDACONTEXT_H
-#define ACCRUE_LIB_RUNTIME_CUDACONTEXT_H
+#ifndef ACCRUE_LIB_RUNTIME_CUDA_CUDACONTEXT_H
+#define ACCRUE_LIB_RUNTIME_CUDA_CUDACONTEXT_H
 
-#include "CudaDriver.h"
+#include "CUDA/CudaDriver.h"
 #include "Gemm.h"
 
 #include <cstdint>
@@ -39,4 +39,4 @@ int64_t cublasLtWorkspaceBytes();
 
 } // namespace accrue::rt::cuda
 
-#endif // ACCRUE_LIB_RUNTIME_CUDACONTEXT_H
+#endif // ACCRUE_LIB_RUNTIME_CUDA_CUDACONTEXT_H

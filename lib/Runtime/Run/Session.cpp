@@ -4,7 +4,7 @@
 
 #include "accrue-runtime/Collectives.h"
 
-#include "FolderLock.h"
+#include "Run/FolderLock.h"
 
 #include <nlohmann/json.hpp>
 

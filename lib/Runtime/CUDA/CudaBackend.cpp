@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaContext.h"
+#include "CUDA/CudaContext.h"
 
 #include "accrue-runtime/Collectives.h"
 #include "accrue-runtime/StepABI.h"

@@ -1,6 +1,6 @@
 //===- FolderLock.cpp - one writer per checkpoint folder --------*- C++ -*-===//
 
-#include "FolderLock.h"
+#include "Run/FolderLock.h"
 
 #include "accrue-runtime/Error.h"
 
