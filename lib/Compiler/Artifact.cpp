@@ -95,10 +95,9 @@ accrue::buildManifest(ModuleOp module, const CompilerOptions &options,
   for (auto [entry, type] : llvm::zip(abi, step.getArgumentTypes())) {
     auto dict = cast<DictionaryAttr>(entry);
     rt::ArgSpec arg;
-    StringRef role =
-        cast<StringAttr>(dict.get(train::StepAttrs::kRole)).getValue();
-    if (accrueParseArgRole(role.str().c_str(), &arg.role) != 0)
-      return step.emitError("unknown argument role '") << role << "'";
+    // The train dialect verified the entries.
+    arg.role =
+        dict.getAs<train::ArgRoleAttr>(train::StepAttrs::kRole).getValue();
     arg.name = cast<StringAttr>(dict.get(train::StepAttrs::kName)).str();
     if (auto fields = dict.getAs<ArrayAttr>(train::StepAttrs::kFields))
       for (Attribute field : fields)

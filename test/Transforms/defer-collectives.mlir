@@ -7,7 +7,7 @@
 // gradients in place.
 
 // CHECK-LABEL: func @step
-// CHECK-SAME: (%[[ACC:[^:]+]]: tensor<16xf32> {train.role = "accumulator"}, %[[G:[^:]+]]: tensor<3xf32>, %[[N:[^:]+]]: f32, %[[D:[^:]+]]: f32, %[[K:[^:]+]]: index)
+// CHECK-SAME: (%[[ACC:[^:]+]]: tensor<16xf32> {train.role = #train.role<accumulator>}, %[[G:[^:]+]]: tensor<3xf32>, %[[N:[^:]+]]: f32, %[[D:[^:]+]]: f32, %[[K:[^:]+]]: index)
 // CHECK-NOT: train.all_reduce
 // CHECK: %[[LOOP:.+]]:3 = scf.for %{{.+}} = %{{.+}} to %[[K]] step %{{.+}} iter_args(%[[A:.+]] = %[[ACC]], %[[NS:.+]] = %{{.+}}, %[[DS:.+]] = %{{.+}})
 // CHECK-NOT: linalg.fill
@@ -19,7 +19,7 @@
 // CHECK: %[[R:[^,]+]], %[[RN:[^,]+]], %[[RD:[^ ]+]] = train.all_reduce %[[LOOP]]#0, %[[LOOP]]#1, %[[LOOP]]#2 scalars_at 14 : tensor<16xf32>
 // CHECK: %[[LOSS:.+]] = arith.divf %[[RN]], %[[RD]]
 // CHECK: return %[[R]], %[[LOSS]]
-func.func @step(%acc: tensor<16xf32> {train.role = "accumulator"}, %g: tensor<3xf32>, %n: f32, %d: f32, %k: index) -> (tensor<16xf32>, f32) {
+func.func @step(%acc: tensor<16xf32> {train.role = #train.role<accumulator>}, %g: tensor<3xf32>, %n: f32, %d: f32, %k: index) -> (tensor<16xf32>, f32) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %zero = arith.constant 0.0 : f32
@@ -78,7 +78,7 @@ func.func @nonzero_start(%acc: tensor<16xf32>, %g: tensor<16xf32>, %n: f32, %d: 
 // CHECK-LABEL: func @used_in_loop
 // CHECK: scf.for
 // CHECK:   train.all_reduce
-func.func @used_in_loop(%acc: tensor<16xf32> {train.role = "accumulator"}, %g: tensor<16xf32>, %n: f32, %d: f32, %k: index) -> (tensor<16xf32>, f32, f32) {
+func.func @used_in_loop(%acc: tensor<16xf32> {train.role = #train.role<accumulator>}, %g: tensor<16xf32>, %n: f32, %d: f32, %k: index) -> (tensor<16xf32>, f32, f32) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %zero = arith.constant 0.0 : f32
@@ -97,7 +97,7 @@ func.func @used_in_loop(%acc: tensor<16xf32> {train.role = "accumulator"}, %g: t
 
 // A maximum over micro-batches does not commute with a sum over ranks.
 
-func.func @not_a_sum(%acc: tensor<16xf32> {train.role = "accumulator"}, %g: tensor<16xf32>, %n: f32, %d: f32, %k: index) -> (tensor<16xf32>, f32) {
+func.func @not_a_sum(%acc: tensor<16xf32> {train.role = #train.role<accumulator>}, %g: tensor<16xf32>, %n: f32, %d: f32, %k: index) -> (tensor<16xf32>, f32) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %zero = arith.constant 0.0 : f32
@@ -115,7 +115,7 @@ func.func @not_a_sum(%acc: tensor<16xf32> {train.role = "accumulator"}, %g: tens
 
 // The partial sums of the carried accumulator are read inside the loop.
 
-func.func @partial_sums_read(%acc: tensor<16xf32> {train.role = "accumulator"}, %g: tensor<16xf32>, %n: f32, %d: f32, %k: index) -> (tensor<16xf32>, f32) {
+func.func @partial_sums_read(%acc: tensor<16xf32> {train.role = #train.role<accumulator>}, %g: tensor<16xf32>, %n: f32, %d: f32, %k: index) -> (tensor<16xf32>, f32) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %zero = arith.constant 0.0 : f32
@@ -133,7 +133,7 @@ func.func @partial_sums_read(%acc: tensor<16xf32> {train.role = "accumulator"}, 
 
 // The reduced arena is added to a slice of a bigger accumulator.
 
-func.func @partial_arena(%acc: tensor<32xf32> {train.role = "accumulator"}, %g: tensor<16xf32>, %n: f32, %d: f32, %k: index) -> tensor<32xf32> {
+func.func @partial_arena(%acc: tensor<32xf32> {train.role = #train.role<accumulator>}, %g: tensor<16xf32>, %n: f32, %d: f32, %k: index) -> tensor<32xf32> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %r = scf.for %i = %c0 to %k step %c1 iter_args(%a = %acc) -> (tensor<32xf32>) {
@@ -149,7 +149,7 @@ func.func @partial_arena(%acc: tensor<32xf32> {train.role = "accumulator"}, %g: 
 
 // Under a condition inside the loop: not every iteration sums.
 
-func.func @conditional(%acc: tensor<16xf32> {train.role = "accumulator"}, %g: tensor<16xf32>, %n: f32, %d: f32, %k: index, %c: i1) -> tensor<16xf32> {
+func.func @conditional(%acc: tensor<16xf32> {train.role = #train.role<accumulator>}, %g: tensor<16xf32>, %n: f32, %d: f32, %k: index, %c: i1) -> tensor<16xf32> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %r = scf.for %i = %c0 to %k step %c1 iter_args(%a = %acc) -> (tensor<16xf32>) {

@@ -24,7 +24,7 @@
 // all-reduce of the accumulator, N and D, which the normalization then uses.
 
 // DEFER-LABEL: func @step
-// DEFER-SAME: (%[[W:.+]]: tensor<3xf32>, %[[X:.+]]: tensor<?x3xf32>, %[[ACC:.+]]: tensor<16xf32> {train.role = "accumulator"})
+// DEFER-SAME: (%[[W:.+]]: tensor<3xf32>, %[[X:.+]]: tensor<?x3xf32>, %[[ACC:.+]]: tensor<16xf32> {train.role = #train.role<accumulator>})
 // DEFER: %[[LOOP:.+]]:3 = scf.for {{.+}} iter_args(%[[A:.+]] = %[[ACC]], %[[NS:.+]] = %{{.+}}, %[[DS:.+]] = %{{.+}})
 // DEFER-NOT: train.all_reduce
 // DEFER-NOT: linalg.fill
@@ -53,7 +53,7 @@ func.func private @fwd(%w: tensor<3xf32>, %x: tensor<2x3xf32>) -> tensor<f32> {
   return %1 : tensor<f32>
 }
 
-func.func @step(%w: tensor<3xf32>, %x: tensor<?x3xf32>, %acc: tensor<16xf32> {train.role = "accumulator"}) -> (tensor<f32>, tensor<16xf32>, tensor<16xf32>) {
+func.func @step(%w: tensor<3xf32>, %x: tensor<?x3xf32>, %acc: tensor<16xf32> {train.role = #train.role<accumulator>}) -> (tensor<f32>, tensor<16xf32>, tensor<16xf32>) {
   %l, %g = train.value_and_grad @fwd(%w, %x) {wrt = array<i64: 0>, micro_batch = 2} : (tensor<3xf32>, tensor<?x3xf32>) -> (tensor<f32>, tensor<3xf32>)
   %a = train.accumulate %acc, %g {offsets = array<i64: 0>} : tensor<16xf32>, tensor<3xf32>
   %zero = arith.constant 0.0 : f32

@@ -41,13 +41,9 @@ struct CudaDeviceScalarsPass
     Block &entry = step.getBody().front();
     OpBuilder b = OpBuilder::atBlockBegin(&entry);
     SmallVector<Type> inputs(step.getArgumentTypes());
-    for (auto [i, attr] : llvm::enumerate(abi)) {
-      auto role = cast<DictionaryAttr>(attr).getAs<StringAttr>(
-          train::StepAttrs::kRole);
-      AccrueArgRole value;
-      if (!role ||
-          accrueParseArgRole(role.getValue().str().c_str(), &value) != 0 ||
-          !changesEveryStep(value))
+    for (unsigned i = 0, e = abi.size(); i < e; ++i) {
+      std::optional<AccrueArgRole> role = train::getArgRole(step, i);
+      if (!role || !changesEveryStep(*role))
         continue;
       BlockArgument arg = entry.getArgument(i);
       Type type = arg.getType();

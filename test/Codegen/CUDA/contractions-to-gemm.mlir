@@ -15,7 +15,7 @@
 #mk = affine_map<(m, n, k) -> (m, k)>
 #kn = affine_map<(m, n, k) -> (k, n)>
 #mn = affine_map<(m, n, k) -> (m, n)>
-func.func @row_major(%a: memref<4x3xf32>, %b: memref<3x5xf32>) -> memref<4x5xf32> attributes {train.abi = [{train.name = "a", train.role = "batch"}, {train.name = "b", train.role = "batch"}]} {
+func.func @row_major(%a: memref<4x3xf32>, %b: memref<3x5xf32>) -> memref<4x5xf32> attributes {train.abi = [{train.name = "a", train.role = #train.role<batch>}, {train.name = "b", train.role = #train.role<batch>}]} {
   %zero = arith.constant 0.0 : f32
   %c = memref.alloc() : memref<4x5xf32>
   linalg.fill ins(%zero : f32) outs(%c : memref<4x5xf32>)
@@ -52,7 +52,7 @@ func.func @row_major(%a: memref<4x3xf32>, %b: memref<3x5xf32>) -> memref<4x5xf32
 #kn = affine_map<(m, n, k) -> (k, n)>
 #mn = affine_map<(m, n, k) -> (m, n)>
 #id = affine_map<(i, j) -> (i, j)>
-func.func @weight_gradient(%acc: memref<20xf32>, %x: memref<4x3xf32>, %dy: memref<4x5xf32>, %k: index) attributes {train.abi = [{train.name = "grads", train.role = "accumulator"}, {train.name = "x", train.role = "batch"}, {train.name = "dy", train.role = "batch"}, {train.name = "k", train.role = "accumulation_steps"}]} {
+func.func @weight_gradient(%acc: memref<20xf32>, %x: memref<4x3xf32>, %dy: memref<4x5xf32>, %k: index) attributes {train.abi = [{train.name = "grads", train.role = #train.role<accumulator>}, {train.name = "x", train.role = #train.role<batch>}, {train.name = "dy", train.role = #train.role<batch>}, {train.name = "k", train.role = #train.role<step>}]} {
   %zero = arith.constant 0.0 : f32
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -93,7 +93,7 @@ func.func @weight_gradient(%acc: memref<20xf32>, %x: memref<4x3xf32>, %dy: memre
 #kn = affine_map<(m, n, k) -> (k, n)>
 #mn = affine_map<(m, n, k) -> (m, n)>
 #id = affine_map<(i, j) -> (i, j)>
-func.func @shared_gradient(%acc: memref<20xf32>, %x: memref<4x3xf32>, %dy: memref<4x5xf32>, %other: memref<3x5xf32>, %k: index) attributes {train.abi = [{train.name = "grads", train.role = "accumulator"}, {train.name = "x", train.role = "batch"}, {train.name = "dy", train.role = "batch"}, {train.name = "o", train.role = "batch"}, {train.name = "k", train.role = "accumulation_steps"}]} {
+func.func @shared_gradient(%acc: memref<20xf32>, %x: memref<4x3xf32>, %dy: memref<4x5xf32>, %other: memref<3x5xf32>, %k: index) attributes {train.abi = [{train.name = "grads", train.role = #train.role<accumulator>}, {train.name = "x", train.role = #train.role<batch>}, {train.name = "dy", train.role = #train.role<batch>}, {train.name = "o", train.role = #train.role<batch>}, {train.name = "k", train.role = #train.role<step>}]} {
   %zero = arith.constant 0.0 : f32
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -141,7 +141,7 @@ func.func @shared_gradient(%acc: memref<20xf32>, %x: memref<4x3xf32>, %dy: memre
 #a = affine_map<(b, h, m, n, k) -> (b, m, h, k)>
 #b = affine_map<(b, h, m, n, k) -> (b, h, k, n)>
 #c = affine_map<(b, h, m, n, k) -> (b, h, m, n)>
-func.func @attention(%q: memref<2x3x2x4xf32>, %kt: memref<2x2x4x3xf32>, %s: memref<2x2x3x3xf32>) attributes {train.abi = [{train.name = "q", train.role = "batch"}, {train.name = "k", train.role = "batch"}, {train.name = "s", train.role = "batch"}]} {
+func.func @attention(%q: memref<2x3x2x4xf32>, %kt: memref<2x2x4x3xf32>, %s: memref<2x2x3x3xf32>) attributes {train.abi = [{train.name = "q", train.role = #train.role<batch>}, {train.name = "k", train.role = #train.role<batch>}, {train.name = "s", train.role = #train.role<batch>}]} {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
       ins(%q, %kt : memref<2x3x2x4xf32>, memref<2x2x4x3xf32>) outs(%s : memref<2x2x3x3xf32>) {
   ^bb0(%x: f32, %y: f32, %o: f32):
@@ -165,7 +165,7 @@ func.func @attention(%q: memref<2x3x2x4xf32>, %kt: memref<2x2x4x3xf32>, %s: memr
 #kn = affine_map<(m, n, k) -> (k, n)>
 #mn = affine_map<(m, n, k) -> (m, n)>
 #id = affine_map<(i, j) -> (i, j)>
-func.func @precision(%a: memref<4x3xbf16>, %b: memref<3x5xbf16>, %c: memref<4x5xf32>) attributes {train.abi = [{train.name = "a", train.role = "batch"}, {train.name = "b", train.role = "batch"}, {train.name = "c", train.role = "batch"}]} {
+func.func @precision(%a: memref<4x3xbf16>, %b: memref<3x5xbf16>, %c: memref<4x5xf32>) attributes {train.abi = [{train.name = "a", train.role = #train.role<batch>}, {train.name = "b", train.role = #train.role<batch>}, {train.name = "c", train.role = #train.role<batch>}]} {
   %wa = memref.alloc() : memref<4x3xf32>
   %wb = memref.alloc() : memref<3x5xf32>
   linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
@@ -211,7 +211,7 @@ func.func @precision(%a: memref<4x3xbf16>, %b: memref<3x5xbf16>, %c: memref<4x5x
 #n = affine_map<(m, n, k) -> (n)>
 #kn = affine_map<(m, n, k) -> (k, n)>
 #mn = affine_map<(m, n, k) -> (m, n)>
-func.func @not_gemms(%a: memref<4x3xf32>, %v: memref<5xf32>, %b: memref<3x5xf32, strided<[10, 2]>>, %c: memref<4x5xf32>) attributes {train.abi = [{train.name = "a", train.role = "batch"}, {train.name = "v", train.role = "batch"}, {train.name = "b", train.role = "batch"}, {train.name = "c", train.role = "batch"}]} {
+func.func @not_gemms(%a: memref<4x3xf32>, %v: memref<5xf32>, %b: memref<3x5xf32, strided<[10, 2]>>, %c: memref<4x5xf32>) attributes {train.abi = [{train.name = "a", train.role = #train.role<batch>}, {train.name = "v", train.role = #train.role<batch>}, {train.name = "b", train.role = #train.role<batch>}, {train.name = "c", train.role = #train.role<batch>}]} {
   linalg.generic {indexing_maps = [#mk, #n, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %v : memref<4x3xf32>, memref<5xf32>) outs(%c : memref<4x5xf32>) {
   ^bb0(%x: f32, %y: f32, %o: f32):

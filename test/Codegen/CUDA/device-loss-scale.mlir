@@ -16,7 +16,7 @@
 // CHECK: memref.store %[[NEW_STEP]], %[[STEP]][]
 // CHECK: memref.store %[[NEXT_STREAK]], %[[STREAK]][]
 // CHECK-NEXT: return
-func.func @train_step(%scale: memref<f32>, %streak: memref<i64>, %step: memref<i64>, %metrics: memref<2xf32>) attributes {train.abi = [{train.name = "loss_scale", train.role = "loss_scale"}, {train.name = "loss_scale_streak", train.role = "loss_scale_streak"}, {train.name = "step", train.role = "step"}, {train.fields = ["loss", "grad_norm"], train.name = "metrics", train.role = "metrics"}]} {
+func.func @train_step(%scale: memref<f32>, %streak: memref<i64>, %step: memref<i64>, %metrics: memref<2xf32>) attributes {train.abi = [{train.name = "loss_scale", train.role = #train.role<loss_scale>}, {train.name = "loss_scale_streak", train.role = #train.role<loss_scale_streak>}, {train.name = "step", train.role = #train.role<step>}, {train.fields = ["loss", "grad_norm"], train.name = "metrics", train.role = #train.role<metrics>}]} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %s = bufferization.to_tensor %scale restrict : memref<f32> to tensor<f32>
@@ -34,13 +34,13 @@ func.func @train_step(%scale: memref<f32>, %streak: memref<i64>, %step: memref<i
 // -----
 
 // expected-error @+1 {{cuda-device-loss-scale: a step with a loss_scale argument needs exactly one train.next_loss_scale}}
-func.func @no_rule(%scale: memref<f32>, %streak: memref<i64>, %step: memref<i64>) attributes {train.abi = [{train.name = "loss_scale", train.role = "loss_scale"}, {train.name = "loss_scale_streak", train.role = "loss_scale_streak"}, {train.name = "step", train.role = "step"}]} {
+func.func @no_rule(%scale: memref<f32>, %streak: memref<i64>, %step: memref<i64>) attributes {train.abi = [{train.name = "loss_scale", train.role = #train.role<loss_scale>}, {train.name = "loss_scale_streak", train.role = #train.role<loss_scale_streak>}, {train.name = "step", train.role = #train.role<step>}]} {
   return
 }
 
 // -----
 
 // expected-error @+1 {{cuda-device-loss-scale: expected buffer arguments for the loss scale, the step number and the streak (run cuda-device-scalars first)}}
-func.func @scalars(%scale: f32, %streak: i64, %step: i64) attributes {train.abi = [{train.name = "loss_scale", train.role = "loss_scale"}, {train.name = "loss_scale_streak", train.role = "loss_scale_streak"}, {train.name = "step", train.role = "step"}]} {
+func.func @scalars(%scale: f32, %streak: i64, %step: i64) attributes {train.abi = [{train.name = "loss_scale", train.role = #train.role<loss_scale>}, {train.name = "loss_scale_streak", train.role = #train.role<loss_scale_streak>}, {train.name = "step", train.role = #train.role<step>}]} {
   return
 }

@@ -13,7 +13,7 @@
 // CHECK: arith.mulf %[[LRV]],
 // CHECK: arith.index_cast %[[N]]
 func.func @train_step(%p: memref<16xf32>, %lr: f32, %step: i64, %n: i64) -> (f32, index)
-    attributes {train.abi = [{train.name = "params", train.role = "params"}, {train.name = "lr", train.role = "lr"}, {train.name = "step", train.role = "step"}, {train.name = "n", train.role = "batch"}]} {
+    attributes {train.abi = [{train.name = "params", train.role = #train.role<params>}, {train.name = "lr", train.role = #train.role<lr>}, {train.name = "step", train.role = #train.role<step>}, {train.name = "n", train.role = #train.role<batch>}]} {
   %s = arith.sitofp %step : i64 to f32
   %x = arith.mulf %lr, %s : f32
   %i = arith.index_cast %n : i64 to index

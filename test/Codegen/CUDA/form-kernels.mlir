@@ -82,7 +82,7 @@ func.func @row_sum(%x: memref<8x32xf32>, %y: memref<8xf32>) {
 #b = affine_map<(m, n, k) -> (k, n)>
 #c = affine_map<(m, n, k) -> (m, n)>
 func.func @train_step(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf32>, %s: memref<f32>, %w2: memref<8x4xf32>)
-    attributes {train.abi = [{train.name = "x", train.role = "batch"}, {train.name = "params", train.role = "params"}, {train.name = "y", train.role = "output"}, {train.name = "s", train.role = "output"}, {train.name = "w2", train.role = "params"}]} {
+    attributes {train.abi = [{train.name = "x", train.role = #train.role<batch>}, {train.name = "params", train.role = #train.role<params>}, {train.name = "y", train.role = #train.role<output>}, {train.name = "s", train.role = #train.role<output>}, {train.name = "w2", train.role = #train.role<params>}]} {
   linalg.matmul ins(%x, %w : memref<4x8xf32>, memref<8x4xf32>) outs(%y : memref<4x4xf32>)
   memref.copy %w, %w2 : memref<8x4xf32> to memref<8x4xf32>
   %zero = arith.constant 0.0 : f32
@@ -113,7 +113,7 @@ func.func @train_step(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf
 // CHECK-NOT: memref.store
 #id = affine_map<(d0) -> (d0)>
 #scalar = affine_map<(d0) -> ()>
-func.func @streaming(%p: memref<16384xf32>, %g: memref<16384xf32>, %lr: memref<f32>) attributes {train.abi = [{train.name = "params", train.role = "params"}, {train.name = "grads", train.role = "accumulator"}, {train.name = "lr", train.role = "lr"}]} {
+func.func @streaming(%p: memref<16384xf32>, %g: memref<16384xf32>, %lr: memref<f32>) attributes {train.abi = [{train.name = "params", train.role = #train.role<params>}, {train.name = "grads", train.role = #train.role<accumulator>}, {train.name = "lr", train.role = #train.role<lr>}]} {
   linalg.generic {indexing_maps = [#id, #scalar, #id], iterator_types = ["parallel"]}
       ins(%g, %lr : memref<16384xf32>, memref<f32>) outs(%p : memref<16384xf32>) {
   ^bb0(%grad: f32, %rate: f32, %param: f32):

@@ -1,6 +1,6 @@
 // RUN: accrue-opt %s -split-input-file -cuda-plan-workspace -verify-diagnostics
 
-func.func @train_step(%n: index) attributes {train.abi = [{train.name = "n", train.role = "batch"}]} {
+func.func @train_step(%n: index) attributes {train.abi = [{train.name = "n", train.role = #train.role<batch>}]} {
   // expected-error @+1 {{a temporary of type 'memref<?xf32>' cannot be placed in the device workspace (it needs a static shape)}}
   %a = memref.alloc(%n) : memref<?xf32>
   return
@@ -8,7 +8,7 @@ func.func @train_step(%n: index) attributes {train.abi = [{train.name = "n", tra
 
 // -----
 
-func.func @train_step(%p: memref<4xf32>) attributes {train.abi = [{train.name = "p", train.role = "params"}]} {
+func.func @train_step(%p: memref<4xf32>) attributes {train.abi = [{train.name = "p", train.role = #train.role<params>}]} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index

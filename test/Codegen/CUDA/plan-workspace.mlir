@@ -7,7 +7,7 @@
 
 // CHECK-LABEL: func @train_step
 // CHECK-SAME: %[[WS:[^:]+]]: memref<1280xi8>)
-// CHECK-SAME: train.abi = [{train.name = "params", train.role = "params"}, {train.name = "workspace", train.role = "workspace"}]
+// CHECK-SAME: train.abi = [{train.name = "params", train.role = #train.role<params>}, {train.name = "workspace", train.role = #train.role<workspace>}]
 // CHECK: %[[A:.+]] = memref.view %[[WS]][%c0{{.*}}][] : memref<1280xi8> to memref<256xf32>
 // CHECK: %[[B:.+]] = memref.view %[[WS]][%c1024{{.*}}][] : memref<1280xi8> to memref<64xf32>
 // CHECK: %[[C:.+]] = memref.view %[[WS]][%c0{{.*}}][] : memref<1280xi8> to memref<16xf32>
@@ -15,7 +15,7 @@
 // CHECK:   memref.view %[[WS]][%c0{{.*}}][] : memref<1280xi8> to memref<8xi64>
 // CHECK-NOT: memref.alloc
 // CHECK-NOT: memref.dealloc
-func.func @train_step(%p: memref<16xf32>) attributes {train.abi = [{train.name = "params", train.role = "params"}]} {
+func.func @train_step(%p: memref<16xf32>) attributes {train.abi = [{train.name = "params", train.role = #train.role<params>}]} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index

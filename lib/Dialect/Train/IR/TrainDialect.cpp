@@ -47,16 +47,15 @@ int64_t accrue::train::getNumElements(Type type) {
 
 std::optional<AccrueArgRole>
 accrue::train::getArgRole(FunctionOpInterface func, unsigned index) {
-  auto role = func.getArgAttrOfType<StringAttr>(index, StepAttrs::kRole);
+  auto role = func.getArgAttrOfType<ArgRoleAttr>(index, StepAttrs::kRole);
   // A finalized step records its roles in train.abi.
   if (auto abi = func->getAttrOfType<ArrayAttr>(StepAttrs::kABI);
       !role && abi && index < abi.size())
     if (auto entry = dyn_cast<DictionaryAttr>(abi[index]))
-      role = entry.getAs<StringAttr>(StepAttrs::kRole);
-  AccrueArgRole value;
-  if (!role || accrueParseArgRole(role.getValue().str().c_str(), &value) != 0)
+      role = entry.getAs<ArgRoleAttr>(StepAttrs::kRole);
+  if (!role)
     return std::nullopt;
-  return value;
+  return role.getValue();
 }
 
 std::optional<BlockArgument>
@@ -90,7 +89,6 @@ DictionaryAttr accrue::train::getArgRoleAttrs(MLIRContext *context,
                                               StringRef name) {
   Builder b(context);
   return b.getDictionaryAttr(
-      {b.getNamedAttr(StepAttrs::kRole,
-                      b.getStringAttr(accrueArgRoleName(role))),
+      {b.getNamedAttr(StepAttrs::kRole, ArgRoleAttr::get(context, role)),
        b.getNamedAttr(StepAttrs::kName, b.getStringAttr(name))});
 }

@@ -35,15 +35,9 @@ struct TrainBuildStepPass
     accrue::train::StepOptions options;
     options.microBatch = microBatch;
     // A frontend that knows how its loss's constant divisor scales says so
-    // on the forward function.
-    if (Attribute divisor =
-            fn->getAttr(accrue::train::StepAttrs::kLossDivisor)) {
-      options.lossDivisor = dyn_cast<accrue::train::LossDivisorAttr>(divisor);
-      if (!options.lossDivisor) {
-        fn.emitError("train.loss_divisor must be a #train.loss_divisor");
-        return signalPassFailure();
-      }
-    }
+    // on the forward function (the train dialect verifies its type).
+    options.lossDivisor = fn->getAttrOfType<accrue::train::LossDivisorAttr>(
+        accrue::train::StepAttrs::kLossDivisor);
     if (failed(accrue::train::buildTrainStep(module, fn, options)))
       return signalPassFailure();
   }

@@ -40,8 +40,9 @@ namespace accrue::train {
 struct StepAttrs {
   /// Unit attribute on a func.func: this function is a training step.
   static constexpr llvm::StringLiteral kStep = "train.step";
-  /// String argument attribute: the argument's role, spelled as
-  /// AccrueArgRole in the step contract (accrue-runtime/StepABI.h).
+  /// #train.role argument attribute (and key of train.abi's entries): the
+  /// argument's role, an AccrueArgRole of the step contract
+  /// (accrue-runtime/StepABI.h).
   static constexpr llvm::StringLiteral kRole = "train.role";
   /// String argument attribute: the user-facing name of a buffer.
   static constexpr llvm::StringLiteral kName = "train.name";

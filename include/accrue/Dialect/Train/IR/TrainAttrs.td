@@ -155,4 +155,23 @@ def Train_LossDivisorAttr : Train_Attr<"LossDivisor", "loss_divisor"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Step arguments
+//===----------------------------------------------------------------------===//
+
+def Train_ArgRoleAttr : Train_Attr<"ArgRole", "role"> {
+  let summary = "what a step or forward argument holds";
+  let description = [{
+    `#train.role<params>`: the role of an argument of a training step (or of
+    the forward function a step is built from), as the `train.role`
+    argument attribute and in a finalized step's `train.abi`. The roles are
+    the step contract's (`AccrueArgRole` in `accrue-runtime/StepABI.h`),
+    spelled as there: params, accumulator, state, batch, lr, step,
+    valid_samples, loss_scale, sample_base, metrics, output, workspace,
+    loss_scale_streak, buffers.
+  }];
+  let parameters = (ins "AccrueArgRole":$value);
+  let hasCustomAssemblyFormat = 1;
+}
+
 #endif // ACCRUE_DIALECT_TRAIN_IR_TRAINATTRS_TD

@@ -21,6 +21,11 @@ def Train_Dialect : Dialect {
     otherwise (`train-microbatch` recognizes mean-reduced losses).
   }];
   let useDefaultAttributePrinterParser = 1;
+  // The `train.*` attributes on other dialects' ops (StepAttrs in Train.h)
+  // are checked where they are attached.
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::scf::SCFDialect",

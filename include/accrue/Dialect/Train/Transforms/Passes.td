@@ -33,8 +33,9 @@ def TrainBuildStep : Pass<"train-build-step", "::mlir::ModuleOp"> {
   let summary = "Add a gradient-only @train_step around a forward function";
   let description = [{
     What accrue-compile does after importing an ONNX model, for a forward
-    function written in MLIR: its arguments carry `train.role` (params,
-    buffers, batch, step, sample_base) and `train.name`; its first result
+    function written in MLIR: its arguments carry `train.role`
+    (`#train.role<params>`, or buffers, batch, step, sample_base) and
+    `train.name`; its first result
     is the loss, and any further results are the new values of buffer
     arguments, each naming its argument with `train.tied`. A loss
     `sum(x) / c` with a constant c is normalized through c only when the
