@@ -3,11 +3,12 @@
 #include "accrue/InitAllDialects.h"
 #include "accrue/InitAllPasses.h"
 
-#include "accrue/Codegen/Common/Passes.h"
 #include "accrue/Codegen/CPU/Passes.h"
 #include "accrue/Codegen/CUDA/Passes.h"
+#include "accrue/Codegen/Common/Passes.h"
 #include "accrue/Conversion/Passes.h"
 #include "accrue/Dialect/NN/IR/NN.h"
+#include "accrue/Dialect/NN/Transforms/Passes.h"
 #include "accrue/Dialect/Train/IR/Train.h"
 #include "accrue/Dialect/Train/Transforms/BufferizableOpInterfaceImpl.h"
 #include "accrue/Dialect/Train/Transforms/Passes.h"
@@ -32,6 +33,7 @@ void accrue::registerAllDialects(mlir::DialectRegistry &registry) {
 
 void accrue::registerAllPasses() {
   mlir::registerAllPasses();
+  nn::registerNNPasses();
   train::registerTrainPasses();
   registerConversionPasses();
   registerCommonCodegenPasses();

@@ -2,11 +2,12 @@
 
 #include "accrue/Codegen/CUDA/Pipelines.h"
 
-#include "accrue/Codegen/Common/Passes.h"
-#include "accrue/Codegen/Target.h"
 #include "accrue/Codegen/CUDA/CUDATarget.h"
 #include "accrue/Codegen/CUDA/Passes.h"
+#include "accrue/Codegen/Common/Passes.h"
+#include "accrue/Codegen/Target.h"
 #include "accrue/Conversion/Passes.h"
+#include "accrue/Dialect/NN/Transforms/Passes.h"
 #include "accrue/Dialect/Train/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -25,7 +26,7 @@ namespace accrue::cuda {
 void buildCUDABufferizationPipeline(OpPassManager &pm,
                                     const LoweringOptions &options) {
   // Kernels are formed over straight-line code.
-  pm.addNestedPass<func::FuncOp>(createUnrollScans());
+  pm.addNestedPass<func::FuncOp>(nn::createUnrollScans());
   pm.addNestedPass<func::FuncOp>(createCudaDeviceScalars());
   pm.addNestedPass<func::FuncOp>(createCudaDeviceLossScale());
   pm.addNestedPass<func::FuncOp>(createConvertNNToLinalg());

@@ -1,24 +1,17 @@
-//===- Scan.cpp - nn.scan as a loop, or unrolled ----------------*- C++ -*-===//
+//===- Scan.cpp - nn.scan as a loop -----------------------------*- C++ -*-===//
 //
 // The CPU lowering turns a scan into an scf.for over the steps whose
 // iteration arguments are the carries and the stacked outputs: each step
 // reads its slice of the scanned inputs (tensor.extract_slice, a view after
 // bufferization) and writes its outputs into their slices
-// (tensor.insert_slice, in place). `unroll-scans` instead copies the body
-// once per step, as straight-line nn ops.
+// (tensor.insert_slice, in place). The CUDA pipeline unrolls scans first
+// instead (`unroll-scans`, lib/Dialect/NN/Transforms).
 //
 //===----------------------------------------------------------------------===//
 
 #include "accrue/Conversion/Passes.h"
 
 #include "LoweringUtils.h"
-
-#include "mlir/IR/IRMapping.h"
-
-namespace accrue {
-#define GEN_PASS_DEF_UNROLLSCANS
-#include "accrue/Conversion/Passes.h.inc"
-} // namespace accrue
 
 using namespace mlir;
 using namespace accrue;
@@ -95,72 +88,6 @@ struct LowerScan : public OpConversionPattern<ScanOp> {
     rewriter.eraseOp(yield);
     rewriter.replaceOp(op, loop.getResults());
     return success();
-  }
-};
-
-/// `v` [N, ...] as [N, 1, ...].
-Value withTimeAxis(OpBuilder &b, Location loc, Value v) {
-  return NNBuilder(b, loc).reshape(v, ScanOp::stackedType(v.getType(), 1));
-}
-
-void unroll(ScanOp op) {
-  OpBuilder b(op);
-  Location loc = op.getLoc();
-  int64_t carries = op.getNumCarries(), outputs = op.getNumOutputs(),
-          steps = op.getNumSteps();
-  SmallVector<Value> state(op.getCarryInits());
-  // Per result after the carries: its steps, in time order.
-  SmallVector<SmallVector<Value>> stacked(op.getNumResults() - carries,
-                                          SmallVector<Value>(steps));
-  Block &body = op.getBodyBlock();
-  auto yield = cast<YieldOp>(body.getTerminator());
-  for (int64_t s = 0; s < steps; ++s) {
-    int64_t t = op.getReverse() ? steps - 1 - s : s;
-    IRMapping mapping;
-    for (int64_t i = 0; i < carries; ++i) {
-      mapping.map(body.getArgument(i), state[i]);
-      if (op.getSavesCarries())
-        stacked[outputs + i][t] = withTimeAxis(b, loc, state[i]);
-    }
-    for (auto [i, x] : llvm::enumerate(op.getScanned())) {
-      auto type = cast<RankedTensorType>(x.getType());
-      SmallVector<int64_t> starts(type.getRank(), 0), unit(type.getRank(), 1);
-      starts[1] = t;
-      Value slice = SliceOp::create(
-          b, loc, ScanOp::stackedType(ScanOp::stepType(type), 1), x,
-          b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(unit));
-      mapping.map(body.getArgument(carries + i),
-                  NNBuilder(b, loc).reshape(slice, ScanOp::stepType(type)));
-    }
-    for (auto [i, inv] : llvm::enumerate(op.getInvariants()))
-      mapping.map(body.getArgument(carries + op.getNumScanned() + i), inv);
-    for (Operation &inner : body.without_terminator())
-      b.clone(inner, mapping);
-    for (int64_t i = 0; i < carries; ++i)
-      state[i] = mapping.lookupOrDefault(yield.getValues()[i]);
-    for (int64_t i = 0; i < outputs; ++i)
-      stacked[i][t] = withTimeAxis(
-          b, loc, mapping.lookupOrDefault(yield.getValues()[carries + i]));
-  }
-  SmallVector<Value> results(state);
-  for (ArrayRef<Value> parts : stacked)
-    results.push_back(
-        parts.size() == 1
-            ? parts.front()
-            : ConcatOp::create(b, loc, parts, b.getI64IntegerAttr(1))
-                  .getResult());
-  op->replaceAllUsesWith(results);
-  op.erase();
-}
-
-struct UnrollScansPass : public accrue::impl::UnrollScansBase<UnrollScansPass> {
-  void runOnOperation() override {
-    // Innermost first: a body's scans are unrolled before it is copied.
-    SmallVector<ScanOp> scans;
-    getOperation()->walk<WalkOrder::PostOrder>(
-        [&](ScanOp op) { scans.push_back(op); });
-    for (ScanOp op : scans)
-      unroll(op);
   }
 };
 
