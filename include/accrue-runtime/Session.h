@@ -13,6 +13,7 @@
 #ifndef ACCRUE_RUNTIME_SESSION_H
 #define ACCRUE_RUNTIME_SESSION_H
 
+#include "accrue-runtime/SettingTable.h"
 #include "accrue-runtime/Trainer.h"
 
 #include <chrono>
@@ -165,13 +166,17 @@ struct SessionOptions {
   /// Checks the values and their combinations; errors name the settings.
   void validate() const;
 
-  /// Sets the setting `name` (steps, accumulation_steps,
-  /// accumulation_schedule, drop_last, lr, lr_schedule, warmup_steps,
+  /// The settings (steps, accumulation_steps, accumulation_schedule,
+  /// effective_batch, drop_last, lr, lr_schedule, warmup_steps,
   /// total_steps, checkpoint_dir, checkpoint_every, keep_checkpoints,
-  /// resume, log, device) from its text; booleans take "true" or "false".
-  /// Throws on an unknown name or a malformed value, naming the setting.
+  /// resume, log, device, threads, flush_denormals), bound to this struct's
+  /// fields: the one list set(), accrue-train's flags and the C API read.
+  SettingTable settingTable();
+  /// Sets the setting `name` from its text (booleans take "true" or
+  /// "false"). Throws on an unknown name or a malformed value, naming the
+  /// setting.
   void set(const std::string &name, const std::string &value);
-  /// The names set() takes.
+  /// The names set() takes, in the table's order.
   static const std::vector<std::string> &settingNames();
 };
 

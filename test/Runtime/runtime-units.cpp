@@ -1,7 +1,8 @@
 //===- runtime-units.cpp - unit tests of the runtime's schedules ----------===//
 //
-// The window cursor, the accumulation schedule and the learning-rate
-// schedules against values worked out by hand from their definitions (the
+// The window cursor, the accumulation schedule, the learning-rate
+// schedules and the session's settings against values worked out by hand
+// from their definitions (the
 // LR schedules are transformers' get_{linear,cosine}_schedule_with_warmup;
 // the cosine one's value at the middle of the decay is lr / 2). Run by
 // test/Runtime/units.test; prints each failed check and exits 1.
@@ -134,12 +135,50 @@ void learningRates() {
               "warmup_steps", "negative warmup");
 }
 
+void sessionSettings() {
+  SessionOptions o;
+  o.set("steps", "12");
+  o.set("accumulation_steps", " 4 ");
+  o.set("lr", "2.5e-3");
+  o.set("lr_schedule", "cosine");
+  o.set("drop_last", "true");
+  o.set("device", "cuda");
+  o.set("log", "m.jsonl");
+  check(o.steps == 12 && o.accumulationSteps == 4 && o.lr == 2.5e-3 &&
+            o.lrSchedule == LRSchedule::Kind::Cosine && o.dropLast &&
+            o.device == Device::CUDA && o.log == "m.jsonl",
+        "session settings read into their fields");
+  o.set("drop_last", "0");
+  check(!o.dropLast, "drop_last false");
+
+  checkThrows([&] { o.set("steps", "ten"); }, "expects an integer, got 'ten'",
+              "steps ten");
+  checkThrows([&] { o.set("steps", "99999999999999999999"); },
+              "expects an integer", "steps out of range");
+  checkThrows([&] { o.set("lr", "1e999"); }, "expects a number", "lr inf");
+  checkThrows([&] { o.set("lr_schedule", "step"); },
+              "must be constant, linear or cosine, not 'step'", "schedule");
+  checkThrows([&] { o.set("device", "tpu"); }, "must be cpu or cuda",
+              "device tpu");
+  checkThrows([&] { o.set("resume", "yes"); }, "expects true or false",
+              "resume yes");
+  checkThrows([&] { o.set("stepz", "1"); },
+              "unknown setting 'stepz' (known: steps, accumulation_steps",
+              "unknown setting");
+
+  const std::vector<std::string> &names = SessionOptions::settingNames();
+  check(names.size() == 17 && names.front() == "steps" &&
+            names.back() == "flush_denormals",
+        "the session's 17 setting names");
+}
+
 } // namespace
 
 int main() {
   windows();
   accumulation();
   learningRates();
+  sessionSettings();
   if (failures)
     return 1;
   std::printf("runtime units: all checks passed\n");

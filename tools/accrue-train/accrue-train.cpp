@@ -68,9 +68,12 @@ Options parseOptions(int argc, char **argv) {
       {"progress", no_argument, nullptr, Progress},
       {"no-progress", no_argument, nullptr, NoProgress},
       {"help", no_argument, nullptr, 'h'}};
-  auto isBoolean = [](const std::string &name) {
-    return name == "drop_last" || name == "resume" ||
-           name == "flush_denormals";
+  // Flags of the session's table take no argument.
+  SessionOptions defaults;
+  accrue::SettingTable table = defaults.settingTable();
+  auto isBoolean = [&](const std::string &name) {
+    const accrue::Setting *setting = table.lookup(name);
+    return setting && setting->kind == accrue::Setting::Kind::Flag;
   };
   for (size_t i = 0; i < flagNames.size(); ++i)
     longOptions.push_back(

@@ -3,6 +3,7 @@
 #include "accrue-runtime/Session.h"
 
 #include "accrue-runtime/Collectives.h"
+#include "accrue-runtime/SettingTable.h"
 
 #include "Run/FolderLock.h"
 
@@ -61,83 +62,57 @@ void SessionOptions::validate() const {
                 " needs " + settingRef("checkpoint_dir"));
 }
 
+accrue::SettingTable SessionOptions::settingTable() {
+  accrue::SettingTable t;
+  t.integer("steps", "optimizer steps in all (unset: one pass)", steps);
+  t.integer("accumulation_steps", "micro-batches per optimizer step",
+            accumulationSteps);
+  t.text("accumulation_schedule", "K by step: S:K,S:K,... from step 0",
+         accumulationSchedule);
+  t.integer("effective_batch", "samples per optimizer step over all ranks",
+            effectiveBatch);
+  t.flag("drop_last", "skip a pass's last, partial window", dropLast);
+  t.number("lr", "the learning rate (unset: the artifact's)", lr);
+  t.choice("lr_schedule", "the learning-rate schedule", lrSchedule,
+           &LRSchedule::kindName, 3);
+  t.integer("warmup_steps", "linear warmup steps of the schedule", warmupSteps);
+  t.integer("total_steps", "the schedule's length (unset: steps)", totalSteps);
+  t.text("checkpoint_dir", "where checkpoints go", checkpointDir);
+  t.integer("checkpoint_every", "optimizer steps between checkpoints",
+            checkpointEvery);
+  t.integer("keep_checkpoints", "checkpoints kept", keepCheckpoints);
+  t.flag("resume", "continue from the newest checkpoint", resume);
+  t.text("log", "metrics.jsonl to write (a resumed run appends)", log);
+  t.choice("device", "where the step runs (unset: the artifact's target)",
+           device, &deviceName, 2);
+  t.integer("threads", "threads of the step's parallel loops", threads);
+  t.flag("flush_denormals", "flush denormal floats to zero on the CPU",
+         flushDenormals);
+  return t;
+}
+
 const std::vector<std::string> &SessionOptions::settingNames() {
-  static const std::vector<std::string> names = {
-      "steps",         "accumulation_steps", "accumulation_schedule",
-      "effective_batch", "drop_last",     "lr",                 "lr_schedule",
-      "warmup_steps",  "total_steps",        "checkpoint_dir",
-      "checkpoint_every", "keep_checkpoints", "resume",
-      "log",           "device",             "threads",
-      "flush_denormals"};
+  static const std::vector<std::string> names = [] {
+    SessionOptions defaults;
+    accrue::SettingTable table = defaults.settingTable();
+    std::vector<std::string> list;
+    for (const accrue::Setting &setting : table.settings())
+      list.push_back(setting.name);
+    return list;
+  }();
   return names;
 }
 
 void SessionOptions::set(const std::string &name, const std::string &value) {
-  auto integer = [&]() -> int64_t {
-    char *end = nullptr;
-    errno = 0;
-    long long v = std::strtoll(value.c_str(), &end, 10);
-    if (errno || value.empty() || *end)
-      throw Error(settingRef(name) + " expects an integer, got '" + value +
-                  "'");
-    return v;
-  };
-  auto number = [&]() -> double {
-    char *end = nullptr;
-    errno = 0;
-    double v = std::strtod(value.c_str(), &end);
-    if (errno || value.empty() || *end || !std::isfinite(v))
-      throw Error(settingRef(name) + " expects a number, got '" + value + "'");
-    return v;
-  };
-  auto boolean = [&]() -> bool {
-    if (value == "true" || value == "1")
-      return true;
-    if (value == "false" || value == "0")
-      return false;
-    throw Error(settingRef(name) + " expects true or false, got '" + value +
-                "'");
-  };
-  if (name == "steps")
-    steps = integer();
-  else if (name == "accumulation_steps")
-    accumulationSteps = integer();
-  else if (name == "accumulation_schedule")
-    accumulationSchedule = value;
-  else if (name == "effective_batch")
-    effectiveBatch = integer();
-  else if (name == "drop_last")
-    dropLast = boolean();
-  else if (name == "lr")
-    lr = number();
-  else if (name == "lr_schedule")
-    lrSchedule = LRSchedule::parseKind(value);
-  else if (name == "warmup_steps")
-    warmupSteps = integer();
-  else if (name == "total_steps")
-    totalSteps = integer();
-  else if (name == "checkpoint_dir")
-    checkpointDir = value;
-  else if (name == "checkpoint_every")
-    checkpointEvery = integer();
-  else if (name == "keep_checkpoints")
-    keepCheckpoints = integer();
-  else if (name == "resume")
-    resume = boolean();
-  else if (name == "log")
-    log = value;
-  else if (name == "device")
-    device = parseDevice(value);
-  else if (name == "threads")
-    threads = integer();
-  else if (name == "flush_denormals")
-    flushDenormals = boolean();
-  else {
+  accrue::SettingTable table = settingTable();
+  if (!table.lookup(name)) {
     std::string known;
     for (const std::string &n : settingNames())
       known += (known.empty() ? "" : ", ") + n;
     throw Error("unknown setting '" + name + "' (known: " + known + ")");
   }
+  if (std::optional<std::string> error = table.read(name, value))
+    throw Error(*error);
 }
 
 static SessionOptions validated(SessionOptions options) {
