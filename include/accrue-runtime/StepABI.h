@@ -204,7 +204,7 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
   /* The model's state arena: tensors the forward updates but nothing trains   \
    * (BatchNormalization's running mean and variance), one slice each (see     \
    * "buffers" in the manifest; forward: one buffer, a view of it, and a       \
-   * result with train.updates naming it). */                                  \
+   * result with train.tied naming it). */                                     \
   V(ACCRUE_ROLE_BUFFERS, "buffers")
 
 /* How an argument is passed: a scalar by value, or a buffer as a memref
