@@ -1,5 +1,4 @@
 //===- SettingTable.h - settings declared once, bound by all -*- C++ -*-===//
-//-*-===//
 //
 // A SettingTable lists the settings of an options struct: name, help, kind,
 // and how to read a value into the struct. Each setting is declared once

@@ -165,6 +165,8 @@ void sessionSettings() {
   checkThrows([&] { o.set("stepz", "1"); },
               "unknown setting 'stepz' (known: steps, accumulation_steps",
               "unknown setting");
+  checkThrows([&] { o.set("drop-last", "true"); },
+              "unknown setting 'drop-last'", "set() takes names as they are");
 
   const std::vector<std::string> &names = SessionOptions::settingNames();
   check(names.size() == 17 && names.front() == "steps" &&

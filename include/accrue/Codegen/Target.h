@@ -13,9 +13,9 @@
 #define ACCRUE_CODEGEN_TARGET_H
 
 #include "accrue-runtime/Manifest.h"
+#include "accrue-runtime/SettingTable.h"
 #include "accrue/Codegen/Common/HostCode.h"
 #include "accrue/Codegen/Options.h"
-#include "accrue/Support/Settings.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -10,8 +10,8 @@
 #ifndef ACCRUE_PIPELINES_SETTINGS_H
 #define ACCRUE_PIPELINES_SETTINGS_H
 
+#include "accrue-runtime/SettingTable.h"
 #include "accrue/Pipelines/Options.h"
-#include "accrue/Support/Settings.h"
 
 #include <optional>
 #include <string>

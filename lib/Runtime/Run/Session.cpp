@@ -105,13 +105,15 @@ const std::vector<std::string> &SessionOptions::settingNames() {
 
 void SessionOptions::set(const std::string &name, const std::string &value) {
   accrue::SettingTable table = settingTable();
-  if (!table.lookup(name)) {
+  // The names as they are: the table would also take dashes.
+  const accrue::Setting *setting = table.lookup(name);
+  if (!setting || setting->name != name) {
     std::string known;
     for (const std::string &n : settingNames())
       known += (known.empty() ? "" : ", ") + n;
     throw Error("unknown setting '" + name + "' (known: " + known + ")");
   }
-  if (std::optional<std::string> error = table.read(name, value))
+  if (std::optional<std::string> error = setting->read(value))
     throw Error(*error);
 }
 

@@ -54,7 +54,7 @@ func.func private @f() -> (f32 {train.metric = "accuracy"})
 
 // -----
 
-// expected-error @+1 {{'train.micro_batch' must be a positive integer, not 0 : i64}}
+// expected-error @+1 {{'train.micro_batch' must be a positive i64, not 0 : i64}}
 func.func private @f() attributes {train.micro_batch = 0 : i64}
 
 // -----
@@ -79,3 +79,19 @@ func.func @g() {
   %c = arith.constant {train.step} 0 : i32
   return
 }
+
+// -----
+
+// Integers of another type would not read back (getInt asserts on them).
+// expected-error @+1 {{'train.micro_batch' must be a positive i64, not 2 : ui64}}
+func.func private @f() attributes {train.micro_batch = 2 : ui64}
+
+// -----
+
+// expected-error @+1 {{result #0: 'train.tied' must be the index of an argument, not 0 : i128}}
+func.func private @f(%p: tensor<16xf32>) -> (tensor<16xf32> {train.tied = 0 : i128})
+
+// -----
+
+// expected-error @+1 {{'train.index_checks' entries must be {low, high, what} dictionaries (i64 bounds, a string)}}
+func.func private @f(%p: tensor<4xi64> {train.index_checks = [{low = 0 : i32, high = 9 : i64, what = "id"}]})

@@ -147,7 +147,8 @@ SampleRows FlattenOp::getSampleRows(OpResult, const SampleRowQuery &query) {
 }
 
 SampleRows TransposeOp::getSampleRows(OpResult, const SampleRowQuery &query) {
-  return SampleRowQuery::rowsIf(getPerm()[0] == 0 && query.byRows(getInput()));
+  return SampleRowQuery::rowsIf(!getPerm().empty() && getPerm()[0] == 0 &&
+                                query.byRows(getInput()));
 }
 
 SampleRows ConcatOp::getSampleRows(OpResult result,
@@ -157,7 +158,7 @@ SampleRows ConcatOp::getSampleRows(OpResult result,
 
 SampleRows SliceOp::getSampleRows(OpResult result,
                                   const SampleRowQuery &query) {
-  if (getStarts()[0] != 0 || getSteps()[0] != 1)
+  if (getStarts().empty() || getStarts()[0] != 0 || getSteps()[0] != 1)
     return SampleRows::Other;
   return query.keepsRowsOf(getInput(), result);
 }

@@ -44,6 +44,12 @@ void ArgRoleAttr::print(AsmPrinter &printer) const {
 
 namespace {
 
+/// An i64 (the integers the step's attributes hold, read with getInt).
+bool isI64(Attribute value) {
+  auto integer = dyn_cast_or_null<IntegerAttr>(value);
+  return integer && integer.getType().isSignlessInteger(64);
+}
+
 /// Checks that `value`, named `name`, is an `AttrT`, saying `what` it must
 /// be otherwise.
 template <typename AttrT>
@@ -62,13 +68,13 @@ LogicalResult verifyIndexChecks(Operation *op, Attribute value) {
     return expect<ArrayAttr>(op, StepAttrs::kIndexChecks, value, "an array");
   for (Attribute check : checks) {
     auto dict = dyn_cast<DictionaryAttr>(check);
-    if (!dict || !dict.getAs<IntegerAttr>("low") ||
-        !dict.getAs<IntegerAttr>("high") || !dict.getAs<StringAttr>("what") ||
-        (dict.get("ignore") && !dict.getAs<IntegerAttr>("ignore")))
+    if (!dict || !isI64(dict.get("low")) || !isI64(dict.get("high")) ||
+        !dict.getAs<StringAttr>("what") ||
+        (dict.get("ignore") && !isI64(dict.get("ignore"))))
       return op->emitOpError("'")
              << StepAttrs::kIndexChecks
-             << "' entries must be {low, high, what} dictionaries with an "
-                "optional integer ignore, not "
+             << "' entries must be {low, high, what} dictionaries (i64 "
+                "bounds, a string) with an optional i64 ignore, not "
              << check;
   }
   return success();
@@ -113,10 +119,9 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
   if (name == StepAttrs::kMicroBatch) {
     if (failed(onFunctionOnly()))
       return failure();
-    auto b = dyn_cast<IntegerAttr>(value);
-    if (!b || b.getInt() < 1)
+    if (!isI64(value) || cast<IntegerAttr>(value).getInt() < 1)
       return op->emitOpError("'")
-             << name << "' must be a positive integer, not " << value;
+             << name << "' must be a positive i64, not " << value;
     return success();
   }
   if (name == StepAttrs::kLossDivisor)
@@ -162,10 +167,10 @@ LogicalResult TrainDialect::verifyRegionResultAttribute(Operation *op, unsigned,
   if (name == StepAttrs::kName)
     return expect<StringAttr>(op, name, value, "a string");
   if (name == StepAttrs::kTied) {
-    auto index = dyn_cast<IntegerAttr>(value);
     auto function = dyn_cast<FunctionOpInterface>(op);
-    if (!index || index.getInt() < 0 ||
-        (function && index.getInt() >= function.getNumArguments()))
+    int64_t index = isI64(value) ? cast<IntegerAttr>(value).getInt() : -1;
+    if (index < 0 ||
+        (function && index >= static_cast<int64_t>(function.getNumArguments())))
       return op->emitOpError("result #")
              << resultIndex << ": '" << name
              << "' must be the index of an argument, not " << value;

@@ -18,6 +18,7 @@
 
 #include "accrue/Dialect/Train/Transforms/Passes.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -482,21 +483,32 @@ struct TrainMicrobatchPass
   std::map<std::string, SplitLoss> splitCache;
 };
 
-/// When padded samples cannot be masked out of `forward`'s loss because
-/// an op did not say how its results hold the samples, says which op: a
-/// new op without SampleRowsOpInterface should not cost partial windows
-/// silently.
+/// When padded samples cannot be masked out of `forward`'s loss and the
+/// loss depends on an op that did not say how its results hold the
+/// samples, says which op (the first): a new op without
+/// SampleRowsOpInterface should not cost partial windows silently.
 static void remarkUnexplainedOp(func::FuncOp forward,
                                 ArrayRef<unsigned> batchArgs,
                                 int64_t microBatch) {
   SampleMask rows(forward, batchArgs, microBatch, /*valid=*/Value());
-  if (Operation *op = rows.getUnexplainedOp())
+  Value loss = forward.front().getTerminator()->getOperand(0);
+  SetVector<Operation *> lossSlice;
+  if (Operation *def = loss.getDefiningOp()) {
+    BackwardSliceOptions options;
+    options.inclusive = true;
+    (void)getBackwardSlice(def, &lossSlice, options);
+  }
+  for (Operation *op : rows.getUnexplainedOps()) {
+    if (!lossSlice.contains(op))
+      continue;
     op->emitRemark("padded samples of partial windows cannot be masked out "
                    "of the loss: '")
         << op->getName()
         << "' does not say how its results hold the micro-batch's samples "
            "(nn.SampleRowsOpInterface or the Elementwise trait), so they "
            "count as mixing samples";
+    return;
+  }
 }
 
 LogicalResult TrainMicrobatchPass::rewrite(ValueAndGradOp op,

@@ -72,8 +72,8 @@ nn::SampleRows SampleMask::classify(Operation *op, OpResult result) {
     return query.aligned(op, result);
   if (auto rowsOp = dyn_cast<nn::SampleRowsOpInterface>(op))
     return rowsOp.getSampleRows(result, query);
-  if (!unexplained)
-    unexplained = op;
+  if (unexplained.empty() || unexplained.back() != op)
+    unexplained.push_back(op);
   return nn::SampleRows::Other;
 }
 

@@ -30,11 +30,13 @@ public:
   /// Whether `v`'s rows are grouped by sample.
   bool byRows(mlir::Value v) const { return rowsOf(v) == nn::SampleRows::Rows; }
 
-  /// The first op that depends on the batch but says nothing of how its
-  /// results hold the samples (neither nn's Elementwise trait nor
-  /// SampleRowsOpInterface): its results count as mixing samples. Null
-  /// when every op said.
-  mlir::Operation *getUnexplainedOp() const { return unexplained; }
+  /// The ops that depend on the batch but say nothing of how their results
+  /// hold the samples (neither nn's Elementwise trait nor
+  /// SampleRowsOpInterface), in order: their results count as mixing
+  /// samples.
+  llvm::ArrayRef<mlir::Operation *> getUnexplainedOps() const {
+    return unexplained;
+  }
 
   /// `x` with the elements of padded samples set to 0, or null when the
   /// samples of `x`'s elements are unknown.
@@ -61,7 +63,7 @@ private:
   int64_t microBatch;
   mlir::Value valid;
   llvm::DenseMap<mlir::Value, nn::SampleRows> rows;
-  mlir::Operation *unexplained = nullptr;
+  llvm::SmallVector<mlir::Operation *> unexplained;
 };
 
 } // namespace accrue::train
