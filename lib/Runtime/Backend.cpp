@@ -54,8 +54,7 @@ public:
   void fillZero(void *dst, size_t bytes) override {
     std::memset(dst, 0, bytes);
   }
-  void call(const Artifact &artifact, PackedArgs &args, int64_t,
-            int) override {
+  void call(const Artifact &artifact, PackedArgs &args, int64_t, int) override {
     artifact.call(args.data());
   }
   void synchronize() override {}
@@ -65,7 +64,7 @@ public:
 } // namespace
 
 std::unique_ptr<PendingCopy> Backend::downloadLater(const void *src,
-                                                   size_t bytes) {
+                                                    size_t bytes) {
   // Backends without asynchronous copies: copied now.
   struct Copied final : PendingCopy {
     std::vector<uint8_t> bytes;

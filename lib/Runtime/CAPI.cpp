@@ -52,10 +52,8 @@ T guarded(AccrueError **error, T failed, Body &&body) {
     return body();
   } catch (const std::exception &e) {
     if (error)
-      *error = new (std::nothrow)
-          AccrueError{renderSettings(e.what(), [](const std::string &name) {
-            return name;
-          })};
+      *error = new (std::nothrow) AccrueError{renderSettings(
+          e.what(), [](const std::string &name) { return name; })};
     return failed;
   }
 }
@@ -120,8 +118,7 @@ int accrueArtifactCheckFiles(const AccrueArtifact *artifact,
 }
 
 const char *accrueArtifactMemoryPlan(const AccrueArtifact *artifact) {
-  return artifact->memoryPlan.empty() ? nullptr
-                                      : artifact->memoryPlan.c_str();
+  return artifact->memoryPlan.empty() ? nullptr : artifact->memoryPlan.c_str();
 }
 
 int64_t accrueArtifactMicroBatch(const AccrueArtifact *artifact) {
@@ -132,8 +129,7 @@ int accrueArtifactNumInputs(const AccrueArtifact *artifact) {
   return static_cast<int>(artifact->inputs.size());
 }
 
-const char *accrueArtifactInputName(const AccrueArtifact *artifact,
-                                    int index) {
+const char *accrueArtifactInputName(const AccrueArtifact *artifact, int index) {
   if (index < 0 || index >= accrueArtifactNumInputs(artifact))
     return nullptr;
   return artifact->inputs[index]->name.c_str();

@@ -206,8 +206,8 @@ void Collectives::broadcast(float *data, int64_t count) {
 void Collectives::broadcastBytes(void *data, int64_t bytes) {
   if (worldSize == 1)
     return;
-  check(loadedMpi->bcast(data, static_cast<int>(bytes),
-                         loadedMpi->byte, 0, loadedMpi->world),
+  check(loadedMpi->bcast(data, static_cast<int>(bytes), loadedMpi->byte, 0,
+                         loadedMpi->world),
         "MPI_Bcast");
 }
 

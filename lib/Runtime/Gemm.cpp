@@ -35,14 +35,13 @@ std::optional<BlasMatrix> columnMajor(const Strided &x) {
                     bool transposed) -> std::optional<BlasMatrix> {
     if (ld < std::max<int64_t>(rows, 1))
       return std::nullopt;
-    return BlasMatrix{x.address, rows, cols, ld, x.batchStride, transposed,
-                      x.type};
+    return BlasMatrix{x.address,     rows,       cols,  ld,
+                      x.batchStride, transposed, x.type};
   };
   if (x.rows <= 1 || x.rowStride == 1)
-    if (auto m = matrix(x.rows, x.cols,
-                        x.cols <= 1 ? std::max<int64_t>(x.rows, 1)
-                                    : x.colStride,
-                        false))
+    if (auto m = matrix(
+            x.rows, x.cols,
+            x.cols <= 1 ? std::max<int64_t>(x.rows, 1) : x.colStride, false))
       return m;
   if (x.cols <= 1 || x.colStride == 1)
     return matrix(x.cols, x.rows,

@@ -111,8 +111,8 @@ struct Artifact {
       result.emplace_back(
           accrueArtifactInputName(handle.get(), i),
           accrueArtifactInputDType(handle.get(), i),
-          std::vector<int64_t>(shape,
-                               shape + accrueArtifactInputRank(handle.get(), i)));
+          std::vector<int64_t>(
+              shape, shape + accrueArtifactInputRank(handle.get(), i)));
     }
     return result;
   }
@@ -233,7 +233,8 @@ Settings compileSettingList() {
   Settings result;
   for (int i = 0; i < accrueCompileOptionsNumSettings(); ++i)
     result.emplace_back(accrueCompileOptionsSettingName(i),
-                        accrueCompileOptionsSettingIsFlag(i) ? "flag" : "value");
+                        accrueCompileOptionsSettingIsFlag(i) ? "flag"
+                                                             : "value");
   return result;
 }
 
@@ -262,8 +263,8 @@ compile(const py::object &model, const std::string &output,
   } else {
     std::string path = py::str(model);
     py::gil_scoped_release released;
-    status = accrueCompile(path.c_str(), output.c_str(), options.get(),
-                           collect, &diagnostics, &error);
+    status = accrueCompile(path.c_str(), output.c_str(), options.get(), collect,
+                           &diagnostics, &error);
   }
   if (status)
     raise(error);
@@ -303,25 +304,32 @@ PYBIND11_MODULE(_accrue, m) {
       .def("step", &Session::step)
       .def("set_data", &Session::setData)
       .def("plan_steps", &Session::planSteps)
-      .def_property_readonly("iterations", [](const Session &s) {
-        return accrueSessionIterations(s.handle.get());
-      })
-      .def_property_readonly("planned_steps", [](const Session &s) {
-        return accrueSessionPlannedSteps(s.handle.get());
-      })
-      .def_property_readonly("steps_left_in_pass", [](const Session &s) {
-        return accrueSessionStepsLeftInPass(s.handle.get());
-      })
+      .def_property_readonly("iterations",
+                             [](const Session &s) {
+                               return accrueSessionIterations(s.handle.get());
+                             })
+      .def_property_readonly("planned_steps",
+                             [](const Session &s) {
+                               return accrueSessionPlannedSteps(s.handle.get());
+                             })
+      .def_property_readonly("steps_left_in_pass",
+                             [](const Session &s) {
+                               return accrueSessionStepsLeftInPass(
+                                   s.handle.get());
+                             })
       .def("parameter", &Session::parameter)
-      .def("export", [](Session &s, const std::string &path) {
-        s.call(accrueSessionExportOnnx, path);
-      })
-      .def("save_gradients", [](Session &s, const std::string &path) {
-        s.call(accrueSessionSaveGradients, path);
-      })
-      .def("save_checkpoint_to", [](Session &s, const std::string &path) {
-        s.call(accrueSessionSaveCheckpointTo, path);
-      })
+      .def("export",
+           [](Session &s, const std::string &path) {
+             s.call(accrueSessionExportOnnx, path);
+           })
+      .def("save_gradients",
+           [](Session &s, const std::string &path) {
+             s.call(accrueSessionSaveGradients, path);
+           })
+      .def("save_checkpoint_to",
+           [](Session &s, const std::string &path) {
+             s.call(accrueSessionSaveCheckpointTo, path);
+           })
       .def("save_checkpoint", [](Session &s) {
         AccrueError *error = nullptr;
         if (accrueSessionSaveCheckpoint(s.handle.get(), &error))

@@ -62,8 +62,8 @@ static int compile(int fromBytes, const char *model, const char *output,
                                 NULL, &error);
     free(bytes);
   } else {
-    status = accrueCompile(model, output, options, printDiagnostic, NULL,
-                           &error);
+    status =
+        accrueCompile(model, output, options, printDiagnostic, NULL, &error);
   }
   accrueCompileOptionsDestroy(options);
   if (status) {
@@ -102,8 +102,8 @@ static int pipeline(const char *path, const char *text) {
     fprintf(stderr, "\ncapi-compile: error: bad pipeline\n");
     return 1;
   }
-  if (mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(
-          pm, mlirModuleGetOperation(module)))) {
+  if (mlirLogicalResultIsFailure(
+          mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(module)))) {
     fprintf(stderr, "capi-compile: error: the pipeline failed\n");
     return 1;
   }
@@ -122,7 +122,8 @@ int main(int argc, char **argv) {
     return compile(1, argv[2], argv[3], argc - 4, argv + 4);
   if (argc == 4 && !strcmp(argv[1], "pipeline"))
     return pipeline(argv[2], argv[3]);
-  fprintf(stderr, "usage: capi-compile compile|bytes MODEL OUT [NAME=VALUE]...\n"
-                  "       capi-compile pipeline FILE.mlir PIPELINE\n");
+  fprintf(stderr,
+          "usage: capi-compile compile|bytes MODEL OUT [NAME=VALUE]...\n"
+          "       capi-compile pipeline FILE.mlir PIPELINE\n");
   return 2;
 }

@@ -65,8 +65,8 @@ static int addRaw(AccrueDataset *data, char *spec, AccrueError **error) {
     return 1;
   }
   fclose(in);
-  int status = accrueDatasetAddArray(data, name, dtype, shape, rank, buffer,
-                                     error);
+  int status =
+      accrueDatasetAddArray(data, name, dtype, shape, rank, buffer, error);
   free(buffer); /* the dataset keeps a copy */
   return status ? -1 : 0;
 }
@@ -121,7 +121,8 @@ int main(int argc, char **argv) {
   accrueSessionOptionsDestroy(options);
   if (!session)
     return failed(error);
-  while (accrueSessionIterations(session) < accrueSessionPlannedSteps(session)) {
+  while (accrueSessionIterations(session) <
+         accrueSessionPlannedSteps(session)) {
     AccrueStepMetrics metrics;
     if (accrueSessionStep(session, &metrics, &error))
       return failed(error);

@@ -61,23 +61,38 @@ int fakeHandle;
 
 extern "C" {
 
-int cuInit(unsigned) { count("cuInit"); return 0; }
+int cuInit(unsigned) {
+  count("cuInit");
+  return 0;
+}
 int cuDeviceGetCount(int *n) {
   const char *devices = std::getenv("ACCRUE_CUDA_STUB_DEVICES");
   *n = devices ? std::atoi(devices) : 1;
   return 0;
 }
-int cuDeviceGet(int *device, int ordinal) { *device = ordinal; return 0; }
+int cuDeviceGet(int *device, int ordinal) {
+  *device = ordinal;
+  return 0;
+}
 int cuDeviceGetAttribute(int *value, int attribute, int) {
   const char *sm = std::getenv("ACCRUE_CUDA_STUB_SM");
   int version = sm ? std::atoi(sm) : 90;
   *value = attribute == 75 ? version / 10 : version % 10;
   return 0;
 }
-int cuDevicePrimaryCtxRetain(void **context, int) { *context = &fakeHandle; return 0; }
+int cuDevicePrimaryCtxRetain(void **context, int) {
+  *context = &fakeHandle;
+  return 0;
+}
 int cuCtxSetCurrent(void *) { return 0; }
-int cuStreamCreate(void **stream, unsigned) { *stream = &fakeHandle; return 0; }
-int cuStreamSynchronize(void *) { count("cuStreamSynchronize"); return 0; }
+int cuStreamCreate(void **stream, unsigned) {
+  *stream = &fakeHandle;
+  return 0;
+}
+int cuStreamSynchronize(void *) {
+  count("cuStreamSynchronize");
+  return 0;
+}
 int cuMemAlloc_v2(uint64_t *pointer, size_t bytes) {
   count("cuMemAlloc");
   // 256-byte aligned, as the driver's allocations are.
@@ -88,12 +103,18 @@ int cuMemAlloc_v2(uint64_t *pointer, size_t bytes) {
   *pointer = reinterpret_cast<uint64_t>(memory);
   return *pointer ? 0 : 2;
 }
-int cuMemFree_v2(uint64_t pointer) { std::free(reinterpret_cast<void *>(pointer)); return 0; }
+int cuMemFree_v2(uint64_t pointer) {
+  std::free(reinterpret_cast<void *>(pointer));
+  return 0;
+}
 int cuMemAllocHost_v2(void **pointer, size_t bytes) {
   *pointer = std::malloc(bytes);
   return *pointer ? 0 : 2;
 }
-int cuMemFreeHost(void *pointer) { std::free(pointer); return 0; }
+int cuMemFreeHost(void *pointer) {
+  std::free(pointer);
+  return 0;
+}
 int cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t bytes, void *) {
   count(counts.capturing ? "captured_uploads" : "cuMemcpyHtoDAsync");
   std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
@@ -150,27 +171,53 @@ int cuGraphInstantiateWithFlags(void **exec, void *, unsigned long long) {
   *exec = &fakeHandle;
   return 0;
 }
-int cuGraphLaunch(void *, void *) { count("cuGraphLaunch"); return 0; }
+int cuGraphLaunch(void *, void *) {
+  count("cuGraphLaunch");
+  return 0;
+}
 int cuGraphExecDestroy(void *) { return 0; }
 int cuGraphDestroy(void *) { return 0; }
-int cuEventCreate(void **event, unsigned) { *event = new int(0); return 0; }
+int cuEventCreate(void **event, unsigned) {
+  *event = new int(0);
+  return 0;
+}
 int cuEventRecord(void *, void *) {
   count(counts.capturing ? "captured_event_records" : "cuEventRecord");
   return 0;
 }
-int cuEventSynchronize(void *) { count("cuEventSynchronize"); return 0; }
-int cuEventDestroy_v2(void *event) { delete static_cast<int *>(event); return 0; }
+int cuEventSynchronize(void *) {
+  count("cuEventSynchronize");
+  return 0;
+}
+int cuEventDestroy_v2(void *event) {
+  delete static_cast<int *>(event);
+  return 0;
+}
 int cuStreamWaitEvent(void *, void *, unsigned) {
   count(counts.capturing ? "captured_event_waits" : "cuStreamWaitEvent");
   return 0;
 }
-int cuGetErrorString(int, const char **text) { *text = "stub error"; return 0; }
+int cuGetErrorString(int, const char **text) {
+  *text = "stub error";
+  return 0;
+}
 
 // cuBLASLt.
-struct Opaque { uint64_t data[64]; };
-int cublasLtCreate(void **handle) { count("cublasLtCreate"); *handle = &fakeHandle; return 0; }
-int cublasLtMatmulDescCreate(void **desc, int, int) { *desc = new Opaque{}; return 0; }
-int cublasLtMatmulDescSetAttribute(void *, int, const void *, size_t) { return 0; }
+struct Opaque {
+  uint64_t data[64];
+};
+int cublasLtCreate(void **handle) {
+  count("cublasLtCreate");
+  *handle = &fakeHandle;
+  return 0;
+}
+int cublasLtMatmulDescCreate(void **desc, int, int) {
+  *desc = new Opaque{};
+  return 0;
+}
+int cublasLtMatmulDescSetAttribute(void *, int, const void *, size_t) {
+  return 0;
+}
 int cublasLtMatrixLayoutCreate(void **layout, int, uint64_t rows, uint64_t,
                                int64_t ld) {
   if (ld < static_cast<int64_t>(rows))
@@ -178,13 +225,20 @@ int cublasLtMatrixLayoutCreate(void **layout, int, uint64_t rows, uint64_t,
   *layout = new Opaque{};
   return 0;
 }
-int cublasLtMatrixLayoutSetAttribute(void *, int, const void *, size_t) { return 0; }
-int cublasLtMatmulPreferenceCreate(void **preference) { *preference = new Opaque{}; return 0; }
+int cublasLtMatrixLayoutSetAttribute(void *, int, const void *, size_t) {
+  return 0;
+}
+int cublasLtMatmulPreferenceCreate(void **preference) {
+  *preference = new Opaque{};
+  return 0;
+}
 int cublasLtMatmulPreferenceDestroy(void *preference) {
   delete static_cast<Opaque *>(preference);
   return 0;
 }
-int cublasLtMatmulPreferenceSetAttribute(void *, int, const void *, size_t) { return 0; }
+int cublasLtMatmulPreferenceSetAttribute(void *, int, const void *, size_t) {
+  return 0;
+}
 int cublasLtMatmulAlgoGetHeuristic(void *, void *, void *, void *, void *,
                                    void *, void *, int, Opaque *results,
                                    int *returned) {
@@ -210,8 +264,13 @@ int cublasLtMatmul(void *, void *, const float *, const void *, void *,
 const char *cublasLtGetStatusName(int) { return "CUBLAS_STATUS_STUB"; }
 
 // NCCL.
-struct NcclId { char internal[128]; };
-int ncclGetUniqueId(NcclId *id) { std::memset(id, 7, sizeof *id); return 0; }
+struct NcclId {
+  char internal[128];
+};
+int ncclGetUniqueId(NcclId *id) {
+  std::memset(id, 7, sizeof *id);
+  return 0;
+}
 int ncclCommInitRank(void **comm, int, NcclId, int) {
   count("ncclCommInitRank");
   *comm = &fakeHandle;

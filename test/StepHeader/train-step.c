@@ -91,8 +91,11 @@ int main(int argc, char **argv) {
                   g = vector(grads, ACCRUE_STEP_ARENA_SIZE),
                   s0 = vector(m, ACCRUE_STEP_ARENA_SIZE),
                   s1 = vector(v, ACCRUE_STEP_ARENA_SIZE),
-                  mx = {x, x + (t - 1) * window * FEATURES, 0,
-                        {window, FEATURES}, {FEATURES, 1}},
+                  mx = {x,
+                        x + (t - 1) * window * FEATURES,
+                        0,
+                        {window, FEATURES},
+                        {FEATURES, 1}},
                   my = vector(y + (t - 1) * window, window),
                   mm = vector(metrics, 2);
     my.allocated = y;

@@ -33,9 +33,12 @@ int main(int argc, char **argv) {
   AccrueError *error = NULL;
 
   AccrueCompileOptions *compile = accrueCompileOptionsCreate();
-  if (check(accrueCompileOptionsSet(compile, "micro_batch", "16", &error), error) ||
-      check(accrueCompileOptionsSet(compile, "accumulation_steps", "2", &error), error) ||
-      check(accrueCompileOptionsSet(compile, "clip_norm", "1", &error), error) ||
+  if (check(accrueCompileOptionsSet(compile, "micro_batch", "16", &error),
+            error) ||
+      check(accrueCompileOptionsSet(compile, "accumulation_steps", "2", &error),
+            error) ||
+      check(accrueCompileOptionsSet(compile, "clip_norm", "1", &error),
+            error) ||
       check(accrueCompile(argv[1], art, compile, NULL, NULL, &error), error))
     return 1;
   accrueCompileOptionsDestroy(compile);
@@ -43,12 +46,14 @@ int main(int argc, char **argv) {
   AccrueArtifact *artifact = accrueArtifactOpen(art, &error);
   AccrueDataset *data = artifact ? accrueDatasetOpenNpz(argv[2], &error) : NULL;
   AccrueSessionOptions *options = accrueSessionOptionsCreate();
-  if (!data || check(accrueSessionOptionsSet(options, "steps", argv[4], &error), error))
+  if (!data ||
+      check(accrueSessionOptionsSet(options, "steps", argv[4], &error), error))
     return check(-1, error), 1;
   AccrueSession *session = accrueSessionCreate(artifact, data, options, &error);
   if (!session)
     return check(-1, error), 1;
-  while (accrueSessionIterations(session) < accrueSessionPlannedSteps(session)) {
+  while (accrueSessionIterations(session) <
+         accrueSessionPlannedSteps(session)) {
     AccrueStepMetrics metrics;
     if (check(accrueSessionStep(session, &metrics, &error), error))
       return 1;

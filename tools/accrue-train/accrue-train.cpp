@@ -8,8 +8,8 @@
 
 #include "accrue-runtime/Runtime.h"
 
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -41,9 +41,11 @@ struct Options {
     std::cerr << "accrue-train: error: " << message << "\n";
   std::cerr
       << "usage: accrue-train ARTIFACT_DIR --data DATA.npz [--steps N]\n"
-         "         [--accumulation-steps K | --accumulation-schedule S:K,... |\n"
+         "         [--accumulation-steps K | --accumulation-schedule S:K,... "
+         "|\n"
          "          --effective-batch E]\n"
-         "         [--drop-last] [--lr X] [--lr-schedule constant|linear|cosine]\n"
+         "         [--drop-last] [--lr X] [--lr-schedule "
+         "constant|linear|cosine]\n"
          "         [--warmup-steps W] [--total-steps T] [--log METRICS.jsonl]\n"
          "         [--checkpoint-dir D [--checkpoint-every N]\n"
          "          [--keep-checkpoints K] [--resume]]\n"
@@ -76,11 +78,11 @@ Options parseOptions(int argc, char **argv) {
     return setting && setting->kind == accrue::Setting::Kind::Flag;
   };
   for (size_t i = 0; i < flagNames.size(); ++i)
-    longOptions.push_back(
-        {flagNames[i].c_str(),
-         isBoolean(SessionOptions::settingNames()[i]) ? no_argument
-                                                      : required_argument,
-         nullptr, Setting + static_cast<int>(i)});
+    longOptions.push_back({flagNames[i].c_str(),
+                           isBoolean(SessionOptions::settingNames()[i])
+                               ? no_argument
+                               : required_argument,
+                           nullptr, Setting + static_cast<int>(i)});
   longOptions.push_back({nullptr, 0, nullptr, 0});
   Options o;
   opterr = 0;
@@ -158,12 +160,15 @@ int run(int argc, char **argv) {
   Session session(artifact, Dataset::fromNpz(opts.data, *artifact),
                   opts.session, [](const Notice &notice) {
                     if (notice.kind == Notice::Kind::Warning)
-                      std::cerr << "accrue-train: warning: "
-                                << renderSettings(notice.text, accrue::settingFlag) << "\n";
+                      std::cerr
+                          << "accrue-train: warning: "
+                          << renderSettings(notice.text, accrue::settingFlag)
+                          << "\n";
                     else
-                      std::cout << "accrue-train: "
-                                << renderSettings(notice.text, accrue::settingFlag)
-                                << std::endl;
+                      std::cout
+                          << "accrue-train: "
+                          << renderSettings(notice.text, accrue::settingFlag)
+                          << std::endl;
                   });
   bool writer = session.writes();
   bool progress = opts.progress < 0 ? isatty(STDERR_FILENO) : opts.progress;
@@ -199,7 +204,7 @@ int run(int argc, char **argv) {
       std::fputc('\n', stderr);
     if (writer)
       std::cerr << "accrue-train: stopped by "
-                << (stopSignal == SIGINT   ? "SIGINT"
+                << (stopSignal == SIGINT    ? "SIGINT"
                     : stopSignal == SIGTERM ? "SIGTERM"
                                             : "another rank")
                 << " after step " << session.iterations() << where << "\n";

@@ -61,7 +61,9 @@ std::vector<std::unique_ptr<LazyModule>> &modules() {
 uint32_t le32(const uint8_t *p) {
   return p[0] | (p[1] << 8) | (p[2] << 16) | (uint32_t(p[3]) << 24);
 }
-uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t(le32(p + 4)) << 32); }
+uint64_t le64(const uint8_t *p) {
+  return le32(p) | (uint64_t(le32(p + 4)) << 32);
+}
 
 /// Loads the newest PTX of `module`'s bundle that the device runs.
 void load(LazyModule &module) {
@@ -187,10 +189,9 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t blockZ, int32_t sharedBytes, void * /*stream*/,
                       void **params, void **extra, size_t /*paramsCount*/) {
   try {
-    check(driver().launchKernel(static_cast<CUfunction>(function), gridX,
-                                gridY, gridZ, blockX, blockY, blockZ,
-                                sharedBytes, Context::get().stream, params,
-                                extra),
+    check(driver().launchKernel(static_cast<CUfunction>(function), gridX, gridY,
+                                gridZ, blockX, blockY, blockZ, sharedBytes,
+                                Context::get().stream, params, extra),
           "cuLaunchKernel");
   } catch (const std::exception &e) {
     failInStep("launching a kernel", e);
@@ -229,10 +230,10 @@ struct Nccl {
 /// goes to every rank.
 Nccl &nccl() {
   static Nccl loaded = [] {
-    void *library = openLibrary(
-        "ACCRUE_NCCL_LIBRARY", {"libnccl.so.2", "libnccl.so"},
-        "NCCL (libnccl.so.2; pip install nvidia-nccl-cu12), which "
-        "data-parallel CUDA runs need,");
+    void *library =
+        openLibrary("ACCRUE_NCCL_LIBRARY", {"libnccl.so.2", "libnccl.so"},
+                    "NCCL (libnccl.so.2; pip install nvidia-nccl-cu12), which "
+                    "data-parallel CUDA runs need,");
     Nccl n;
     auto bind = [&](auto &function, const char *name) {
       bindSymbol(library, function, name, "NCCL");
@@ -429,8 +430,7 @@ public:
                                    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
               "cuStreamBeginCapture");
         artifact.call(args.data());
-        check(d.streamEndCapture(context.stream, &graph),
-              "cuStreamEndCapture");
+        check(d.streamEndCapture(context.stream, &graph), "cuStreamEndCapture");
         check(d.graphInstantiate(&exec, graph, 0), "cuGraphInstantiate");
         d.graphDestroy(graph);
         found = graphs.emplace(key, exec).first;
@@ -462,9 +462,7 @@ public:
   }
 
   bool hostMemory() const override { return false; }
-  int64_t synchronizations() const override {
-    return context.synchronizations;
-  }
+  int64_t synchronizations() const override { return context.synchronizations; }
   int64_t graphLaunches() const override { return context.graphLaunches; }
   int64_t peakDeviceBytes() const override {
     // cuBLASLt's workspace, once created, is held for the process.

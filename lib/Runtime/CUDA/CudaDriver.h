@@ -101,8 +101,8 @@ void *requireSymbol(void *library, const char *name, const std::string &what,
 template <typename Function>
 void bindSymbol(void *library, Function &function, const char *name,
                 const std::string &what, const char *hint = "") {
-  function = reinterpret_cast<Function>(
-      requireSymbol(library, name, what, hint));
+  function =
+      reinterpret_cast<Function>(requireSymbol(library, name, what, hint));
 }
 
 } // namespace accrue::rt::cuda

@@ -173,7 +173,8 @@ Array parseNpy(ByteSource &source, uint64_t offset, uint64_t size,
                 "' (use float32, float64, float16, int64, int32, int16, "
                 "uint16, int8, uint8 or bool)");
   a.dtype = it != types.end() ? it->second : DType::I32;
-  uint64_t data = offset + start + headerLen, available = size - start - headerLen;
+  uint64_t data = offset + start + headerLen,
+           available = size - start - headerLen;
   if (narrowIt != narrow.end()) {
     auto [width, isSigned] = narrowIt->second;
     int64_t count = a.numElements();
@@ -523,9 +524,8 @@ accrue::rt::parseSafetensors(const std::string &bytes, const std::string &path,
     throw Error("'" + path + "' is truncated or corrupt (header length)");
   size_t base = 8 + headerLen;
   std::map<std::string, Array> arrays;
-  for (SafetensorsEntry &e :
-       parseSafetensorsHeader(bytes.data() + 8, headerLen,
-                              bytes.size() - base, path, metadata)) {
+  for (SafetensorsEntry &e : parseSafetensorsHeader(
+           bytes.data() + 8, headerLen, bytes.size() - base, path, metadata)) {
     Array a;
     a.dtype = e.dtype;
     a.shape = std::move(e.shape);
@@ -548,8 +548,8 @@ SafetensorsFile::SafetensorsFile(const std::string &path)
   if (!file.read(8, headerLen, header.data()))
     throw Error("cannot read '" + path + "'");
   base = 8 + headerLen;
-  entries = parseSafetensorsHeader(header.data(), headerLen, size - base,
-                                   path, nullptr);
+  entries = parseSafetensorsHeader(header.data(), headerLen, size - base, path,
+                                   nullptr);
 }
 
 const SafetensorsEntry *SafetensorsFile::find(const std::string &name) const {

@@ -82,7 +82,6 @@ int64_t Array::numElements() const {
   return n;
 }
 
-
 static float halfToFloat(uint16_t h) {
   uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
   uint32_t bits;
@@ -198,7 +197,6 @@ std::string accrue::rt::readFile(const std::string &path) {
     throw Error("cannot read '" + path + "': " + std::strerror(errno));
   return bytes;
 }
-
 
 void accrue::rt::writeFileAtomically(const std::string &path,
                                      const std::string &bytes) {

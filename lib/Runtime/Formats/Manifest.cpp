@@ -112,8 +112,8 @@ void Manifest::checkFile(const std::string &dir, const std::string &name,
                 "' has no record of '" + name + "'");
   const FileRecord &want = it->second;
   auto differs = [&](const std::string &how) {
-    return Error("'" + path + "' is not the file accrue-compile wrote (" +
-                 how + "): the artifact is truncated, mixed up or edited; "
+    return Error("'" + path + "' is not the file accrue-compile wrote (" + how +
+                 "): the artifact is truncated, mixed up or edited; "
                  "copy it again or recompile the model");
   };
   // The size first, from the inode: a truncated library faults inside
@@ -134,8 +134,8 @@ void Manifest::checkFile(const std::string &dir, const std::string &name,
   if (!recordFile(path, got, error))
     throw Error(error);
   if (got.bytes != want.bytes || got.crc32 != want.crc32)
-    throw differs("CRC-32 " + crcText(got.crc32) + ", " +
-                  ACCRUE_FILE_MANIFEST + " records " + crcText(want.crc32));
+    throw differs("CRC-32 " + crcText(got.crc32) + ", " + ACCRUE_FILE_MANIFEST +
+                  " records " + crcText(want.crc32));
 }
 
 //===----------------------------------------------------------------------===//
@@ -251,8 +251,8 @@ std::string Manifest::toJson() const noexcept {
     if (!arg.indexChecks.empty()) {
       json checks = json::array();
       for (const IndexCheck &check : arg.indexChecks) {
-        json c = {{"low", check.low}, {"high", check.high},
-                  {"what", check.what}};
+        json c = {
+            {"low", check.low}, {"high", check.high}, {"what", check.what}};
         if (check.ignore)
           c["ignore"] = *check.ignore;
         checks.push_back(std::move(c));
@@ -324,7 +324,8 @@ std::string Manifest::toJson() const noexcept {
     manifest[ACCRUE_KEY_CUDA_ARCHS] = cudaArchs;
   json fileList = json::object();
   for (const auto &[name, record] : files)
-    fileList[name] = {{"bytes", record.bytes}, {"crc32", crcText(record.crc32)}};
+    fileList[name] = {{"bytes", record.bytes},
+                      {"crc32", crcText(record.crc32)}};
   manifest[ACCRUE_KEY_FILES] = std::move(fileList);
   // Names come from ONNX files: replace invalid UTF-8 rather than throw.
   return manifest.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
@@ -338,9 +339,8 @@ namespace {
 
 /// Reads the enumeration spelled at `key` with `parse`.
 template <typename Enum>
-Enum readEnum(const json &object, const char *key, int (*parse)(const char *,
-                                                                Enum *),
-              const std::string &path) {
+Enum readEnum(const json &object, const char *key,
+              int (*parse)(const char *, Enum *), const std::string &path) {
   std::string text = object.at(key).get<std::string>();
   Enum value;
   if (parse(text.c_str(), &value) != 0)
@@ -374,13 +374,12 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
         throw Error("'" + path + "' names a file outside its artifact: '" +
                     *file + "'");
     m.loss = doc.value(ACCRUE_KEY_LOSS, "");
-    m.lossNormalization =
-        readEnum(doc, ACCRUE_KEY_LOSS_NORMALIZATION,
-                 accrueParseLossNormalization, path);
-    m.precision = readEnum(doc, ACCRUE_KEY_PRECISION, accrueParsePrecision,
-                           path);
-    m.collectives = readEnum(doc, ACCRUE_KEY_COLLECTIVES,
-                             accrueParseCollectives, path);
+    m.lossNormalization = readEnum(doc, ACCRUE_KEY_LOSS_NORMALIZATION,
+                                   accrueParseLossNormalization, path);
+    m.precision =
+        readEnum(doc, ACCRUE_KEY_PRECISION, accrueParsePrecision, path);
+    m.collectives =
+        readEnum(doc, ACCRUE_KEY_COLLECTIVES, accrueParseCollectives, path);
     m.microBatch = doc.at(ACCRUE_KEY_MICRO_BATCH).get<int64_t>();
     m.accumulationSteps = doc.at(ACCRUE_KEY_ACCUMULATION_STEPS).get<int64_t>();
     if (doc.contains(ACCRUE_KEY_EFFECTIVE_BATCH))
@@ -391,9 +390,9 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     m.optimizer.lr = opt.at(ACCRUE_KEY_LR).get<double>();
     for (const auto &[key, value] : opt.items())
       if (key != ACCRUE_KEY_NAME && key != ACCRUE_KEY_LR)
-        m.optimizer.hyperparameters[key] =
-            value.is_boolean() ? double(value.get<bool>())
-                               : value.get<double>();
+        m.optimizer.hyperparameters[key] = value.is_boolean()
+                                               ? double(value.get<bool>())
+                                               : value.get<double>();
     if (!doc.at(ACCRUE_KEY_CLIP_NORM).is_null())
       m.clipNorm = doc.at(ACCRUE_KEY_CLIP_NORM).get<double>();
     m.arenaSize = doc.at(ACCRUE_KEY_ARENA_SIZE).get<int64_t>();
@@ -535,8 +534,8 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     if (arg.kind == ACCRUE_ARG_SCALAR && !arg.shape.empty())
       throw bad("scalar argument '" + arg.name + "' has a shape");
     if (arg.role == ACCRUE_ROLE_WORKSPACE &&
-        (arg.dtype != DType::U8 || arg.shape.size() != 1 ||
-         arg.shape[0] < 0 || arg.shape[0] > (int64_t(1) << 40)))
+        (arg.dtype != DType::U8 || arg.shape.size() != 1 || arg.shape[0] < 0 ||
+         arg.shape[0] > (int64_t(1) << 40)))
       throw bad("the workspace must be u8[bytes]");
     if (arg.role == ACCRUE_ROLE_METRICS &&
         (arg.shape.size() != 1 ||

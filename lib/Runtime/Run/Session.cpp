@@ -55,11 +55,11 @@ void SessionOptions::validate() const {
   if (lrSchedule == LRSchedule::Kind::Constant &&
       (warmupSteps > 0 || totalSteps))
     throw Error(settingRef("warmup_steps") + " and " +
-                settingRef("total_steps") + " need " + settingRef("lr_schedule") +
-                " linear or cosine");
+                settingRef("total_steps") + " need " +
+                settingRef("lr_schedule") + " linear or cosine");
   if (checkpointDir.empty() && (resume || checkpointEvery))
-    throw Error(settingRef(resume ? "resume" : "checkpoint_every") +
-                " needs " + settingRef("checkpoint_dir"));
+    throw Error(settingRef(resume ? "resume" : "checkpoint_every") + " needs " +
+                settingRef("checkpoint_dir"));
 }
 
 accrue::SettingTable SessionOptions::settingTable() {
@@ -141,8 +141,8 @@ std::map<int64_t, std::string> listCheckpoints(const std::string &dir) {
         name.compare(0, prefix.size(), prefix) != 0 ||
         name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
       continue;
-    std::string digits = name.substr(
-        prefix.size(), name.size() - prefix.size() - suffix.size());
+    std::string digits =
+        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
     if (digits.size() > 18 ||
         digits.find_first_not_of("0123456789") != std::string::npos)
       continue;
@@ -190,8 +190,8 @@ const std::map<std::string, std::string> &configSettings() {
       {"lr", settingRef("lr")},
       {"lr_schedule", settingRef("lr_schedule")},
       {"warmup_steps", settingRef("warmup_steps")},
-      {"total_steps", settingRef("total_steps") + " (default: " +
-                          settingRef("steps") + ")"},
+      {"total_steps",
+       settingRef("total_steps") + " (default: " + settingRef("steps") + ")"},
       {"ranks", "the number of data-parallel ranks (mpirun -np)"}};
   return settings;
 }
@@ -276,8 +276,7 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
              std::to_string(art.arenaSize) + " floats; micro-batch " +
              std::to_string(art.microBatch) + " x " + std::to_string(k) +
              " accumulation steps" +
-             (numRanks > 1 ? " x " + std::to_string(numRanks) + " ranks"
-                           : "") +
+             (numRanks > 1 ? " x " + std::to_string(numRanks) + " ranks" : "") +
              " = effective batch " + std::to_string(effectiveBatch()) +
              (fixedBatch && *fixedBatch != art.microBatch * k * numRanks
                   ? " (the last micro-batch of each rank's share is padded)"
@@ -326,16 +325,14 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
     // A resumed run continues the log of the run it resumes.
     log.open(opts.log, opts.resume ? std::ios::app : std::ios::trunc);
     if (!log)
-      throw Error("cannot write " + settingRef("log") + " '" + opts.log +
-                  "'");
+      throw Error("cannot write " + settingRef("log") + " '" + opts.log + "'");
   }
   if (numRanks > 1) {
     // Ranks that disagree on the data, the steps or the schedule would wait
     // forever in a collective that another rank never calls.
-    std::string settings = std::to_string(steps) + "/" +
-                           std::to_string(iteration) + "/" +
-                           std::to_string(cursor->epoch) + "/" +
-                           std::to_string(cursor->offset);
+    std::string settings =
+        std::to_string(steps) + "/" + std::to_string(iteration) + "/" +
+        std::to_string(cursor->epoch) + "/" + std::to_string(cursor->offset);
     for (const auto &[key, value] : config)
       settings += "/" + key + "=" + value;
     if (!Collectives::get().agree(
@@ -344,10 +341,10 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
                   "same data, steps, schedule settings and checkpoint");
   }
   if (iteration >= steps)
-    notify(Notice::Kind::Info,
-           "the checkpoint has " + std::to_string(iteration) + " steps; " +
-               settingRef("steps") + " " + std::to_string(steps) +
-               " asks for no more");
+    notify(Notice::Kind::Info, "the checkpoint has " +
+                                   std::to_string(iteration) + " steps; " +
+                                   settingRef("steps") + " " +
+                                   std::to_string(steps) + " asks for no more");
   syncsReported = trainer.backend().synchronizations();
   lastRecord = std::chrono::steady_clock::now();
 }
@@ -375,18 +372,17 @@ void Session::startData() {
         data.what + " has " + std::to_string(data.numSamples) +
         " samples, fewer than one effective batch of " +
         std::to_string(largest) +
-        (fixedBatch ? std::string()
-                    : " (micro-batch " + std::to_string(art.microBatch) +
-                          " x " + std::to_string(schedule.max()) +
-                          " accumulation steps" +
-                          (numRanks > 1 ? " x " + std::to_string(numRanks) +
-                                              " ranks"
-                                        : "") +
-                          ")") +
-        (opts.dropLast ? "; " + settingRef("drop_last") +
-                             " skips partial batches"
-                       : "; this model's loss cannot mask padded samples, so "
-                         "batches must be full"));
+        (fixedBatch
+             ? std::string()
+             : " (micro-batch " + std::to_string(art.microBatch) + " x " +
+                   std::to_string(schedule.max()) + " accumulation steps" +
+                   (numRanks > 1 ? " x " + std::to_string(numRanks) + " ranks"
+                                 : "") +
+                   ")") +
+        (opts.dropLast
+             ? "; " + settingRef("drop_last") + " skips partial batches"
+             : "; this model's loss cannot mask padded samples, so "
+               "batches must be full"));
   cursor.emplace(data.numSamples, art.microBatch, dropLast);
 }
 
@@ -415,8 +411,6 @@ void Session::planSteps(int64_t total) {
                 " steps already run");
   steps = total;
 }
-
-
 
 int64_t Session::effectiveBatch() const {
   return windowSize(schedule.at(trainer.completedSteps()));
@@ -467,8 +461,8 @@ void Session::resumeFromCheckpoint() {
       cursor->epoch < 0 || iteration < 0)
     throw Error(resume + ": checkpoint '" + path +
                 "' has a data position outside the data");
-  notify(Notice::Kind::Info, "resumed from " + path + " at step " +
-                                 std::to_string(iteration));
+  notify(Notice::Kind::Info,
+         "resumed from " + path + " at step " + std::to_string(iteration));
 }
 
 bool Session::checkpointsAfter(int64_t iter) const {
@@ -535,8 +529,8 @@ void Session::launchNext() {
       art.dataParallel() ? Collectives::get().calls() : 0;
   int64_t graphsBefore = trainer.backend().graphLaunches();
   // (The inputs are copied before launch() returns.)
-  trainer.launch(inputs, samples,
-                 lrSchedule->at(trainer.stepsAfterInFlight()), first, valid);
+  trainer.launch(inputs, samples, lrSchedule->at(trainer.stepsAfterInFlight()),
+                 first, valid);
   launched.allReduces =
       art.dataParallel() ? Collectives::get().calls() - collectivesBefore : -1;
   launched.graphLaunches = trainer.backend().graphLaunches() - graphsBefore;

@@ -45,10 +45,11 @@ Artifact::Artifact(const std::string &directory) : dir(directory) {
     throw Error("'" + libraryPath + "' is not an Accrue step (it has no " +
                 ACCRUE_STEP_FINGERPRINT_SYMBOL + "); recompile the model");
   if (*compiled != fingerprint())
-    throw Error("'" + libraryPath + "' was compiled for another manifest "
-                "than '" + manifestPath + "' (contract " +
-                fingerprintText(*compiled) + " vs " +
-                fingerprintText(fingerprint()) +
+    throw Error("'" + libraryPath +
+                "' was compiled for another manifest "
+                "than '" +
+                manifestPath + "' (contract " + fingerprintText(*compiled) +
+                " vs " + fingerprintText(fingerprint()) +
                 "): the artifact's files are mixed up or edited; recompile "
                 "the model");
   entryPoint =
@@ -104,8 +105,8 @@ void accrue::rt::flushDenormalsToZero() {
 int64_t Artifact::setThreads(int64_t threads) const {
   // libomp comes with the step (a step without parallel loops does not
   // link it); dlsym searches the library's dependencies too.
-  auto *set = reinterpret_cast<void (*)(int)>(
-      dlsym(handle, "omp_set_num_threads"));
+  auto *set =
+      reinterpret_cast<void (*)(int)>(dlsym(handle, "omp_set_num_threads"));
   if (!set)
     return 1;
   if (threads <= 0 && std::getenv("OMP_NUM_THREADS")) {
@@ -116,9 +117,8 @@ int64_t Artifact::setThreads(int64_t threads) const {
   }
   if (threads <= 0) {
     cpu_set_t cpus;
-    int64_t cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
-                        ? CPU_COUNT(&cpus)
-                        : 1;
+    int64_t cores =
+        sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
     const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     int64_t ranks = local ? std::max(1, std::atoi(local)) : 1;
     threads = std::max<int64_t>(1, cores / ranks);
@@ -281,9 +281,8 @@ StepMetrics Trainer::step(const std::vector<const void *> &inputs,
   return finish();
 }
 
-void Trainer::launch(const std::vector<const void *> &inputs,
-                     int64_t samples, double lr, int64_t sampleBase,
-                     int64_t valid) {
+void Trainer::launch(const std::vector<const void *> &inputs, int64_t samples,
+                     double lr, int64_t sampleBase, int64_t valid) {
   if (!pending.empty() && !canLaunchAhead())
     throw Error("step: the previous step has not finished (with loss "
                 "scaling, each step needs the previous one's outcome)");
@@ -337,12 +336,9 @@ void Trainer::launch(const std::vector<const void *> &inputs,
     int64_t valid, sampleBase, step;
     float scale;
     int64_t streak;
-  } values{static_cast<float>(lr),
-           valid,
-           sampleBase,
-           stepsAfterInFlight() + 1,
-           static_cast<float>(scale),
-           streak};
+  } values{
+      static_cast<float>(lr),    valid, sampleBase, stepsAfterInFlight() + 1,
+      static_cast<float>(scale), streak};
   enum { kLr, kValid, kSampleBase, kStep, kScale, kStreak, kSlots };
   alignas(16) uint8_t staged[16 * kSlots] = {};
   auto scalarSlot = [&](int index) -> void * {
@@ -420,10 +416,9 @@ void Trainer::launch(const std::vector<const void *> &inputs,
   exec->call(*art, packed, samples, slot);
   ++launched;
   pending.push_back(
-      {exec->downloadLater(metricsBuffer.data(),
-                           metricsArg ? metricsArg->fields.size() *
-                                            sizeof(float)
-                                      : 0),
+      {exec->downloadLater(
+           metricsBuffer.data(),
+           metricsArg ? metricsArg->fields.size() * sizeof(float) : 0),
        lr, valid});
 }
 
