@@ -71,8 +71,7 @@ int accrueArtifactNumInputs(const AccrueArtifact *artifact);
 const char *accrueArtifactInputName(const AccrueArtifact *artifact, int index);
 /* Input `index`'s element type ("f32", "i64", ...) and shape, -1 for the
  * samples dimension. */
-const char *accrueArtifactInputDType(const AccrueArtifact *artifact,
-                                     int index);
+const char *accrueArtifactInputDType(const AccrueArtifact *artifact, int index);
 int accrueArtifactInputRank(const AccrueArtifact *artifact, int index);
 const int64_t *accrueArtifactInputShape(const AccrueArtifact *artifact,
                                         int index);

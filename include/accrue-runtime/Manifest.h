@@ -162,12 +162,8 @@ struct Manifest {
   /// last by the compiler: not part of the fingerprint.
   std::map<std::string, FileRecord> files;
 
-  bool dataParallel() const {
-    return collectives != ACCRUE_COLLECTIVES_NONE;
-  }
-  bool hasOptimizer() const {
-    return optimizer.kind != ACCRUE_OPTIMIZER_NONE;
-  }
+  bool dataParallel() const { return collectives != ACCRUE_COLLECTIVES_NONE; }
+  bool hasOptimizer() const { return optimizer.kind != ACCRUE_OPTIMIZER_NONE; }
   /// Elements of the buffer arena (0: the step takes none).
   int64_t buffersSize() const;
   /// The batch inputs, in argument order.

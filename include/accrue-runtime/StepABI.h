@@ -224,8 +224,8 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
 #define ACCRUE_TARGETS(V)                                                      \
   V(ACCRUE_TARGET_CPU, "cpu")                                                  \
   V(ACCRUE_TARGET_CUDA, "cuda")                                                \
-  /* The CUDA pipeline with every kernel run serially on the host: checks     \
-   * the CUDA transformations against the CPU on machines without a GPU. */   \
+  /* The CUDA pipeline with every kernel run serially on the host: checks      \
+   * the CUDA transformations against the CPU on machines without a GPU. */    \
   V(ACCRUE_TARGET_CUDA_EMULATED, "cuda-emulated")
 
 /* The optimizer (PyTorch's definitions; onnx-adam is ai.onnx.preview.training

@@ -73,8 +73,8 @@ MlirLogicalResult accrueAddTrainPipeline(MlirOpPassManager passManager,
   if (options.length)
     text += "{" + unwrap(options).str() + "}";
   return mlirOpPassManagerAddPipeline(
-      passManager, mlirStringRefCreate(text.data(), text.size()),
-      errorCallback, userData);
+      passManager, mlirStringRefCreate(text.data(), text.size()), errorCallback,
+      userData);
 }
 
 AccrueCompileOptions *accrueCompileOptionsCreate(void) {
@@ -164,12 +164,12 @@ int accrueCompileBytes(const void *bytes, size_t size, const char *output,
     os.close();
     if (os.has_error()) {
       llvm::sys::fs::remove(path);
-      return fail(error, "cannot write the temporary model: " +
-                             os.error().message());
+      return fail(error,
+                  "cannot write the temporary model: " + os.error().message());
     }
   }
-  int status = accrueCompile(path.c_str(), output, options, callback,
-                             userData, error);
+  int status =
+      accrueCompile(path.c_str(), output, options, callback, userData, error);
   llvm::sys::fs::remove(path);
   return status;
 }

@@ -6,10 +6,10 @@
 #include "accrue/Dialect/Train/IR/Train.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/Module.h"
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -188,11 +188,13 @@ std::string accrue::buildHeader(const rt::Manifest &manifest) {
      << rt::fingerprintText(manifest.fingerprint())
      << "ull\n\n/* Arguments, in order. */\n";
   for (auto [i, arg] : llvm::enumerate(manifest.args)) {
-    os << "/* " << i << ": " << accrueArgRoleName(arg.role) << " '"
-       << arg.name << "' " << rt::dtypeName(arg.dtype) << "[";
+    os << "/* " << i << ": " << accrueArgRoleName(arg.role) << " '" << arg.name
+       << "' " << rt::dtypeName(arg.dtype) << "[";
     llvm::interleave(
         arg.shape, os,
-        [&](int64_t d) { os << (d < 0 ? std::string("N") : std::to_string(d)); },
+        [&](int64_t d) {
+          os << (d < 0 ? std::string("N") : std::to_string(d));
+        },
         ", ");
     os << "] */\n";
   }
@@ -223,7 +225,8 @@ std::string accrue::buildHeader(const rt::Manifest &manifest) {
           " * step (per micro-batch with collectives=per-micro-batch) the\n"
           " * step calls it on one buffer, the gradient accumulator whose\n"
           " * tail holds the loss sum and count; it must sum the buffer over\n"
-          " * all ranks in place (accrue-train does it with MPI_Allreduce). */\n"
+          " * all ranks in place (accrue-train does it with MPI_Allreduce). "
+          "*/\n"
           "#ifndef ACCRUE_BUFFER_DEFINED /* as in accrue-runtime/StepABI.h */\n"
           "#define ACCRUE_BUFFER_DEFINED\n"
           "typedef struct AccrueBuffer {\n  float *allocated;\n"
@@ -247,9 +250,8 @@ accrue::writeInitialParameters(const onnx_import::ImportedModel &model,
       rt::writeSafetensors(path.str(), tensors, {{"format", "pt"}}, error));
 }
 
-LogicalResult
-accrue::writeExportableModel(onnx_import::ImportedModel &imported,
-                             StringRef path, std::string &error) {
+LogicalResult accrue::writeExportableModel(onnx_import::ImportedModel &imported,
+                                           StringRef path, std::string &error) {
   // The parameters' bytes move back into the model for the write and out
   // again after it: nothing is copied, and the model streams to the file.
   onnx::ModelProto &model = *imported.proto;

@@ -31,16 +31,16 @@ void embedFingerprint(llvm::Module &module, const rt::Manifest &manifest);
 std::string buildHeader(const rt::Manifest &manifest);
 
 /// Writes the initial parameters as safetensors (F32, layout order).
-llvm::LogicalResult writeInitialParameters(
-    const onnx_import::ImportedModel &model, llvm::StringRef path,
-    std::string &error);
+llvm::LogicalResult
+writeInitialParameters(const onnx_import::ImportedModel &model,
+                       llvm::StringRef path, std::string &error);
 
 /// Writes a copy of the ONNX model whose trainable initializers hold their
 /// data as little-endian raw_data inline, so the runtime can export trained
 /// values by overwriting those bytes without a protobuf library.
-llvm::LogicalResult
-writeExportableModel(onnx_import::ImportedModel &model, llvm::StringRef path,
-                     std::string &error);
+llvm::LogicalResult writeExportableModel(onnx_import::ImportedModel &model,
+                                         llvm::StringRef path,
+                                         std::string &error);
 
 } // namespace accrue
 

@@ -118,8 +118,8 @@ accrue::validateOptions(const CompilerOptions &options) {
            " none only computes gradients";
   if (options.lossScale.mode != ACCRUE_LOSS_SCALE_NONE &&
       opt.kind == ACCRUE_OPTIMIZER_NONE)
-    return ref("loss_scale") + " needs an optimizer: with " +
-           ref("optimizer") + " none nothing skips an overflowing step";
+    return ref("loss_scale") + " needs an optimizer: with " + ref("optimizer") +
+           " none nothing skips an overflowing step";
   if (std::optional<std::string> error =
           validatePipelineOptions(options.pipeline))
     return error;
@@ -132,15 +132,21 @@ accrue::validateOptions(const CompilerOptions &options) {
 static std::optional<int64_t> parseByteSize(StringRef text) {
   text = text.trim();
   size_t split = text.find_first_not_of("0123456789.eE+-");
-  StringRef number = text.take_front(split), unit = text.drop_front(
-                                                  number.size()).trim();
+  StringRef number = text.take_front(split),
+            unit = text.drop_front(number.size()).trim();
   double value;
   if (number.empty() || number.getAsDouble(value))
     return std::nullopt;
   static const std::pair<const char *, double> units[] = {
-      {"", 1},          {"B", 1},          {"KiB", 1024.0},
-      {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-      {"KB", 1e3},      {"MB", 1e6},       {"GB", 1e9},
+      {"", 1},
+      {"B", 1},
+      {"KiB", 1024.0},
+      {"MiB", 1048576.0},
+      {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
       {"TB", 1e12}};
   for (auto [name, scale] : units)
     if (unit.equals_insensitive(name) && value * scale < 9e18)
@@ -225,8 +231,10 @@ void accrue::bindCompilerSettings(SettingTable &table,
       Setting::Kind::Choice,
       [&options](StringRef value) -> std::optional<std::string> {
         static const std::pair<const char *, EmitKind> kinds[] = {
-            {"import", EmitKind::Import}, {"linalg", EmitKind::Linalg},
-            {"mlir", EmitKind::MLIR},     {"llvm", EmitKind::LLVM},
+            {"import", EmitKind::Import},
+            {"linalg", EmitKind::Linalg},
+            {"mlir", EmitKind::MLIR},
+            {"llvm", EmitKind::LLVM},
             {"artifact", EmitKind::Artifact}};
         for (auto [name, kind] : kinds)
           if (value == name) {
@@ -249,7 +257,8 @@ void accrue::bindCompilerSettings(SettingTable &table,
                  if (!bytes || *bytes <= 0)
                    return settingRef("memory_budget") +
                           " must be a size such as 16GiB, 512MiB or 1e9, "
-                          "not '" + value.str() + "'";
+                          "not '" +
+                          value.str() + "'";
                  options.memoryBudget = *bytes;
                  return std::nullopt;
                });

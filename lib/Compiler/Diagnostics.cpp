@@ -27,7 +27,8 @@ const char *accrue::severityName(DiagnosticSeverity severity) {
 }
 
 std::string accrue::describeDiagnostic(
-    Diagnostic &diag, const std::function<std::string(const std::string &)> &spell) {
+    Diagnostic &diag,
+    const std::function<std::string(const std::string &)> &spell) {
   std::string out;
   // The importer names nodes plainly and graph inputs and initializers
   // with a "kind:" prefix.

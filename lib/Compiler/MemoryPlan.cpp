@@ -21,7 +21,6 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Format.h"
 
-
 using namespace mlir;
 using namespace accrue;
 

@@ -69,7 +69,8 @@ void accrue::bindPipelineSettings(SettingTable &table,
         if (value == "none" || value == "auto")
           return std::nullopt;
         std::string error;
-        if (value.empty() || !llvm::Regex("^(" + value.str() + ")$").isValid(error))
+        if (value.empty() ||
+            !llvm::Regex("^(" + value.str() + ")$").isValid(error))
           return settingRef("recompute") +
                  " must be none, auto or a regex of ONNX node names, not '" +
                  value.str() + "'" + (error.empty() ? "" : ": " + error);

@@ -9,12 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "accrue-runtime/Runtime.h"
 #include "accrue/Codegen/Common/HostCode.h"
 #include "accrue/Compiler/Diagnostics.h"
 #include "accrue/Import/ONNX/Importer.h"
 #include "accrue/InitAllDialects.h"
 #include "accrue/Pipelines/Pipelines.h"
-#include "accrue-runtime/Runtime.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/MLIRContext.h"
@@ -40,13 +40,12 @@ using llvm::StringRef;
 
 namespace {
 
-llvm::cl::opt<std::string> dataDir(llvm::cl::Positional,
-                                   llvm::cl::desc("<node test directory>"),
-                                   llvm::cl::init(
-                                       "/usr/share/libonnx-testdata/data/node"));
-llvm::cl::opt<std::string> filter("filter",
-                                  llvm::cl::desc("Only tests matching this regex"),
-                                  llvm::cl::init(""));
+llvm::cl::opt<std::string>
+    dataDir(llvm::cl::Positional, llvm::cl::desc("<node test directory>"),
+            llvm::cl::init("/usr/share/libonnx-testdata/data/node"));
+llvm::cl::opt<std::string>
+    filter("filter", llvm::cl::desc("Only tests matching this regex"),
+           llvm::cl::init(""));
 llvm::cl::opt<bool> verbose("v", llvm::cl::desc("Print passing tests too"));
 llvm::cl::opt<double> rtol("rtol", llvm::cl::desc("Relative tolerance"),
                            llvm::cl::init(1e-4));
@@ -133,9 +132,9 @@ std::string compare(StringRef name, const onnx_import::TensorData &expected,
   }
   if (expected.elementType != actualType) {
     std::string s;
-    llvm::raw_string_ostream(s) << "output '" << name << "' has element type "
-                                << actualType << ", expected "
-                                << expected.elementType;
+    llvm::raw_string_ostream(s)
+        << "output '" << name << "' has element type " << actualType
+        << ", expected " << expected.elementType;
     return s;
   }
   onnx_import::TensorData actual{actualType, expected.shape, actualBytes};
@@ -194,8 +193,8 @@ Result runTest(StringRef dir) {
     std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     if (!onnx_import::isSupportedOperator(domain, node.op_type(),
                                           opsets.lookup(domain)))
-      return {Outcome::Skip, "op " + (domain.empty() ? "" : domain + ".") +
-                                 node.op_type()};
+      return {Outcome::Skip,
+              "op " + (domain.empty() ? "" : domain + ".") + node.op_type()};
   }
 
   MLIRContext context(MLIRContext::Threading::DISABLED);
@@ -204,8 +203,7 @@ Result runTest(StringRef dir) {
   context.appendDialectRegistry(registry);
   std::string diagnostics;
   llvm::raw_string_ostream diagStream(diagnostics);
-  OneLineDiagnosticHandler handler(&context, "import", settingFlag,
-                                   diagStream);
+  OneLineDiagnosticHandler handler(&context, "import", settingFlag, diagStream);
 
   // The first data set's inputs, by graph input name: those that feed
   // constant operands (shapes, axes, ...) are compiled in as constants.
@@ -216,8 +214,7 @@ Result runTest(StringRef dir) {
   for (const auto &input : model.graph().input())
     if (!initializerNames.contains(input.name())) {
       graphInputs.push_back(input.name());
-      if (input.type().tensor_type().elem_type() ==
-          onnx::TensorProto::BFLOAT16)
+      if (input.type().tensor_type().elem_type() == onnx::TensorProto::BFLOAT16)
         bfloat16Inputs.insert(input.name());
     }
   std::map<std::string, std::string> inputBytes;
@@ -229,8 +226,7 @@ Result runTest(StringRef dir) {
           readFile((firstSet + "/input_" + llvm::Twine(i) + ".pb").str());
       // bfloat16 data stored as uint16 (see readTensorFile).
       onnx::TensorProto tensor;
-      if (bfloat16Inputs.contains(name) &&
-          tensor.ParseFromString(bytes) &&
+      if (bfloat16Inputs.contains(name) && tensor.ParseFromString(bytes) &&
           tensor.data_type() == onnx::TensorProto::UINT16) {
         tensor.set_data_type(onnx::TensorProto::BFLOAT16);
         tensor.SerializeToString(&bytes);
@@ -268,7 +264,8 @@ Result runTest(StringRef dir) {
   FailureOr<std::unique_ptr<ExecutionEngine>> engine =
       createJIT(module, HostCodeOptions());
   if (failed(engine))
-    return {Outcome::Fail, "JIT failed: " + StringRef(diagnostics).trim().str()};
+    return {Outcome::Fail,
+            "JIT failed: " + StringRef(diagnostics).trim().str()};
 
   int sets = 0;
   std::error_code ec;
@@ -281,17 +278,17 @@ Result runTest(StringRef dir) {
     std::vector<onnx_import::TensorData> inputs;
     for (const onnx_import::ImportedInput &input : imported->inputs) {
       size_t i = llvm::find(graphInputs, input.name) - graphInputs.begin();
-      FailureOr<onnx_import::TensorData> t = readTensorFile(
-          (setDir + "/input_" + llvm::Twine(i) + ".pb").str(), &context,
-          input.dtype == "bf16");
+      FailureOr<onnx_import::TensorData> t =
+          readTensorFile((setDir + "/input_" + llvm::Twine(i) + ".pb").str(),
+                         &context, input.dtype == "bf16");
       if (failed(t))
         return {Outcome::Fail, "cannot read input '" + input.name + "'"};
       inputs.push_back(std::move(*t));
     }
     rt::PackedArgs args;
     for (onnx_import::TensorData &t : inputs)
-      args.addMemref(t.bytes.data(), std::vector<int64_t>(t.shape.begin(),
-                                                           t.shape.end()));
+      args.addMemref(t.bytes.data(),
+                     std::vector<int64_t>(t.shape.begin(), t.shape.end()));
     std::vector<std::string> outputs;
     for (Type type : resultTypes) {
       auto tensor = cast<RankedTensorType>(type);
@@ -301,13 +298,14 @@ Result runTest(StringRef dir) {
       outputs.emplace_back(tensor.getNumElements() * width, '\0');
     }
     for (auto [buffer, type] : llvm::zip(outputs, resultTypes))
-      args.addMemref(buffer.data(),
-                     std::vector<int64_t>(
-                         cast<RankedTensorType>(type).getShape().begin(),
-                         cast<RankedTensorType>(type).getShape().end()));
+      args.addMemref(
+          buffer.data(),
+          std::vector<int64_t>(cast<RankedTensorType>(type).getShape().begin(),
+                               cast<RankedTensorType>(type).getShape().end()));
     if (llvm::Error err = (*engine)->invokePacked(
             "forward", llvm::MutableArrayRef<void *>(args.data(), args.size())))
-      return {Outcome::Fail, "invocation failed: " + llvm::toString(std::move(err))};
+      return {Outcome::Fail,
+              "invocation failed: " + llvm::toString(std::move(err))};
     for (auto [i, type] : llvm::enumerate(resultTypes)) {
       FailureOr<onnx_import::TensorData> expected = readTensorFile(
           (setDir + "/output_" + llvm::Twine(i) + ".pb").str(), &context,

@@ -14,7 +14,8 @@
 #include <map>
 #include <string>
 
-inline void checkArrays(const std::map<std::string, accrue::rt::Array> &arrays) {
+inline void
+checkArrays(const std::map<std::string, accrue::rt::Array> &arrays) {
   for (const auto &[name, array] : arrays) {
     size_t elements = 1;
     for (int64_t dim : array.shape) {

@@ -41,7 +41,8 @@ MLIRContext &context() {
   return *ctx;
 }
 
-void importOnce(MLIRContext &ctx, StringRef bytes, onnx_import::ImportMode mode) {
+void importOnce(MLIRContext &ctx, StringRef bytes,
+                onnx_import::ImportMode mode) {
   onnx_import::ImportOptions options;
   options.mode = mode;
   options.microBatch = 2;

@@ -12,8 +12,8 @@
  * - Leak checking runs on the runtime (ACCRUE_DETECT_LEAKS=1: accrue-train),
  *   not on the compiler, whose MLIR and protobuf singletons live until exit
  *   on purpose. CUDA's libraries and the dynamic loader keep allocations
- *   for the life of the process; those are suppressed. A process that loads Open
- *   MPI is not checked: Open MPI unloads its plugins at MPI_Finalize, and
+ *   for the life of the process; those are suppressed. A process that loads
+ *Open MPI is not checked: Open MPI unloads its plugins at MPI_Finalize, and
  *   their allocations can then be neither attributed nor suppressed.
  *
  *===----------------------------------------------------------------------===*/
@@ -33,9 +33,7 @@ int accrue_sanitizer_no_leak_check = 0;
 
 int __lsan_is_turned_off(void) { return accrue_sanitizer_no_leak_check; }
 
-const char *__ubsan_default_options(void) {
-  return "print_stacktrace=1";
-}
+const char *__ubsan_default_options(void) { return "print_stacktrace=1"; }
 
 const char *__lsan_default_suppressions(void) {
   return "leak:libcuda\n"

@@ -74,8 +74,9 @@ public:
 
   /// The step on tensors (nn, train, linalg) to the step on buffers, ready
   /// to be described (the manifest is written from it) and measured.
-  virtual void buildBufferizationPipeline(mlir::OpPassManager &pm,
-                                          const LoweringOptions &options) const = 0;
+  virtual void
+  buildBufferizationPipeline(mlir::OpPassManager &pm,
+                             const LoweringOptions &options) const = 0;
   /// The bufferized step to the LLVM dialect (device code to binaries).
   virtual void buildToLLVMPipeline(mlir::OpPassManager &pm,
                                    const LoweringOptions &options) const = 0;

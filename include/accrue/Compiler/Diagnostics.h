@@ -21,8 +21,7 @@ class OneLineDiagnosticHandler : public mlir::ScopedDiagnosticHandler {
 public:
   using Speller = std::function<std::string(const std::string &)>;
   OneLineDiagnosticHandler(mlir::MLIRContext *context, llvm::StringRef tool,
-                           Speller spell,
-                           llvm::raw_ostream &os = llvm::errs());
+                           Speller spell, llvm::raw_ostream &os = llvm::errs());
   unsigned numErrors = 0;
 };
 
@@ -36,9 +35,9 @@ const char *severityName(mlir::DiagnosticSeverity severity);
 /// The diagnostic's message as one line, after the ONNX node, input or
 /// initializer its location names (`node 'X': message`), settings spelled
 /// by `spell`, unprintable bytes escaped.
-std::string
-describeDiagnostic(mlir::Diagnostic &diag,
-                   const std::function<std::string(const std::string &)> &spell);
+std::string describeDiagnostic(
+    mlir::Diagnostic &diag,
+    const std::function<std::string(const std::string &)> &spell);
 
 } // namespace accrue
 

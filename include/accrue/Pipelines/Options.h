@@ -12,8 +12,8 @@
 #ifndef ACCRUE_PIPELINES_OPTIONS_H
 #define ACCRUE_PIPELINES_OPTIONS_H
 
-#include "accrue/Codegen/Options.h"
 #include "accrue-runtime/StepABI.h"
+#include "accrue/Codegen/Options.h"
 
 #include <cstdint>
 #include <optional>

@@ -24,7 +24,8 @@ void bindPipelineSettings(SettingTable &table, CompileOptions &options);
 
 /// Checks the values of the pipeline's settings; the message of a failure
 /// names the setting (settingRef).
-std::optional<std::string> validatePipelineOptions(const CompileOptions &options);
+std::optional<std::string>
+validatePipelineOptions(const CompileOptions &options);
 
 } // namespace accrue
 

@@ -1,4 +1,5 @@
-//===- AccumulateInPlace.cpp - reductions straight into the arena -*- C++ -*-===//
+//===- AccumulateInPlace.cpp - reductions straight into the arena -*- C++
+//-*-===//
 //
 // After bufferization a micro-batch computes each weight gradient into a
 // zero-filled temporary (a contraction or a reduction accumulates into its
@@ -37,8 +38,7 @@ bool yieldsSumWith(linalg::GenericOp op, Value out) {
   auto add = yield.getNumOperands() == 1
                  ? yield.getOperand(0).getDefiningOp<arith::AddFOp>()
                  : nullptr;
-  return add && (add.getLhs() == out || add.getRhs() == out) &&
-         out.hasOneUse();
+  return add && (add.getLhs() == out || add.getRhs() == out) && out.hasOneUse();
 }
 
 /// train.accumulate's add of a gradient into the arena: one input, one

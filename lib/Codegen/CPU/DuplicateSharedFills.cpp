@@ -1,4 +1,5 @@
-//===- DuplicateSharedFills.cpp - one fill per destination -------*- C++ -*-===//
+//===- DuplicateSharedFills.cpp - one fill per destination -------*- C++
+//-*-===//
 //
 // CSE merges the identical zero (or -inf) fills that contractions and
 // reductions start from into one tensor; one-shot bufferization then
@@ -41,15 +42,17 @@ struct DuplicateSharedFillsPass
           inits.push_back(&use);
       // The first destination keeps the original (unless nothing else
       // reads it, every use gets its own).
-      bool keepFirst = inits.size() == static_cast<size_t>(std::distance(
-                                           filled.use_begin(), filled.use_end()));
+      bool keepFirst =
+          inits.size() == static_cast<size_t>(std::distance(filled.use_begin(),
+                                                            filled.use_end()));
       for (OpOperand *use : llvm::drop_begin(inits, keepFirst ? 1 : 0)) {
         OpBuilder b(use->getOwner());
         Value empty = tensor::EmptyOp::create(
-            b, fill.getLoc(), cast<RankedTensorType>(filled.getType()).getShape(),
+            b, fill.getLoc(),
+            cast<RankedTensorType>(filled.getType()).getShape(),
             cast<RankedTensorType>(filled.getType()).getElementType());
-        use->set(linalg::FillOp::create(b, fill.getLoc(), fill.getDpsInputs()[0],
-                                        empty)
+        use->set(linalg::FillOp::create(b, fill.getLoc(),
+                                        fill.getDpsInputs()[0], empty)
                      .getResult(0));
         ++numDuplicated;
       }

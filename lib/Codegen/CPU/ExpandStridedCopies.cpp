@@ -13,7 +13,8 @@ using namespace mlir;
 
 namespace {
 struct ExpandStridedCopiesPass
-    : public accrue::cpu::impl::ExpandStridedCopiesBase<ExpandStridedCopiesPass> {
+    : public accrue::cpu::impl::ExpandStridedCopiesBase<
+          ExpandStridedCopiesPass> {
   using Base::Base;
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;

@@ -50,8 +50,7 @@ Operation *lastUseInBlock(Value buffer, Block *block, Operation *dealloc) {
         last = ancestor;
       // Anything computed from the buffer that is a buffer may view it.
       for (Value result : user->getResults())
-        if (isa<BaseMemRefType>(result.getType()) &&
-            seen.insert(result).second)
+        if (isa<BaseMemRefType>(result.getType()) && seen.insert(result).second)
           aliases.push_back(result);
     }
   }
@@ -68,8 +67,7 @@ struct FreeAtLastUsePass
       auto alloc = buffer.getDefiningOp<memref::AllocOp>();
       if (!alloc || alloc->getBlock() != dealloc->getBlock())
         continue;
-      Operation *last =
-          lastUseInBlock(buffer, dealloc->getBlock(), dealloc);
+      Operation *last = lastUseInBlock(buffer, dealloc->getBlock(), dealloc);
       if (!last || !last->isBeforeInBlock(dealloc))
         continue;
       dealloc->moveAfter(last);

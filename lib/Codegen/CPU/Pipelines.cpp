@@ -2,9 +2,9 @@
 
 #include "accrue/Codegen/CPU/Pipelines.h"
 
-#include "accrue/Codegen/Common/Passes.h"
 #include "accrue/Codegen/CPU/ContractionKernels.h"
 #include "accrue/Codegen/CPU/Passes.h"
+#include "accrue/Codegen/Common/Passes.h"
 #include "accrue/Conversion/Passes.h"
 #include "accrue/Dialect/Train/Transforms/Passes.h"
 
@@ -83,8 +83,7 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
   }
   if (options.vectorize) {
     VectorizeContractionsOptions vectorize;
-    ContractionTiles tiles =
-        contractionTilesFor(options.vectorBitsOrDefault());
+    ContractionTiles tiles = contractionTilesFor(options.vectorBitsOrDefault());
     vectorize.tileM = tiles.m;
     vectorize.tileN = tiles.n;
     vectorize.tileK = tiles.k;

@@ -1,4 +1,5 @@
-//===- ScheduleParallelLoops.cpp - choose the loops worth a fork -*- C++ -*-===//
+//===- ScheduleParallelLoops.cpp - choose the loops worth a fork -*- C++
+//-*-===//
 //
 // Keeps the scf.parallel loops that are worth running on several threads
 // (outermost, with enough work) and turns the others into nested scf.for
@@ -45,8 +46,7 @@ int64_t work(Operation *op) {
                    parallel.getStep()))
       own *= tripCount(lb, ub, step);
   } else if (auto loop = dyn_cast<scf::ForOp>(op)) {
-    own = tripCount(loop.getLowerBound(), loop.getUpperBound(),
-                    loop.getStep());
+    own = tripCount(loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
   }
   int64_t inner = 1;
   for (Region &region : op->getRegions())
@@ -65,17 +65,15 @@ int64_t work(Operation *op) {
 void serialize(scf::ParallelOp op, unsigned keep = 0) {
   OpBuilder b(op);
   IRMapping mapping;
-  auto lbs = op.getLowerBound(), ubs = op.getUpperBound(),
-       steps = op.getStep();
+  auto lbs = op.getLowerBound(), ubs = op.getUpperBound(), steps = op.getStep();
   SmallVector<Value> ivs = op.getInductionVars();
   if (keep) {
-    auto outer = scf::ParallelOp::create(b, op.getLoc(), lbs.take_front(keep),
-                                         ubs.take_front(keep),
-                                         steps.take_front(keep));
+    auto outer =
+        scf::ParallelOp::create(b, op.getLoc(), lbs.take_front(keep),
+                                ubs.take_front(keep), steps.take_front(keep));
     outer->setDiscardableAttrs(op->getDiscardableAttrDictionary());
-    for (auto [from, to] :
-         llvm::zip(ArrayRef<Value>(ivs).take_front(keep),
-                   outer.getInductionVars()))
+    for (auto [from, to] : llvm::zip(ArrayRef<Value>(ivs).take_front(keep),
+                                     outer.getInductionVars()))
       mapping.map(from, to);
     b.setInsertionPoint(outer.getBody()->getTerminator());
   }

@@ -53,8 +53,9 @@ public:
     if (!options.cpu.vectorBits)
       options.cpu.vectorBits = vectorRegisterBits(host);
   }
-  void buildBufferizationPipeline(OpPassManager &pm,
-                                  const LoweringOptions &options) const override {
+  void
+  buildBufferizationPipeline(OpPassManager &pm,
+                             const LoweringOptions &options) const override {
     cpu::buildCPUBufferizationPipeline(pm, options);
   }
   void buildToLLVMPipeline(OpPassManager &pm,

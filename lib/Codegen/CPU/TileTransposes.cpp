@@ -94,10 +94,11 @@ struct TileTransposesPass
       transposes.push_back(op);
     });
     for (linalg::TransposeOp op : transposes)
-      tileTranspose(op, tile,
-                    parallel && cast<MemRefType>(op.getInit().getType())
-                                        .getNumElements() >=
-                                    minParallelElements);
+      tileTranspose(
+          op, tile,
+          parallel &&
+              cast<MemRefType>(op.getInit().getType()).getNumElements() >=
+                  minParallelElements);
     numTiled += transposes.size();
   }
 };

@@ -121,8 +121,7 @@ FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
   // A is the B of the kernels (a transposed product, C^T = B^T A^T).
   SmallVector<unsigned, 2> ms = dims->m, ns = dims->n;
   if (auto inner = dyn_cast_if_present<AffineDimExpr>(
-          maps[2].getNumResults() ? maps[2].getResults().back()
-                                  : AffineExpr());
+          maps[2].getNumResults() ? maps[2].getResults().back() : AffineExpr());
       inner && llvm::is_contained(ms, inner.getPosition()))
     std::swap(ms, ns);
   Plan plan;
@@ -147,8 +146,7 @@ FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
     plan.tileN = largestDivisor(bounds[plan.n], {tiles.n, tiles.n / 2});
     if (!plan.tileN)
       return failure();
-    plan.tileK =
-        largestDivisor(bounds[plan.k], {tiles.k, 128, 64, 32, 16, 8});
+    plan.tileK = largestDivisor(bounds[plan.k], {tiles.k, 128, 64, 32, 16, 8});
     if (!plan.tileK)
       plan.tileK = bounds[plan.k];
     // Blocks of n outside blocks of m: one block's rows of B stay in cache
@@ -170,8 +168,7 @@ FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
     plan.tileN = std::min<int64_t>(4, bounds[plan.n]);
     if (!plan.width)
       return failure();
-    plan.tileK =
-        largestDivisor(bounds[plan.k], {tiles.k, 128, 64, 32, 16, 8});
+    plan.tileK = largestDivisor(bounds[plan.k], {tiles.k, 128, 64, 32, 16, 8});
     // No block size divides k (k = 12 with 4-wide vectors): one block.
     if (!plan.tileK || plan.tileK % plan.width)
       plan.tileK = bounds[plan.k];
@@ -279,8 +276,8 @@ struct BlockedContraction {
     rewriter.setInsertionPointToStart(&branch.getThenRegion().front());
     SmallVector<Value> zeros;
     for (Type type : types)
-      zeros.push_back(arith::ConstantOp::create(
-          rewriter, loc, type, rewriter.getZeroAttr(type)));
+      zeros.push_back(arith::ConstantOp::create(rewriter, loc, type,
+                                                rewriter.getZeroAttr(type)));
     scf::YieldOp::create(rewriter, loc, zeros);
     rewriter.setInsertionPointToStart(&branch.getElseRegion().front());
     scf::YieldOp::create(rewriter, loc, load());
@@ -291,15 +288,15 @@ struct BlockedContraction {
   SmallVector<Value> positions(unsigned dim, int64_t count) {
     SmallVector<Value> values{ivs[dim]};
     for (int64_t i = 1; i < count; ++i)
-      values.push_back(arith::AddIOp::create(rewriter, loc, ivs[dim],
-                                             constant(i)));
+      values.push_back(
+          arith::AddIOp::create(rewriter, loc, ivs[dim], constant(i)));
     return values;
   }
 
   /// The indices into an operand indexed by `map`, at the block's position
   /// with the given dimensions moved.
-  SmallVector<Value>
-  indices(AffineMap map, ArrayRef<std::pair<unsigned, Value>> moved) {
+  SmallVector<Value> indices(AffineMap map,
+                             ArrayRef<std::pair<unsigned, Value>> moved) {
     SmallVector<Value> position(ivs);
     for (auto [dim, value] : moved)
       position[dim] = value;
@@ -329,15 +326,14 @@ struct BlockedContraction {
       return loop;
     }
     Value start = ivs[plan.k];
-    Value end = arith::AddIOp::create(rewriter, loc, start,
-                                      constant(plan.tileK));
+    Value end =
+        arith::AddIOp::create(rewriter, loc, start, constant(plan.tileK));
     auto loop =
         scf::ForOp::create(rewriter, loc, start, end, constant(step), init);
     OpBuilder::InsertionGuard inner(rewriter);
     rewriter.setInsertionPointToStart(loop.getBody());
     scf::YieldOp::create(
-        rewriter, loc,
-        body(loop.getInductionVar(), loop.getRegionIterArgs()));
+        rewriter, loc, body(loop.getInductionVar(), loop.getRegionIterArgs()));
     return loop;
   }
 
@@ -361,8 +357,8 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
   Location loc = blocks.loc;
   auto rowType = VectorType::get({plan.tileN}, rewriter.getF32Type());
   SmallVector<Value> rows = blocks.positions(plan.m, plan.tileM);
-  SmallVector<Value> block = blocks.loadC(
-      SmallVector<Type>(rows.size(), rowType), [&] {
+  SmallVector<Value> block =
+      blocks.loadC(SmallVector<Type>(rows.size(), rowType), [&] {
         SmallVector<Value> loaded;
         for (Value row : rows)
           loaded.push_back(vector::LoadOp::create(
@@ -432,9 +428,9 @@ void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
         return SmallVector<Value>{
             memref::LoadOp::create(rewriter, loc, blocks.c, position)};
       })[0];
-      Value sum = vector::ReductionOp::create(
-          rewriter, loc, vector::CombiningKind::ADD,
-          loop.getResult(i * plan.tileN + j), old);
+      Value sum =
+          vector::ReductionOp::create(rewriter, loc, vector::CombiningKind::ADD,
+                                      loop.getResult(i * plan.tileN + j), old);
       memref::StoreOp::create(rewriter, loc, sum, blocks.c, position);
     }
 }
@@ -457,8 +453,9 @@ struct VectorizeContractionsPass
         if (zeroInit) {
           rewriter.setInsertionPoint(op);
           Value zero = arith::ConstantOp::create(
-              rewriter, op.getLoc(), rewriter.getZeroAttr(getElementTypeOrSelf(
-                                         op.getDpsInits()[0].getType())));
+              rewriter, op.getLoc(),
+              rewriter.getZeroAttr(
+                  getElementTypeOrSelf(op.getDpsInits()[0].getType())));
           linalg::FillOp::create(rewriter, op.getLoc(), zero,
                                  op.getDpsInits()[0]);
           op->removeAttr("accrue.zero_init");

@@ -28,8 +28,7 @@ std::optional<std::string> accrue::cuda::findToolkit(llvm::StringRef given) {
     return hasLibdevice(given) ? std::optional(given.str()) : std::nullopt;
   std::vector<std::string> candidates;
   for (const char *variable : {"CUDA_HOME", "CUDA_PATH"})
-    if (std::optional<std::string> value =
-            llvm::sys::Process::GetEnv(variable))
+    if (std::optional<std::string> value = llvm::sys::Process::GetEnv(variable))
       candidates.push_back(*value);
   candidates.push_back("/usr/local/cuda");
   // scripts/setup installs the nvidia-cuda-nvcc wheel into the source
@@ -98,10 +97,9 @@ accrue::cuda::bundleKernels(ModuleOp module) {
     }
     MLIRContext *ctx = module.getContext();
     binary.setObjectsAttr(ArrayAttr::get(
-        ctx, {gpu::ObjectAttr::get(ctx, firstTarget,
-                                   gpu::CompilationTarget::Assembly,
-                                   StringAttr::get(ctx, bundle), nullptr,
-                                   nullptr)}));
+        ctx, {gpu::ObjectAttr::get(
+                 ctx, firstTarget, gpu::CompilationTarget::Assembly,
+                 StringAttr::get(ctx, bundle), nullptr, nullptr)}));
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())

@@ -98,8 +98,8 @@ LogicalResult hoistViewBefore(Value view, Operation *user) {
   Operation *op = view.getDefiningOp();
   if (!op || op->getBlock() != user->getBlock() || op->isBeforeInBlock(user))
     return success();
-  if (!isa<ViewLikeOpInterface, memref::ExpandShapeOp,
-           memref::CollapseShapeOp>(op) ||
+  if (!isa<ViewLikeOpInterface, memref::ExpandShapeOp, memref::CollapseShapeOp>(
+          op) ||
       !isMemoryEffectFree(op))
     return failure();
   for (Value operand : op->getOperands())
@@ -166,17 +166,17 @@ Value reshapeLike(OpBuilder &b, Location loc, Value source, Operation *op,
                   bool inverse) {
   if (auto expand = dyn_cast<memref::ExpandShapeOp>(op)) {
     if (inverse)
-      return memref::CollapseShapeOp::create(
-          b, loc, source, expand.getReassociationIndices());
-    return memref::ExpandShapeOp::create(b, loc,
-                                         expand.getResultType().getShape(),
-                                         source, expand.getReassociationIndices());
+      return memref::CollapseShapeOp::create(b, loc, source,
+                                             expand.getReassociationIndices());
+    return memref::ExpandShapeOp::create(
+        b, loc, expand.getResultType().getShape(), source,
+        expand.getReassociationIndices());
   }
   auto collapse = cast<memref::CollapseShapeOp>(op);
   if (inverse)
-    return memref::ExpandShapeOp::create(b, loc,
-                                         collapse.getSrcType().getShape(),
-                                         source, collapse.getReassociationIndices());
+    return memref::ExpandShapeOp::create(
+        b, loc, collapse.getSrcType().getShape(), source,
+        collapse.getReassociationIndices());
   return memref::CollapseShapeOp::create(b, loc, source,
                                          collapse.getReassociationIndices());
 }
@@ -493,10 +493,10 @@ void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
     return size;
   };
   auto stride = [&](int x, int kind) {
-    if (plan.loops[kind].empty() || plan.position[x][plan.loops[kind].back()] < 0)
+    if (plan.loops[kind].empty() ||
+        plan.position[x][plan.loops[kind].back()] < 0)
       return constant(0);
-    return constant(
-        plan.strides[x][plan.position[x][plan.loops[kind].back()]]);
+    return constant(plan.strides[x][plan.position[x][plan.loops[kind].back()]]);
   };
   auto address = [&](int x) {
     Value buffer = plan.buffers[x];
@@ -519,18 +519,18 @@ void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
   Value beta;
   switch (start) {
   case Start::Given:
-    beta = arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
-                                          APFloat(1.0f));
+    beta =
+        arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(1.0f));
     break;
   case Start::Zero:
-    beta = arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
-                                          APFloat(0.0f));
+    beta =
+        arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f));
     break;
   case Start::Accumulator: {
     auto loop = cast<scf::ForOp>(op->getParentOp());
-    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        loop.getInductionVar(),
-                                        loop.getLowerBound());
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                              loop.getInductionVar(), loop.getLowerBound());
     beta = arith::SelectOp::create(
         b, loc, first,
         arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f)),
@@ -589,8 +589,7 @@ struct CudaContractionsToGemmPass
       SmallVector<Start> starts;
       for (linalg::GenericOp op : contractions) {
         std::optional<bool> folded = foldIntoAccumulator(op, step);
-        starts.push_back(folded && *folded ? Start::Accumulator
-                                           : Start::Given);
+        starts.push_back(folded && *folded ? Start::Accumulator : Start::Given);
       }
       for (auto [op, start] : llvm::zip(contractions, starts)) {
         FailureOr<Plan> plan = planGemm(op, *matchContraction(op));

@@ -20,9 +20,8 @@ struct CudaEmulateKernelsPass
 
   void runOnOperation() override {
     SmallVector<gpu::LaunchOp> launches;
-    getOperation().walk([&](gpu::LaunchOp launch) {
-      launches.push_back(launch);
-    });
+    getOperation().walk(
+        [&](gpu::LaunchOp launch) { launches.push_back(launch); });
     for (gpu::LaunchOp launch : launches) {
       if (failed(emulate(launch)))
         return signalPassFailure();
@@ -40,20 +39,20 @@ struct CudaEmulateKernelsPass
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
     gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
-    SmallVector<Value> extents{grid.z, grid.y, grid.x,
+    SmallVector<Value> extents{grid.z,  grid.y,  grid.x,
                                block.z, block.y, block.x};
     gpu::KernelDim3 blockIds = launch.getBlockIds();
     gpu::KernelDim3 threadIds = launch.getThreadIds();
-    SmallVector<Value> ids{blockIds.z, blockIds.y, blockIds.x,
+    SmallVector<Value> ids{blockIds.z,  blockIds.y,  blockIds.x,
                            threadIds.z, threadIds.y, threadIds.x};
     IRMapping mapping;
     gpu::KernelDim3 gridArgs = launch.getGridSize();
     gpu::KernelDim3 blockArgs = launch.getBlockSize();
-    for (auto [arg, value] : llvm::zip(
-             SmallVector<Value>{gridArgs.x, gridArgs.y, gridArgs.z,
-                                blockArgs.x, blockArgs.y, blockArgs.z},
-             SmallVector<Value>{grid.x, grid.y, grid.z, block.x, block.y,
-                                block.z}))
+    for (auto [arg, value] :
+         llvm::zip(SmallVector<Value>{gridArgs.x, gridArgs.y, gridArgs.z,
+                                      blockArgs.x, blockArgs.y, blockArgs.z},
+                   SmallVector<Value>{grid.x, grid.y, grid.z, block.x, block.y,
+                                      block.z}))
       mapping.map(arg, value);
     Block &body = launch.getBody().front();
     std::function<void(OpBuilder &, unsigned)> nest = [&](OpBuilder &nb,

@@ -54,17 +54,17 @@ SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
 Value createLinearLaunch(RewriterBase &rewriter, Location loc, Value blocks,
                          Value threads) {
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  auto launch = gpu::LaunchOp::create(rewriter, loc, blocks, one, one, threads,
-                                      one, one);
+  auto launch =
+      gpu::LaunchOp::create(rewriter, loc, blocks, one, one, threads, one, one);
   Block &body = launch.getBody().front();
   rewriter.setInsertionPointToStart(&body);
   gpu::TerminatorOp::create(rewriter, loc);
   rewriter.setInsertionPointToStart(&body);
-  return arith::AddIOp::create(
-      rewriter, loc,
-      arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
-                            launch.getBlockSize().x),
-      launch.getThreadIds().x);
+  return arith::AddIOp::create(rewriter, loc,
+                               arith::MulIOp::create(rewriter, loc,
+                                                     launch.getBlockIds().x,
+                                                     launch.getBlockSize().x),
+                               launch.getThreadIds().x);
 }
 
 /// What a kernel computes, for its name: "update" for the op that writes
@@ -102,8 +102,7 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   SmallVector<unsigned> parallel, reduction;
   for (auto [d, kind] : llvm::enumerate(iterators))
-    (kind == utils::IteratorType::parallel ? parallel : reduction)
-        .push_back(d);
+    (kind == utils::IteratorType::parallel ? parallel : reduction).push_back(d);
   auto size = [&](unsigned d) {
     return getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size);
   };
@@ -123,8 +122,8 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
   Value blockDim = arith::ConstantIndexOp::create(rewriter, loc, threads);
   Value blocks = arith::CeilDivUIOp::create(rewriter, loc, total, blockDim);
   Value thread = createLinearLaunch(rewriter, loc, blocks, blockDim);
-  Value inRange = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
-                                        thread, total);
+  Value inRange = arith::CmpIOp::create(
+      rewriter, loc, arith::CmpIPredicate::ult, thread, total);
   auto guard = scf::IfOp::create(rewriter, loc, inRange, false);
   rewriter.setInsertionPointToStart(guard.thenBlock());
 
@@ -149,9 +148,8 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
   SmallVector<Value> carried;
   for (OpOperand &init : op.getDpsInitsMutable()) {
     AffineMap map = maps[init.getOperandNumber()];
-    bool registers = llvm::none_of(reduction, [&](unsigned d) {
-      return map.isFunctionOfDim(d);
-    });
+    bool registers = llvm::none_of(
+        reduction, [&](unsigned d) { return map.isFunctionOfDim(d); });
     inRegister.push_back(registers);
     if (registers) {
       SmallVector<Value> indices = applyMap(rewriter, loc, map, ivs);
@@ -210,11 +208,9 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
     if (level == reduction.size())
       return emitBody(b, ivs, registers);
     unsigned d = reduction[level];
-    Value lower =
-        getValueOrCreateConstantIndexOp(b, loc, ranges[d].offset);
+    Value lower = getValueOrCreateConstantIndexOp(b, loc, ranges[d].offset);
     Value upper = arith::AddIOp::create(b, loc, lower, size(d));
-    Value stride =
-        getValueOrCreateConstantIndexOp(b, loc, ranges[d].stride);
+    Value stride = getValueOrCreateConstantIndexOp(b, loc, ranges[d].stride);
     auto loop = scf::ForOp::create(
         b, loc, lower, upper, stride, registers,
         [&](OpBuilder &lb, Location, Value iv, ValueRange iterArgs) {
@@ -263,9 +259,9 @@ LogicalResult formStreamingKernel(RewriterBase &rewriter, linalg::GenericOp op,
     SmallVector<int64_t> strides;
     int64_t offset;
     if (type.getRank() != 1 || !maps[k].isIdentity() ||
-        failed(type.getStridesAndOffset(strides, offset)) ||
-        strides[0] != 1 || ShapedType::isDynamic(offset) ||
-        offset % kWidth != 0 || !type.getElementType().isIntOrFloat() ||
+        failed(type.getStridesAndOffset(strides, offset)) || strides[0] != 1 ||
+        ShapedType::isDynamic(offset) || offset % kWidth != 0 ||
+        !type.getElementType().isIntOrFloat() ||
         // i1 buffers hold a byte per element, vectors of i1 a bit.
         type.getElementTypeBitWidth() % 8 != 0)
       return failure();
@@ -288,8 +284,7 @@ LogicalResult formStreamingKernel(RewriterBase &rewriter, linalg::GenericOp op,
   scf::ForOp::create(
       rewriter, loc, first, index(rewriter, chunks), stride, ValueRange{},
       [&](OpBuilder &b, Location, Value chunk, ValueRange) {
-        Value base =
-            arith::MulIOp::create(b, loc, chunk, index(b, kWidth));
+        Value base = arith::MulIOp::create(b, loc, chunk, index(b, kWidth));
         // One vector per rank-1 operand the body reads; one load per
         // scalar operand.
         SmallVector<Value> loaded(op->getNumOperands());
@@ -319,11 +314,11 @@ LogicalResult formStreamingKernel(RewriterBase &rewriter, linalg::GenericOp op,
             }
             if (!loaded[k])
               continue;
-            mapping.map(arg, isa<VectorType>(loaded[k].getType())
-                                 ? vector::ExtractOp::create(b, loc,
-                                                             loaded[k], j)
-                                       .getResult()
-                                 : loaded[k]);
+            mapping.map(arg,
+                        isa<VectorType>(loaded[k].getType())
+                            ? vector::ExtractOp::create(b, loc, loaded[k], j)
+                                  .getResult()
+                            : loaded[k]);
           }
           Value element = arith::AddIOp::create(b, loc, base, index(b, j));
           for (Operation &bodyOp : opBody.without_terminator()) {
@@ -371,8 +366,8 @@ void formSerialKernel(RewriterBase &rewriter, scf::ForOp loop) {
   Location loc = loop.getLoc();
   rewriter.setInsertionPoint(loop);
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  auto launch = gpu::LaunchOp::create(rewriter, loc, one, one, one, one, one,
-                                      one);
+  auto launch =
+      gpu::LaunchOp::create(rewriter, loc, one, one, one, one, one, one);
   Block &body = launch.getBody().front();
   rewriter.setInsertionPointToStart(&body);
   auto terminator = gpu::TerminatorOp::create(rewriter, loc);

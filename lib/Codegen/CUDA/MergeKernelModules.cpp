@@ -43,8 +43,8 @@ struct CudaMergeKernelModulesPass
     // Kernel functions take their module's (unique) name.
     DenseMap<std::pair<StringAttr, StringAttr>, StringAttr> renamed;
     for (gpu::GPUModuleOp module : modules) {
-      for (Operation &op : llvm::make_early_inc_range(
-               module.getBody()->without_terminator())) {
+      for (Operation &op :
+           llvm::make_early_inc_range(module.getBody()->without_terminator())) {
         auto symbol = dyn_cast<SymbolOpInterface>(op);
         if (auto kernel = dyn_cast<gpu::GPUFuncOp>(op)) {
           std::string name = "k" + std::to_string(renamed.size()) + "_" +
@@ -59,8 +59,7 @@ struct CudaMergeKernelModulesPass
             auto global = dyn_cast<memref::GlobalOp>(op);
             auto other = dyn_cast<memref::GlobalOp>(existing);
             if (!global || !other || global.getType() != other.getType() ||
-                global.getInitialValueAttr() !=
-                    other.getInitialValueAttr()) {
+                global.getInitialValueAttr() != other.getInitialValueAttr()) {
               op.emitError("two kernels define different '")
                   << symbol.getName() << "'";
               return signalPassFailure();
@@ -78,8 +77,8 @@ struct CudaMergeKernelModulesPass
     top.walk([&](gpu::LaunchFuncOp launch) {
       StringAttr name = renamed.lookup(
           {launch.getKernelModuleName(), launch.getKernelName()});
-      launch.setKernelAttr(SymbolRefAttr::get(
-          b.getContext(), "kernels", {FlatSymbolRefAttr::get(name)}));
+      launch.setKernelAttr(SymbolRefAttr::get(b.getContext(), "kernels",
+                                              {FlatSymbolRefAttr::get(name)}));
     });
     for (gpu::GPUModuleOp module : modules)
       module.erase();

@@ -104,9 +104,8 @@ struct CudaPlanWorkspacePass
     SmallVector<Buffer *> order;
     for (Buffer &b : buffers)
       order.push_back(&b);
-    llvm::stable_sort(order, [](Buffer *a, Buffer *b) {
-      return a->bytes > b->bytes;
-    });
+    llvm::stable_sort(order,
+                      [](Buffer *a, Buffer *b) { return a->bytes > b->bytes; });
     SmallVector<Buffer *> placed;
     int64_t total = 0;
     for (Buffer *buffer : order) {
@@ -129,8 +128,7 @@ struct CudaPlanWorkspacePass
 
     // The workspace argument, last, and the views into it.
     MLIRContext *ctx = &getContext();
-    auto workspaceType =
-        MemRefType::get({total}, IntegerType::get(ctx, 8));
+    auto workspaceType = MemRefType::get({total}, IntegerType::get(ctx, 8));
     FailureOr<BlockArgument> workspaceArg = train::appendStepArgument(
         step, workspaceType, ACCRUE_ROLE_WORKSPACE, "workspace");
     if (failed(workspaceArg))

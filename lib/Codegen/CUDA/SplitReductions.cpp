@@ -5,9 +5,9 @@
 #include "accrue/Codegen/CUDA/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace accrue::cuda {
 #define GEN_PASS_DEF_CUDASPLITREDUCTIONS
@@ -121,9 +121,9 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
       full ? std::max<int64_t>(
                  1, std::min<int64_t>(fullThreads, (count + 15) / 16))
            : std::min<int64_t>(
-                 count, std::min<int64_t>(
-                            rowThreads,
-                            std::max<int64_t>(32, (count + 31) / 32)));
+                 count,
+                 std::min<int64_t>(rowThreads,
+                                   std::max<int64_t>(32, (count + 31) / 32)));
   // Partials: the output's shape, then the threads.
   SmallVector<int64_t> partialShape(outType.getShape());
   partialShape.push_back(threads);
@@ -135,10 +135,9 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
           tensor::DimOp::create(rewriter, loc, op.getDpsInits()[0], j));
   Value identity = arith::getIdentityValue(kind, elementType, rewriter, loc);
   Value partialInit =
-      linalg::FillOp::create(
-          rewriter, loc, identity,
-          Value(tensor::EmptyOp::create(rewriter, loc, partialType,
-                                        dynamicSizes)))
+      linalg::FillOp::create(rewriter, loc, identity,
+                             Value(tensor::EmptyOp::create(
+                                 rewriter, loc, partialType, dynamicSizes)))
           .getResult(0);
 
   Block &oldBody = op.getRegion().front();
@@ -191,8 +190,7 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
                   SmallVector<Value> indices;
                   for (AffineExpr expr : oldMaps[k].getResults())
                     indices.push_back(affine::AffineApplyOp::create(
-                        lb, l, AffineMap::get(ranges.size(), 0, expr),
-                        dims));
+                        lb, l, AffineMap::get(ranges.size(), 0, expr), dims));
                   value = tensor::ExtractOp::create(lb, l, input, indices);
                 }
                 mapping.map(oldBody.getArgument(k), value);
@@ -207,10 +205,9 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
               }
               Value folded =
                   mapping.lookup(oldBody.getTerminator()->getOperand(0));
-              scf::YieldOp::create(
-                  lb, l,
-                  ValueRange{
-                      arith::SelectOp::create(lb, l, valid, folded, out)});
+              scf::YieldOp::create(lb, l,
+                                   ValueRange{arith::SelectOp::create(
+                                       lb, l, valid, folded, out)});
             });
         linalg::YieldOp::create(b, l, chunk.getResults());
       });
@@ -228,8 +225,8 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
   stage2Iterators.push_back(utils::IteratorType::reduction);
   bool outFirst = combine->getOperand(0) == oldBody.getArguments().back();
   auto stage2 = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{outType}, stage1.getResults(),
-      op.getDpsInits(), stage2Maps, stage2Iterators,
+      rewriter, loc, TypeRange{outType}, stage1.getResults(), op.getDpsInits(),
+      stage2Maps, stage2Iterators,
       [&](OpBuilder &b, Location l, ValueRange args) {
         Value partial = args[0], out = args[1];
         linalg::YieldOp::create(

@@ -70,8 +70,9 @@ public:
            " cuda needs one (scripts/setup installs it), or set " +
            settingRef("cuda_toolkit");
   }
-  void buildBufferizationPipeline(OpPassManager &pm,
-                                  const LoweringOptions &options) const override {
+  void
+  buildBufferizationPipeline(OpPassManager &pm,
+                             const LoweringOptions &options) const override {
     // The manifest describes the step with its workspace and kernels.
     cuda::buildCUDABufferizationPipeline(pm, options);
     cuda::buildCUDAKernelPipeline(pm, options);

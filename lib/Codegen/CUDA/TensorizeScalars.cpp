@@ -133,8 +133,8 @@ private:
 
   /// A rank-0 tensor holding the host scalar `value` (a device-side fill).
   Value filled(OpBuilder &b, Location loc, Value value) {
-    Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
-                                          value.getType());
+    Value empty =
+        tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, value.getType());
     return linalg::FillOp::create(b, loc, value, empty).getResult(0);
   }
 
@@ -205,9 +205,9 @@ private:
         int64_t rank = type.getRank();
         SmallVector<OpFoldResult> offsets(extract.getIndices());
         SmallVector<OpFoldResult> ones(rank, b.getIndexAttr(1));
-        tensor = tensor::ExtractSliceOp::create(
-            b, loc, tensorOf(type.getElementType()), source, offsets, ones,
-            ones);
+        tensor = tensor::ExtractSliceOp::create(b, loc,
+                                                tensorOf(type.getElementType()),
+                                                source, offsets, ones, ones);
       }
       tensors.map(extract.getResult(), tensor);
       dead.push_back(op);
@@ -281,9 +281,9 @@ private:
     Value arena = reduce.getAccumulator();
     SmallVector<Value> scalars{reduce.getLossSum(), reduce.getCount()};
     for (auto [k, scalar] : llvm::enumerate(scalars)) {
-      Value element = tensor::ExpandShapeOp::create(
-          b, loc, one, asTensor(b, loc, scalar),
-          ArrayRef<ReassociationIndices>{});
+      Value element =
+          tensor::ExpandShapeOp::create(b, loc, one, asTensor(b, loc, scalar),
+                                        ArrayRef<ReassociationIndices>{});
       arena = tensor::InsertSliceOp::create(b, loc, element, arena, slot(k),
                                             unit, unit);
     }
@@ -291,12 +291,12 @@ private:
     SmallVector<Value> results{reduce.getNewLossSum(), reduce.getNewCount()};
     for (auto [k, result] : llvm::enumerate(results))
       tensors.map(result, tensor::ExtractSliceOp::create(
-                              b, loc, tensorOf(b.getF32Type()), summed,
-                              slot(k), unit, unit));
+                              b, loc, tensorOf(b.getF32Type()), summed, slot(k),
+                              unit, unit));
     // Nothing else sees the slots: they are zero again.
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-    Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{2},
-                                          b.getF32Type());
+    Value empty =
+        tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{2}, b.getF32Type());
     Value zeros = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
     SmallVector<OpFoldResult> size2{b.getIndexAttr(2)};
     Value cleared = tensor::InsertSliceOp::create(b, loc, zeros, summed,
@@ -308,9 +308,9 @@ private:
 
   /// A loop carrying device scalars carries rank-0 tensors instead.
   LogicalResult rewriteFor(scf::ForOp loop) {
-    if (llvm::any_of(loop.getOperands().take_front(
-                         loop.getNumControlOperands()),
-                     [&](Value v) { return device.contains(v); }))
+    if (llvm::any_of(
+            loop.getOperands().take_front(loop.getNumControlOperands()),
+            [&](Value v) { return device.contains(v); }))
       return loop.emitError("host code needs 'scf.for' of a value computed "
                             "on the device (from tensor data) as a bound; "
                             "running it would synchronize the device every "
@@ -342,8 +342,9 @@ private:
       auto producer = yielded.getDefiningOp<DestinationStyleOpInterface>();
       bool inPlace =
           yielded == iterArg ||
-          (producer && producer.getTiedOpOperand(cast<OpResult>(yielded))
-                               ->get() == iterArg);
+          (producer &&
+           producer.getTiedOpOperand(cast<OpResult>(yielded))->get() ==
+               iterArg);
       if (!inPlace)
         yielded = linalg::CopyOp::create(yb, yield.getLoc(), yielded, iterArg)
                       .getResult(0);
@@ -363,8 +364,8 @@ private:
     OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
     for (Value v : captured)
       if (device.contains(v)) {
-        Value inside = tensor::ExtractOp::create(b, loop.getLoc(),
-                                                 tensors.lookup(v), ValueRange{});
+        Value inside = tensor::ExtractOp::create(
+            b, loop.getLoc(), tensors.lookup(v), ValueRange{});
         replaceAllUsesInRegionWith(v, inside, loop.getRegion());
       }
     if (llvm::any_of(loop.getInitArgs(),
@@ -443,8 +444,8 @@ private:
     if (rank != 0) {
       auto elementType = memref::SubViewOp::inferRankReducedResultType(
           {}, type, offsets, ones, ones);
-      element = memref::SubViewOp::create(b, loc, elementType, element,
-                                          offsets, ones, ones);
+      element = memref::SubViewOp::create(b, loc, elementType, element, offsets,
+                                          ones, ones);
     }
     bufferization::MaterializeInDestinationOp::create(
         b, loc, TypeRange{}, tensors.lookup(store.getValueToStore()), element,
@@ -461,9 +462,8 @@ private:
     Value tensor = tensors.lookup(elements.getElements()[0]);
     if (type.getRank() != 0) {
       OpBuilder b(elements);
-      tensor = tensor::ExpandShapeOp::create(
-          b, elements.getLoc(), type, tensor,
-          ArrayRef<ReassociationIndices>{});
+      tensor = tensor::ExpandShapeOp::create(b, elements.getLoc(), type, tensor,
+                                             ArrayRef<ReassociationIndices>{});
     }
     elements.replaceAllUsesWith(tensor);
     dead.push_back(elements);

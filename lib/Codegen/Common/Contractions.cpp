@@ -1,4 +1,5 @@
-//===- Contractions.cpp - recognizing contractions ---------------*- C++ -*-===//
+//===- Contractions.cpp - recognizing contractions ---------------*- C++
+//-*-===//
 
 #include "accrue/Codegen/Common/Contractions.h"
 

@@ -1,4 +1,5 @@
-//===- FoldIntoContractions.cpp - data movement into contractions -*- C++ -*-===//
+//===- FoldIntoContractions.cpp - data movement into contractions -*- C++
+//-*-===//
 //
 // Autodiff writes a Linear's weight gradient as transpose(x), a batched
 // product per sample, a sum over the samples and a transpose back: four
@@ -22,19 +23,19 @@ namespace {
 
 /// A copy of `op` with new operands, maps and iterators (same body).
 linalg::GenericOp rebuild(PatternRewriter &rewriter, linalg::GenericOp op,
-                          ValueRange inputs, Value init, ArrayRef<AffineMap> maps,
+                          ValueRange inputs, Value init,
+                          ArrayRef<AffineMap> maps,
                           ArrayRef<utils::IteratorType> iterators) {
-  auto rebuilt = linalg::GenericOp::create(
-      rewriter, op.getLoc(), TypeRange{init.getType()}, inputs,
-      ValueRange{init}, maps, iterators);
+  auto rebuilt = linalg::GenericOp::create(rewriter, op.getLoc(),
+                                           TypeRange{init.getType()}, inputs,
+                                           ValueRange{init}, maps, iterators);
   rewriter.cloneRegionBefore(op.getRegion(), rebuilt.getRegion(),
                              rebuilt.getRegion().end());
   return rebuilt;
 }
 
 /// A rewrite pattern whose folds the target's `control` may refuse.
-template <typename Pattern>
-struct Controlled : Pattern {
+template <typename Pattern> struct Controlled : Pattern {
   Controlled(MLIRContext *context, FoldControl control)
       : Pattern(context), control(std::move(control)) {}
   bool allowed(linalg::GenericOp op, ArrayRef<AffineMap> maps) const {
@@ -96,7 +97,8 @@ struct FoldSumOfContraction : Controlled<OpRewritePattern<linalg::GenericOp>> {
       return failure();
     // yield out + in.
     Block &body = sum.getRegion().front();
-    auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+    auto add =
+        body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
     if (!add || !llvm::is_contained(add->getOperands(), body.getArgument(0)) ||
         !llvm::is_contained(add->getOperands(), body.getArgument(1)) ||
         std::next(body.begin()) != Block::iterator(body.getTerminator()))
@@ -148,8 +150,7 @@ struct FoldMovedResult
   LogicalResult matchAndRewrite(linalg::LinalgOp move,
                                 PatternRewriter &rewriter) const override {
     std::optional<AffineMap> toInput = outputToInputMap(move);
-    if (!toInput || !toInput->isPermutation() ||
-        !move.hasPureTensorSemantics())
+    if (!toInput || !toInput->isPermutation() || !move.hasPureTensorSemantics())
       return failure();
     std::optional<linalg::GenericOp> contraction =
         zeroBasedContraction(move.getDpsInputs()[0]);
@@ -162,9 +163,9 @@ struct FoldMovedResult
     maps[2] = inversePermutation(*toInput).compose(produced);
     if (!allowed(*contraction, maps))
       return failure();
-    Value zero =
-        contraction->getDpsInits()[0].getDefiningOp<linalg::FillOp>()
-            .getInputs()[0];
+    Value zero = contraction->getDpsInits()[0]
+                     .getDefiningOp<linalg::FillOp>()
+                     .getInputs()[0];
     Value init = linalg::FillOp::create(rewriter, move.getLoc(), zero,
                                         move.getDpsInits()[0])
                      .getResult(0);

@@ -9,9 +9,9 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Verifier.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -42,18 +42,17 @@ createTargetMachine(const HostCodeOptions &options, std::string &error) {
     for (auto &feature : llvm::sys::getHostCPUFeatures())
       features += (feature.second ? "+" : "-") + feature.first().str() + ",";
   }
-  llvm::CodeGenOptLevel level = options.optLevel >= 3
-                                    ? llvm::CodeGenOptLevel::Aggressive
-                                : options.optLevel == 0
-                                    ? llvm::CodeGenOptLevel::None
-                                    : llvm::CodeGenOptLevel::Default;
+  llvm::CodeGenOptLevel level =
+      options.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+      : options.optLevel == 0 ? llvm::CodeGenOptLevel::None
+                              : llvm::CodeGenOptLevel::Default;
   // Constructors (a CUDA step registers its kernels in one) go in
   // .init_array, which the dynamic loader runs; .ctors would need crt files.
   llvm::TargetOptions targetOptions;
   targetOptions.UseInitArray = true;
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, cpuName, features, targetOptions, llvm::Reloc::PIC_,
-      std::nullopt, level));
+  std::unique_ptr<llvm::TargetMachine> machine(
+      target->createTargetMachine(triple, cpuName, features, targetOptions,
+                                  llvm::Reloc::PIC_, std::nullopt, level));
   if (!machine)
     error = "cannot create a target machine for " + triple.str();
   return machine;
@@ -116,7 +115,7 @@ void addPackedWrapper(llvm::Function *function) {
 
 FailureOr<std::unique_ptr<llvm::Module>>
 accrue::translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
-                       const HostCodeOptions &options) {
+                          const HostCodeOptions &options) {
   // Functions that asked for a C interface get a packed entry point.
   SmallVector<std::string> entries;
   for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
@@ -141,9 +140,8 @@ accrue::translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
   llvmModule->setDataLayout(machine->createDataLayout());
   if (llvm::verifyModule(*llvmModule, &llvm::errs()))
     return module.emitError("generated LLVM IR does not verify");
-  if (llvm::Error err =
-          optimizeModule(*llvmModule, machine.get(), options.optLevel,
-                         options.llvmVectorize))
+  if (llvm::Error err = optimizeModule(*llvmModule, machine.get(),
+                                       options.optLevel, options.llvmVectorize))
     return module.emitError("LLVM optimization failed: ")
            << llvm::toString(std::move(err));
   return llvmModule;
@@ -164,8 +162,8 @@ int64_t accrue::vectorRegisterBits(const HostCodeOptions &options) {
 }
 
 LogicalResult accrue::writeObjectFile(llvm::Module &module,
-                                   const HostCodeOptions &options,
-                                   StringRef path, std::string &error) {
+                                      const HostCodeOptions &options,
+                                      StringRef path, std::string &error) {
   std::unique_ptr<llvm::TargetMachine> machine =
       createTargetMachine(options, error);
   if (!machine)
@@ -187,8 +185,9 @@ LogicalResult accrue::writeObjectFile(llvm::Module &module,
   return success();
 }
 
-LogicalResult accrue::linkSharedLibrary(StringRef objectPath, StringRef outputPath,
-                                     StringRef lldPath, std::string &error) {
+LogicalResult accrue::linkSharedLibrary(StringRef objectPath,
+                                        StringRef outputPath, StringRef lldPath,
+                                        std::string &error) {
   SmallVector<StringRef> args{lldPath, "-shared",  "--as-needed",
                               "-o",    outputPath, objectPath};
   // The generated code calls libm (expf, tanhf, ...) and libc (malloc),
@@ -198,7 +197,8 @@ LogicalResult accrue::linkSharedLibrary(StringRef objectPath, StringRef outputPa
        {"/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libc.so.6"})
     if (llvm::sys::fs::exists(lib))
       args.push_back(lib);
-  std::string rpath = "-rpath=" + llvm::sys::path::parent_path(ACCRUE_LIBOMP).str();
+  std::string rpath =
+      "-rpath=" + llvm::sys::path::parent_path(ACCRUE_LIBOMP).str();
   args.push_back(ACCRUE_LIBOMP);
   args.push_back(rpath);
   std::string message;

@@ -56,12 +56,12 @@ Value scalarBody(SignOp, OpBuilder &b, Location l, ValueRange args) {
   Value zero = scalarConstant(b, l, t, 0.0);
   Value one = scalarConstant(b, l, t, 1.0);
   Value minusOne = scalarConstant(b, l, t, -1.0);
-  Value positive = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
-                                         args[0], zero);
-  Value negative = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT,
-                                         args[0], zero);
-  Value isZero = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
-                                       args[0], zero);
+  Value positive =
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, args[0], zero);
+  Value negative =
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, args[0], zero);
+  Value isZero =
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, args[0], zero);
   Value result = arith::SelectOp::create(b, l, positive, one, args[0]);
   result = arith::SelectOp::create(b, l, negative, minusOne, result);
   return arith::SelectOp::create(b, l, isZero, zero, result);

@@ -196,9 +196,8 @@ Value reduceItems(OpBuilder &b, Location loc, Value perItem,
 /// range.
 Value itemLoss(OpBuilder &b, Location l, Value logp, LabelInfo &info,
                Value weights, Type element) {
-  Value loss =
-      arith::MulFOp::create(b, l, arith::NegFOp::create(b, l, logp),
-                            classWeight(b, l, weights, info, element));
+  Value loss = arith::MulFOp::create(b, l, arith::NegFOp::create(b, l, logp),
+                                     classWeight(b, l, weights, info, element));
   Value zero = scalarConstant(b, l, element, 0.0);
   Value nan =
       scalarConstant(b, l, element, std::numeric_limits<double>::quiet_NaN());
@@ -231,9 +230,8 @@ void addGradientInputs(OpBuilder &b, Location loc, const LossShapes &shapes,
 /// In a gradient's body: the upstream gradient of an item (divided by the
 /// counted weight for reduction=mean) times its label's class weight.
 /// `upstream` holds the values addGradientInputs added.
-Value weightedUpstream(OpBuilder &b, Location l, ValueRange upstream,
-                       bool mean, Value weights, LabelInfo &info,
-                       Type element) {
+Value weightedUpstream(OpBuilder &b, Location l, ValueRange upstream, bool mean,
+                       Value weights, LabelInfo &info, Type element) {
   Value coef = upstream[0];
   if (mean)
     coef = arith::DivFOp::create(b, l, coef, upstream[1]);
@@ -267,10 +265,10 @@ struct SoftmaxCrossEntropyLossLowering
               math::LogOp::create(b, l, args[2]));
           return itemLoss(b, l, logSoftmax, info, weights, element);
         });
-    rewriter.replaceOp(op, reduceItems(rewriter, loc, perItem,
-                                       op.getReduction(), adaptor.getLabels(),
-                                       weights, ignore, shapes.numClasses,
-                                       element));
+    rewriter.replaceOp(op,
+                       reduceItems(rewriter, loc, perItem, op.getReduction(),
+                                   adaptor.getLabels(), weights, ignore,
+                                   shapes.numClasses, element));
     return success();
   }
 };
@@ -315,8 +313,8 @@ struct SoftmaxCrossEntropyGradLowering
           Value one = scalarConstant(b, l, element, 1.0);
           Value zero = scalarConstant(b, l, element, 0.0);
           Value onehot = arith::SelectOp::create(b, l, isLabel, one, zero);
-          Value coef = weightedUpstream(b, l, args.drop_front(4), mean,
-                                        weights, info, element);
+          Value coef = weightedUpstream(b, l, args.drop_front(4), mean, weights,
+                                        info, element);
           Value grad = arith::MulFOp::create(
               b, l, arith::SubFOp::create(b, l, prob, onehot), coef);
           linalg::YieldOp::create(
@@ -349,10 +347,10 @@ struct NegativeLogLikelihoodLossLowering
           Value logp = gatherScore(b, l, input, info.index, itemsRank);
           return itemLoss(b, l, logp, info, weights, element);
         });
-    rewriter.replaceOp(op, reduceItems(rewriter, loc, perItem,
-                                       op.getReduction(), adaptor.getTarget(),
-                                       weights, ignore, shapes.numClasses,
-                                       element));
+    rewriter.replaceOp(op,
+                       reduceItems(rewriter, loc, perItem, op.getReduction(),
+                                   adaptor.getTarget(), weights, ignore,
+                                   shapes.numClasses, element));
     return success();
   }
 };
@@ -383,8 +381,8 @@ struct NegativeLogLikelihoodGradLowering
           LabelInfo info =
               decodeLabel(b, l, args[0], ignore, shapes.numClasses);
           Value c = linalg::IndexOp::create(b, l, 1);
-          Value isLabel = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::eq, c, info.index);
+          Value isLabel = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                                c, info.index);
           Value hit = arith::AndIOp::create(b, l, isLabel, info.counted);
           Value grad = arith::NegFOp::create(
               b, l,

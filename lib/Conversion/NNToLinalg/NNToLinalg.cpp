@@ -26,7 +26,8 @@ void widenLowPrecisionAccumulation(Operation *root) {
              nn::AveragePoolOp, nn::AveragePoolGradOp>(op))
       return;
     auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (type && (type.getElementType().isBF16() || type.getElementType().isF16()))
+    if (type &&
+        (type.getElementType().isBF16() || type.getElementType().isF16()))
       ops.push_back(op);
   });
   for (Operation *op : ops) {
@@ -37,8 +38,10 @@ void widenLowPrecisionAccumulation(Operation *root) {
     };
     for (OpOperand &operand : op->getOpOperands()) {
       auto t = dyn_cast<RankedTensorType>(operand.get().getType());
-      if (t && isa<FloatType>(t.getElementType()) && !t.getElementType().isF32())
-        operand.set(nn::CastOp::create(b, op->getLoc(), widen(t), operand.get()));
+      if (t && isa<FloatType>(t.getElementType()) &&
+          !t.getElementType().isF32())
+        operand.set(
+            nn::CastOp::create(b, op->getLoc(), widen(t), operand.get()));
     }
     Value result = op->getResult(0);
     Type narrow = result.getType();

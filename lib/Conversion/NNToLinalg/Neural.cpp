@@ -48,18 +48,18 @@ struct SoftmaxLowering : public OpConversionPattern<OpTy> {
     reduce[axis] = IteratorType::reduction;
     Value input = adaptor.getInput();
 
-    Value max =
-        linalg::GenericOp::create(
-            rewriter, loc, statType, input,
-            filledTensor(rewriter, loc, statType,
-                         -std::numeric_limits<double>::infinity()),
-            ArrayRef<AffineMap>{identity, stat}, reduce,
-            [](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(
-                  b, l,
-                  arith::MaximumFOp::create(b, l, args[0], args[1]).getResult());
-            })
-            .getResult(0);
+    Value max = linalg::GenericOp::create(
+                    rewriter, loc, statType, input,
+                    filledTensor(rewriter, loc, statType,
+                                 -std::numeric_limits<double>::infinity()),
+                    ArrayRef<AffineMap>{identity, stat}, reduce,
+                    [](OpBuilder &b, Location l, ValueRange args) {
+                      linalg::YieldOp::create(
+                          b, l,
+                          arith::MaximumFOp::create(b, l, args[0], args[1])
+                              .getResult());
+                    })
+                    .getResult(0);
     Value sum =
         linalg::GenericOp::create(
             rewriter, loc, statType, ValueRange{input, max},
@@ -87,9 +87,8 @@ struct SoftmaxLowering : public OpConversionPattern<OpTy> {
                 r = arith::SubFOp::create(b, l, shifted,
                                           math::LogOp::create(b, l, args[2]));
               else
-                r = arith::DivFOp::create(b, l,
-                                          math::ExpOp::create(b, l, shifted),
-                                          args[2]);
+                r = arith::DivFOp::create(
+                    b, l, math::ExpOp::create(b, l, shifted), args[2]);
               linalg::YieldOp::create(b, l, r);
             })
             .getResult(0);
@@ -105,16 +104,18 @@ struct SoftmaxLowering : public OpConversionPattern<OpTy> {
 /// SplitMix64's finalizer: a bijective 64-bit mix.
 Value mix64(OpBuilder &b, Location l, Value z) {
   auto c = [&](uint64_t v) {
-    return arith::ConstantOp::create(b, l,
-                                     b.getI64IntegerAttr(static_cast<int64_t>(v)))
+    return arith::ConstantOp::create(
+               b, l, b.getI64IntegerAttr(static_cast<int64_t>(v)))
         .getResult();
   };
   z = arith::AddIOp::create(b, l, z, c(0x9E3779B97F4A7C15ull));
   z = arith::MulIOp::create(
-      b, l, arith::XOrIOp::create(b, l, z, arith::ShRUIOp::create(b, l, z, c(30))),
+      b, l,
+      arith::XOrIOp::create(b, l, z, arith::ShRUIOp::create(b, l, z, c(30))),
       c(0xBF58476D1CE4E5B9ull));
   z = arith::MulIOp::create(
-      b, l, arith::XOrIOp::create(b, l, z, arith::ShRUIOp::create(b, l, z, c(27))),
+      b, l,
+      arith::XOrIOp::create(b, l, z, arith::ShRUIOp::create(b, l, z, c(27))),
       c(0x94D049BB133111EBull));
   return arith::XOrIOp::create(b, l, z, arith::ShRUIOp::create(b, l, z, c(31)));
 }
@@ -131,7 +132,8 @@ struct DropoutLowering : public OpConversionPattern<DropoutOp> {
     // ceil(ratio * 2^24): a uniform u in [0, 1) with u >= ratio.
     int64_t threshold = static_cast<int64_t>(std::ceil(ratio * (1 << 24)));
     Value step = tensor::ExtractOp::create(rewriter, loc, adaptor.getStep());
-    Value base = tensor::ExtractOp::create(rewriter, loc, adaptor.getSampleBase());
+    Value base =
+        tensor::ExtractOp::create(rewriter, loc, adaptor.getSampleBase());
     int64_t seed = static_cast<int64_t>(op.getSeed());
     int64_t salt = static_cast<int64_t>(op.getSalt());
     double scale = ratio < 1.0 ? 1.0 / (1.0 - ratio) : 0.0;
@@ -143,15 +145,16 @@ struct DropoutLowering : public OpConversionPattern<DropoutOp> {
                 .getResult();
           };
           auto idx = [&](unsigned dim) {
-            return arith::IndexCastOp::create(b, l, b.getI64Type(),
-                                              linalg::IndexOp::create(b, l, dim))
+            return arith::IndexCastOp::create(
+                       b, l, b.getI64Type(), linalg::IndexOp::create(b, l, dim))
                 .getResult();
           };
           Value sample = arith::AddIOp::create(b, l, base, idx(0));
           Value element = c(0);
           for (int64_t d = 1; d < type.getRank(); ++d)
             element = arith::AddIOp::create(
-                b, l, arith::MulIOp::create(b, l, element, c(type.getDimSize(d))),
+                b, l,
+                arith::MulIOp::create(b, l, element, c(type.getDimSize(d))),
                 idx(d));
           Value h = mix64(b, l, arith::XOrIOp::create(b, l, c(seed), c(salt)));
           for (Value v : {step, sample, element})

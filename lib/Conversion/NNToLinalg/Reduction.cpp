@@ -46,13 +46,13 @@ Value buildReduction(OpBuilder &b, Location loc, Value input,
 
 Value buildSum(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
                RankedTensorType resultType) {
-  return buildReduction(b, loc, input, axes, resultType, 0.0,
-                        [](OpBuilder &nb, Location nl, Value acc, Value x) {
-                          if (isa<IntegerType>(x.getType()))
-                            return Value(arith::AddIOp::create(nb, nl, acc, x));
-                          return Value(arith::AddFOp::create(
-                              nb, nl, acc, x, reassocFlags(nb)));
-                        });
+  return buildReduction(
+      b, loc, input, axes, resultType, 0.0,
+      [](OpBuilder &nb, Location nl, Value acc, Value x) {
+        if (isa<IntegerType>(x.getType()))
+          return Value(arith::AddIOp::create(nb, nl, acc, x));
+        return Value(arith::AddFOp::create(nb, nl, acc, x, reassocFlags(nb)));
+      });
 }
 
 template <typename OpTy, bool IsMax>
@@ -136,14 +136,14 @@ struct ArgExtremumLowering : public OpConversionPattern<OpTy> {
                 x, best);
           // The first element always wins, whatever the initial value.
           Value c0 = arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0));
-          Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                              index, c0);
+          Value first =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, index, c0);
           better = arith::OrIOp::create(b, l, better, first);
           linalg::YieldOp::create(
               b, l,
-              ValueRange{arith::SelectOp::create(b, l, better, x, best),
-                         arith::SelectOp::create(b, l, better, index,
-                                                 bestIndex)});
+              ValueRange{
+                  arith::SelectOp::create(b, l, better, x, best),
+                  arith::SelectOp::create(b, l, better, index, bestIndex)});
         });
     rewriter.replaceOp(op, generic.getResult(1));
     return success();

@@ -75,8 +75,8 @@ struct ConcatLowering : public OpConversionPattern<ConcatOp> {
       SmallVector<OpFoldResult> offsets(type.getRank(),
                                         rewriter.getIndexAttr(0));
       offsets[axis] = rewriter.getIndexAttr(offset);
-      SmallVector<OpFoldResult> sizes, strides(type.getRank(),
-                                               rewriter.getIndexAttr(1));
+      SmallVector<OpFoldResult> sizes,
+          strides(type.getRank(), rewriter.getIndexAttr(1));
       for (int64_t d : type.getShape())
         sizes.push_back(rewriter.getIndexAttr(d));
       result = tensor::InsertSliceOp::create(rewriter, loc, input, result,
@@ -104,7 +104,8 @@ Value reverseDims(OpBuilder &b, Location loc, Value value,
                                              utils::IteratorType::parallel);
   return linalg::GenericOp::create(
              b, loc, type, value, emptyTensor(b, loc, type),
-             ArrayRef<AffineMap>{read, b.getMultiDimIdentityMap(type.getRank())},
+             ArrayRef<AffineMap>{read,
+                                 b.getMultiDimIdentityMap(type.getRank())},
              iterators,
              [](OpBuilder &nb, Location nl, ValueRange args) {
                linalg::YieldOp::create(nb, nl, args[0]);
@@ -143,9 +144,9 @@ struct SliceLowering : public OpConversionPattern<SliceOp> {
     auto resultType = cast<RankedTensorType>(op.getType());
     StridedSlice s = positiveSlice(rewriter, op.getStarts(), op.getSteps(),
                                    resultType.getShape());
-    Value slice = tensor::ExtractSliceOp::create(
-        rewriter, op.getLoc(), resultType, adaptor.getInput(), s.offsets,
-        s.sizes, s.strides);
+    Value slice = tensor::ExtractSliceOp::create(rewriter, op.getLoc(),
+                                                 resultType, adaptor.getInput(),
+                                                 s.offsets, s.sizes, s.strides);
     rewriter.replaceOp(op, reverseDims(rewriter, op.getLoc(), slice, s.flip));
     return success();
   }
@@ -163,9 +164,9 @@ struct SliceGradLowering : public OpConversionPattern<SliceGradOp> {
     Value source = reverseDims(rewriter, loc, adaptor.getInput(), s.flip);
     Value zeros =
         filledTensor(rewriter, loc, cast<RankedTensorType>(op.getType()), 0.0);
-    rewriter.replaceOp(op, tensor::InsertSliceOp::create(
-                               rewriter, loc, source, zeros, s.offsets,
-                               s.sizes, s.strides));
+    rewriter.replaceOp(op, tensor::InsertSliceOp::create(rewriter, loc, source,
+                                                         zeros, s.offsets,
+                                                         s.sizes, s.strides));
     return success();
   }
 };
@@ -174,7 +175,8 @@ struct SliceGradLowering : public OpConversionPattern<SliceGradOp> {
 Value normalizeIndex(OpBuilder &b, Location loc, Value index, int64_t extent) {
   Type type = index.getType();
   Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, 0));
-  Value size = arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, extent));
+  Value size =
+      arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, extent));
   Value negative =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
   Value wrapped = arith::SelectOp::create(
@@ -232,8 +234,8 @@ struct GatherLowering : public OpConversionPattern<GatherOp> {
 /// dy's elements (indices may repeat), each added at the position `target`
 /// gives for its coordinates (the result is updated in place after
 /// bufferization).
-Value scatterAdd(OpBuilder &rewriter, Location loc,
-                 RankedTensorType resultType, Value dy,
+Value scatterAdd(OpBuilder &rewriter, Location loc, RankedTensorType resultType,
+                 Value dy,
                  llvm::function_ref<SmallVector<Value>(OpBuilder &, Location,
                                                        ArrayRef<Value>)>
                      target) {
@@ -283,8 +285,8 @@ struct GatherGradLowering : public OpConversionPattern<GatherGradOp> {
                        [&](OpBuilder &b, Location l, ArrayRef<Value> coords) {
                          SmallVector<Value> indexCoords(
                              coords.begin() + axis, coords.begin() + axis + q);
-                         Value index = tensor::ExtractOp::create(
-                             b, l, indices, indexCoords);
+                         Value index = tensor::ExtractOp::create(b, l, indices,
+                                                                 indexCoords);
                          SmallVector<Value> at(coords.begin(),
                                                coords.begin() + axis);
                          at.push_back(normalizeIndex(b, l, index, extent));
@@ -317,9 +319,9 @@ struct GatherElementsLowering : public OpConversionPattern<GatherElementsOp> {
         [&](OpBuilder &b, Location l, ValueRange args) {
           SmallVector<Value> coords;
           for (int64_t d = 0; d < rank; ++d)
-            coords.push_back(d == axis
-                                 ? normalizeIndex(b, l, args[0], extent)
-                                 : linalg::IndexOp::create(b, l, d).getResult());
+            coords.push_back(
+                d == axis ? normalizeIndex(b, l, args[0], extent)
+                          : linalg::IndexOp::create(b, l, d).getResult());
           linalg::YieldOp::create(
               b, l, tensor::ExtractOp::create(b, l, data, coords).getResult());
         });
@@ -368,9 +370,10 @@ struct TriluLowering : public OpConversionPattern<TriluOp> {
           Value j = linalg::IndexOp::create(b, l, rank - 1);
           Value diff = arith::SubIOp::create(b, l, j, i);
           Value kv = arith::ConstantIndexOp::create(b, l, k);
-          Value keep = arith::CmpIOp::create(
-              b, l, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle,
-              diff, kv);
+          Value keep = arith::CmpIOp::create(b, l,
+                                             upper ? arith::CmpIPredicate::sge
+                                                   : arith::CmpIPredicate::sle,
+                                             diff, kv);
           return arith::SelectOp::create(
               b, l, keep, args[0],
               scalarConstant(b, l, type.getElementType(), 0.0));
@@ -385,8 +388,8 @@ struct TriluLowering : public OpConversionPattern<TriluOp> {
 void lowering::populateShapeLowering(RewritePatternSet &patterns) {
   patterns.add<ConstantLowering, ReshapeLikeLowering<ReshapeOp>,
                ReshapeLikeLowering<FlattenOp>, TransposeLowering,
-               ExpandLowering, ConcatLowering, SliceLowering,
-               SliceGradLowering, GatherLowering, GatherGradLowering,
-               GatherElementsLowering, GatherElementsGradLowering,
-               TriluLowering>(patterns.getContext());
+               ExpandLowering, ConcatLowering, SliceLowering, SliceGradLowering,
+               GatherLowering, GatherGradLowering, GatherElementsLowering,
+               GatherElementsGradLowering, TriluLowering>(
+      patterns.getContext());
 }

@@ -165,8 +165,8 @@ Value isFinite(OpBuilder &b, Location loc, Value norm) {
 
 /// Keeps `old` (parameters and states) instead of `updated` where `apply`
 /// is false: a skipped step.
-void keepUnlessApplied(OpBuilder &b, Location loc, Value apply,
-                       ValueRange old, SmallVectorImpl<Value> &updated) {
+void keepUnlessApplied(OpBuilder &b, Location loc, Value apply, ValueRange old,
+                       SmallVectorImpl<Value> &updated) {
   for (auto [value, previous] : llvm::zip(updated, old))
     value = arith::SelectOp::create(b, loc, apply, value, previous);
 }
@@ -225,9 +225,9 @@ struct UpdateLowering : public OpConversionPattern<UpdateOp> {
     // fused update gets it from the norm it computes anyway).
     Value apply;
     if (op.getSkipNonfinite())
-      apply = isFinite(rewriter, op.getLoc(),
-                       sumOfSquaresNorm(rewriter, op.getLoc(),
-                                        adaptor.getGrads(), Value()));
+      apply = isFinite(
+          rewriter, op.getLoc(),
+          sumOfSquaresNorm(rewriter, op.getLoc(), adaptor.getGrads(), Value()));
     ValueRange results = updateInPlace(
         rewriter, op.getLoc(), adaptor.getGrads(), outputs,
         [&](OpBuilder &b, Location l, ValueRange ins, ValueRange outs,
@@ -255,7 +255,8 @@ struct FusedUpdateLowering : public OpConversionPattern<FusedUpdateOp> {
     Value coef;
     if (std::optional<APFloat> maxNorm = op.getMaxNorm())
       coef = clipCoefficient(rewriter, loc, norm, maxNorm->convertToDouble());
-    Value apply = op.getSkipNonfinite() ? isFinite(rewriter, loc, norm) : Value();
+    Value apply =
+        op.getSkipNonfinite() ? isFinite(rewriter, loc, norm) : Value();
     // Pass 2: gradient, optimizer and accumulator reset per element.
     SmallVector<Value> outputs{adaptor.getParams(), adaptor.getAccumulator()};
     llvm::append_range(outputs, adaptor.getStates());

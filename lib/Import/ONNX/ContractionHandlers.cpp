@@ -99,8 +99,8 @@ LogicalResult importEinsum(GraphImporter &im, const onnx::NodeProto &node) {
   auto parse = [&](StringRef spec, int64_t rank,
                    SmallVector<int> &ids) -> LogicalResult {
     size_t dots = spec.find("...");
-    int64_t letters = static_cast<int64_t>(spec.size()) -
-                      (dots == StringRef::npos ? 0 : 3);
+    int64_t letters =
+        static_cast<int64_t>(spec.size()) - (dots == StringRef::npos ? 0 : 3);
     int64_t ellipsis = dots == StringRef::npos ? 0 : rank - letters;
     if (ellipsis < 0 || (dots == StringRef::npos && letters != rank))
       return im.error(node) << "'" << spec << "' does not match an operand "
@@ -113,8 +113,8 @@ LogicalResult importEinsum(GraphImporter &im, const onnx::NodeProto &node) {
         continue;
       }
       if (!llvm::isAlpha(spec[i]))
-        return im.error(node) << "unexpected '" << spec[i]
-                              << "' in the equation";
+        return im.error(node)
+               << "unexpected '" << spec[i] << "' in the equation";
       ids.push_back(spec[i]);
     }
     return success();
@@ -155,8 +155,8 @@ LogicalResult importEinsum(GraphImporter &im, const onnx::NodeProto &node) {
       return failure();
     for (int id : output)
       if (!sizes.count(id))
-        return im.error(node) << "output index '" << char(id)
-                              << "' appears in no operand";
+        return im.error(node)
+               << "output index '" << char(id) << "' appears in no operand";
   } else {
     // numpy's implicit output: the ellipsis, then the letters that appear
     // once, in alphabetical order.
@@ -188,8 +188,8 @@ LogicalResult importEinsum(GraphImporter &im, const onnx::NodeProto &node) {
     SmallVector<int64_t> perm;
     for (int id : order)
       perm.push_back(llvm::find(t.indices, id) - t.indices.begin());
-    t.value = nn::TransposeOp::create(b, loc, t.value,
-                                      b.getDenseI64ArrayAttr(perm));
+    t.value =
+        nn::TransposeOp::create(b, loc, t.value, b.getDenseI64ArrayAttr(perm));
     t.indices.assign(order.begin(), order.end());
   };
   auto shapeOf = [&](ArrayRef<int> ids) {
@@ -204,7 +204,8 @@ LogicalResult importEinsum(GraphImporter &im, const onnx::NodeProto &node) {
       p *= sizes[id];
     return p;
   };
-  Type element = cast<RankedTensorType>(terms[0].value.getType()).getElementType();
+  Type element =
+      cast<RankedTensorType>(terms[0].value.getType()).getElementType();
   auto reshape = [&](Value v, ArrayRef<int64_t> shape) {
     return nnb.reshape(v, RankedTensorType::get(shape, element));
   };
@@ -252,10 +253,12 @@ LogicalResult importEinsum(GraphImporter &im, const onnx::NodeProto &node) {
     permute(c, cOrder);
     int64_t nb = product(batch), m = product(aFree), k = product(contracted),
             n = product(cFree);
-    Value lhs = reshape(a.value, batch.empty() ? SmallVector<int64_t>{m, k}
-                                               : SmallVector<int64_t>{nb, m, k});
-    Value rhs = reshape(c.value, batch.empty() ? SmallVector<int64_t>{k, n}
-                                               : SmallVector<int64_t>{nb, k, n});
+    Value lhs =
+        reshape(a.value, batch.empty() ? SmallVector<int64_t>{m, k}
+                                       : SmallVector<int64_t>{nb, m, k});
+    Value rhs =
+        reshape(c.value, batch.empty() ? SmallVector<int64_t>{k, n}
+                                       : SmallVector<int64_t>{nb, k, n});
     Term result;
     result.indices = batch;
     llvm::append_range(result.indices, aFree);

@@ -2,8 +2,8 @@
 //
 // One nn op per ONNX operator where there is one; LeakyRelu, Elu, Softplus,
 // Reciprocal, Gelu, HardSigmoid, HardSwish, Softsign, Selu, Celu,
-// ThresholdedRelu, Mish, PRelu, Sinh and Cosh are built from nn ops, so their VJPs come
-// from the parts.
+// ThresholdedRelu, Mish, PRelu, Sinh and Cosh are built from nn ops, so their
+// VJPs come from the parts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,20 +82,22 @@ LogicalResult importPow(GraphImporter &im, const onnx::NodeProto &node) {
   auto baseType = cast<RankedTensorType>(base->getType());
   if (isa<IntegerType>(baseType.getElementType())) {
     // Integer powers through f64 (exact for the values integers hold).
-    auto f64 = RankedTensorType::get(baseType.getShape(), im.builder.getF64Type());
+    auto f64 =
+        RankedTensorType::get(baseType.getShape(), im.builder.getF64Type());
     auto expType = cast<RankedTensorType>(im.input(node, 1)->getType());
     FailureOr<Value> b = im.create<nn::CastOp>(node, f64, *base);
     FailureOr<Value> e = im.create<nn::CastOp>(
-        node, RankedTensorType::get(expType.getShape(), im.builder.getF64Type()),
+        node,
+        RankedTensorType::get(expType.getShape(), im.builder.getF64Type()),
         *im.input(node, 1));
     if (failed(b) || failed(e))
       return failure();
     FailureOr<Value> p = im.create<nn::PowOp>(node, *b, *e);
     if (failed(p))
       return failure();
-    auto resultType = RankedTensorType::get(
-        cast<RankedTensorType>(p->getType()).getShape(),
-        baseType.getElementType());
+    auto resultType =
+        RankedTensorType::get(cast<RankedTensorType>(p->getType()).getShape(),
+                              baseType.getElementType());
     return im.setResult(node, im.create<nn::CastOp>(node, resultType, *p));
   }
   auto floatType = dyn_cast<FloatType>(elementOf(*base));
@@ -228,10 +230,10 @@ LogicalResult importLeakyRelu(GraphImporter &im, const onnx::NodeProto &node) {
   nn::NNBuilder nnb(im.builder, im.loc(node));
   Type element = elementOf(*x);
   Value alpha = nnb.scalar(element, im.floatAttr(node, "alpha", 0.01f));
-  Value positive =
-      nn::GreaterOp::create(im.builder, im.loc(node), *x, nnb.scalar(element, 0));
-  return im.setResult(node, im.create<nn::WhereOp>(node, positive, *x,
-                                                   nnb.mul(*x, alpha)));
+  Value positive = nn::GreaterOp::create(im.builder, im.loc(node), *x,
+                                         nnb.scalar(element, 0));
+  return im.setResult(
+      node, im.create<nn::WhereOp>(node, positive, *x, nnb.mul(*x, alpha)));
 }
 
 LogicalResult importElu(GraphImporter &im, const onnx::NodeProto &node) {
@@ -244,8 +246,8 @@ LogicalResult importElu(GraphImporter &im, const onnx::NodeProto &node) {
   Value one = nnb.scalar(element, 1.0);
   Value negative = nnb.mul(
       alpha, nnb.sub(nn::ExpOp::create(im.builder, im.loc(node), *x), one));
-  Value positive =
-      nn::GreaterOp::create(im.builder, im.loc(node), *x, nnb.scalar(element, 0));
+  Value positive = nn::GreaterOp::create(im.builder, im.loc(node), *x,
+                                         nnb.scalar(element, 0));
   return im.setResult(node,
                       im.create<nn::WhereOp>(node, positive, *x, negative));
 }
@@ -285,10 +287,9 @@ LogicalResult importHardSigmoid(GraphImporter &im,
   FailureOr<Value> x = floatInput(im, node, 0);
   if (failed(x))
     return failure();
-  return im.setResult(
-      node, hardSigmoid(im.builder, im.loc(node), *x,
-                        im.floatAttr(node, "alpha", 0.2f),
-                        im.floatAttr(node, "beta", 0.5f)));
+  return im.setResult(node, hardSigmoid(im.builder, im.loc(node), *x,
+                                        im.floatAttr(node, "alpha", 0.2f),
+                                        im.floatAttr(node, "beta", 0.5f)));
 }
 
 LogicalResult importHardSwish(GraphImporter &im, const onnx::NodeProto &node) {
@@ -297,9 +298,9 @@ LogicalResult importHardSwish(GraphImporter &im, const onnx::NodeProto &node) {
   if (failed(x))
     return failure();
   return im.setResult(
-      node, im.create<nn::MulOp>(
-                node, *x,
-                hardSigmoid(im.builder, im.loc(node), *x, 1.0 / 6.0, 0.5)));
+      node,
+      im.create<nn::MulOp>(
+          node, *x, hardSigmoid(im.builder, im.loc(node), *x, 1.0 / 6.0, 0.5)));
 }
 
 LogicalResult importSoftsign(GraphImporter &im, const onnx::NodeProto &node) {
@@ -309,8 +310,8 @@ LogicalResult importSoftsign(GraphImporter &im, const onnx::NodeProto &node) {
   nn::NNBuilder nnb(im.builder, im.loc(node));
   Value abs = nn::AbsOp::create(im.builder, im.loc(node), *x);
   return im.setResult(
-      node, im.create<nn::DivOp>(
-                node, *x, nnb.add(nnb.scalar(elementOf(*x), 1.0), abs)));
+      node, im.create<nn::DivOp>(node, *x,
+                                 nnb.add(nnb.scalar(elementOf(*x), 1.0), abs)));
 }
 
 /// x where x > 0, else alpha (exp(x / scale) - 1).
@@ -319,12 +320,10 @@ Value exponentialBelowZero(OpBuilder &b, Location loc, Value x, double alpha,
   nn::NNBuilder nnb(b, loc);
   Type element = elementOf(x);
   Value inner = scale == 1.0 ? x : nnb.div(x, nnb.scalar(element, scale));
-  Value negative =
-      nnb.mul(nnb.scalar(element, alpha),
-              nnb.sub(nn::ExpOp::create(b, loc, inner),
-                      nnb.scalar(element, 1.0)));
-  Value positive =
-      nn::GreaterOp::create(b, loc, x, nnb.scalar(element, 0.0));
+  Value negative = nnb.mul(
+      nnb.scalar(element, alpha),
+      nnb.sub(nn::ExpOp::create(b, loc, inner), nnb.scalar(element, 1.0)));
+  Value positive = nn::GreaterOp::create(b, loc, x, nnb.scalar(element, 0.0));
   return nn::WhereOp::create(b, loc, positive, x, negative);
 }
 
@@ -336,10 +335,9 @@ LogicalResult importSelu(GraphImporter &im, const onnx::NodeProto &node) {
   double alpha = im.floatAttr(node, "alpha", 1.67326319217681884765625f);
   double gamma = im.floatAttr(node, "gamma", 1.05070102214813232421875f);
   return im.setResult(
-      node, im.create<nn::MulOp>(
-                node, nnb.scalar(elementOf(*x), gamma),
-                exponentialBelowZero(im.builder, im.loc(node), *x, alpha,
-                                     1.0)));
+      node, im.create<nn::MulOp>(node, nnb.scalar(elementOf(*x), gamma),
+                                 exponentialBelowZero(im.builder, im.loc(node),
+                                                      *x, alpha, 1.0)));
 }
 
 LogicalResult importCelu(GraphImporter &im, const onnx::NodeProto &node) {
@@ -350,8 +348,8 @@ LogicalResult importCelu(GraphImporter &im, const onnx::NodeProto &node) {
   double alpha = im.floatAttr(node, "alpha", 1.0f);
   if (alpha == 0.0)
     return im.error(node) << "alpha must not be 0";
-  return im.setResult(node, exponentialBelowZero(im.builder, im.loc(node), *x,
-                                                 alpha, alpha));
+  return im.setResult(
+      node, exponentialBelowZero(im.builder, im.loc(node), *x, alpha, alpha));
 }
 
 LogicalResult importThresholdedRelu(GraphImporter &im,
@@ -364,8 +362,8 @@ LogicalResult importThresholdedRelu(GraphImporter &im,
   Value above = nn::GreaterOp::create(
       im.builder, im.loc(node), *x,
       nnb.scalar(element, im.floatAttr(node, "alpha", 1.0f)));
-  return im.setResult(node, im.create<nn::WhereOp>(
-                                node, above, *x, nnb.scalar(element, 0.0)));
+  return im.setResult(
+      node, im.create<nn::WhereOp>(node, above, *x, nnb.scalar(element, 0.0)));
 }
 
 LogicalResult importMish(GraphImporter &im, const onnx::NodeProto &node) {
@@ -387,14 +385,13 @@ LogicalResult importPRelu(GraphImporter &im, const onnx::NodeProto &node) {
   nn::NNBuilder nnb(im.builder, im.loc(node));
   Value negative = nn::LessOp::create(im.builder, im.loc(node), *x,
                                       nnb.scalar(elementOf(*x), 0.0));
-  return im.setResult(node, im.create<nn::WhereOp>(
-                                node, negative, nnb.mul(*slope, *x), *x));
+  return im.setResult(
+      node, im.create<nn::WhereOp>(node, negative, nnb.mul(*slope, *x), *x));
 }
 
 /// (exp(x) + sign exp(-x)) / 2: Cosh for sign 1, Sinh for -1.
 template <int Sign>
-LogicalResult importHyperbolic(GraphImporter &im,
-                               const onnx::NodeProto &node) {
+LogicalResult importHyperbolic(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = floatInput(im, node, 0);
   if (failed(x))
     return failure();
@@ -404,8 +401,8 @@ LogicalResult importHyperbolic(GraphImporter &im,
   Value up = nn::ExpOp::create(b, loc, *x);
   Value down = nn::ExpOp::create(b, loc, nn::NegOp::create(b, loc, *x));
   Value sum = Sign > 0 ? nnb.add(up, down) : nnb.sub(up, down);
-  return im.setResult(node, im.create<nn::MulOp>(
-                                node, sum, nnb.scalar(elementOf(*x), 0.5)));
+  return im.setResult(
+      node, im.create<nn::MulOp>(node, sum, nnb.scalar(elementOf(*x), 0.5)));
 }
 
 LogicalResult importGelu(GraphImporter &im, const onnx::NodeProto &node) {

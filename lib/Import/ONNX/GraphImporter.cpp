@@ -39,9 +39,8 @@ static const std::vector<OpRegistration> &allHandlers() {
   return handlers;
 }
 
-const OpRegistration *onnx_import::lookupHandler(StringRef domain,
-                                                 StringRef opType,
-                                                 int64_t opset) {
+const OpRegistration *
+onnx_import::lookupHandler(StringRef domain, StringRef opType, int64_t opset) {
   if (domain == "ai.onnx")
     domain = "";
   const OpRegistration *best = nullptr;
@@ -223,8 +222,8 @@ static FailureOr<std::string> readExternalData(const onnx::TensorProto &tensor,
 }
 
 LogicalResult GraphImporter::requireBroadcastsTo(const onnx::NodeProto &node,
-                                                int index, Value value,
-                                                ArrayRef<int64_t> shape) {
+                                                 int index, Value value,
+                                                 ArrayRef<int64_t> shape) {
   ArrayRef<int64_t> have = cast<RankedTensorType>(value.getType()).getShape();
   FailureOr<SmallVector<int64_t>> result = nn::broadcastShapes(have, shape);
   if (succeeded(result) && ArrayRef<int64_t>(*result) == shape)
@@ -255,9 +254,10 @@ static void appendBytes(std::string &out, const Range &values) {
   }
 }
 
-FailureOr<TensorData> onnx_import::readTensorData(
-    const onnx::TensorProto &tensor, MLIRContext *context, StringRef modelPath,
-    Location loc, onnx::TensorProto *steal) {
+FailureOr<TensorData>
+onnx_import::readTensorData(const onnx::TensorProto &tensor,
+                            MLIRContext *context, StringRef modelPath,
+                            Location loc, onnx::TensorProto *steal) {
   TensorData data;
   data.elementType = convertElementType(context, tensor.data_type());
   if (!data.elementType)
@@ -268,8 +268,8 @@ FailureOr<TensorData> onnx_import::readTensorData(
                                      tensor.data_type()));
   for (int64_t d : tensor.dims()) {
     if (d < 0)
-      return emitError(loc) << "tensor '" << tensor.name()
-                            << "' has a negative dimension";
+      return emitError(loc)
+             << "tensor '" << tensor.name() << "' has a negative dimension";
     data.shape.push_back(d);
   }
   int64_t count = data.numElements();
@@ -331,8 +331,8 @@ FailureOr<TensorData> onnx_import::readTensorData(
 }
 
 FailureOr<TensorData> onnx_import::readTensorProtoBytes(StringRef bytes,
-                                                       MLIRContext *context,
-                                                       Location loc) {
+                                                        MLIRContext *context,
+                                                        Location loc) {
   onnx::TensorProto tensor;
   if (!tensor.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     return emitError(loc) << "not a valid TensorProto";
@@ -437,8 +437,8 @@ FailureOr<Value> GraphImporter::optionalInput(const onnx::NodeProto &node,
     return Value();
   Value value = values.lookup(node.input(index));
   if (!value && unsupported.count(node.input(index)))
-    return error(node) << "uses '" << node.input(index) << "': "
-                       << unsupported.lookup(node.input(index));
+    return error(node) << "uses '" << node.input(index)
+                       << "': " << unsupported.lookup(node.input(index));
   if (!value)
     return error(node) << "input '" << node.input(index)
                        << "' is not defined by any earlier node, "
@@ -497,7 +497,8 @@ FailureOr<double> GraphImporter::constantScalar(const onnx::NodeProto &node,
   if (element.isInteger(1))
     return (*attr->getValues<APInt>().begin()).getBoolValue() ? 1.0 : 0.0;
   if (element.isInteger())
-    return static_cast<double>((*attr->getValues<APInt>().begin()).getSExtValue());
+    return static_cast<double>(
+        (*attr->getValues<APInt>().begin()).getSExtValue());
   return error(node) << what << " must be a number, not " << element;
 }
 

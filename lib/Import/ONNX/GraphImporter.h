@@ -156,8 +156,8 @@ public:
   constantInput(const onnx::NodeProto &node, int index, llvm::StringRef what);
   /// The one value of a constant scalar input, as a double (floats,
   /// integers and booleans); fails with an error naming `what` otherwise.
-  llvm::FailureOr<double> constantScalar(const onnx::NodeProto &node,
-                                         int index, llvm::StringRef what);
+  llvm::FailureOr<double> constantScalar(const onnx::NodeProto &node, int index,
+                                         llvm::StringRef what);
   /// Integer values of a constant input (axes, shapes).
   llvm::FailureOr<llvm::SmallVector<int64_t>>
   constantInts(const onnx::NodeProto &node, int index, llvm::StringRef what);
@@ -226,10 +226,10 @@ public:
       OpTy::build(builder, state, mlir::Type(), std::forward<Args>(args)...);
       llvm::SmallVector<mlir::Type> types;
       mlir::MLIRContext *ctx = builder.getContext();
-      if (failed(OpTy::inferReturnTypes(
-              ctx, state.location, state.operands,
-              state.attributes.getDictionary(ctx), state.getRawProperties(),
-              state.regions, types)))
+      if (failed(OpTy::inferReturnTypes(ctx, state.location, state.operands,
+                                        state.attributes.getDictionary(ctx),
+                                        state.getRawProperties(), state.regions,
+                                        types)))
         return mlir::failure();
       state.types.assign(types.begin(), types.end());
     } else {

@@ -9,6 +9,7 @@
 
 #include "accrue-runtime/Settings.h"
 
+#include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -16,7 +17,6 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
-#include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Regex.h"
 
@@ -151,8 +151,7 @@ LogicalResult ModelImporter::readTrainingInfo() {
   if (!training() || model.training_info_size() == 0)
     return success();
   if (model.training_info_size() > 1)
-    return emitError(fileLoc) << "the model has "
-                              << model.training_info_size()
+    return emitError(fileLoc) << "the model has " << model.training_info_size()
                               << " TrainingInfoProtos; Accrue runs one";
   const onnx::GraphProto &algorithm = model.training_info(0).algorithm();
   const onnx::NodeProto *gradient = nullptr, *optimizer = nullptr;
@@ -174,8 +173,8 @@ LogicalResult ModelImporter::readTrainingInfo() {
                << "the training algorithm has more than one optimizer node";
       optimizer = &node;
     } else {
-      return emitError(where(node)) << "training operator " << node.op_type()
-                                    << " is not supported";
+      return emitError(where(node))
+             << "training operator " << node.op_type() << " is not supported";
     }
   }
   if (!gradient)
@@ -253,9 +252,9 @@ LogicalResult ModelImporter::chooseOutputs() {
     std::string names;
     for (const auto &output : graph.output())
       names += (names.empty() ? "'" : ", '") + output.name() + "'";
-    return emitError(fileLoc) << settingRef("loss") << " '" << options.lossName
-                              << "' is not a graph output (outputs: " << names
-                              << ")";
+    return emitError(fileLoc)
+           << settingRef("loss") << " '" << options.lossName
+           << "' is not a graph output (outputs: " << names << ")";
   }
   // The only float output whose declared shape is a scalar (or, without
   // shape information, the only float output).
@@ -300,9 +299,9 @@ LogicalResult ModelImporter::checkNames() {
     definedBy.try_emplace(input.name(), "a graph input");
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto &node = graph.node(i);
-    std::string name =
-        node.name().empty() ? node.op_type() + "_" + std::to_string(i)
-                            : node.name();
+    std::string name = node.name().empty()
+                           ? node.op_type() + "_" + std::to_string(i)
+                           : node.name();
     for (const std::string &out : node.output()) {
       if (out.empty())
         continue;
@@ -465,8 +464,8 @@ LogicalResult ModelImporter::buildSignature() {
     if (!options.loadParameterValues) {
       for (int64_t d : proto->dims()) {
         if (d < 0)
-          return emitError(loc) << "tensor '" << proto->name()
-                                << "' has a negative dimension";
+          return emitError(loc)
+                 << "tensor '" << proto->name() << "' has a negative dimension";
         tensor.shape.push_back(d);
       }
       return tensor;
@@ -480,10 +479,9 @@ LogicalResult ModelImporter::buildSignature() {
     const float *values = reinterpret_cast<const float *>(data->bytes.data());
     for (int64_t i = 0, n = data->numElements(); trained && i < n; ++i)
       if (!std::isfinite(values[i]))
-        return emitError(loc)
-               << "the trainable tensor holds "
-               << (std::isnan(values[i]) ? "NaN" : "an infinity")
-               << " at element " << i;
+        return emitError(loc) << "the trainable tensor holds "
+                              << (std::isnan(values[i]) ? "NaN" : "an infinity")
+                              << " at element " << i;
     tensor.shape.assign(data->shape.begin(), data->shape.end());
     tensor.bytes = std::move(data->bytes);
     return tensor;
@@ -609,8 +607,7 @@ LogicalResult ModelImporter::importBody() {
       value = DenseElementsAttr::getFromRawBuffer(
           type, ArrayRef<char>(data->bytes.data(), data->bytes.size()));
     }
-    importer.define(input->name(),
-                    nn::ConstantOp::create(builder, loc, value));
+    importer.define(input->name(), nn::ConstantOp::create(builder, loc, value));
   }
 
   for (int i : order)
@@ -621,11 +618,11 @@ LogicalResult ModelImporter::importBody() {
   for (const std::string &name : outputNames) {
     Value value = importer.lookup(name);
     if (!value && !importer.unsupportedReason(name).empty())
-      return emitError(fileLoc) << "output '" << name
-                                << "': " << importer.unsupportedReason(name);
+      return emitError(fileLoc)
+             << "output '" << name << "': " << importer.unsupportedReason(name);
     if (!value)
-      return emitError(fileLoc) << "output '" << name
-                                << "' is not computed by any node";
+      return emitError(fileLoc)
+             << "output '" << name << "' is not computed by any node";
     results.push_back(value);
   }
   if (training()) {
@@ -677,9 +674,8 @@ FailureOr<ImportedModel> ModelImporter::run() {
   context->loadDialect<nn::NNDialect, train::TrainDialect, func::FuncDialect,
                        arith::ArithDialect, tensor::TensorDialect>();
   if (failed(check()) || failed(readTrainingInfo()) ||
-      failed(chooseOutputs()) ||
-      failed(sliceAndCheckNodes()) || failed(buildSignature()) ||
-      failed(importBody()))
+      failed(chooseOutputs()) || failed(sliceAndCheckNodes()) ||
+      failed(buildSignature()) || failed(importBody()))
     return failure();
   result.proto = parsed;
   return std::move(result);

@@ -19,8 +19,7 @@ LogicalResult importClassificationLoss(GraphImporter &im,
   if (failed(scores) || failed(labels) || failed(weights))
     return failure();
   std::string reduction = im.stringAttr(node, "reduction", "mean");
-  std::optional<nn::LossReduction> kind =
-      nn::symbolizeLossReduction(reduction);
+  std::optional<nn::LossReduction> kind = nn::symbolizeLossReduction(reduction);
   if (!kind)
     return im.error(node) << "unknown reduction '" << reduction << "'";
   IntegerAttr ignore;
@@ -45,10 +44,13 @@ LogicalResult importClassificationLoss(GraphImporter &im,
 } // namespace
 
 void onnx_import::addLossHandlers(std::vector<OpRegistration> &list) {
+  list.push_back({"SoftmaxCrossEntropyLoss",
+                  12,
+                  importClassificationLoss<nn::SoftmaxCrossEntropyLossOp, true>,
+                  {2}});
   list.push_back(
-      {"SoftmaxCrossEntropyLoss", 12,
-       importClassificationLoss<nn::SoftmaxCrossEntropyLossOp, true>, {2}});
-  list.push_back(
-      {"NegativeLogLikelihoodLoss", 12,
-       importClassificationLoss<nn::NegativeLogLikelihoodLossOp, false>, {2}});
+      {"NegativeLogLikelihoodLoss",
+       12,
+       importClassificationLoss<nn::NegativeLogLikelihoodLossOp, false>,
+       {2}});
 }

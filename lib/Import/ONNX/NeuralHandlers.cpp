@@ -42,7 +42,8 @@ LogicalResult importSoftmax(GraphImporter &im, const onnx::NodeProto &node) {
   if (failed(axis))
     return failure();
   if (!legacy || *axis == rank - 1)
-    return im.setResult(node, im.create<OpTy>(node, *x, im.builder.getI64IntegerAttr(*axis)));
+    return im.setResult(
+        node, im.create<OpTy>(node, *x, im.builder.getI64IntegerAttr(*axis)));
   // Opsets 1-12 normalize the input coerced to 2-D at the axis.
   int64_t rows = 1, cols = 1;
   for (int64_t d = 0; d < rank; ++d)
@@ -67,8 +68,8 @@ LogicalResult importSoftmax(GraphImporter &im, const onnx::NodeProto &node) {
 struct Normalized {
   Value value, mean, invStd;
 };
-Normalized normalizeOver(nn::NNBuilder &nnb, Value x,
-                         ArrayRef<int64_t> axes, double epsilon) {
+Normalized normalizeOver(nn::NNBuilder &nnb, Value x, ArrayRef<int64_t> axes,
+                         double epsilon) {
   OpBuilder &b = nnb.b;
   Location loc = nnb.loc;
   Type element = typeOf(x).getElementType();
@@ -76,10 +77,10 @@ Normalized normalizeOver(nn::NNBuilder &nnb, Value x,
   Value centered = nnb.sub(x, mean);
   Value variance = nn::ReduceMeanOp::create(b, loc, nnb.mul(centered, centered),
                                             axes, /*keepdims=*/true);
-  Value invStd = nnb.div(
-      nnb.scalar(element, 1.0),
-      nn::SqrtOp::create(b, loc,
-                         nnb.add(variance, nnb.scalar(element, epsilon))));
+  Value invStd =
+      nnb.div(nnb.scalar(element, 1.0),
+              nn::SqrtOp::create(
+                  b, loc, nnb.add(variance, nnb.scalar(element, epsilon))));
   return {nnb.mul(centered, invStd), mean, invStd};
 }
 
@@ -138,9 +139,10 @@ LogicalResult importInstanceNormalization(GraphImporter &im,
   Normalized n =
       normalizeOver(nnb, *x, llvm::to_vector(llvm::seq<int64_t>(2, rank)),
                     im.floatAttr(node, "epsilon", 1e-5f));
-  return im.setResult(
-      node, im.create<nn::AddOp>(node, nnb.mul(n.value, perChannel(nnb, *scale, rank)),
-                                 perChannel(nnb, *bias, rank)));
+  return im.setResult(node,
+                      im.create<nn::AddOp>(
+                          node, nnb.mul(n.value, perChannel(nnb, *scale, rank)),
+                          perChannel(nnb, *bias, rank)));
 }
 
 /// GroupNormalization (opsets 18 and 21): the channels of each sample split
@@ -186,8 +188,7 @@ LogicalResult importGroupNormalization(GraphImporter &im,
                             << "] (one per group)";
     return nnb.reshape(
         v, RankedTensorType::get(
-               {groups, size == channels ? channels / groups : 1, 1},
-               element));
+               {groups, size == channels ? channels / groups : 1, 1}, element));
   };
   FailureOr<Value> s = affine(1, *scale), t = affine(2, *bias);
   if (failed(s) || failed(t))
@@ -215,12 +216,13 @@ LogicalResult importLpNormalization(GraphImporter &im,
   nn::NNBuilder nnb(b, loc);
   SmallVector<int64_t> axes{*axis};
   Value norm =
-      p == 1 ? Value(nn::ReduceSumOp::create(b, loc, nn::AbsOp::create(b, loc, *x),
-                                             axes, /*keepdims=*/true))
-             : Value(nn::SqrtOp::create(
-                   b, loc,
-                   nn::ReduceSumOp::create(b, loc, nnb.mul(*x, *x), axes,
-                                           /*keepdims=*/true)));
+      p == 1
+          ? Value(nn::ReduceSumOp::create(b, loc, nn::AbsOp::create(b, loc, *x),
+                                          axes, /*keepdims=*/true))
+          : Value(nn::SqrtOp::create(
+                b, loc,
+                nn::ReduceSumOp::create(b, loc, nnb.mul(*x, *x), axes,
+                                        /*keepdims=*/true)));
   return im.setResult(node, im.create<nn::DivOp>(node, *x, norm));
 }
 
@@ -275,7 +277,8 @@ LogicalResult importBatchNormalization(GraphImporter &im,
   double epsilon = im.floatAttr(node, "epsilon", 1e-5f);
   Value eps = nnb.scalar(element, epsilon);
 
-  Value useMean = perChannel(nnb, mean, rank), useVar = perChannel(nnb, var, rank);
+  Value useMean = perChannel(nnb, mean, rank),
+        useVar = perChannel(nnb, var, rank);
   Value batchMean, batchVar;
   if (training) {
     if (im.strict)
@@ -327,9 +330,9 @@ LogicalResult importBatchNormalization(GraphImporter &im,
     // times the batch's (ONNX momentum m is PyTorch's 1 - momentum).
     auto bufferArg = [](Value input) -> std::optional<unsigned> {
       auto arg = dyn_cast<BlockArgument>(input);
-      auto function = arg ? dyn_cast<FunctionOpInterface>(
-                                arg.getOwner()->getParentOp())
-                          : FunctionOpInterface();
+      auto function =
+          arg ? dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp())
+              : FunctionOpInterface();
       if (!function || train::getArgRole(function, arg.getArgNumber()) !=
                            ACCRUE_ROLE_BUFFERS)
         return std::nullopt;
@@ -381,9 +384,10 @@ LogicalResult importDropout(GraphImporter &im, const onnx::NodeProto &node) {
     // Inference: the identity, and a mask of ones.
     im.setOutput(node, 0, *x);
     auto maskType = RankedTensorType::get(type.getShape(), b.getI1Type());
-    im.setOutput(node, 1,
-                 nn::ConstantOp::create(
-                     b, loc, SplatElementsAttr::get(maskType, b.getBoolAttr(true))));
+    im.setOutput(
+        node, 1,
+        nn::ConstantOp::create(
+            b, loc, SplatElementsAttr::get(maskType, b.getBoolAttr(true))));
     return success();
   }
   if (!im.training || !im.stepArg)
@@ -391,10 +395,11 @@ LogicalResult importDropout(GraphImporter &im, const onnx::NodeProto &node) {
                              "not supported (its mask is random)";
   (void)im.unsupportedOutput(node, 1, "mask");
   return im.setResult(
-      node, im.create<nn::DropoutOp>(node, *x, im.stepArg, im.sampleBaseArg,
-                                     b.getF64FloatAttr(ratio),
-                                     b.getI64IntegerAttr(im.intAttr(node, "seed", im.dropoutSeed)),
-                                     b.getI64IntegerAttr(im.dropoutCount++)));
+      node,
+      im.create<nn::DropoutOp>(
+          node, *x, im.stepArg, im.sampleBaseArg, b.getF64FloatAttr(ratio),
+          b.getI64IntegerAttr(im.intAttr(node, "seed", im.dropoutSeed)),
+          b.getI64IntegerAttr(im.dropoutCount++)));
 }
 
 } // namespace

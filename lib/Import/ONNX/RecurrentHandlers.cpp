@@ -290,9 +290,9 @@ LogicalResult importRecurrent(GraphImporter &im, const onnx::NodeProto &node) {
         hr = cu.nnb.add(hr, rB);
       Value pre = cu.nnb.add(xt, hr);
       auto peephole = [&](Value v, int64_t k, Value cell) {
-        return peep ? cu.nnb.add(v, cu.nnb.mul(cu.slice(peep, 0, k * hidden,
-                                                        hidden),
-                                               cell))
+        return peep ? cu.nnb.add(
+                          v, cu.nnb.mul(cu.slice(peep, 0, k * hidden, hidden),
+                                        cell))
                     : v;
       };
       Value i = cu.sigmoid(peephole(gate(pre, 0), 0, c));

@@ -15,8 +15,7 @@ namespace {
 /// noop_with_empty_axes" into a sorted list. Empty result means identity.
 FailureOr<SmallVector<int64_t>> resolveAxes(GraphImporter &im,
                                             const onnx::NodeProto &node,
-                                            int64_t rank,
-                                            int64_t inputSince) {
+                                            int64_t rank, int64_t inputSince) {
   SmallVector<int64_t> axes;
   if (im.opset >= inputSince) {
     if (node.input_size() > 1 && !node.input(1).empty()) {
@@ -62,8 +61,8 @@ LogicalResult importReduction(GraphImporter &im, const onnx::NodeProto &node) {
                     !type.getElementType().isInteger(1);
   bool boolExtremum =
       (std::is_same_v<OpTy, nn::ReduceMaxOp> ||
-       std::is_same_v<OpTy, nn::ReduceMinOp>) &&
-      type.getElementType().isInteger(1);
+       std::is_same_v<OpTy, nn::ReduceMinOp>)&&type.getElementType()
+          .isInteger(1);
   if (!isa<FloatType>(type.getElementType()) && !integerSum && !boolExtremum)
     return im.error(node) << "expects a floating-point input"
                           << (std::is_same_v<OpTy, nn::ReduceSumOp>
@@ -82,8 +81,7 @@ LogicalResult importReduction(GraphImporter &im, const onnx::NodeProto &node) {
   if (boolExtremum) {
     // As 0/1 floats, and back.
     FailureOr<Value> asFloat = im.create<nn::CastOp>(
-        node,
-        RankedTensorType::get(type.getShape(), im.builder.getF32Type()),
+        node, RankedTensorType::get(type.getShape(), im.builder.getF32Type()),
         input);
     if (failed(asFloat))
       return failure();
@@ -95,9 +93,9 @@ LogicalResult importReduction(GraphImporter &im, const onnx::NodeProto &node) {
   if (boolExtremum && succeeded(reduced))
     reduced = im.create<nn::CastOp>(
         node,
-        RankedTensorType::get(cast<RankedTensorType>(reduced->getType())
-                                  .getShape(),
-                              type.getElementType()),
+        RankedTensorType::get(
+            cast<RankedTensorType>(reduced->getType()).getShape(),
+            type.getElementType()),
         *reduced);
   if (Root && succeeded(reduced))
     reduced = im.create<nn::SqrtOp>(node, *reduced);
@@ -148,10 +146,10 @@ LogicalResult importReduceProd(GraphImporter &im, const onnx::NodeProto &node) {
     }
   }
   auto result = RankedTensorType::get(shape, type.getElementType());
-  return im.setResult(node, Value(nn::ConstantOp::create(
-                                im.builder, im.loc(node),
-                                DenseElementsAttr::get(result,
-                                                       ArrayRef(products)))));
+  return im.setResult(node,
+                      Value(nn::ConstantOp::create(
+                          im.builder, im.loc(node),
+                          DenseElementsAttr::get(result, ArrayRef(products)))));
 }
 
 template <typename OpTy>
@@ -224,10 +222,10 @@ LogicalResult importTopK(GraphImporter &im, const onnx::NodeProto &node) {
     if (d != *axis)
       perm.push_back(d);
   perm.push_back(*axis);
-  Value rows = nn::TransposeOp::create(b, loc, *x, b.getDenseI64ArrayAttr(perm));
-  SmallVector<int64_t> outer(cast<RankedTensorType>(rows.getType())
-                                 .getShape()
-                                 .drop_back());
+  Value rows =
+      nn::TransposeOp::create(b, loc, *x, b.getDenseI64ArrayAttr(perm));
+  SmallVector<int64_t> outer(
+      cast<RankedTensorType>(rows.getType()).getShape().drop_back());
   auto withTail = [&](ArrayRef<int64_t> tail) {
     SmallVector<int64_t> shape(outer);
     llvm::append_range(shape, tail);
@@ -245,14 +243,13 @@ LogicalResult importTopK(GraphImporter &im, const onnx::NodeProto &node) {
       DenseElementsAttr::get(shaped({n, n}, b.getI1Type()), ArrayRef(lower)));
   Value better = largest ? Value(nn::GreaterOp::create(b, loc, xj, xi))
                          : Value(nn::LessOp::create(b, loc, xj, xi));
-  Value notWorse = nn::NotOp::create(
-      b, loc,
-      largest ? Value(nn::LessOp::create(b, loc, xj, xi))
-              : Value(nn::GreaterOp::create(b, loc, xj, xi)));
+  Value notWorse =
+      nn::NotOp::create(b, loc,
+                        largest ? Value(nn::LessOp::create(b, loc, xj, xi))
+                                : Value(nn::GreaterOp::create(b, loc, xj, xi)));
   Value before = nn::WhereOp::create(b, loc, lowerMask, notWorse, better);
   Value ranks = nn::ReduceSumOp::create(
-      b, loc,
-      nn::CastOp::create(b, loc, shaped(withTail({n, n}), f32), before),
+      b, loc, nn::CastOp::create(b, loc, shaped(withTail({n, n}), f32), before),
       SmallVector<int64_t>{static_cast<int64_t>(outer.size()) + 1},
       /*keepdims=*/true); // [..., n, 1]
   SmallVector<float> positions, iota;
@@ -263,7 +260,8 @@ LogicalResult importTopK(GraphImporter &im, const onnx::NodeProto &node) {
   Value at = nn::EqualOp::create(
       b, loc, ranks,
       nn::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(shaped({k}, f32), ArrayRef(positions))));
+          b, loc,
+          DenseElementsAttr::get(shaped({k}, f32), ArrayRef(positions))));
   // [..., n, k]: element i goes to output position r.
   auto select = [&](Value v, Type t) {
     Value zero = nnb.scalar(t, 0.0);
@@ -303,10 +301,10 @@ void onnx_import::addReductionHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"ReduceMean", 1, importReduction<nn::ReduceMeanOp, 18>, {1}});
   list.push_back({"ReduceMax", 1, importReduction<nn::ReduceMaxOp, 18>, {1}});
   list.push_back({"ReduceMin", 1, importReduction<nn::ReduceMinOp, 18>, {1}});
-  list.push_back({"ReduceSumSquare", 1,
-                  importReduction<nn::ReduceSumOp, 18, true>, {1}});
-  list.push_back({"ReduceL2", 1,
-                  importReduction<nn::ReduceSumOp, 18, true, true>, {1}});
+  list.push_back(
+      {"ReduceSumSquare", 1, importReduction<nn::ReduceSumOp, 18, true>, {1}});
+  list.push_back(
+      {"ReduceL2", 1, importReduction<nn::ReduceSumOp, 18, true, true>, {1}});
   list.push_back({"ArgMax", 1, importArgReduction<nn::ArgMaxOp>});
   list.push_back({"ArgMin", 1, importArgReduction<nn::ArgMinOp>});
   list.push_back({"TopK", 1, importTopK, {1}});

@@ -87,8 +87,8 @@ FailureOr<Value> onnx_import::reshapeTo(GraphImporter &im,
       FailureOr<Value> z = im.create<nn::ReshapeOp>(
           node, RankedTensorType::get(plan->first, type.getElementType()),
           t.getInput());
-      if (failed(z) || llvm::equal(plan->second,
-                                   llvm::seq<int64_t>(0, plan->second.size())))
+      if (failed(z) ||
+          llvm::equal(plan->second, llvm::seq<int64_t>(0, plan->second.size())))
         return z;
       return im.create<nn::TransposeOp>(
           node, *z, im.builder.getDenseI64ArrayAttr(plan->second));
@@ -184,8 +184,9 @@ LogicalResult importTranspose(GraphImporter &im, const onnx::NodeProto &node) {
   }
   if (llvm::equal(perm, llvm::seq<int64_t>(0, rank)))
     return im.setResult(node, im.create<nn::IdentityOp>(node, input));
-  return im.setResult(node, im.create<nn::TransposeOp>(
-                                node, input, im.builder.getDenseI64ArrayAttr(perm)));
+  return im.setResult(
+      node, im.create<nn::TransposeOp>(node, input,
+                                       im.builder.getDenseI64ArrayAttr(perm)));
 }
 
 LogicalResult importConstant(GraphImporter &im, const onnx::NodeProto &node) {
@@ -227,11 +228,9 @@ LogicalResult importConstant(GraphImporter &im, const onnx::NodeProto &node) {
   return success();
 }
 
-
 /// Axes from an attribute (before `inputSince`) or a constant input.
-FailureOr<SmallVector<int64_t>> axesOf(GraphImporter &im,
-                                       const onnx::NodeProto &node,
-                                       int64_t inputSince) {
+FailureOr<SmallVector<int64_t>>
+axesOf(GraphImporter &im, const onnx::NodeProto &node, int64_t inputSince) {
   if (im.opset >= inputSince) {
     if (node.input_size() < 2 || node.input(1).empty())
       return SmallVector<int64_t>();
@@ -305,8 +304,9 @@ LogicalResult importConcat(GraphImporter &im, const onnx::NodeProto &node) {
       im.normalizeAxis(node, im.intAttr(node, "axis", 0), rank);
   if (failed(axis))
     return failure();
-  return im.setResult(node, im.create<nn::ConcatOp>(
-                                node, inputs, im.builder.getI64IntegerAttr(*axis)));
+  return im.setResult(
+      node, im.create<nn::ConcatOp>(node, inputs,
+                                    im.builder.getI64IntegerAttr(*axis)));
 }
 
 /// A contiguous slice of `x` along `axis`.
@@ -427,9 +427,9 @@ LogicalResult importSlice(GraphImporter &im, const onnx::NodeProto &node) {
       start = clamp(starts[i], -1, dim - 1);
       end = clamp(ends[i], -1, dim - 1);
     }
-    int64_t size =
-        step > 0 ? std::max<int64_t>(0, (end - start + step - 1) / step)
-                 : std::max<int64_t>(0, (start - end - step - 1) / -step);
+    int64_t size = step > 0
+                       ? std::max<int64_t>(0, (end - start + step - 1) / step)
+                       : std::max<int64_t>(0, (start - end - step - 1) / -step);
     outStarts[*axis] = size > 0 ? start : 0;
     outSteps[*axis] = step;
     shape[*axis] = size;
@@ -454,11 +454,10 @@ LogicalResult importExpand(GraphImporter &im, const onnx::NodeProto &node) {
     return im.error(node) << "cannot broadcast " << type << " to the shape ["
                           << llvm::make_range(shape->begin(), shape->end())
                           << "]";
-  return im.setResult(node, im.create<nn::ExpandOp>(
-                                node,
-                                RankedTensorType::get(*result,
-                                                      type.getElementType()),
-                                *x));
+  return im.setResult(
+      node,
+      im.create<nn::ExpandOp>(
+          node, RankedTensorType::get(*result, type.getElementType()), *x));
 }
 
 /// A constant i64 tensor.
@@ -473,8 +472,7 @@ Value constantInts(GraphImporter &im, const onnx::NodeProto &node,
 /// ...] and reshaped to [r0 d0, r1 d1, ...]; the adjoint sums the copies.
 LogicalResult importTile(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
-  FailureOr<SmallVector<int64_t>> repeats =
-      im.constantInts(node, 1, "repeats");
+  FailureOr<SmallVector<int64_t>> repeats = im.constantInts(node, 1, "repeats");
   if (failed(x) || failed(repeats))
     return failure();
   auto type = cast<RankedTensorType>(x->getType());
@@ -532,16 +530,15 @@ LogicalResult importPad(GraphImporter &im, const onnx::NodeProto &node) {
   }
   int64_t n = axes.size();
   if (static_cast<int64_t>(pads.size()) != 2 * n)
-    return im.error(node) << "pads has " << pads.size() << " entries for "
-                          << n << " axes";
+    return im.error(node) << "pads has " << pads.size() << " entries for " << n
+                          << " axes";
   std::string mode = im.stringAttr(node, "mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge" &&
       mode != "wrap")
     return im.error(node) << "unknown mode '" << mode << "'";
   double value = im.opset < 11 ? im.floatAttr(node, "value", 0.0f) : 0.0;
   if (im.opset >= 11 && node.input_size() > 2 && !node.input(2).empty()) {
-    FailureOr<double> given =
-        im.constantScalar(node, 2, "the constant value");
+    FailureOr<double> given = im.constantScalar(node, 2, "the constant value");
     if (failed(given))
       return failure();
     value = *given;
@@ -579,8 +576,8 @@ LogicalResult importPad(GraphImporter &im, const onnx::NodeProto &node) {
       continue;
     }
     if (mode == "reflect" && (before >= length || after >= length))
-      return im.error(node) << "reflect pads must be smaller than the axis ("
-                            << length << ")";
+      return im.error(node)
+             << "reflect pads must be smaller than the axis (" << length << ")";
     SmallVector<int64_t> indices;
     for (int64_t j = -before; j < length + after; ++j) {
       int64_t k = j;
@@ -622,8 +619,9 @@ LogicalResult importShape(GraphImporter &im, const onnx::NodeProto &node) {
   int64_t end = bound(im.intAttr(node, "end", rank));
   SmallVector<int64_t> dims(shape.begin() + start,
                             shape.begin() + std::max(start, end));
-  im.setOutput(node, 0,
-               constantInts(im, node, dims, {static_cast<int64_t>(dims.size())}));
+  im.setOutput(
+      node, 0,
+      constantInts(im, node, dims, {static_cast<int64_t>(dims.size())}));
   return success();
 }
 
@@ -638,8 +636,7 @@ LogicalResult importSize(GraphImporter &im, const onnx::NodeProto &node) {
 
 LogicalResult importConstantOfShape(GraphImporter &im,
                                     const onnx::NodeProto &node) {
-  FailureOr<SmallVector<int64_t>> shape =
-      im.constantInts(node, 0, "the shape");
+  FailureOr<SmallVector<int64_t>> shape = im.constantInts(node, 0, "the shape");
   if (failed(shape))
     return failure();
   if (!withinElementLimit(*shape))
@@ -647,9 +644,8 @@ LogicalResult importConstantOfShape(GraphImporter &im,
                              "2^40 elements";
   Attribute value = im.builder.getF32FloatAttr(0.0f);
   if (const onnx::AttributeProto *attr = im.attribute(node, "value")) {
-    FailureOr<DenseElementsAttr> v =
-        decodeTensor(attr->t(), im.builder.getContext(), im.modelPath,
-                     im.loc(node));
+    FailureOr<DenseElementsAttr> v = decodeTensor(
+        attr->t(), im.builder.getContext(), im.modelPath, im.loc(node));
     if (failed(v))
       return failure();
     if (v->getNumElements() != 1)

@@ -1,4 +1,5 @@
-//===- TrainingHandlers.cpp - ONNX's preview training optimizers -*- C++ -*-===//
+//===- TrainingHandlers.cpp - ONNX's preview training optimizers -*- C++
+//-*-===//
 //
 // Adam, Momentum and Adagrad of the ai.onnx.preview.training domain, outside
 // a TrainingInfoProto (as ONNX's node tests use them): one train.update per
@@ -41,8 +42,8 @@ LogicalResult importOptimizer(GraphImporter &im, const onnx::NodeProto &node,
   int numInputs = node.input_size();
   if (numInputs < 2 + static_cast<int>(groups) || (numInputs - 2) % groups)
     return im.error(node) << "expects R, T and " << groups
-                          << " inputs per optimized tensor, got "
-                          << numInputs << " inputs";
+                          << " inputs per optimized tensor, got " << numInputs
+                          << " inputs";
   unsigned n = (numInputs - 2) / groups;
   if (node.output_size() != static_cast<int>(n * (1 + numStates)))
     return im.error(node) << "expects " << n * (1 + numStates) << " outputs";
@@ -85,9 +86,9 @@ LogicalResult importOptimizer(GraphImporter &im, const onnx::NodeProto &node,
       return im.error(node) << "optimizes f32 tensors only, not " << type;
     for (Value v : operands)
       if (v.getType() != type)
-        return im.error(node) << "tensor " << i
-                              << "'s gradient and states must have its type "
-                              << type;
+        return im.error(node)
+               << "tensor " << i << "'s gradient and states must have its type "
+               << type;
     nn::NNBuilder nnb(b, loc);
     auto flat = RankedTensorType::get({type.getNumElements()}, b.getF32Type());
     SmallVector<Value> flats;

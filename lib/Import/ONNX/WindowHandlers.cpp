@@ -140,8 +140,9 @@ FailureOr<Value> byDepthSlices(
         b.getDenseI64ArrayAttr({1, 1, w.strides[0], 1, 1}));
     slice = nn::TransposeOp::create(b, loc, slice,
                                     b.getDenseI64ArrayAttr({0, 2, 1, 3, 4}));
-    slice = nnb.reshape(slice, RankedTensorType::get(
-                                   {batch * outDepth, channels, h, wd}, element));
+    slice = nnb.reshape(
+        slice,
+        RankedTensorType::get({batch * outDepth, channels, h, wd}, element));
     FailureOr<Value> part = plane(slice, k);
     if (failed(part))
       return failure();
@@ -149,12 +150,12 @@ FailureOr<Value> byDepthSlices(
   }
   RankedTensorType planeType = typeOf(sum);
   Value y = nnb.reshape(
-      sum, RankedTensorType::get({batch, outDepth, planeType.getDimSize(1),
-                                  planeType.getDimSize(2),
-                                  planeType.getDimSize(3)},
-                                 element));
-  return Value(nn::TransposeOp::create(b, loc, y,
-                                       b.getDenseI64ArrayAttr({0, 2, 1, 3, 4})));
+      sum,
+      RankedTensorType::get({batch, outDepth, planeType.getDimSize(1),
+                             planeType.getDimSize(2), planeType.getDimSize(3)},
+                            element));
+  return Value(nn::TransposeOp::create(
+      b, loc, y, b.getDenseI64ArrayAttr({0, 2, 1, 3, 4})));
 }
 
 /// A 1-D [N, C, L] value as [N, C, 1, L]; 2-D values as they are.
@@ -165,9 +166,9 @@ FailureOr<Value> toWindowInput(GraphImporter &im, const onnx::NodeProto &node,
     return x;
   return im.create<nn::ReshapeOp>(
       node,
-      RankedTensorType::get({type.getDimSize(0), type.getDimSize(1), 1,
-                             type.getDimSize(2)},
-                            type.getElementType()),
+      RankedTensorType::get(
+          {type.getDimSize(0), type.getDimSize(1), 1, type.getDimSize(2)},
+          type.getElementType()),
       x);
 }
 
@@ -219,18 +220,18 @@ LogicalResult importConv(GraphImporter &im, const onnx::NodeProto &node) {
               RankedTensorType::get({w.getDimSize(0), w.getDimSize(1),
                                      w.getDimSize(3), w.getDimSize(4)},
                                     w.getElementType()));
-          return im.create<nn::ConvOp>(
-              node, slice, wk, Value(), b.getDenseI64ArrayAttr(plane.strides),
-              b.getDenseI64ArrayAttr(plane.pads),
-              b.getDenseI64ArrayAttr(plane.dilations),
-              b.getI64IntegerAttr(group));
+          return im.create<nn::ConvOp>(node, slice, wk, Value(),
+                                       b.getDenseI64ArrayAttr(plane.strides),
+                                       b.getDenseI64ArrayAttr(plane.pads),
+                                       b.getDenseI64ArrayAttr(plane.dilations),
+                                       b.getI64IntegerAttr(group));
         },
         [&](Value a, Value c) { return nnb.add(a, c); });
     if (failed(y))
       return failure();
     if (*bias) {
-      auto biasType = RankedTensorType::get({w.getDimSize(0), 1, 1, 1},
-                                            w.getElementType());
+      auto biasType =
+          RankedTensorType::get({w.getDimSize(0), 1, 1, 1}, w.getElementType());
       y = nnb.add(*y, nnb.reshape(*bias, biasType));
     }
     return im.setResult(node, im.create<nn::IdentityOp>(node, *y));
@@ -241,14 +242,14 @@ LogicalResult importConv(GraphImporter &im, const onnx::NodeProto &node) {
     return failure();
   Builder &b = im.builder;
   return im.setResult(
-      node, fromWindowResult(
-                im, node, *x,
-                im.create<nn::ConvOp>(
-                    node, *input, *filter, *bias,
-                    b.getDenseI64ArrayAttr(win->strides),
-                    b.getDenseI64ArrayAttr(win->pads),
-                    b.getDenseI64ArrayAttr(win->dilations),
-                    b.getI64IntegerAttr(im.intAttr(node, "group", 1)))));
+      node,
+      fromWindowResult(im, node, *x,
+                       im.create<nn::ConvOp>(
+                           node, *input, *filter, *bias,
+                           b.getDenseI64ArrayAttr(win->strides),
+                           b.getDenseI64ArrayAttr(win->pads),
+                           b.getDenseI64ArrayAttr(win->dilations),
+                           b.getI64IntegerAttr(im.intAttr(node, "group", 1)))));
 }
 
 /// ConvTranspose (1-D and 2-D): nn.conv_grad_input applied to x, the
@@ -263,13 +264,11 @@ LogicalResult importConv(GraphImporter &im, const onnx::NodeProto &node) {
 /// the depth pads (and padded with zeros where the output is longer).
 /// `pads` are (front, top, left, back, bottom, right) after auto_pad and
 /// output_shape, non-negative; `outSizes` the output's spatial sizes.
-FailureOr<Value> convTranspose3d(GraphImporter &im, const onnx::NodeProto &node,
-                                 Value x, Value weight, int64_t group,
-                                 ArrayRef<int64_t> strides,
-                                 ArrayRef<int64_t> pads,
-                                 ArrayRef<int64_t> dilations,
-                                 ArrayRef<int64_t> outputPadding,
-                                 ArrayRef<int64_t> outSizes) {
+FailureOr<Value>
+convTranspose3d(GraphImporter &im, const onnx::NodeProto &node, Value x,
+                Value weight, int64_t group, ArrayRef<int64_t> strides,
+                ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                ArrayRef<int64_t> outputPadding, ArrayRef<int64_t> outSizes) {
   OpBuilder &b = im.builder;
   Location loc = im.loc(node);
   nn::NNBuilder nnb(b, loc);
@@ -283,9 +282,10 @@ FailureOr<Value> convTranspose3d(GraphImporter &im, const onnx::NodeProto &node,
   int64_t spread = s * (depth - 1) + 1;
   int64_t full = spread + outputPadding[0] + dilations[0] * (kernelDepth - 1);
   // Every depth slice as a sample of its own, samples' rows together.
-  Value planes = nnb.reshape(
-      nn::TransposeOp::create(b, loc, x, b.getDenseI64ArrayAttr({0, 2, 1, 3, 4})),
-      RankedTensorType::get({n * depth, cin, h, wd}, element));
+  Value planes =
+      nnb.reshape(nn::TransposeOp::create(
+                      b, loc, x, b.getDenseI64ArrayAttr({0, 2, 1, 3, 4})),
+                  RankedTensorType::get({n * depth, cin, h, wd}, element));
   Value sum;
   for (int64_t kd = 0; kd < kernelDepth; ++kd) {
     Value filter = nn::SliceOp::create(
@@ -295,29 +295,29 @@ FailureOr<Value> convTranspose3d(GraphImporter &im, const onnx::NodeProto &node,
                               element),
         weight, b.getDenseI64ArrayAttr({0, 0, kd, 0, 0}),
         b.getDenseI64ArrayAttr({1, 1, 1, 1, 1}));
-    filter = nnb.reshape(filter, RankedTensorType::get(
-                                     {w.getDimSize(0), w.getDimSize(1),
-                                      w.getDimSize(3), w.getDimSize(4)},
-                                     element));
+    filter = nnb.reshape(
+        filter, RankedTensorType::get({w.getDimSize(0), w.getDimSize(1),
+                                       w.getDimSize(3), w.getDimSize(4)},
+                                      element));
     FailureOr<Value> t = im.create<nn::ConvGradInputOp>(
-        node, RankedTensorType::get({n * depth, cout, oh, ow}, element),
-        planes, filter, b.getDenseI64ArrayAttr({strides[1], strides[2]}),
+        node, RankedTensorType::get({n * depth, cout, oh, ow}, element), planes,
+        filter, b.getDenseI64ArrayAttr({strides[1], strides[2]}),
         b.getDenseI64ArrayAttr({pads[1], pads[2], pads[4], pads[5]}),
         b.getDenseI64ArrayAttr({dilations[1], dilations[2]}),
         b.getI64IntegerAttr(group));
     if (failed(t))
       return failure();
-    Value y = nnb.reshape(*t, RankedTensorType::get({n, depth, cout, oh, ow},
-                                                    element));
+    Value y = nnb.reshape(
+        *t, RankedTensorType::get({n, depth, cout, oh, ow}, element));
     y = nn::TransposeOp::create(b, loc, y,
                                 b.getDenseI64ArrayAttr({0, 2, 1, 3, 4}));
     if (s > 1) {
       // Depth d lands at d * s: s - 1 zeros after each slice.
-      y = nnb.reshape(y, RankedTensorType::get({n, cout, depth, 1, oh, ow},
-                                               element));
+      y = nnb.reshape(
+          y, RankedTensorType::get({n, cout, depth, 1, oh, ow}, element));
       y = padAxis(b, loc, y, 3, 0, s - 1, 0.0);
-      y = nnb.reshape(y, RankedTensorType::get({n, cout, depth * s, oh, ow},
-                                               element));
+      y = nnb.reshape(
+          y, RankedTensorType::get({n, cout, depth * s, oh, ow}, element));
       y = nn::SliceOp::create(
           b, loc, RankedTensorType::get({n, cout, spread, oh, ow}, element), y,
           b.getDenseI64ArrayAttr({0, 0, 0, 0, 0}),
@@ -360,13 +360,15 @@ LogicalResult importConvTranspose(GraphImporter &im,
                           << group;
   auto ints = [&](StringRef name,
                   int64_t fallback) -> FailureOr<SmallVector<int64_t>> {
-    SmallVector<int64_t> v = im.intsAttr(node, name).value_or(
-        SmallVector<int64_t>(name == "pads" ? 2 * spatial : spatial, fallback));
+    SmallVector<int64_t> v =
+        im.intsAttr(node, name)
+            .value_or(SmallVector<int64_t>(
+                name == "pads" ? 2 * spatial : spatial, fallback));
     if (static_cast<int64_t>(v.size()) !=
         (name == "pads" ? 2 * spatial : spatial))
-      return im.error(node) << "'" << name << "' must have "
-                            << (name == "pads" ? 2 * spatial : spatial)
-                            << " entries";
+      return im.error(node)
+             << "'" << name << "' must have "
+             << (name == "pads" ? 2 * spatial : spatial) << " entries";
     return v;
   };
   FailureOr<SmallVector<int64_t>> strides = ints("strides", 1),
@@ -422,9 +424,9 @@ LogicalResult importConvTranspose(GraphImporter &im,
     outSizes.push_back(full - begin - end + extra);
   }
   if (spatial == 3) {
-    FailureOr<Value> y = convTranspose3d(im, node, *x, *weight, group, *strides,
-                                         *pads, *dilations, *outputPadding,
-                                         outSizes);
+    FailureOr<Value> y =
+        convTranspose3d(im, node, *x, *weight, group, *strides, *pads,
+                        *dilations, *outputPadding, outSizes);
     if (failed(y))
       return failure();
     if (*bias) {
@@ -440,8 +442,7 @@ LogicalResult importConvTranspose(GraphImporter &im,
     return v;
   };
   SmallVector<int64_t> convPads =
-      spatial == 1 ? SmallVector<int64_t>{0, (*pads)[0], 0, (*pads)[1]}
-                   : *pads;
+      spatial == 1 ? SmallVector<int64_t>{0, (*pads)[0], 0, (*pads)[1]} : *pads;
   FailureOr<Value> input = toWindowInput(im, node, *x);
   FailureOr<Value> filter = toWindowInput(im, node, *weight);
   if (failed(input) || failed(filter))
@@ -514,14 +515,14 @@ LogicalResult importResize(GraphImporter &im, const onnx::NodeProto &node) {
   if (!givenScales->empty()) {
     SmallVector<double> *v = &*givenScales;
     if (v->size() != axes.size())
-      return im.error(node) << "scales has " << v->size()
-                            << " entries for " << axes.size() << " axes";
+      return im.error(node) << "scales has " << v->size() << " entries for "
+                            << axes.size() << " axes";
     for (auto [axis, scale] : llvm::zip(axes, *v)) {
       if (!(scale > 0))
         return im.error(node) << "scales must be positive";
       scales[axis] = scale;
-      sizes[axis] = static_cast<int64_t>(
-          std::floor(type.getDimSize(axis) * scale));
+      sizes[axis] =
+          static_cast<int64_t>(std::floor(type.getDimSize(axis) * scale));
     }
   } else if (present(sizesIndex)) {
     FailureOr<SmallVector<double>> v = floats(sizesIndex);
@@ -530,8 +531,7 @@ LogicalResult importResize(GraphImporter &im, const onnx::NodeProto &node) {
     if (v->size() != axes.size())
       return im.error(node) << "sizes has " << v->size() << " entries for "
                             << axes.size() << " axes";
-    if (im.stringAttr(node, "keep_aspect_ratio_policy", "stretch") !=
-        "stretch")
+    if (im.stringAttr(node, "keep_aspect_ratio_policy", "stretch") != "stretch")
       return im.error(node) << "keep_aspect_ratio_policy other than stretch "
                                "is not supported";
     for (auto [axis, size] : llvm::zip(axes, *v)) {
@@ -542,10 +542,11 @@ LogicalResult importResize(GraphImporter &im, const onnx::NodeProto &node) {
     return im.error(node) << "needs scales or sizes";
   }
   std::string mode = im.stringAttr(node, "mode", "nearest");
-  std::string transform = im.stringAttr(
-      node, "coordinate_transformation_mode",
-      im.opset < 11 ? "asymmetric" : "half_pixel");
-  std::string nearest = im.stringAttr(node, "nearest_mode", "round_prefer_floor");
+  std::string transform =
+      im.stringAttr(node, "coordinate_transformation_mode",
+                    im.opset < 11 ? "asymmetric" : "half_pixel");
+  std::string nearest =
+      im.stringAttr(node, "nearest_mode", "round_prefer_floor");
   if (mode != "nearest" && mode != "linear")
     return im.error(node) << "mode '" << mode
                           << "' is not supported (nearest and linear are)";
@@ -669,13 +670,13 @@ LogicalResult importMaxPool(GraphImporter &im, const onnx::NodeProto &node) {
   if (failed(win) || failed(input))
     return failure();
   Builder &b = im.builder;
-  FailureOr<Value> y = fromWindowResult(
-      im, node, *x,
-      im.create<nn::MaxPoolOp>(node, *input,
-                               b.getDenseI64ArrayAttr(win->kernel),
-                               b.getDenseI64ArrayAttr(win->strides),
-                               b.getDenseI64ArrayAttr(win->pads),
-                               b.getDenseI64ArrayAttr(win->dilations)));
+  FailureOr<Value> y =
+      fromWindowResult(im, node, *x,
+                       im.create<nn::MaxPoolOp>(
+                           node, *input, b.getDenseI64ArrayAttr(win->kernel),
+                           b.getDenseI64ArrayAttr(win->strides),
+                           b.getDenseI64ArrayAttr(win->pads),
+                           b.getDenseI64ArrayAttr(win->dilations)));
   if (failed(y))
     return failure();
   im.setOutput(node, 0, *y);
@@ -684,8 +685,8 @@ LogicalResult importMaxPool(GraphImporter &im, const onnx::NodeProto &node) {
     // L] view has the same flat positions).
     int64_t storageOrder = im.intAttr(node, "storage_order", 0);
     if (storageOrder != 0 && storageOrder != 1)
-      return im.error(node) << "storage_order must be 0 or 1, got "
-                            << storageOrder;
+      return im.error(node)
+             << "storage_order must be 0 or 1, got " << storageOrder;
     auto yType = typeOf(*y);
     SmallVector<int64_t> outShape(yType.getShape());
     if (outShape.size() == 3)
@@ -694,8 +695,7 @@ LogicalResult importMaxPool(GraphImporter &im, const onnx::NodeProto &node) {
     Value indices = nn::MaxPoolIndicesOp::create(
         im.builder, im.loc(node), indicesType, *input,
         b.getDenseI64ArrayAttr(win->kernel),
-        b.getDenseI64ArrayAttr(win->strides),
-        b.getDenseI64ArrayAttr(win->pads),
+        b.getDenseI64ArrayAttr(win->strides), b.getDenseI64ArrayAttr(win->pads),
         b.getDenseI64ArrayAttr(win->dilations),
         b.getI64IntegerAttr(storageOrder));
     if (outShape.size() != static_cast<size_t>(yType.getRank()))
@@ -707,7 +707,8 @@ LogicalResult importMaxPool(GraphImporter &im, const onnx::NodeProto &node) {
   return success();
 }
 
-LogicalResult importAveragePool(GraphImporter &im, const onnx::NodeProto &node) {
+LogicalResult importAveragePool(GraphImporter &im,
+                                const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
   if (failed(x))
     return failure();
@@ -751,25 +752,29 @@ LogicalResult importAveragePool(GraphImporter &im, const onnx::NodeProto &node) 
       int64_t count = 0;
       for (int64_t k = 0; k < win->kernel[0]; ++k) {
         int64_t at = o * win->strides[0] + k - win->pads[0];
-        count += includePad ? (at < depth + plain->pads[3]) : (at >= 0 && at < depth);
+        count += includePad ? (at < depth + plain->pads[3])
+                            : (at >= 0 && at < depth);
       }
       inverse.push_back(1.0f / static_cast<float>(std::max<int64_t>(count, 1)));
     }
-    auto scaleType = RankedTensorType::get({outDepth, 1, 1}, yType.getElementType());
+    auto scaleType =
+        RankedTensorType::get({outDepth, 1, 1}, yType.getElementType());
     Value scale = nn::ConstantOp::create(
-        b, im.loc(node), DenseElementsAttr::get(scaleType, ArrayRef<float>(inverse)));
+        b, im.loc(node),
+        DenseElementsAttr::get(scaleType, ArrayRef<float>(inverse)));
     return im.setResult(node, im.create<nn::MulOp>(node, *y, scale));
   }
   if (win->kernel.size() != 2)
     return im.error(node) << "needs a 1-D or 2-D kernel_shape";
   Builder &b = im.builder;
   return im.setResult(
-      node, fromWindowResult(
-                im, node, *x,
-                im.create<nn::AveragePoolOp>(
-                    node, *input, b.getDenseI64ArrayAttr(win->kernel),
-                    b.getDenseI64ArrayAttr(win->strides),
-                    b.getDenseI64ArrayAttr(win->pads), b.getBoolAttr(includePad))));
+      node,
+      fromWindowResult(im, node, *x,
+                       im.create<nn::AveragePoolOp>(
+                           node, *input, b.getDenseI64ArrayAttr(win->kernel),
+                           b.getDenseI64ArrayAttr(win->strides),
+                           b.getDenseI64ArrayAttr(win->pads),
+                           b.getBoolAttr(includePad))));
 }
 
 template <typename OpTy>
@@ -780,11 +785,11 @@ LogicalResult importGlobalPool(GraphImporter &im, const onnx::NodeProto &node) {
   int64_t rank = typeOf(*x).getRank();
   if (rank < 3)
     return im.error(node) << "needs an input [N, C, d...]";
-  return im.setResult(node, im.create<OpTy>(
-                                node, *x,
-                                im.builder.getDenseI64ArrayAttr(
-                                    llvm::to_vector(llvm::seq<int64_t>(2, rank))),
-                                im.builder.getBoolAttr(true)));
+  return im.setResult(
+      node, im.create<OpTy>(node, *x,
+                            im.builder.getDenseI64ArrayAttr(
+                                llvm::to_vector(llvm::seq<int64_t>(2, rank))),
+                            im.builder.getBoolAttr(true)));
 }
 
 } // namespace

@@ -1,9 +1,10 @@
-//===- ContractionKernels.h - which vector kernel a layout gets --*- C++ -*-===//
+//===- ContractionKernels.h - which vector kernel a layout gets --*- C++
+//-*-===//
 //
 // vectorize-contractions picks a kernel for a contraction from its indexing
 // maps, loop ranges and tile sizes. Passes that change a contraction's
-// layout before bufferization (fold-into-contractions) ask the same question so a
-// rewrite never trades a vector kernel for scalar loops.
+// layout before bufferization (fold-into-contractions) ask the same question so
+// a rewrite never trades a vector kernel for scalar loops.
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,11 +2,11 @@
 //
 // From a module in the LLVM dialect to LLVM IR, an object file and a shared
 // library that the runtime loads: every target's step is host code (the CPU
-// kernels themselves, or a device step's launches). Every function with llvm.emit_c_interface
-// also gets a packed entry point `_mlir_<name>(void **args)` (the calling
-// convention of mlir::ExecutionEngine::invokePacked): args[i] points to the
-// i-th argument of the lowered function, with each memref expanded into
-// (allocated, aligned, offset, sizes..., strides...).
+// kernels themselves, or a device step's launches). Every function with
+// llvm.emit_c_interface also gets a packed entry point `_mlir_<name>(void
+// **args)` (the calling convention of mlir::ExecutionEngine::invokePacked):
+// args[i] points to the i-th argument of the lowered function, with each memref
+// expanded into (allocated, aligned, offset, sizes..., strides...).
 //
 //===----------------------------------------------------------------------===//
 

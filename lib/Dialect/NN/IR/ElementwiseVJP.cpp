@@ -83,14 +83,14 @@ LogicalResult TanhOp::buildVJP(OpBuilder &b, ValueRange dys,
 }
 
 LogicalResult SinOp::buildVJP(OpBuilder &b, ValueRange dys,
-                             SmallVectorImpl<Value> &dxs) {
+                              SmallVectorImpl<Value> &dxs) {
   NNBuilder nn(b, getLoc());
   dxs.push_back(nn.mul(dys[0], CosOp::create(b, getLoc(), getInput())));
   return success();
 }
 
 LogicalResult CosOp::buildVJP(OpBuilder &b, ValueRange dys,
-                             SmallVectorImpl<Value> &dxs) {
+                              SmallVectorImpl<Value> &dxs) {
   NNBuilder nn(b, getLoc());
   dxs.push_back(NegOp::create(
       b, getLoc(), nn.mul(dys[0], SinOp::create(b, getLoc(), getInput()))));
@@ -209,7 +209,8 @@ LogicalResult ErfOp::buildVJP(OpBuilder &b, ValueRange dys,
   NNBuilder nn(b, getLoc());
   Type element = elementOf(getInput());
   Value x = getInput();
-  Value e = ExpOp::create(b, getLoc(), NegOp::create(b, getLoc(), nn.mul(x, x)));
+  Value e =
+      ExpOp::create(b, getLoc(), NegOp::create(b, getLoc(), nn.mul(x, x)));
   Value c = nn.scalar(element, 2.0 / std::sqrt(M_PI));
   dxs.push_back(nn.mul(dys[0], nn.mul(c, e)));
   return success();

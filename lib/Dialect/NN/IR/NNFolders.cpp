@@ -55,7 +55,8 @@ Attribute foldElementwise(ArrayRef<Attribute> operands, Type resultType,
   SmallVector<SmallVector<int64_t>> strides;
   SmallVector<SmallVector<Attribute>> values;
   for (DenseElementsAttr in : inputs) {
-    strides.push_back(broadcastStrides(in.getType().getShape(), type.getShape()));
+    strides.push_back(
+        broadcastStrides(in.getType().getShape(), type.getShape()));
     values.emplace_back(in.getValues<Attribute>().begin(),
                         in.getValues<Attribute>().end());
   }
@@ -90,13 +91,14 @@ Attribute foldArith(ArrayRef<Attribute> operands, Type resultType,
                     llvm::function_ref<APFloat(APFloat, APFloat)> floats) {
   return foldElementwise(operands, resultType, [&](ArrayRef<Attribute> args) {
     if (auto a = dyn_cast<IntegerAttr>(args[0])) {
-      std::optional<APInt> v = ints(a.getValue(),
-                                    cast<IntegerAttr>(args[1]).getValue());
+      std::optional<APInt> v =
+          ints(a.getValue(), cast<IntegerAttr>(args[1]).getValue());
       return v ? Attribute(IntegerAttr::get(a.getType(), *v)) : Attribute();
     }
     auto a = cast<FloatAttr>(args[0]);
     return Attribute(FloatAttr::get(
-        a.getType(), floats(a.getValue(), cast<FloatAttr>(args[1]).getValue())));
+        a.getType(),
+        floats(a.getValue(), cast<FloatAttr>(args[1]).getValue())));
   });
 }
 
@@ -114,8 +116,8 @@ Attribute foldCompare(ArrayRef<Attribute> operands, Type resultType,
       APFloat y = cast<FloatAttr>(args[1]).getValue();
       APFloat::cmpResult c = x.compare(y);
       if (c != APFloat::cmpUnordered)
-        order = c == APFloat::cmpLessThan ? -1
-                                          : (c == APFloat::cmpEqual ? 0 : 1);
+        order =
+            c == APFloat::cmpLessThan ? -1 : (c == APFloat::cmpEqual ? 0 : 1);
     }
     return Attribute(b.getBoolAttr(accept(order)));
   });
@@ -140,22 +142,22 @@ OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
   return foldElementwise(adaptor.getOperands(), getType(),
                          [](ArrayRef<Attribute> args) -> Attribute {
                            if (auto i = dyn_cast<IntegerAttr>(args[0]))
-                             return IntegerAttr::get(i.getType(), -i.getValue());
+                             return IntegerAttr::get(i.getType(),
+                                                     -i.getValue());
                            auto f = cast<FloatAttr>(args[0]);
                            return FloatAttr::get(f.getType(), -f.getValue());
                          });
 }
 
 OpFoldResult AbsOp::fold(FoldAdaptor adaptor) {
-  return foldElementwise(adaptor.getOperands(), getType(),
-                         [](ArrayRef<Attribute> args) -> Attribute {
-                           if (auto i = dyn_cast<IntegerAttr>(args[0]))
-                             return IntegerAttr::get(i.getType(),
-                                                     i.getValue().abs());
-                           auto f = cast<FloatAttr>(args[0]);
-                           return FloatAttr::get(f.getType(),
-                                                 abs(f.getValue()));
-                         });
+  return foldElementwise(
+      adaptor.getOperands(), getType(),
+      [](ArrayRef<Attribute> args) -> Attribute {
+        if (auto i = dyn_cast<IntegerAttr>(args[0]))
+          return IntegerAttr::get(i.getType(), i.getValue().abs());
+        auto f = cast<FloatAttr>(args[0]);
+        return FloatAttr::get(f.getType(), abs(f.getValue()));
+      });
 }
 
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
@@ -205,18 +207,14 @@ OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
 OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
   return foldArith(
       adaptor.getOperands(), getType(),
-      [](APInt a, APInt b) -> std::optional<APInt> {
-        return a.sgt(b) ? a : b;
-      },
+      [](APInt a, APInt b) -> std::optional<APInt> { return a.sgt(b) ? a : b; },
       [](APFloat a, APFloat b) { return llvm::maximum(a, b); });
 }
 
 OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
   return foldArith(
       adaptor.getOperands(), getType(),
-      [](APInt a, APInt b) -> std::optional<APInt> {
-        return a.slt(b) ? a : b;
-      },
+      [](APInt a, APInt b) -> std::optional<APInt> { return a.slt(b) ? a : b; },
       [](APFloat a, APFloat b) { return llvm::minimum(a, b); });
 }
 
@@ -253,11 +251,10 @@ OpFoldResult NotOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
-  return foldElementwise(adaptor.getOperands(), getType(),
-                         [](ArrayRef<Attribute> args) {
-                           return cast<IntegerAttr>(args[0]).getInt() ? args[1]
-                                                                      : args[2];
-                         });
+  return foldElementwise(
+      adaptor.getOperands(), getType(), [](ArrayRef<Attribute> args) {
+        return cast<IntegerAttr>(args[0]).getInt() ? args[1] : args[2];
+      });
 }
 
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
@@ -320,7 +317,8 @@ OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
                       std::max<int64_t>(outer, 1);
       if (static_cast<int64_t>(values.size()) != chunk * outer)
         return {};
-      result.append(values.begin() + o * chunk, values.begin() + (o + 1) * chunk);
+      result.append(values.begin() + o * chunk,
+                    values.begin() + (o + 1) * chunk);
     }
   return DenseElementsAttr::get(type, result);
 }

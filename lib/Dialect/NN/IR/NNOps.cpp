@@ -128,7 +128,6 @@ LogicalResult ExpandOp::verify() {
   return success();
 }
 
-
 LogicalResult CastOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getType());
@@ -163,13 +162,12 @@ LogicalResult SliceOp::verify() {
   return success();
 }
 
-template <typename OpTy>
-static LogicalResult verifySoftmaxAxis(OpTy op) {
+template <typename OpTy> static LogicalResult verifySoftmaxAxis(OpTy op) {
   int64_t rank = cast<RankedTensorType>(op.getType()).getRank();
   int64_t axis = static_cast<int64_t>(op.getAxis());
   if (axis < 0 || axis >= rank)
-    return op.emitOpError("axis ") << axis << " is out of range for rank "
-                                   << rank;
+    return op.emitOpError("axis ")
+           << axis << " is out of range for rank " << rank;
   return success();
 }
 

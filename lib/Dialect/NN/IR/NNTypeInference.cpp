@@ -256,8 +256,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                                     "element type");
     for (int64_t d = 0; d < type.getRank(); ++d)
       if (d != axis && type.getDimSize(d) != first.getDimSize(d))
-        return emitOptionalError(loc, "Concat inputs differ in dimension ",
-                                 d);
+        return emitOptionalError(loc, "Concat inputs differ in dimension ", d);
     shape[axis] += type.getDimSize(axis);
   }
   types.push_back(RankedTensorType::get(shape, first.getElementType()));
@@ -293,23 +292,23 @@ static int64_t windowOutput(int64_t size, int64_t padBefore, int64_t padAfter,
 }
 
 /// Checks 2-D window attributes (pads top, left, bottom, right).
-static LogicalResult verifyWindow(std::optional<Location> loc, StringRef op,
-                                  RankedTensorType input,
-                                  ArrayRef<int64_t> kernel,
-                                  ArrayRef<int64_t> strides,
-                                  ArrayRef<int64_t> pads,
-                                  ArrayRef<int64_t> dilations) {
+static LogicalResult
+verifyWindow(std::optional<Location> loc, StringRef op, RankedTensorType input,
+             ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+             ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations) {
   if (input.getRank() != 4)
     return emitOptionalError(loc, op, " supports 2-D inputs [N, C, H, W], not ",
                              input);
   if (kernel.size() != 2 || strides.size() != 2 || pads.size() != 4 ||
       dilations.size() != 2)
-    return emitOptionalError(loc, op, " needs 2 kernel sizes, strides and "
-                                      "dilations and 4 pads");
+    return emitOptionalError(loc, op,
+                             " needs 2 kernel sizes, strides and "
+                             "dilations and 4 pads");
   for (int64_t v : llvm::concat<const int64_t>(kernel, strides, dilations))
     if (v <= 0)
-      return emitOptionalError(loc, op, " kernel sizes, strides and "
-                                        "dilations must be positive");
+      return emitOptionalError(loc, op,
+                               " kernel sizes, strides and "
+                               "dilations must be positive");
   for (int64_t p : pads)
     if (p < 0)
       return emitOptionalError(loc, op, " pads must be non-negative");
@@ -354,8 +353,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   if (group <= 0 || channels % group != 0 || filters % group != 0 ||
       weight.getDimSize(1) != channels / group)
     return emitOptionalError(loc, "Conv weight ", weight, " does not match ",
-                             channels, " input channels in ", group,
-                             " groups");
+                             channels, " input channels in ", group, " groups");
   if (weight.getElementType() != input.getElementType())
     return emitOptionalError(loc, "Conv operands differ in element type");
   if (Value bias = adaptor.getBias()) {

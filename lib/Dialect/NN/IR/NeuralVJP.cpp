@@ -1,4 +1,5 @@
-//===- NeuralVJP.cpp - VJP rules of softmax, conv, pool, dropout -*- C++ -*-===//
+//===- NeuralVJP.cpp - VJP rules of softmax, conv, pool, dropout -*- C++
+//-*-===//
 
 #include "accrue/Dialect/NN/IR/NN.h"
 
@@ -12,9 +13,10 @@ LogicalResult SoftmaxOp::buildVJP(OpBuilder &b, ValueRange dys,
   // dx = y * (dy - sum(dy * y)) along the axis.
   NNBuilder nn(b, getLoc());
   Value y = getResult();
-  Value sum = ReduceSumOp::create(b, getLoc(), nn.mul(dys[0], y),
-                                  ArrayRef<int64_t>{static_cast<int64_t>(getAxis())},
-                                  /*keepdims=*/true);
+  Value sum =
+      ReduceSumOp::create(b, getLoc(), nn.mul(dys[0], y),
+                          ArrayRef<int64_t>{static_cast<int64_t>(getAxis())},
+                          /*keepdims=*/true);
   dxs.push_back(nn.mul(y, nn.sub(dys[0], sum)));
   return success();
 }
@@ -23,9 +25,9 @@ LogicalResult LogSoftmaxOp::buildVJP(OpBuilder &b, ValueRange dys,
                                      SmallVectorImpl<Value> &dxs) {
   // dx = dy - exp(y) * sum(dy) along the axis.
   NNBuilder nn(b, getLoc());
-  Value sum = ReduceSumOp::create(b, getLoc(), dys[0],
-                                  ArrayRef<int64_t>{static_cast<int64_t>(getAxis())},
-                                  /*keepdims=*/true);
+  Value sum = ReduceSumOp::create(
+      b, getLoc(), dys[0], ArrayRef<int64_t>{static_cast<int64_t>(getAxis())},
+      /*keepdims=*/true);
   dxs.push_back(
       nn.sub(dys[0], nn.mul(ExpOp::create(b, getLoc(), getResult()), sum)));
   return success();
@@ -64,10 +66,9 @@ LogicalResult ConvGradInputOp::buildVJP(OpBuilder &b, ValueRange dys,
 
 LogicalResult MaxPoolOp::buildVJP(OpBuilder &b, ValueRange dys,
                                   SmallVectorImpl<Value> &dxs) {
-  dxs.push_back(MaxPoolGradOp::create(b, getLoc(), getInput().getType(),
-                                      getInput(), dys[0], getKernelAttr(),
-                                      getStridesAttr(), getPadsAttr(),
-                                      getDilationsAttr()));
+  dxs.push_back(MaxPoolGradOp::create(
+      b, getLoc(), getInput().getType(), getInput(), dys[0], getKernelAttr(),
+      getStridesAttr(), getPadsAttr(), getDilationsAttr()));
   return success();
 }
 

@@ -80,9 +80,8 @@ LogicalResult GatherElementsOp::buildVJP(OpBuilder &b, ValueRange dys,
     dxs.append({Value(), Value()});
     return success();
   }
-  dxs.push_back(GatherElementsGradOp::create(b, getLoc(), getData().getType(),
-                                             dys[0], getIndices(),
-                                             getAxisAttr()));
+  dxs.push_back(GatherElementsGradOp::create(
+      b, getLoc(), getData().getType(), dys[0], getIndices(), getAxisAttr()));
   dxs.push_back(Value());
   return success();
 }

@@ -179,9 +179,9 @@ void AdagradAttr::buildElementUpdate(OpBuilder &builder, Location loc,
   if (weightDecay != 0.0)
     grad = s.add(grad, s.mul(s.f32(weightDecay), param));
   // clr = lr / (1 + (t - 1) * lr_decay), a Python float in PyTorch.
-  Value clr = s.div(s.toF64(lr),
-                    s.add(s.f64(1.0), s.mul(s.toF64(s.updatesBefore(step)),
-                                            s.f64(lrDecay))));
+  Value clr = s.div(
+      s.toF64(lr),
+      s.add(s.f64(1.0), s.mul(s.toF64(s.updatesBefore(step)), s.f64(lrDecay))));
   Value sum = s.add(states[0], s.mul(grad, grad));
   Value denom = s.add(s.sqrt(sum), s.f32(getEps().convertToDouble()));
   results.push_back(s.sub(param, s.mul(s.toF32(clr), s.div(grad, denom))));
@@ -208,8 +208,8 @@ void OnnxAdamAttr::buildElementUpdate(OpBuilder &builder, Location loc,
   double post = getNormCoefficientPost().convertToDouble();
   if (norm != 0.0)
     grad = s.add(s.mul(s.f32(norm), param), grad);
-  Value v = s.add(s.mul(s.f32(alpha), states[0]),
-                  s.mul(s.f32(1.0 - alpha), grad));
+  Value v =
+      s.add(s.mul(s.f32(alpha), states[0]), s.mul(s.f32(1.0 - alpha), grad));
   Value h = s.add(s.mul(s.f32(beta), states[1]),
                   s.mul(s.f32(1.0 - beta), s.mul(grad, grad)));
   Value root = s.add(s.sqrt(h), s.f32(getEpsilon().convertToDouble()));
@@ -218,12 +218,12 @@ void OnnxAdamAttr::buildElementUpdate(OpBuilder &builder, Location loc,
   Value corrected =
       s.div(s.mul(s.toF64(lr), s.sqrt(s.oneMinusPow(beta, updates))),
             s.oneMinusPow(alpha, updates));
-  Value zero = arith::ConstantOp::create(builder, loc,
-                                         builder.getI64IntegerAttr(0));
+  Value zero =
+      arith::ConstantOp::create(builder, loc, builder.getI64IntegerAttr(0));
   Value later = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sgt,
                                       updates, zero);
-  Value r = arith::SelectOp::create(builder, loc, later, corrected,
-                                    s.toF64(lr));
+  Value r =
+      arith::SelectOp::create(builder, loc, later, corrected, s.toF64(lr));
   Value updated = s.sub(param, s.mul(s.toF32(r), s.div(v, root)));
   if (post != 0.0)
     updated = s.mul(s.f32(1.0 - post), updated);

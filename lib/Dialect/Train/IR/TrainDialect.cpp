@@ -22,8 +22,7 @@ namespace {
 /// them.
 struct TrainInlinerInterface : public DialectInlinerInterface {
   using DialectInlinerInterface::DialectInlinerInterface;
-  bool isLegalToInline(Operation *op, Region *, bool,
-                       IRMapping &) const final {
+  bool isLegalToInline(Operation *op, Region *, bool, IRMapping &) const final {
     return isa<RecomputeBarrierOp>(op);
   }
 };
@@ -45,8 +44,8 @@ int64_t accrue::train::getNumElements(Type type) {
   return cast<ShapedType>(type).getNumElements();
 }
 
-std::optional<AccrueArgRole>
-accrue::train::getArgRole(FunctionOpInterface func, unsigned index) {
+std::optional<AccrueArgRole> accrue::train::getArgRole(FunctionOpInterface func,
+                                                       unsigned index) {
   auto role = func.getArgAttrOfType<ArgRoleAttr>(index, StepAttrs::kRole);
   // A finalized step records its roles in train.abi.
   if (auto abi = func->getAttrOfType<ArrayAttr>(StepAttrs::kABI);

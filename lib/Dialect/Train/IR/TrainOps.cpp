@@ -201,9 +201,8 @@ struct AccumulateThroughZeros : OpRewritePattern<AccumulateOp> {
     auto fill = inner.getAccumulator().getDefiningOp<linalg::FillOp>();
     if (!fill || !matchPattern(fill.value(), m_AnyZeroFloat()))
       return failure();
-    rewriter.replaceOpWithNewOp<AccumulateOp>(op, op.getAccumulator(),
-                                              inner.getGradients(),
-                                              inner.getOffsets());
+    rewriter.replaceOpWithNewOp<AccumulateOp>(
+        op, op.getAccumulator(), inner.getGradients(), inner.getOffsets());
     return success();
   }
 };

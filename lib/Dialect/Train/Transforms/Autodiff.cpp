@@ -140,8 +140,7 @@ int64_t recomputeInBackward(ArrayRef<Operation *> forwardOps,
     OpBuilder builder(first);
     Operation *clone = builder.clone(*op);
     for (OpOperand *use : backwardUses)
-      use->set(clone->getResult(
-          cast<OpResult>(use->get()).getResultNumber()));
+      use->set(clone->getResult(cast<OpResult>(use->get()).getResultNumber()));
     clones.push_back(clone);
   }
   // One barrier per forward value the clones read, before the first of
@@ -173,8 +172,7 @@ int64_t recomputeInBackward(ArrayRef<Operation *> forwardOps,
 /// recomputes the forward ops `policy` selects; `recomputed` counts them.
 FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp callee,
                                               ArrayRef<int64_t> wrt,
-                                              bool seeded,
-                                              SymbolTable &symbols,
+                                              bool seeded, SymbolTable &symbols,
                                               const RecomputePolicy &policy,
                                               int64_t &recomputed) {
   if (!callee.getBody().hasOneBlock())
@@ -319,7 +317,8 @@ struct TrainAutodiffPass
       SmallVector<Value> args(op.getArgs());
       if (seeded)
         args.push_back(tensor::FromElementsOp::create(
-            builder, op.getLoc(), RankedTensorType::get({}, op.getSeed().getType()),
+            builder, op.getLoc(),
+            RankedTensorType::get({}, op.getSeed().getType()),
             ValueRange{op.getSeed()}));
       auto call = func::CallOp::create(builder, op.getLoc(), gradFn, args);
       op.replaceAllUsesWith(call.getResults());

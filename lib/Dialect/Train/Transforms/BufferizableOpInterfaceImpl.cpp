@@ -55,9 +55,9 @@ Value arenaView(OpBuilder &b, Location loc, Value arena, int64_t offset,
 /// at its offset (the layout of a train.unpack), in place: `write(value,
 /// view)` emits the write of one value's buffer into its arena view.
 LogicalResult bufferizeSliceWrites(
-    RewriterBase &rewriter, Operation *op, Value arenaTensor,
-    ValueRange values, ArrayRef<int64_t> offsets,
-    const BufferizationOptions &options, BufferizationState &state,
+    RewriterBase &rewriter, Operation *op, Value arenaTensor, ValueRange values,
+    ArrayRef<int64_t> offsets, const BufferizationOptions &options,
+    BufferizationState &state,
     llvm::function_ref<void(OpBuilder &, Location, Value, Value)> write) {
   Location loc = op->getLoc();
   FailureOr<Value> arena = getBuffer(rewriter, arenaTensor, options, state);
@@ -149,10 +149,10 @@ func::FuncOp allReduceFunction(RewriterBase &rewriter, Operation *from) {
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
   MLIRContext *ctx = rewriter.getContext();
-  auto buffer = MemRefType::get(
-      {ShapedType::kDynamic}, Float32Type::get(ctx),
-      StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
-                             {ShapedType::kDynamic}));
+  auto buffer =
+      MemRefType::get({ShapedType::kDynamic}, Float32Type::get(ctx),
+                      StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
+                                             {ShapedType::kDynamic}));
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(module.getBody());
   auto fn = func::FuncOp::create(rewriter, module.getLoc(), name,
@@ -167,8 +167,8 @@ void callAllReduce(RewriterBase &rewriter, Operation *op, Value buffer) {
   func::FuncOp callee = allReduceFunction(rewriter, op);
   Type bufferType = callee.getFunctionType().getInput(0);
   func::CallOp::create(rewriter, op->getLoc(), callee,
-                       ValueRange{memref::CastOp::create(
-                           rewriter, op->getLoc(), bufferType, buffer)});
+                       ValueRange{memref::CastOp::create(rewriter, op->getLoc(),
+                                                         bufferType, buffer)});
 }
 
 struct AllReduceArenaOpInterface

@@ -1,4 +1,5 @@
-//===- BuildStep.cpp - a training step around a forward function --*- C++ -*-===//
+//===- BuildStep.cpp - a training step around a forward function --*- C++
+//-*-===//
 //
 // buildTrainStep as a pass, for forward functions written in MLIR (by hand
 // or by another frontend) rather than imported from ONNX: it adds

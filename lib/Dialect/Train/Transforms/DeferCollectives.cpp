@@ -191,10 +191,9 @@ LogicalResult TrainDeferCollectivesPass::defer(AllReduceOp op, scf::ForOp loop,
   rewriter.setInsertionPointAfter(loop);
   SmallVector<Value, 3> operands;
   for (auto sum : sums)
-    operands.push_back(
-        sum ? loop.getResult(sum->iterIndex)
-            : arith::ConstantOp::create(rewriter, loc,
-                                        rewriter.getF32FloatAttr(0)));
+    operands.push_back(sum ? loop.getResult(sum->iterIndex)
+                           : arith::ConstantOp::create(
+                                 rewriter, loc, rewriter.getF32FloatAttr(0)));
   auto reduced = AllReduceOp::create(rewriter, loc, operands[0], operands[1],
                                      operands[2], scalarsAt);
   for (auto [i, sum] : llvm::enumerate(sums)) {

@@ -92,14 +92,14 @@ LogicalResult finalize(func::FuncOp step) {
                << i << " must have a static shape, not " << tensor;
       auto memref = MemRefType::get(tensor.getShape(), tensor.getElementType());
       unsigned index = step.getNumArguments();
-      if (failed(step.insertArgument(index, memref, b.getDictionaryAttr({}),
-                                     loc)))
+      if (failed(
+              step.insertArgument(index, memref, b.getDictionaryAttr({}), loc)))
         return failure();
       outputs[i] = entry.getArgument(index);
       auto name = step.getResultAttrOfType<StringAttr>(i, StepAttrs::kName);
-      abi.push_back(getArgRoleAttrs(
-          ctx, ACCRUE_ROLE_OUTPUT,
-          name ? name.getValue() : ("result" + Twine(i)).str()));
+      abi.push_back(getArgRoleAttrs(ctx, ACCRUE_ROLE_OUTPUT,
+                                    name ? name.getValue()
+                                         : ("result" + Twine(i)).str()));
       continue;
     }
     auto metric = step.getResultAttrOfType<StringAttr>(i, StepAttrs::kMetric);

@@ -79,11 +79,10 @@ splitClassificationLoss(OpBuilder &builder, LossOp op, SampleMask *mask) {
   if (mask) {
     auto labelType = cast<RankedTensorType>(labels.getType());
     // Without an ignore_index, padding gets a label no class can have.
-    int64_t ignoreValue =
-        ignore ? ignore.getInt()
-               : (labelType.getElementType().isInteger(32)
-                      ? std::numeric_limits<int32_t>::min()
-                      : std::numeric_limits<int64_t>::min());
+    int64_t ignoreValue = ignore ? ignore.getInt()
+                                 : (labelType.getElementType().isInteger(32)
+                                        ? std::numeric_limits<int32_t>::min()
+                                        : std::numeric_limits<int64_t>::min());
     labels = mask->maskLabels(builder, loc, labels, ignoreValue);
     if (!labels)
       return std::nullopt;
@@ -195,9 +194,9 @@ splitLossValue(OpBuilder &builder, Value loss, int64_t microBatch,
                                  static_cast<double>(inType.getNumElements()) /
                                      mask->microBatchSize()));
     }
-    Value sum = nn::ReduceSumOp::create(builder, mean.getLoc(), input,
-                                        mean.getAxes(),
-                                        /*keepdims=*/false);
+    Value sum =
+        nn::ReduceSumOp::create(builder, mean.getLoc(), input, mean.getAxes(),
+                                /*keepdims=*/false);
     kind = LossKind::Mean;
     fullCount = static_cast<double>(inType.getNumElements());
     return std::make_pair(toScalar(sum), count);
@@ -425,10 +424,10 @@ std::optional<SplitLoss> splitCombinedLoss(func::FuncOp forward, bool mask,
   SmallVector<Type> countInputs(type.getInputs());
   if (mask)
     countInputs.push_back(i64Scalar);
-  auto counts = func::FuncOp::create(
-      builder, forward.getLoc(),
-      (forward.getSymName() + "_counts" + suffix).str(),
-      builder.getFunctionType(countInputs, {}));
+  auto counts =
+      func::FuncOp::create(builder, forward.getLoc(),
+                           (forward.getSymName() + "_counts" + suffix).str(),
+                           builder.getFunctionType(countInputs, {}));
   counts.setPrivate();
   IRMapping countMapping;
   forward.getBody().cloneInto(&counts.getBody(), countMapping);
@@ -441,8 +440,7 @@ std::optional<SplitLoss> splitCombinedLoss(func::FuncOp forward, bool mask,
   std::optional<SmallVector<SplitTerm>> countTerms =
       splitLossTerms(builder, countReturn.getOperand(0), microBatch, divisor,
                      countMask ? &*countMask : nullptr);
-  if (!countTerms ||
-      llvm::none_of(*countTerms, [](const SplitTerm &t) {
+  if (!countTerms || llvm::none_of(*countTerms, [](const SplitTerm &t) {
         return t.kind == LossKind::Mean;
       })) {
     counts.erase();
@@ -510,7 +508,8 @@ std::optional<SplitLoss> splitCombinedLoss(func::FuncOp forward, bool mask,
   llvm::append_range(returned, ret.getOperands().drop_front());
   func::ReturnOp::create(builder, ret.getLoc(), returned);
   ret.erase();
-  split.setType(builder.getFunctionType(inputs, ValueRange(returned).getTypes()));
+  split.setType(
+      builder.getFunctionType(inputs, ValueRange(returned).getTypes()));
   symbols.insert(counts);
   symbols.insert(split);
   SplitLoss result{split, LossKind::Sum, /*countFloor=*/std::nullopt, mask,
@@ -610,7 +609,8 @@ train::splitLoss(func::FuncOp forward, bool exact, bool mask,
   llvm::append_range(returned, ret.getOperands().drop_front());
   func::ReturnOp::create(builder, ret.getLoc(), returned);
   ret.erase();
-  split.setType(builder.getFunctionType(inputs, ValueRange(returned).getTypes()));
+  split.setType(
+      builder.getFunctionType(inputs, ValueRange(returned).getTypes()));
   symbols.insert(split);
   return SplitLoss{split, kind, floor, mask, std::max(fullCount, 1.0)};
 }

@@ -143,8 +143,7 @@ LogicalResult MicrobatchRewrite::analyze() {
     auto tiedTo = callee.getResultAttrOfType<IntegerAttr>(r, StepAttrs::kTied);
     if (!tiedTo || tiedTo.getInt() < 0 ||
         tiedTo.getInt() >= static_cast<int64_t>(op.getArgs().size()) ||
-        op.getArgs()[tiedTo.getInt()].getType() !=
-            op.getResult(r).getType())
+        op.getArgs()[tiedTo.getInt()].getType() != op.getResult(r).getType())
       return op.emitError("micro-batching needs a callee whose results after "
                           "the loss are new values of its arguments "
                           "(train.tied); result #")
@@ -433,8 +432,9 @@ void MicrobatchRewrite::normalize(scf::ForOp loop) {
               b, loc,
               b.getF32FloatAttr(static_cast<float>(*split.countFloor))));
     loss = arith::DivFOp::create(b, loc, lossSum, count);
-    divisor = divisor ? arith::MulFOp::create(b, loc, count, divisor).getResult()
-                      : count;
+    divisor = divisor
+                  ? arith::MulFOp::create(b, loc, count, divisor).getResult()
+                  : count;
   }
   if (divisor) {
     Value inv = arith::DivFOp::create(

@@ -92,8 +92,8 @@ LogicalResult autocast(func::FuncOp function, FloatType low) {
       for (Value operand : op.getOperands())
         if (nn::isFloatTensor(operand)) {
           Type e = cast<RankedTensorType>(operand.getType()).getElementType();
-          if (!element || e.getIntOrFloatBitWidth() >
-                              element.getIntOrFloatBitWidth())
+          if (!element ||
+              e.getIntOrFloatBitWidth() > element.getIntOrFloatBitWidth())
             element = e;
         }
       if (!element)

@@ -45,11 +45,10 @@ void sinkConstants(RewriterBase &rewriter, scf::ForOp loop) {
   rewriter.setInsertionPointToStart(body);
   for (Operation *def : outside) {
     Operation *copy = rewriter.clone(*def);
-    rewriter.replaceUsesWithIf(def->getResult(0), copy->getResult(0),
-                               [&](OpOperand &use) {
-                                 return loop.getRegion().isAncestor(
-                                     use.getOwner()->getParentRegion());
-                               });
+    rewriter.replaceUsesWithIf(
+        def->getResult(0), copy->getResult(0), [&](OpOperand &use) {
+          return loop.getRegion().isAncestor(use.getOwner()->getParentRegion());
+        });
   }
 }
 
@@ -78,8 +77,8 @@ struct TrainOutlineMicrobatchPass
         return signalPassFailure();
       }
       outlined->setPrivate();
-      outlined->getOperation()->setAttr(
-          "passthrough", rewriter.getStrArrayAttr({"noinline"}));
+      outlined->getOperation()->setAttr("passthrough",
+                                        rewriter.getStrArrayAttr({"noinline"}));
       symbols.insert(*outlined);
       loop->removeAttr(StepAttrs::kMicrobatchLoop);
     }

@@ -12,9 +12,8 @@ static int64_t bufferBytes(MemRefType type) {
   if (!type.hasStaticShape())
     return 0;
   // index: the deallocation's own bookkeeping, 64-bit here.
-  int64_t bits = type.getElementType().isIndex()
-                     ? 64
-                     : type.getElementTypeBitWidth();
+  int64_t bits =
+      type.getElementType().isIndex() ? 64 : type.getElementTypeBitWidth();
   return type.getNumElements() * std::max<int64_t>(bits / 8, 1);
 }
 

@@ -262,9 +262,9 @@ void buildBody(OpBuilder &b, Location loc, func::FuncOp step,
       bufferOffsets.push_back(slot.offset);
       bufferTypes.push_back(RankedTensorType::get(slot.shape, b.getF32Type()));
     }
-    auto buffers = UnpackOp::create(b, loc, bufferTypes,
-                                    entry->getArgument(*bufferArenaIndex),
-                                    bufferOffsets);
+    auto buffers =
+        UnpackOp::create(b, loc, bufferTypes,
+                         entry->getArgument(*bufferArenaIndex), bufferOffsets);
     for (auto [view, index] : llvm::zip(buffers.getViews(), bufferArgs))
       callArgs[index] = view;
   }
@@ -314,10 +314,10 @@ void buildBody(OpBuilder &b, Location loc, func::FuncOp step,
     SmallVector<Value> states;
     for (unsigned s = 0; s < numStates; ++s)
       states.push_back(entry->getArgument(2 + s));
-    auto update = UpdateOp::create(
-        b, loc, params, g, states, entry->getArgument(lrIndex),
-        entry->getArgument(lrIndex + 1), options.optimizer,
-        options.lossScale ? b.getUnitAttr() : UnitAttr());
+    auto update =
+        UpdateOp::create(b, loc, params, g, states, entry->getArgument(lrIndex),
+                         entry->getArgument(lrIndex + 1), options.optimizer,
+                         options.lossScale ? b.getUnitAttr() : UnitAttr());
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
     Value reset = linalg::FillOp::create(b, loc, zero, grads).getResult(0);
     returned.push_back(update.getNewParams());

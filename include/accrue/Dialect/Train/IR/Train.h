@@ -63,11 +63,13 @@ struct StepAttrs {
   static constexpr llvm::StringLiteral kIndexChecks = "train.index_checks";
   /// Unit attribute on the scf.for that `train-microbatch` builds: its body
   /// computes one micro-batch's loss and gradients.
-  static constexpr llvm::StringLiteral kMicrobatchLoop = "train.microbatch_loop";
+  static constexpr llvm::StringLiteral kMicrobatchLoop =
+      "train.microbatch_loop";
   /// Unit attribute on a step function: `train-microbatch` masks padded
   /// samples out of its loss, so a partial last window may be padded to
   /// whole micro-batches (its `valid_samples` argument counts the real ones).
-  static constexpr llvm::StringLiteral kPartialWindows = "train.partial_windows";
+  static constexpr llvm::StringLiteral kPartialWindows =
+      "train.partial_windows";
   /// #train.loss_divisor on a forward function written in MLIR: how the
   /// constant divisor of its loss scales with the micro-batch, which its
   /// frontend knows (train-build-step puts it on the value_and_grad).
