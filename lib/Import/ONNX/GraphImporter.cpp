@@ -32,6 +32,7 @@ static const std::vector<OpRegistration> &allHandlers() {
     addLossHandlers(list);
     addNeuralHandlers(list);
     addWindowHandlers(list);
+    addResizeHandlers(list);
     addRecurrentHandlers(list);
     addTrainingHandlers(list);
     return list;

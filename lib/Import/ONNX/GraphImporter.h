@@ -105,6 +105,7 @@ void addIndexingHandlers(std::vector<OpRegistration> &handlers);
 void addLossHandlers(std::vector<OpRegistration> &handlers);
 void addNeuralHandlers(std::vector<OpRegistration> &handlers);
 void addWindowHandlers(std::vector<OpRegistration> &handlers);
+void addResizeHandlers(std::vector<OpRegistration> &handlers);
 void addRecurrentHandlers(std::vector<OpRegistration> &handlers);
 void addTrainingHandlers(std::vector<OpRegistration> &handlers);
 
