@@ -53,6 +53,16 @@ LogicalResult importGatherElements(GraphImporter &im,
                 *data, *indices, im.builder.getI64IntegerAttr(*axis)));
 }
 
+/// Whether a scatter's `reduction` adds (add) or replaces (none, the
+/// default); fails with an error on the others.
+FailureOr<bool> scatterAdds(GraphImporter &im, const onnx::NodeProto &node) {
+  std::string reduction = im.stringAttr(node, "reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return im.error(node) << "reduction '" << reduction
+                          << "' is not supported (none and add are)";
+  return reduction == "add";
+}
+
 /// `data` with `updates` scattered into it, given `scatter`, the scatter-add
 /// of a value shaped like the updates into zeros shaped like `data`: added
 /// (reduction add), or taken where some index points (none; duplicate
@@ -86,10 +96,9 @@ LogicalResult importScatterElements(GraphImporter &im,
       im.normalizeAxis(node, im.intAttr(node, "axis", 0), dataType.getRank());
   if (failed(axis))
     return failure();
-  std::string reduction = im.stringAttr(node, "reduction", "none");
-  if (reduction != "none" && reduction != "add")
-    return im.error(node) << "reduction '" << reduction
-                          << "' is not supported (none and add are)";
+  FailureOr<bool> add = scatterAdds(im, node);
+  if (failed(add))
+    return failure();
   if (indexType.getShape() != updateType.getShape() ||
       indexType.getRank() != dataType.getRank())
     return im.error(node) << "indices and updates must have the same shape, "
@@ -118,8 +127,8 @@ LogicalResult importScatterElements(GraphImporter &im,
                                             b.getI64IntegerAttr(*axis))
         .getResult();
   };
-  Value result = applyScatter(nnb, as(*data, work), as(*updates, work),
-                              reduction == "add", scatter);
+  Value result =
+      applyScatter(nnb, as(*data, work), as(*updates, work), *add, scatter);
   return im.setResult(node,
                       im.create<nn::IdentityOp>(node, as(result, element)));
 }
@@ -135,10 +144,9 @@ LogicalResult importScatterND(GraphImporter &im, const onnx::NodeProto &node) {
   auto dataType = cast<RankedTensorType>(data->getType());
   auto indexType = cast<RankedTensorType>(indices->getType());
   auto updateType = cast<RankedTensorType>(updates->getType());
-  std::string reduction = im.stringAttr(node, "reduction", "none");
-  if (reduction != "none" && reduction != "add")
-    return im.error(node) << "reduction '" << reduction
-                          << "' is not supported (none and add are)";
+  FailureOr<bool> add = scatterAdds(im, node);
+  if (failed(add))
+    return failure();
   if (!isa<FloatType>(dataType.getElementType()))
     return im.error(node) << "ScatterND of non-float data is not supported";
   if (!indexType.getElementType().isInteger(64) || indexType.getRank() < 1)
@@ -196,8 +204,8 @@ LogicalResult importScatterND(GraphImporter &im, const onnx::NodeProto &node) {
                                             rowIndex, b.getI64IntegerAttr(0))
         .getResult();
   };
-  Value result = applyScatter(nnb, nnb.reshape(*data, tableType), *updates,
-                              reduction == "add", scatter);
+  Value result =
+      applyScatter(nnb, nnb.reshape(*data, tableType), *updates, *add, scatter);
   return im.setResult(node, reshapeTo(im, node, result, dataType.getShape()));
 }
 
