@@ -19,6 +19,8 @@
 #ifndef ACCRUE_C_RUNTIME_H
 #define ACCRUE_C_RUNTIME_H
 
+#include "accrue-runtime/StepABI.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -94,15 +96,9 @@ const int64_t *accrueArtifactBufferShape(const AccrueArtifact *artifact,
  * Data
  *===----------------------------------------------------------------------===*/
 
-typedef enum AccrueDType {
-  ACCRUE_DTYPE_FLOAT32,
-  ACCRUE_DTYPE_FLOAT64,
-  ACCRUE_DTYPE_FLOAT16,
-  ACCRUE_DTYPE_INT64,
-  ACCRUE_DTYPE_INT32,
-  ACCRUE_DTYPE_BOOL,
-  ACCRUE_DTYPE_UINT8
-} AccrueDType;
+/* Arrays are typed by the step contract's AccrueDType (ACCRUE_DTYPE_FLOAT32,
+ * ..., in accrue-runtime/StepABI.h, which also gives accrueDTypeName and
+ * accrueParseDType for the manifest's spellings "f32", "i64", ...). */
 
 typedef struct AccrueDataset AccrueDataset;
 

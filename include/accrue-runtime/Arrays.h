@@ -10,6 +10,7 @@
 #define ACCRUE_RUNTIME_ARRAYS_H
 
 #include "accrue-runtime/Error.h"
+#include "accrue-runtime/StepABI.h"
 
 #include <cstdint>
 #include <fstream>
@@ -20,17 +21,17 @@
 
 namespace accrue::rt {
 
-/// Element types the runtime moves around.
-enum class DType { F32, F64, F16, I64, I32, Bool, U8 };
+/// Element types the runtime moves around: the step contract's (StepABI.h).
+using DType = AccrueDType;
 
-/// Parses "f32", "i64", ... (the manifest's spelling).
+/// Parses the manifest's spelling ("f32", "i64", ...); throws if unknown.
 DType parseDType(const std::string &name);
 const char *dtypeName(DType type);
 size_t dtypeSize(DType type);
 
 /// A dense, row-major host array.
 struct Array {
-  DType dtype = DType::F32;
+  DType dtype = ACCRUE_DTYPE_FLOAT32;
   std::vector<int64_t> shape;
   std::vector<uint8_t> data;
 
@@ -46,7 +47,7 @@ struct Array {
 /// A named, read-only view of a tensor's bytes, for writers.
 struct TensorRef {
   std::string name;
-  DType dtype = DType::F32;
+  DType dtype = ACCRUE_DTYPE_FLOAT32;
   std::vector<int64_t> shape;
   const void *data = nullptr;
   size_t bytes = 0;
@@ -93,7 +94,7 @@ private:
 /// header.
 struct SafetensorsEntry {
   std::string name;
-  DType dtype = DType::F32;
+  DType dtype = ACCRUE_DTYPE_FLOAT32;
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;
 };

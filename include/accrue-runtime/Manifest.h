@@ -43,7 +43,7 @@ struct ArgSpec {
   /// By value, or as a memref descriptor (rank 0 for a scalar in memory).
   AccrueArgKind kind = ACCRUE_ARG_BUFFER;
   std::string name;
-  DType dtype = DType::F32;
+  DType dtype = ACCRUE_DTYPE_FLOAT32;
   /// Batch inputs: -1 for the effective-batch dimension.
   std::vector<int64_t> shape;
   /// Metrics: the name of each element.

@@ -38,9 +38,11 @@ extern "C" {
  * the ranges of integer batch inputs that index a table or name a class,
  * version 4 loss scaling inside the step on every target (a step with a
  * loss_scale argument also takes loss_scale_streak and reports
- * next_loss_scale and loss_scale_streak in its metrics). */
+ * next_loss_scale and loss_scale_streak in its metrics), version 5 one
+ * vocabulary of element types (accrue_gemm's operand types are AccrueDType
+ * codes; bf16 was 1 and is 7). */
 #define ACCRUE_MANIFEST_FORMAT "accrue-step"
-#define ACCRUE_MANIFEST_VERSION 4
+#define ACCRUE_MANIFEST_VERSION 5
 
 /* The step function's symbol in MLIR, and the packed entry point step.so
  * exports for it: `void _mlir_train_step(void **args)`, where args[i] points
@@ -83,17 +85,12 @@ typedef void (*AccrueAllReduceFn)(AccrueBuffer *buffer);
  *   D[b] = sum_k A[b](m, k) B[b](k, n) + beta * C[b](m, n), written over C,
  * for b < batch, with every matrix given by its address and its strides in
  * elements (rows, columns, batch). `types` packs the element types of A and
- * B (bits 0-7, an AccrueGemmType), of C (bits 8-15) and the precision the
- * inputs are exact in (bits 16-23: f32 inputs that hold bf16 or f16 values
- * may be multiplied in that precision, accumulating in f32). On the GPU this
- * is cuBLASLt on the step's stream; for the emulated target, a loop on the
- * host that reads the operands the same way. */
+ * B (bits 0-7, an AccrueDType: f32, bf16 or f16), of C (bits 8-15) and the
+ * precision the inputs are exact in (bits 16-23: f32 inputs that hold bf16
+ * or f16 values may be multiplied in that precision, accumulating in f32).
+ * On the GPU this is cuBLASLt on the step's stream; for the emulated target,
+ * a loop on the host that reads the operands the same way. */
 #define ACCRUE_GEMM_FUNCTION "accrue_gemm"
-#define ACCRUE_GEMM_TYPES(V)                                                   \
-  V(ACCRUE_GEMM_F32, "f32")                                                    \
-  V(ACCRUE_GEMM_BF16, "bf16")                                                  \
-  V(ACCRUE_GEMM_F16, "f16")
-
 typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
                              intptr_t a, int64_t aRow, int64_t aCol,
                              int64_t aBatch, intptr_t b, int64_t bRow,
@@ -264,6 +261,19 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
   V(ACCRUE_COLLECTIVES_DEFERRED, "deferred")                                   \
   V(ACCRUE_COLLECTIVES_PER_MICRO_BATCH, "per-micro-batch")
 
+/* Element types: of the manifest's arguments and batch inputs, of the arrays
+ * a host hands the runtime (accrueDatasetAddArray) and of accrue_gemm's
+ * operands. The first seven keep the C API's codes of manifest version 4. */
+#define ACCRUE_DTYPES(V)                                                       \
+  V(ACCRUE_DTYPE_FLOAT32, "f32")                                               \
+  V(ACCRUE_DTYPE_FLOAT64, "f64")                                               \
+  V(ACCRUE_DTYPE_FLOAT16, "f16")                                               \
+  V(ACCRUE_DTYPE_INT64, "i64")                                                 \
+  V(ACCRUE_DTYPE_INT32, "i32")                                                 \
+  V(ACCRUE_DTYPE_BOOL, "bool")                                                 \
+  V(ACCRUE_DTYPE_UINT8, "u8")                                                  \
+  V(ACCRUE_DTYPE_BFLOAT16, "bf16")
+
 #define ACCRUE_ENUMERATOR_(E, S) E,
 #define ACCRUE_SPELLING_(E, S) S,
 /* Declares enum `Type` and, for `name`, `int accrue<name>Count(void)`,
@@ -302,7 +312,7 @@ ACCRUE_DEFINE_ENUM_(AccruePrecision, Precision, ACCRUE_PRECISIONS)
 ACCRUE_DEFINE_ENUM_(AccrueLossNormalization, LossNormalization,
                     ACCRUE_LOSS_NORMALIZATIONS)
 ACCRUE_DEFINE_ENUM_(AccrueCollectives, Collectives, ACCRUE_COLLECTIVES)
-ACCRUE_DEFINE_ENUM_(AccrueGemmType, GemmType, ACCRUE_GEMM_TYPES)
+ACCRUE_DEFINE_ENUM_(AccrueDType, DType, ACCRUE_DTYPES)
 
 #ifdef __cplusplus
 }

@@ -25,19 +25,19 @@ using namespace accrue;
 /// The runtime's dtype of a step argument's element type.
 static std::optional<rt::DType> runtimeDType(Type type) {
   if (type.isF32())
-    return rt::DType::F32;
+    return ACCRUE_DTYPE_FLOAT32;
   if (type.isF64())
-    return rt::DType::F64;
+    return ACCRUE_DTYPE_FLOAT64;
   if (type.isF16())
-    return rt::DType::F16;
+    return ACCRUE_DTYPE_FLOAT16;
   if (type.isInteger(64))
-    return rt::DType::I64;
+    return ACCRUE_DTYPE_INT64;
   if (type.isInteger(32))
-    return rt::DType::I32;
+    return ACCRUE_DTYPE_INT32;
   if (type.isInteger(1))
-    return rt::DType::Bool;
+    return ACCRUE_DTYPE_BOOL;
   if (type.isInteger(8))
-    return rt::DType::U8;
+    return ACCRUE_DTYPE_UINT8;
   return std::nullopt;
 }
 
@@ -244,7 +244,7 @@ accrue::writeInitialParameters(const onnx_import::ImportedModel &model,
   std::vector<rt::TensorRef> tensors;
   for (const auto *list : {&model.parameters, &model.buffers})
     for (const onnx_import::ImportedParameter &param : *list)
-      tensors.push_back({param.name, rt::DType::F32, param.shape,
+      tensors.push_back({param.name, ACCRUE_DTYPE_FLOAT32, param.shape,
                          param.values(), param.bytes.size()});
   return success(
       rt::writeSafetensors(path.str(), tensors, {{"format", "pt"}}, error));

@@ -58,24 +58,12 @@ T guarded(AccrueError **error, T failed, Body &&body) {
   }
 }
 
+/// `type` checked: a C caller may pass any int.
 DType dtypeOf(AccrueDType type) {
-  switch (type) {
-  case ACCRUE_DTYPE_FLOAT32:
-    return DType::F32;
-  case ACCRUE_DTYPE_FLOAT64:
-    return DType::F64;
-  case ACCRUE_DTYPE_FLOAT16:
-    return DType::F16;
-  case ACCRUE_DTYPE_INT64:
-    return DType::I64;
-  case ACCRUE_DTYPE_INT32:
-    return DType::I32;
-  case ACCRUE_DTYPE_BOOL:
-    return DType::Bool;
-  case ACCRUE_DTYPE_UINT8:
-    return DType::U8;
-  }
-  throw Error("unknown dtype " + std::to_string(static_cast<int>(type)));
+  if (static_cast<int>(type) < 0 ||
+      static_cast<int>(type) >= accrueDTypeCount())
+    throw Error("unknown dtype " + std::to_string(static_cast<int>(type)));
+  return type;
 }
 
 } // namespace

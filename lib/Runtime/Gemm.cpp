@@ -21,7 +21,7 @@ namespace {
 struct Strided {
   intptr_t address;
   int64_t rows, cols, rowStride, colStride, batchStride;
-  AccrueGemmType type;
+  AccrueDType type;
 
   Strided transposed() const {
     return {address, cols, rows, colStride, rowStride, batchStride, type};
@@ -63,16 +63,16 @@ BlasMatrix require(const std::optional<BlasMatrix> &matrix, const char *name,
 
 float load(const BlasMatrix &x, int64_t offset) {
   switch (x.type) {
-  case ACCRUE_GEMM_F32:
+  case ACCRUE_DTYPE_FLOAT32:
     return reinterpret_cast<const float *>(x.address)[offset];
-  case ACCRUE_GEMM_BF16: {
+  case ACCRUE_DTYPE_BFLOAT16: {
     uint32_t bits =
         uint32_t(reinterpret_cast<const uint16_t *>(x.address)[offset]) << 16;
     float value;
     std::memcpy(&value, &bits, sizeof value);
     return value;
   }
-  case ACCRUE_GEMM_F16: {
+  case ACCRUE_DTYPE_FLOAT16: {
     uint16_t h = reinterpret_cast<const uint16_t *>(x.address)[offset];
     uint32_t sign = uint32_t(h & 0x8000) << 16, exponent = (h >> 10) & 0x1f,
              mantissa = h & 0x3ff, bits;
@@ -95,8 +95,9 @@ float load(const BlasMatrix &x, int64_t offset) {
     std::memcpy(&value, &bits, sizeof value);
     return value;
   }
+  default:
+    return 0; // planGemm admits no other type
   }
-  return 0;
 }
 
 GemmRunner &runner() {
@@ -114,12 +115,15 @@ GemmPlan planGemm(int64_t batch, int64_t m, int64_t n, int64_t k, intptr_t a,
                   int64_t cRow, int64_t cCol, int64_t cBatch, int64_t types,
                   float beta) {
   auto type = [](int64_t code) {
-    if (code < 0 || code >= accrueGemmTypeCount())
-      throw Error("unknown GEMM element type " + std::to_string(code));
-    return static_cast<AccrueGemmType>(code);
+    auto type = static_cast<AccrueDType>(code);
+    if (type != ACCRUE_DTYPE_FLOAT32 && type != ACCRUE_DTYPE_BFLOAT16 &&
+        type != ACCRUE_DTYPE_FLOAT16)
+      throw Error("unknown GEMM element type " + std::to_string(code) +
+                  " (f32, bf16 or f16)");
+    return type;
   };
-  AccrueGemmType input = type(types & 0xff), output = type((types >> 8) & 0xff);
-  if (output != ACCRUE_GEMM_F32)
+  AccrueDType input = type(types & 0xff), output = type((types >> 8) & 0xff);
+  if (output != ACCRUE_DTYPE_FLOAT32)
     throw Error("GEMM outputs are f32");
   Strided sa{a, m, k, aRow, aCol, aBatch, input};
   Strided sb{b, k, n, bRow, bCol, bBatch, input};

@@ -26,7 +26,7 @@ struct BlasMatrix {
   intptr_t address = 0;
   int64_t rows = 0, cols = 0, ld = 1, batchStride = 0;
   bool transposed = false;
-  AccrueGemmType type = ACCRUE_GEMM_F32;
+  AccrueDType type = ACCRUE_DTYPE_FLOAT32;
 };
 
 /// D (m x n) = op(A) (m x k) op(B) (k x n) + beta C, `batch` times.
@@ -35,7 +35,7 @@ struct GemmPlan {
   BlasMatrix a, b, c;
   float beta = 0;
   /// The precision f32 inputs hold exactly (f32 if none narrower).
-  AccrueGemmType exact = ACCRUE_GEMM_F32;
+  AccrueDType exact = ACCRUE_DTYPE_FLOAT32;
 };
 
 /// The plan for one call of the entry; throws rt::Error if an operand has

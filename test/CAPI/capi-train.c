@@ -6,9 +6,10 @@
  *              [--set NAME=VALUE]... [--export OUT.onnx]
  *              [--print-param NAME]
  *
- * --raw adds an array from a raw little-endian file (DTYPE f32, f64, i64 or
- * i32). Runs every planned step, printing each step's metrics line; errors
- * print "capi-train: error: MESSAGE" and exit 1.
+ * --raw adds an array from a raw little-endian file (DTYPE as the manifest
+ * spells it: f32, f64, f16, bf16, i64, i32, bool or u8). Runs every planned
+ *step, printing each step's metrics line; errors print "capi-train: error:
+ *MESSAGE" and exit 1.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -40,19 +41,28 @@ static int addRaw(AccrueDataset *data, char *spec, AccrueError **error) {
   for (char *dim = strtok(colon2 + 1, "x"); dim && rank < 8;
        dim = strtok(NULL, "x"))
     shape[rank++] = atoll(dim);
+  /* The manifest's spellings, as accrueArtifactInputDType gives them. */
   AccrueDType dtype;
   size_t width;
-  if (!strcmp(dtypeName, "f32")) {
-    dtype = ACCRUE_DTYPE_FLOAT32, width = 4;
-  } else if (!strcmp(dtypeName, "f64")) {
-    dtype = ACCRUE_DTYPE_FLOAT64, width = 8;
-  } else if (!strcmp(dtypeName, "i64")) {
-    dtype = ACCRUE_DTYPE_INT64, width = 8;
-  } else if (!strcmp(dtypeName, "i32")) {
-    dtype = ACCRUE_DTYPE_INT32, width = 4;
-  } else {
+  if (accrueParseDType(dtypeName, &dtype) != 0) {
     fprintf(stderr, "capi-train: error: bad dtype '%s'\n", dtypeName);
     return 1;
+  }
+  switch (dtype) {
+  case ACCRUE_DTYPE_FLOAT64:
+  case ACCRUE_DTYPE_INT64:
+    width = 8;
+    break;
+  case ACCRUE_DTYPE_FLOAT32:
+  case ACCRUE_DTYPE_INT32:
+    width = 4;
+    break;
+  case ACCRUE_DTYPE_FLOAT16:
+  case ACCRUE_DTYPE_BFLOAT16:
+    width = 2;
+    break;
+  default:
+    width = 1;
   }
   size_t count = 1;
   for (int i = 0; i < rank; ++i)

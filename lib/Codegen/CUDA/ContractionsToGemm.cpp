@@ -301,16 +301,16 @@ struct Plan {
   /// run by the host around the call.
   SmallVector<int64_t> hostLoops;
   SmallVector<int64_t> ranges;
-  AccrueGemmType inputType = ACCRUE_GEMM_F32;
+  AccrueDType inputType = ACCRUE_DTYPE_FLOAT32;
 };
 
-std::optional<AccrueGemmType> gemmType(Type type) {
+std::optional<AccrueDType> gemmType(Type type) {
   if (type.isF32())
-    return ACCRUE_GEMM_F32;
+    return ACCRUE_DTYPE_FLOAT32;
   if (type.isBF16())
-    return ACCRUE_GEMM_BF16;
+    return ACCRUE_DTYPE_BFLOAT16;
   if (type.isF16())
-    return ACCRUE_GEMM_F16;
+    return ACCRUE_DTYPE_FLOAT16;
   return std::nullopt;
 }
 
@@ -339,8 +339,8 @@ FailureOr<Plan> planGemm(linalg::GenericOp op, const Contraction &c) {
     }
   }
   // Element types: A and B alike, C f32.
-  std::optional<AccrueGemmType> a = gemmType(c.lhsElement),
-                                b = gemmType(c.rhsElement);
+  std::optional<AccrueDType> a = gemmType(c.lhsElement),
+                             b = gemmType(c.rhsElement);
   if (!a || a != b ||
       !cast<MemRefType>(plan.buffers[C].getType()).getElementType().isF32())
     return failure();
@@ -424,9 +424,9 @@ FailureOr<Plan> planGemm(linalg::GenericOp op, const Contraction &c) {
 
 /// The precision a buffer's values are exact in: bf16 or f16 if its only
 /// writer stores widened bf16 or f16 values, else f32.
-AccrueGemmType exactIn(Value buffer) {
+AccrueDType exactIn(Value buffer) {
   if (!buffer.getDefiningOp<memref::AllocOp>())
-    return ACCRUE_GEMM_F32;
+    return ACCRUE_DTYPE_FLOAT32;
   linalg::GenericOp writer;
   for (Operation *user : buffer.getUsers()) {
     auto generic = dyn_cast<linalg::GenericOp>(user);
@@ -436,12 +436,12 @@ AccrueGemmType exactIn(Value buffer) {
       if (init.get() != buffer)
         continue;
       if (writer)
-        return ACCRUE_GEMM_F32;
+        return ACCRUE_DTYPE_FLOAT32;
       writer = generic;
     }
   }
   if (!writer)
-    return ACCRUE_GEMM_F32;
+    return ACCRUE_DTYPE_FLOAT32;
   unsigned result = 0;
   for (auto [i, init] : llvm::enumerate(writer.getDpsInits()))
     if (init == buffer)
@@ -450,8 +450,8 @@ AccrueGemmType exactIn(Value buffer) {
       writer.getRegion().front().getTerminator()->getOperand(result);
   auto ext = yielded.getDefiningOp<arith::ExtFOp>();
   if (!ext)
-    return ACCRUE_GEMM_F32;
-  return gemmType(ext.getIn().getType()).value_or(ACCRUE_GEMM_F32);
+    return ACCRUE_DTYPE_FLOAT32;
+  return gemmType(ext.getIn().getType()).value_or(ACCRUE_DTYPE_FLOAT32);
 }
 
 /// The runtime's GEMM entry, declared once.
@@ -508,13 +508,13 @@ void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
         loc, offset, constant(type.getElementTypeBitWidth() / 8));
     return b.createOrFold<arith::AddIOp>(loc, base, bytes);
   };
-  AccrueGemmType exact = ACCRUE_GEMM_F32;
-  if (plan.inputType == ACCRUE_GEMM_F32) {
-    AccrueGemmType a = exactIn(plan.buffers[A]), bt = exactIn(plan.buffers[B]);
+  AccrueDType exact = ACCRUE_DTYPE_FLOAT32;
+  if (plan.inputType == ACCRUE_DTYPE_FLOAT32) {
+    AccrueDType a = exactIn(plan.buffers[A]), bt = exactIn(plan.buffers[B]);
     if (a == bt)
       exact = a;
   }
-  int64_t types = int64_t(plan.inputType) | int64_t(ACCRUE_GEMM_F32) << 8 |
+  int64_t types = int64_t(plan.inputType) | int64_t(ACCRUE_DTYPE_FLOAT32) << 8 |
                   int64_t(exact) << 16;
   Value beta;
   switch (start) {

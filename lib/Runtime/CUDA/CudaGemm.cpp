@@ -129,16 +129,17 @@ uint32_t alignmentOf(intptr_t address) {
   return alignment;
 }
 
-int cudaType(AccrueGemmType type) {
+int cudaType(AccrueDType type) {
   switch (type) {
-  case ACCRUE_GEMM_F32:
+  case ACCRUE_DTYPE_FLOAT32:
     return kCudaR32F;
-  case ACCRUE_GEMM_BF16:
+  case ACCRUE_DTYPE_BFLOAT16:
     return kCudaR16BF;
-  case ACCRUE_GEMM_F16:
+  case ACCRUE_DTYPE_FLOAT16:
     return kCudaR16F;
+  default:
+    return kCudaR32F; // planGemm admits no other type
   }
-  return kCudaR32F;
 }
 
 const LtGemm &ltGemm(const GemmPlan &plan) {
@@ -163,9 +164,11 @@ const LtGemm &ltGemm(const GemmPlan &plan) {
   // f32 inputs that hold bf16 (f16) values: multiplied in that precision,
   // which loses nothing; fp32 accumulation always.
   int compute = kCompute32F;
-  if (plan.a.type == ACCRUE_GEMM_F32 && plan.exact == ACCRUE_GEMM_BF16)
+  if (plan.a.type == ACCRUE_DTYPE_FLOAT32 &&
+      plan.exact == ACCRUE_DTYPE_BFLOAT16)
     compute = kCompute32FFast16BF;
-  else if (plan.a.type == ACCRUE_GEMM_F32 && plan.exact == ACCRUE_GEMM_F16)
+  else if (plan.a.type == ACCRUE_DTYPE_FLOAT32 &&
+           plan.exact == ACCRUE_DTYPE_FLOAT16)
     compute = kCompute32FFast16F;
   lt.check(lt.descCreate(&g.desc, compute, kCudaR32F),
            "cublasLtMatmulDescCreate");

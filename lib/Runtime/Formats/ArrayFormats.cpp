@@ -160,9 +160,10 @@ Array parseNpy(ByteSource &source, uint64_t offset, uint64_t size,
       a.shape.push_back(parseDimension(item, what));
   checkShape(a.shape, what);
   static const std::map<std::string, DType> types = {
-      {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16},
-      {"<i8", DType::I64}, {"<i4", DType::I32}, {"|b1", DType::Bool},
-      {"|u1", DType::U8}};
+      {"<f4", ACCRUE_DTYPE_FLOAT32}, {"<f8", ACCRUE_DTYPE_FLOAT64},
+      {"<f2", ACCRUE_DTYPE_FLOAT16}, {"<i8", ACCRUE_DTYPE_INT64},
+      {"<i4", ACCRUE_DTYPE_INT32},   {"|b1", ACCRUE_DTYPE_BOOL},
+      {"|u1", ACCRUE_DTYPE_UINT8}};
   // 8- and 16-bit integers other than uint8 widen to int32 as they load.
   static const std::map<std::string, std::pair<int, bool>> narrow = {
       {"|i1", {1, true}}, {"<i2", {2, true}}, {"<u2", {2, false}}};
@@ -172,7 +173,7 @@ Array parseNpy(ByteSource &source, uint64_t offset, uint64_t size,
     throw Error(what + " has unsupported dtype '" + descr +
                 "' (use float32, float64, float16, int64, int32, int16, "
                 "uint16, int8, uint8 or bool)");
-  a.dtype = it != types.end() ? it->second : DType::I32;
+  a.dtype = it != types.end() ? it->second : ACCRUE_DTYPE_INT32;
   uint64_t data = offset + start + headerLen,
            available = size - start - headerLen;
   if (narrowIt != narrow.end()) {
@@ -213,8 +214,9 @@ std::string inflateRaw(const uint8_t *data, size_t size, size_t expected,
 
 std::string npyBytes(const Array &a) {
   static const std::map<DType, std::string> descr = {
-      {DType::F32, "<f4"}, {DType::F64, "<f8"}, {DType::F16, "<f2"},
-      {DType::I64, "<i8"}, {DType::I32, "<i4"}, {DType::Bool, "|b1"}};
+      {ACCRUE_DTYPE_FLOAT32, "<f4"}, {ACCRUE_DTYPE_FLOAT64, "<f8"},
+      {ACCRUE_DTYPE_FLOAT16, "<f2"}, {ACCRUE_DTYPE_INT64, "<i8"},
+      {ACCRUE_DTYPE_INT32, "<i4"},   {ACCRUE_DTYPE_BOOL, "|b1"}};
   std::string shape;
   for (int64_t d : a.shape)
     shape += std::to_string(d) + ", ";
@@ -433,20 +435,22 @@ void accrue::rt::writeNpz(const std::string &path,
 
 static const char *safetensorsDType(DType t) {
   switch (t) {
-  case DType::F32:
+  case ACCRUE_DTYPE_FLOAT32:
     return "F32";
-  case DType::F64:
+  case ACCRUE_DTYPE_FLOAT64:
     return "F64";
-  case DType::F16:
+  case ACCRUE_DTYPE_FLOAT16:
     return "F16";
-  case DType::I64:
+  case ACCRUE_DTYPE_INT64:
     return "I64";
-  case DType::I32:
+  case ACCRUE_DTYPE_INT32:
     return "I32";
-  case DType::Bool:
+  case ACCRUE_DTYPE_BOOL:
     return "BOOL";
-  case DType::U8:
+  case ACCRUE_DTYPE_UINT8:
     return "U8";
+  case ACCRUE_DTYPE_BFLOAT16:
+    return "BF16";
   }
   return "?";
 }
@@ -468,8 +472,10 @@ parseSafetensorsHeader(const char *header, uint64_t headerLen,
   if (json.is_discarded() || !json.is_object())
     throw Error("'" + path + "' has a corrupt safetensors header");
   static const std::map<std::string, DType> types = {
-      {"F32", DType::F32}, {"F64", DType::F64}, {"F16", DType::F16},
-      {"I64", DType::I64}, {"I32", DType::I32}, {"BOOL", DType::Bool}};
+      {"F32", ACCRUE_DTYPE_FLOAT32},  {"F64", ACCRUE_DTYPE_FLOAT64},
+      {"F16", ACCRUE_DTYPE_FLOAT16},  {"I64", ACCRUE_DTYPE_INT64},
+      {"I32", ACCRUE_DTYPE_INT32},    {"BOOL", ACCRUE_DTYPE_BOOL},
+      {"BF16", ACCRUE_DTYPE_BFLOAT16}};
   std::vector<SafetensorsEntry> entries;
   for (auto &[name, info] : json.items()) {
     if (name == "__metadata__") {

@@ -21,55 +21,27 @@ using namespace accrue::rt;
 //===----------------------------------------------------------------------===//
 
 DType accrue::rt::parseDType(const std::string &name) {
-  if (name == "f32")
-    return DType::F32;
-  if (name == "f64")
-    return DType::F64;
-  if (name == "f16")
-    return DType::F16;
-  if (name == "i64")
-    return DType::I64;
-  if (name == "i32")
-    return DType::I32;
-  if (name == "bool")
-    return DType::Bool;
-  if (name == "u8")
-    return DType::U8;
-  throw Error("unknown dtype '" + name + "'");
+  DType type;
+  if (accrueParseDType(name.c_str(), &type) != 0)
+    throw Error("unknown dtype '" + name + "'");
+  return type;
 }
 
-const char *accrue::rt::dtypeName(DType type) {
-  switch (type) {
-  case DType::F32:
-    return "f32";
-  case DType::F64:
-    return "f64";
-  case DType::F16:
-    return "f16";
-  case DType::I64:
-    return "i64";
-  case DType::I32:
-    return "i32";
-  case DType::Bool:
-    return "bool";
-  case DType::U8:
-    return "u8";
-  }
-  return "?";
-}
+const char *accrue::rt::dtypeName(DType type) { return accrueDTypeName(type); }
 
 size_t accrue::rt::dtypeSize(DType type) {
   switch (type) {
-  case DType::F64:
-  case DType::I64:
+  case ACCRUE_DTYPE_FLOAT64:
+  case ACCRUE_DTYPE_INT64:
     return 8;
-  case DType::F32:
-  case DType::I32:
+  case ACCRUE_DTYPE_FLOAT32:
+  case ACCRUE_DTYPE_INT32:
     return 4;
-  case DType::F16:
+  case ACCRUE_DTYPE_FLOAT16:
+  case ACCRUE_DTYPE_BFLOAT16:
     return 2;
-  case DType::Bool:
-  case DType::U8:
+  case ACCRUE_DTYPE_BOOL:
+  case ACCRUE_DTYPE_UINT8:
     return 1;
   }
   return 1;
@@ -109,26 +81,33 @@ static float halfToFloat(uint16_t h) {
 /// Element `i` of `a` as a double.
 static double elementAsDouble(const Array &a, int64_t i) {
   switch (a.dtype) {
-  case DType::F32:
+  case ACCRUE_DTYPE_FLOAT32:
     return a.as<float>()[i];
-  case DType::F64:
+  case ACCRUE_DTYPE_FLOAT64:
     return a.as<double>()[i];
-  case DType::F16:
+  case ACCRUE_DTYPE_FLOAT16:
     return halfToFloat(a.as<uint16_t>()[i]);
-  case DType::I64:
+  case ACCRUE_DTYPE_BFLOAT16: {
+    uint32_t bits = uint32_t(a.as<uint16_t>()[i]) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  case ACCRUE_DTYPE_INT64:
     return static_cast<double>(a.as<int64_t>()[i]);
-  case DType::I32:
+  case ACCRUE_DTYPE_INT32:
     return a.as<int32_t>()[i];
-  case DType::Bool:
+  case ACCRUE_DTYPE_BOOL:
     return a.as<uint8_t>()[i] ? 1.0 : 0.0;
-  case DType::U8:
+  case ACCRUE_DTYPE_UINT8:
     return a.as<uint8_t>()[i];
   }
   return 0;
 }
 
 static bool isFloat(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::F16;
+  return t == ACCRUE_DTYPE_FLOAT32 || t == ACCRUE_DTYPE_FLOAT64 ||
+         t == ACCRUE_DTYPE_FLOAT16 || t == ACCRUE_DTYPE_BFLOAT16;
 }
 
 Array Array::convertTo(DType type, const std::string &what) const {
@@ -145,26 +124,28 @@ Array Array::convertTo(DType type, const std::string &what) const {
   for (int64_t i = 0; i < n; ++i) {
     double v = elementAsDouble(*this, i);
     switch (type) {
-    case DType::F32:
+    case ACCRUE_DTYPE_FLOAT32:
       out.as<float>()[i] = static_cast<float>(v);
       break;
-    case DType::F64:
+    case ACCRUE_DTYPE_FLOAT64:
       out.as<double>()[i] = v;
       break;
-    case DType::I64:
+    case ACCRUE_DTYPE_INT64:
       out.as<int64_t>()[i] = static_cast<int64_t>(v);
       break;
-    case DType::I32:
+    case ACCRUE_DTYPE_INT32:
       out.as<int32_t>()[i] = static_cast<int32_t>(v);
       break;
-    case DType::Bool:
+    case ACCRUE_DTYPE_BOOL:
       out.as<uint8_t>()[i] = v != 0;
       break;
-    case DType::U8:
+    case ACCRUE_DTYPE_UINT8:
       out.as<uint8_t>()[i] = static_cast<uint8_t>(v);
       break;
-    case DType::F16:
-      throw Error(what + ": conversion to f16 is not supported");
+    case ACCRUE_DTYPE_FLOAT16:
+    case ACCRUE_DTYPE_BFLOAT16:
+      throw Error(what + ": conversion to " + dtypeName(type) +
+                  " is not supported");
     }
   }
   return out;

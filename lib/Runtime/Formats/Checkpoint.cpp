@@ -26,7 +26,7 @@ constexpr const char *kVersion = "1";
 /// The named slice of an arena, in place.
 TensorRef slice(const std::string &name, const float *arena,
                 const ParamSpec &param) {
-  return {name, DType::F32, param.shape, arena + param.offset,
+  return {name, ACCRUE_DTYPE_FLOAT32, param.shape, arena + param.offset,
           static_cast<size_t>(param.numel) * sizeof(float)};
 }
 
@@ -116,7 +116,8 @@ Trainer::loadCheckpoint(const std::string &path) {
     auto it = arrays.find(name);
     if (it == arrays.end())
       throw bad("has no tensor '" + name + "' (written for another model?)");
-    if (it->second.dtype != DType::F32 || it->second.shape != param.shape)
+    if (it->second.dtype != ACCRUE_DTYPE_FLOAT32 ||
+        it->second.shape != param.shape)
       throw bad("tensor '" + name + "' does not match the artifact's shape");
     tensors.push_back(TensorRef::of(name, it->second));
     return it->second;

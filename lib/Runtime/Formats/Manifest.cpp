@@ -512,7 +512,7 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
       throw bad("argument '" + arg.name + "' is not an arena of " +
                 std::to_string(m.arenaSize) + " floats");
     if (arg.role == ACCRUE_ROLE_BUFFERS &&
-        (arg.shape.size() != 1 || arg.dtype != DType::F32))
+        (arg.shape.size() != 1 || arg.dtype != ACCRUE_DTYPE_FLOAT32))
       throw bad("the buffer arena must be f32[n]");
     if (arg.role == ACCRUE_ROLE_BATCH) {
       if (arg.shape.empty() || arg.shape[0] != -1)
@@ -525,7 +525,7 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     }
     if (!arg.indexChecks.empty() &&
         (arg.role != ACCRUE_ROLE_BATCH ||
-         (arg.dtype != DType::I64 && arg.dtype != DType::I32)))
+         (arg.dtype != ACCRUE_DTYPE_INT64 && arg.dtype != ACCRUE_DTYPE_INT32)))
       throw bad("argument '" + arg.name +
                 "' has index checks but is no integer batch input");
     for (const IndexCheck &check : arg.indexChecks)
@@ -534,8 +534,8 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     if (arg.kind == ACCRUE_ARG_SCALAR && !arg.shape.empty())
       throw bad("scalar argument '" + arg.name + "' has a shape");
     if (arg.role == ACCRUE_ROLE_WORKSPACE &&
-        (arg.dtype != DType::U8 || arg.shape.size() != 1 || arg.shape[0] < 0 ||
-         arg.shape[0] > (int64_t(1) << 40)))
+        (arg.dtype != ACCRUE_DTYPE_UINT8 || arg.shape.size() != 1 ||
+         arg.shape[0] < 0 || arg.shape[0] > (int64_t(1) << 40)))
       throw bad("the workspace must be u8[bytes]");
     if (arg.role == ACCRUE_ROLE_METRICS &&
         (arg.shape.size() != 1 ||

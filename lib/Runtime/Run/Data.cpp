@@ -75,9 +75,9 @@ void checkIndicesOf(const Array &array, const ArgSpec &input,
 
 void checkIndices(const Array &array, const ArgSpec &input,
                   const std::string &what) {
-  if (input.dtype == DType::I64)
+  if (input.dtype == ACCRUE_DTYPE_INT64)
     checkIndicesOf<int64_t>(array, input, what);
-  else if (input.dtype == DType::I32)
+  else if (input.dtype == ACCRUE_DTYPE_INT32)
     checkIndicesOf<int32_t>(array, input, what);
 }
 
@@ -114,7 +114,7 @@ Dataset Dataset::fromArrays(std::map<std::string, Array> arrays,
     Array converted = raw.dtype == input->dtype
                           ? std::move(it->second)
                           : raw.convertTo(input->dtype, array);
-    if (input->dtype == DType::F32) {
+    if (input->dtype == ACCRUE_DTYPE_FLOAT32) {
       const float *v = converted.as<float>();
       int64_t rowSize =
           converted.numElements() / std::max<int64_t>(converted.shape[0], 1);

@@ -172,7 +172,7 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
     const SafetensorsEntry *entry = init.find(param.name);
     if (!entry)
       throw Error("'" + init.path + "' has no tensor '" + param.name + "'");
-    if (entry->dtype != DType::F32 || entry->shape != param.shape)
+    if (entry->dtype != ACCRUE_DTYPE_FLOAT32 || entry->shape != param.shape)
       throw Error("'" + init.path + "': tensor '" + param.name +
                   "' does not match the manifest's shape");
     return *entry;
@@ -500,7 +500,7 @@ Trainer::arenaArrays(const Buffer &arena,
   std::map<std::string, Array> arrays;
   for (const ParamSpec &param : slots) {
     Array a;
-    a.dtype = DType::F32;
+    a.dtype = ACCRUE_DTYPE_FLOAT32;
     a.shape = param.shape;
     const auto *begin =
         reinterpret_cast<const uint8_t *>(values.data() + param.offset);

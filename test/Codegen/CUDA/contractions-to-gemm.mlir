@@ -155,12 +155,13 @@ func.func @attention(%q: memref<2x3x2x4xf32>, %kt: memref<2x2x4x3xf32>, %s: memr
 // -----
 
 // f32 inputs whose only writer widened bf16 values are marked exact in
-// bf16 (types = f32 | f32 << 8 | bf16 << 16); bf16 inputs widened in the
-// body are passed as bf16 (types = 1).
+// bf16 (types = f32 | f32 << 8 | bf16 << 16, with StepABI.h's AccrueDType
+// codes f32 = 0 and bf16 = 7); bf16 inputs widened in the body are passed as
+// bf16 (types = 7).
 
 // CHECK-LABEL: func @precision
-// CHECK: call @accrue_gemm({{.*}}, %c65536, %{{.+}})
-// CHECK: call @accrue_gemm({{.*}}, %c1, %{{.+}})
+// CHECK: call @accrue_gemm({{.*}}, %c458752, %{{.+}})
+// CHECK: call @accrue_gemm({{.*}}, %c7, %{{.+}})
 #mk = affine_map<(m, n, k) -> (m, k)>
 #kn = affine_map<(m, n, k) -> (k, n)>
 #mn = affine_map<(m, n, k) -> (m, n)>
