@@ -68,6 +68,10 @@ int64_t accrueArtifactMicroBatch(const AccrueArtifact *artifact);
  * samples_per_rank, peak_bytes. NULL when the artifact has none. Owned by
  * the artifact. */
 const char *accrueArtifactMemoryPlan(const AccrueArtifact *artifact);
+/* The kernel report of a CUDA artifact compiled with kernel_report (JSON:
+ * accumulation_steps, totals, kernels with their accesses, gemms; see
+ * docs/cuda.md), or NULL. Owned by the artifact. */
+const char *accrueArtifactKernelReport(const AccrueArtifact *artifact);
 /* The batch inputs the data must provide, by name, in call order. */
 int accrueArtifactNumInputs(const AccrueArtifact *artifact);
 const char *accrueArtifactInputName(const AccrueArtifact *artifact, int index);

@@ -152,6 +152,9 @@ struct Manifest {
   std::optional<int64_t> activationBytes;
   /// The memory plan, when accrue-compile made one (--plan).
   std::optional<MemoryPlan> memoryPlan;
+  /// The kernel report of a CUDA step (accrue-compile --kernel-report), as
+  /// a JSON object's text; informational, not part of the fingerprint.
+  std::optional<std::string> kernelReport;
   /// The step masks padded samples out of its loss, so a partial last
   /// window may be padded to whole micro-batches.
   bool partialWindows = false;

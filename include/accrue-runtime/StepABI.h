@@ -140,6 +140,7 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
 #define ACCRUE_KEY_ARGS "args"
 #define ACCRUE_KEY_ACTIVATION_BYTES "activation_bytes"
 #define ACCRUE_KEY_MEMORY_PLAN "memory_plan"
+#define ACCRUE_KEY_KERNEL_REPORT "kernel_report"
 #define ACCRUE_KEY_PARTIAL_WINDOWS "partial_windows"
 #define ACCRUE_KEY_LOSS_SCALE "loss_scale"
 #define ACCRUE_KEY_CUDA_ARCHS "cuda_archs"

@@ -14,6 +14,7 @@
 #include "MemoryPlan.h"
 #include "StepSource.h"
 
+#include "accrue/Codegen/CUDA/KernelReport.h"
 #include "accrue/Codegen/Target.h"
 #include "accrue/InitAllDialects.h"
 #include "accrue/Pipelines/Pipelines.h"
@@ -265,8 +266,21 @@ LogicalResult StepCompilation::describeStep() {
     if (std::optional<std::string> problem = manifest->effectiveBatchProblem(
             *options.effectiveBatch, options.accumulationSteps, options.ranks))
       return emitError(UnknownLoc::get(&ctx)) << *problem;
-  if (auto step = module.lookupSymbol<func::FuncOp>(ACCRUE_STEP_FUNCTION))
+  auto step = module.lookupSymbol<func::FuncOp>(ACCRUE_STEP_FUNCTION);
+  if (step)
     manifest->activationBytes = target.activationBytes(step);
+  if (!options.kernelReport.empty()) {
+    std::optional<std::string> report =
+        step ? target.kernelReport(step, *manifest) : std::nullopt;
+    if (!report)
+      return emitError(UnknownLoc::get(&ctx))
+             << settingRef("kernel_report")
+             << " reports the kernels of CUDA steps (target cuda or "
+                "cuda-emulated)";
+    manifest->kernelReport = *report;
+    if (result)
+      result->kernelReport = *report;
+  }
   if (options.plan.empty())
     return success();
   if (!target.plansMemory())
@@ -389,4 +403,13 @@ LogicalResult accrue::compileModel(MLIRContext &ctx,
     chosen = std::move(*fitted);
   }
   return StepCompilation(ctx, *source, chosen, result).run();
+}
+
+void accrue::printKernelReport(llvm::raw_ostream &os, StringRef json) {
+  llvm::Expected<llvm::json::Value> report = llvm::json::parse(json);
+  if (!report) {
+    llvm::consumeError(report.takeError());
+    return;
+  }
+  os << cuda::renderKernelReport(*report);
 }

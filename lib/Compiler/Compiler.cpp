@@ -123,6 +123,12 @@ accrue::validateOptions(const CompilerOptions &options) {
   if (std::optional<std::string> error =
           validatePipelineOptions(options.pipeline))
     return error;
+  if (!options.kernelReport.empty() &&
+      options.pipeline.target == ACCRUE_TARGET_CPU)
+    return ref("kernel_report") +
+           " reports the kernels of CUDA steps: it "
+           "needs " +
+           ref("target") + " cuda or cuda-emulated";
   if (options.output.empty())
     return ref("output") + ": an output is required";
   return std::nullopt;
@@ -285,4 +291,20 @@ void accrue::bindCompilerSettings(SettingTable &table,
       });
   plan.choices = {"text", "json"};
   plan.implicitValue = "text";
+  Setting &report = table.custom(
+      "kernel_report",
+      "Print the kernel report of a CUDA step: per kernel its ONNX node, "
+      "launches per step, grid and block, memory operations per thread and "
+      "how each access reaches memory; GEMM calls. Also recorded in "
+      "step.json",
+      Setting::Kind::Choice,
+      [&options](StringRef value) -> std::optional<std::string> {
+        if (value != "text" && value != "json")
+          return settingRef("kernel_report") + " must be text or json, not '" +
+                 value.str() + "'";
+        options.kernelReport = value.str();
+        return std::nullopt;
+      });
+  report.choices = {"text", "json"};
+  report.implicitValue = "text";
 }

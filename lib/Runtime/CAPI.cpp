@@ -23,8 +23,8 @@ struct AccrueError {
 struct AccrueArtifact {
   std::shared_ptr<const Artifact> artifact;
   std::vector<const ArgSpec *> inputs;
-  /// The memory plan as JSON (empty without one).
-  std::string memoryPlan;
+  /// The memory plan and the kernel report as JSON (empty without one).
+  std::string memoryPlan, kernelReport;
 };
 
 struct AccrueDataset {
@@ -89,6 +89,8 @@ AccrueArtifact *accrueArtifactOpen(const char *directory, AccrueError **error) {
     result->inputs = result->artifact->batchInputs();
     if (result->artifact->memoryPlan)
       result->memoryPlan = memoryPlanJsonText(*result->artifact->memoryPlan);
+    if (result->artifact->kernelReport)
+      result->kernelReport = *result->artifact->kernelReport;
     return result.release();
   });
 }
@@ -107,6 +109,11 @@ int accrueArtifactCheckFiles(const AccrueArtifact *artifact,
 
 const char *accrueArtifactMemoryPlan(const AccrueArtifact *artifact) {
   return artifact->memoryPlan.empty() ? nullptr : artifact->memoryPlan.c_str();
+}
+
+const char *accrueArtifactKernelReport(const AccrueArtifact *artifact) {
+  return artifact->kernelReport.empty() ? nullptr
+                                        : artifact->kernelReport.c_str();
 }
 
 int64_t accrueArtifactMicroBatch(const AccrueArtifact *artifact) {

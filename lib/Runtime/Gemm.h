@@ -18,6 +18,14 @@
 #include <cstdint>
 #include <exception>
 
+/// The GEMM entry compiled CUDA steps call (an AccrueGemmFn, StepABI.h).
+extern "C" void accrue_gemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                            intptr_t a, int64_t aRow, int64_t aCol,
+                            int64_t aBatch, intptr_t b, int64_t bRow,
+                            int64_t bCol, int64_t bBatch, intptr_t c,
+                            int64_t cRow, int64_t cCol, int64_t cBatch,
+                            int64_t types, float beta);
+
 namespace accrue::rt {
 
 /// A column-major matrix: `rows` x `cols` stored with leading dimension

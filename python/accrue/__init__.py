@@ -74,6 +74,14 @@ class Artifact:
         return json.loads(plan) if plan is not None else None
 
     @property
+    def kernel_report(self):
+        """The kernel report of a CUDA artifact compiled with
+        kernel_report="text" or "json" (kernels, their launches and memory
+        accesses, GEMM calls; see docs/cuda.md) as a dict, or None."""
+        report = self._handle.kernel_report
+        return json.loads(report) if report is not None else None
+
+    @property
     def buffers(self):
         """{name: shape} of the model's buffers (BatchNormalization's running
         statistics), which the step updates but does not train."""

@@ -100,6 +100,10 @@ struct Artifact {
     const char *plan = accrueArtifactMemoryPlan(handle.get());
     return plan ? std::optional<std::string>(plan) : std::nullopt;
   }
+  std::optional<std::string> kernelReport() const {
+    const char *report = accrueArtifactKernelReport(handle.get());
+    return report ? std::optional<std::string>(report) : std::nullopt;
+  }
 
   /// (name, dtype, shape with -1 for the samples dimension) per input.
   std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>>
@@ -297,7 +301,8 @@ PYBIND11_MODULE(_accrue, m) {
       .def_property_readonly("inputs", &Artifact::inputs)
       .def_property_readonly("parameters", &Artifact::parameters)
       .def_property_readonly("buffers", &Artifact::buffers)
-      .def_property_readonly("memory_plan", &Artifact::memoryPlan);
+      .def_property_readonly("memory_plan", &Artifact::memoryPlan)
+      .def_property_readonly("kernel_report", &Artifact::kernelReport);
 
   py::class_<Session>(m, "Session")
       .def(py::init<const Artifact &, const py::dict &, const Settings &>())

@@ -59,6 +59,18 @@ def test_spirals_bit_identical_to_accrue_train(tmp_path, spirals):
     assert_same(initializers(tmp_path / "py.onnx"), want)
 
 
+def test_cuda_emulated_trains_from_python(tmp_path, spirals):
+    """A CUDA artifact's step.so calls the runtime's GEMM entry by name,
+    which the extension (imported RTLD_LOCAL) makes visible to it: the
+    emulated target trains from Python to accrue-train's parameters."""
+    model = os.path.join(SPIRALS, "model.onnx")
+    settings = dict(FLAGS, target="cuda-emulated")
+    session = accrue.Session(accrue.compile(model, tmp_path / "art", **settings))
+    session.train(spirals, steps=3)
+    want = cli_train(tmp_path, model, os.path.join(SPIRALS, "data.npz"), 3, settings)
+    assert_same(session.parameters(), want)
+
+
 def test_gpt_from_pytorch_bit_identical(tmp_path):
     import zoo
     module = zoo.GPT(3)
@@ -110,6 +122,25 @@ def test_memory_plan(tmp_path):
                                   + 16 * plan["activation_bytes_per_sample"]
                                   + 32 * plan["input_bytes_per_sample"])
     assert accrue.compile(model, tmp_path / "plain", **FLAGS).memory_plan is None
+
+
+def test_kernel_report(tmp_path):
+    """A CUDA artifact compiled with kernel_report carries the report
+    (through the C API's accrueArtifactKernelReport), as step.json holds
+    it; None without one; the CPU target refuses the setting."""
+    model = os.path.join(SPIRALS, "model.onnx")
+    art = accrue.compile(model, tmp_path / "cuda", target="cuda-emulated",
+                         kernel_report="json", **FLAGS)
+    with open(tmp_path / "cuda" / "step.json") as f:
+        assert art.kernel_report == json.load(f)["kernel_report"]
+    report = art.kernel_report
+    assert report["accumulation_steps"] == 2
+    assert report["totals"]["kernels"] == len(report["kernels"]) > 0
+    assert all(k["name"].startswith("k%d_" % i) for i, k in enumerate(report["kernels"]))
+    assert accrue.compile(model, tmp_path / "plain", target="cuda-emulated",
+                          **FLAGS).kernel_report is None
+    with pytest.raises(Exception, match="kernel_report"):
+        accrue.compile(model, tmp_path / "cpu", kernel_report="text", **FLAGS)
 
 
 def test_memory_budget_chooses_the_micro_batch(tmp_path):

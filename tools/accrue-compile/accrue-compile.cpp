@@ -127,5 +127,11 @@ int main(int argc, char **argv) {
     else
       accrue::printMemoryPlan(outs(), *result.plan);
   }
+  if (result.kernelReport) {
+    if (options.kernelReport == "json")
+      outs() << *result.kernelReport << "\n";
+    else
+      accrue::printKernelReport(outs(), *result.kernelReport);
+  }
   return 0;
 }

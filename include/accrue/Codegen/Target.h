@@ -101,6 +101,14 @@ public:
   /// target's compile (CUDA: the architectures step.so has PTX for).
   virtual void describe(rt::Manifest &manifest,
                         const LoweringOptions &options) const {}
+  /// The report of the bufferized step's device kernels (accrue-compile
+  /// --kernel-report) as a JSON object's text, counting the manifest's
+  /// accumulation steps per optimizer step; nothing for a target without
+  /// kernels.
+  virtual std::optional<std::string>
+  kernelReport(mlir::func::FuncOp step, const rt::Manifest &manifest) const {
+    return std::nullopt;
+  }
   /// Files the target adds to the artifact, by name, taken from the module
   /// in the LLVM dialect before it is translated (CUDA: each
   /// architecture's PTX; the module keeps what step.so embeds).

@@ -111,6 +111,9 @@ struct CompilerOptions {
   /// Print the memory plan ("text" or "json"; empty: do not print). The
   /// plan is also recorded in step.json when made.
   std::string plan;
+  /// Print the kernel report of a CUDA step ("text" or "json"; empty: do
+  /// not make one). Also recorded in step.json.
+  std::string kernelReport;
   /// Apply MLIR's command-line options for pass managers and timing
   /// (--mlir-timing, --mlir-print-ir-after, ...): only for tools that
   /// registered them.
@@ -131,6 +134,8 @@ std::optional<std::string> validateOptions(const CompilerOptions &options);
 struct CompileResult {
   /// The memory plan, when `plan` asked for one (also in step.json).
   std::optional<rt::MemoryPlan> plan;
+  /// The kernel report (JSON text), when `kernelReport` asked for one.
+  std::optional<std::string> kernelReport;
 };
 
 /// Runs the whole compilation. Errors (bad options naming the setting, bad
@@ -144,6 +149,9 @@ llvm::LogicalResult compileModel(mlir::MLIRContext &context,
 /// The memory plan as a table a person reads at a glance
 /// (`accrue-compile --plan`).
 void printMemoryPlan(llvm::raw_ostream &os, const rt::MemoryPlan &plan);
+/// Prints a kernel report (CompileResult::kernelReport) as a table and the
+/// kernels that look slow.
+void printKernelReport(llvm::raw_ostream &os, llvm::StringRef json);
 
 } // namespace accrue
 

@@ -1,9 +1,9 @@
 //===- MergeKernelModules.cpp - one gpu.module per step ---------*- C++ -*-===//
 
+#include "accrue/Codegen/CUDA/KernelReport.h"
 #include "accrue/Codegen/CUDA/Passes.h"
 
 #include "mlir/IR/SymbolTable.h"
-#include "llvm/ADT/StringExtras.h"
 
 namespace accrue::cuda {
 #define GEN_PASS_DEF_CUDAMERGEKERNELMODULES
@@ -13,19 +13,6 @@ namespace accrue::cuda {
 using namespace mlir;
 
 namespace {
-
-/// What the kernel computes (the tag cuda-form-kernels puts on its
-/// location), as an identifier.
-std::string kernelTag(Location loc) {
-  std::string tag = "kernel";
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    if (auto metadata = dyn_cast_or_null<StringAttr>(fused.getMetadata()))
-      tag = metadata.str();
-  for (char &c : tag)
-    if (!llvm::isAlnum(c))
-      c = '_';
-  return tag.substr(0, 48);
-}
 
 struct CudaMergeKernelModulesPass
     : public accrue::cuda::impl::CudaMergeKernelModulesBase<
@@ -47,8 +34,8 @@ struct CudaMergeKernelModulesPass
            llvm::make_early_inc_range(module.getBody()->without_terminator())) {
         auto symbol = dyn_cast<SymbolOpInterface>(op);
         if (auto kernel = dyn_cast<gpu::GPUFuncOp>(op)) {
-          std::string name = "k" + std::to_string(renamed.size()) + "_" +
-                             kernelTag(kernel.getLoc());
+          std::string name =
+              accrue::cuda::kernelName(kernel.getLoc(), renamed.size());
           renamed[{module.getNameAttr(), kernel.getNameAttr()}] =
               b.getStringAttr(name);
           kernel.setName(name);

@@ -3,6 +3,7 @@
 #include "accrue/Codegen/Target.h"
 
 #include "accrue/Codegen/CUDA/CUDATarget.h"
+#include "accrue/Codegen/CUDA/KernelReport.h"
 #include "accrue/Codegen/CUDA/Pipelines.h"
 #include "accrue/Dialect/Train/IR/Train.h"
 
@@ -98,6 +99,24 @@ public:
     StringRef(options.cuda.archs).split(archs, ',', -1, /*KeepEmpty=*/false);
     for (StringRef arch : archs)
       manifest.cudaArchs.push_back(arch.str());
+  }
+  std::optional<std::string>
+  kernelReport(func::FuncOp step, const rt::Manifest &manifest) const override {
+    // Arena accesses name their parameter.
+    auto parameterAt = [&manifest](int64_t offset,
+                                   int64_t count) -> std::string {
+      for (const rt::ParamSpec &param : manifest.params)
+        if (offset >= param.offset &&
+            offset + count <= param.offset + param.numel)
+          return param.name;
+      return "";
+    };
+    cuda::KernelReport report =
+        cuda::buildKernelReport(step, manifest.accumulationSteps, parameterAt);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << report.toJson();
+    return text;
   }
   HostCodeOptions hostCode(const HostCodeOptions &requested,
                            const LoweringOptions &options) const override {

@@ -320,6 +320,12 @@ std::string Manifest::toJson() const noexcept {
     manifest[ACCRUE_KEY_ACTIVATION_BYTES] = *activationBytes;
   if (memoryPlan)
     manifest[ACCRUE_KEY_MEMORY_PLAN] = memoryPlanJson(*memoryPlan);
+  if (kernelReport) {
+    json report =
+        json::parse(*kernelReport, nullptr, /*allow_exceptions=*/false);
+    if (!report.is_discarded())
+      manifest[ACCRUE_KEY_KERNEL_REPORT] = std::move(report);
+  }
   if (!cudaArchs.empty())
     manifest[ACCRUE_KEY_CUDA_ARCHS] = cudaArchs;
   json fileList = json::object();
@@ -443,6 +449,11 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
       plan.microBatch = p.at("micro_batch").get<int64_t>();
       plan.accumulationSteps = p.at("accumulation_steps").get<int64_t>();
       m.memoryPlan = plan;
+    }
+    if (doc.contains(ACCRUE_KEY_KERNEL_REPORT)) {
+      if (!doc.at(ACCRUE_KEY_KERNEL_REPORT).is_object())
+        throw Error("'" + path + "': kernel_report is not an object");
+      m.kernelReport = doc.at(ACCRUE_KEY_KERNEL_REPORT).dump();
     }
     m.partialWindows = doc.at(ACCRUE_KEY_PARTIAL_WINDOWS).get<bool>();
     if (doc.contains(ACCRUE_KEY_CUDA_ARCHS))

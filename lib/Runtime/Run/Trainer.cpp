@@ -4,6 +4,8 @@
 
 #include "accrue-runtime/Collectives.h"
 
+#include "Gemm.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -21,6 +23,25 @@ using namespace accrue::rt;
 // Artifact
 //===----------------------------------------------------------------------===//
 
+/// step.so calls this runtime's entries by name (accrue_gemm, the CUDA
+/// launch glue mgpu*, the collective hook), so the shared object that
+/// defines them must be in the process's global scope, also when a host
+/// loaded it RTLD_LOCAL: Python imports extension modules so, and the
+/// libraries they need with them. Promotes it, once. (An executable that
+/// links the runtime statically exports the entries with -rdynamic, as
+/// accrue-train does.)
+static void exposeRuntimeEntries() {
+  static const bool exposed = [] {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void *>(&accrue_gemm), &info) &&
+        info.dli_fname && *info.dli_fname)
+      return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL) !=
+             nullptr;
+    return false;
+  }();
+  (void)exposed;
+}
+
 Artifact::Artifact(const std::string &directory) : dir(directory) {
   std::string manifestPath = path(ACCRUE_FILE_MANIFEST);
   static_cast<Manifest &>(*this) =
@@ -33,6 +54,7 @@ Artifact::Artifact(const std::string &directory) : dir(directory) {
   // 200 ms, keeps cores busy between steps and starves other processes);
   // a user's KMP_BLOCKTIME wins.
   ::setenv("KMP_BLOCKTIME", "1", /*overwrite=*/0);
+  exposeRuntimeEntries();
   // RTLD_LOCAL: two artifacts in one process keep their symbols apart.
   handle = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)

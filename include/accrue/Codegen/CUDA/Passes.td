@@ -204,6 +204,24 @@ def CudaVerifyDeviceAccess
   }];
 }
 
+def CudaKernelReport : Pass<"cuda-kernel-report", "::mlir::func::FuncOp"> {
+  let summary = "Print the report of a step's kernels and GEMM calls";
+  let description = [{
+    Prints, to standard output, the kernel report accrue-compile's
+    `--kernel-report` makes of a step after `cuda-form-kernels`: per
+    kernel its launches per micro-batch and per step, grid and block, the
+    memory operations its first thread runs and how each global access of
+    the first warp reaches memory (thread stride, 32-byte sectors); the
+    GEMM calls. The IR is not changed.
+  }];
+  let options = [
+    Option<"accumulationSteps", "accumulation-steps", "int64_t", "1",
+           "Micro-batches per optimizer step">,
+    Option<"json", "json", "bool", "false",
+           "Print the JSON object step.json records instead of the table">,
+  ];
+}
+
 def CudaMergeKernelModules
     : Pass<"cuda-merge-kernel-modules", "::mlir::ModuleOp"> {
   let summary = "Put every outlined kernel into one gpu.module";

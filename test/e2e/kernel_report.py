@@ -1,0 +1,123 @@
+# accrue-compile --kernel-report on the test suite's GPT (padded tokens),
+# checked against what does not come from the report's code:
+# - for the cuda target, its kernels are the PTX's .entry functions, by
+#   name and in order, and its GEMM calls are the accrue_gemm calls of the
+#   step;
+# - launches per step are launches per micro-batch times K plus the rest,
+#   for two values of K compiled separately;
+# - the token embedding's gradient (a scatter-add) is one thread walking
+#   every (token, feature) pair of the micro-batch: b x T x d memory
+#   read-modify-writes, from the model's sizes, and the text report says so;
+# - LayerNorm's per-row dot products are GEMMs with M = N = 1;
+# - the position embedding's forward (a gather at a constant arange) is
+#   the same in every micro-batch, the token embedding's is not;
+# - step.json holds what --kernel-report=json printed; the CPU target
+#   refuses the setting with one line naming it.
+#
+# REQUIRES: torch, cuda-toolkit
+# RUN: rm -rf %t && mkdir -p %t
+# RUN: %python %s %t
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+import accrue_e2e as e2e
+import zoo
+
+out = sys.argv[1]
+rng = np.random.default_rng(5)
+B, T, D, VOCAB = 2, 8, 16, 17  # zoo.GPT's defaults: block 8, width 16
+
+module = zoo.GPT(3)
+data = module.data(8, rng)
+model = os.path.join(out, "gpt.onnx")
+zoo.export(module, data, model, 17)
+
+
+def compile_report(name, k, target="cuda-emulated", fmt="json"):
+    art = os.path.join(out, name)
+    cmd = [e2e.tool("accrue-compile"), model, "-o", art, "--micro-batch", str(B),
+           "--accumulation-steps", str(k), "--clip-norm", "1", "--target", target,
+           "--kernel-report=" + fmt]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return art, proc.stdout
+
+
+art, printed = compile_report("k4", 4)
+report = json.loads(printed)
+with open(os.path.join(art, "step.json")) as f:
+    assert json.load(f)["kernel_report"] == report
+kernels, totals = report["kernels"], report["totals"]
+assert report["accumulation_steps"] == 4
+
+# Per-step counts follow K.
+_, printed1 = compile_report("k1", 1)
+report1 = json.loads(printed1)
+per_mb = totals["kernels_per_micro_batch"]
+assert per_mb == report1["totals"]["kernels_per_micro_batch"] > 0
+assert totals["kernels_per_step"] - report1["totals"]["kernels_per_step"] == 3 * per_mb
+assert totals["kernels_per_step"] == sum(k["launches_per_step"] for k in kernels)
+assert totals["gemm_calls_per_step"] - report1["totals"]["gemm_calls_per_step"] \
+    == 3 * totals["gemm_calls_per_micro_batch"]
+
+# The token embedding's gradient: one thread, b x T x d updates of the
+# table, each a load of the table, a load of the gradient and a store.
+wte = [k for k in kernels if k["node"] == "/wte/Gather" and k["threads"] == 1]
+assert len(wte) == 1, [k["name"] for k in kernels if "wte" in k["node"]]
+assert wte[0]["trip_count"] == B * T * D, wte[0]
+stores = [a for a in wte[0]["accesses"] if a["op"] == "store"]
+assert stores and all(a["pattern"] == "single-thread" for a in stores)
+assert wte[0]["launches_per_micro_batch"] == 1
+assert totals["single_thread_kernels_with_loops"] >= 1
+assert totals["max_memory_ops_per_thread"] >= 4 * B * T * D  # ids, table, grad, store
+
+# The position embedding's forward gathers the parameters at a constant
+# arange: the same rows in every micro-batch.
+wpe = [k for k in kernels if k["node"] == "/wpe/Gather" and k["threads"] > 1
+       and any(a.get("parameter") == "wpe.weight" for a in k["accesses"])]
+assert wpe and all(k["loop_invariant"] for k in wpe), wpe
+assert not any(k["loop_invariant"] for k in kernels if k["node"] == "/wte/Gather")
+assert totals["loop_invariant_kernels_per_micro_batch"] >= len(wpe)
+
+# LayerNorm's statistics as 1x1xd GEMMs.
+thin = [g for g in report["gemms"] if g["m"] == 1 and g["n"] == 1]
+assert any(g["node"].endswith("LayerNormalization") and g["k"] == D for g in thin), thin
+assert totals["gemms_with_m_or_n_1"] == len([g for g in report["gemms"]
+                                             if g["m"] == 1 or g["n"] == 1])
+
+# The text report names them.
+_, text = compile_report("text", 4, fmt="text")
+assert re.search(r"warning: %s runs a loop of \d+ memory operations in one thread"
+                 % re.escape(wte[0]["name"]), text), text
+assert "a reduction, not a matrix product" in text, text
+
+# For the GPU: one report kernel per PTX entry, same names, same order; one
+# GEMM per accrue_gemm call in the host code.
+art_cuda, printed_cuda = compile_report("cuda", 4, target="cuda")
+cuda_report = json.loads(printed_cuda)
+with open(os.path.join(art_cuda, "kernels.sm_90.ptx")) as f:
+    entries = re.findall(r"\.visible \.entry (\w+)\(", f.read())
+assert [k["name"] for k in cuda_report["kernels"]] == entries, \
+    (len(entries), len(cuda_report["kernels"]))
+mlir = subprocess.run([e2e.tool("accrue-compile"), model, "-o", "-", "--micro-batch", str(B),
+                       "--clip-norm", "1", "--target", "cuda", "--emit", "linalg"],
+                      capture_output=True, text=True, check=True).stdout
+assert len(re.findall(r"call @accrue_gemm\(", mlir)) == len(cuda_report["gemms"])
+# The emulation runs the very kernels the GPU gets.
+assert cuda_report == report
+
+# The CPU has no kernels to report.
+proc = subprocess.run([e2e.tool("accrue-compile"), model, "-o", os.path.join(out, "cpu"),
+                       "--micro-batch", str(B), "--kernel-report"],
+                      capture_output=True, text=True)
+assert proc.returncode == 1 and not os.path.exists(os.path.join(out, "cpu")), proc
+assert proc.stderr.strip().count("\n") == 0, proc.stderr
+assert "--kernel-report" in proc.stderr and "cuda" in proc.stderr, proc.stderr
+print("kernel report: %d kernels, %d launches and %d GEMM calls per step (K=4)"
+      % (totals["kernels"], totals["kernels_per_step"], totals["gemm_calls_per_step"]))
