@@ -309,6 +309,11 @@ LogicalResult StepCompilation::translateToLLVMIR() {
   if (failed(files))
     return failure();
   targetFiles = std::move(*files);
+  if (manifest->kernelReport) {
+    target.lintKernels(*manifest->kernelReport, targetFiles, lowering);
+    if (result)
+      result->kernelReport = manifest->kernelReport;
+  }
   HostCodeOptions host = target.hostCode(options.host, lowering);
   FailureOr<std::unique_ptr<llvm::Module>> translated =
       accrue::translateToLLVMIR(module, llvmContext, host);

@@ -109,8 +109,40 @@ mlir = subprocess.run([e2e.tool("accrue-compile"), model, "-o", "-", "--micro-ba
                        "--clip-norm", "1", "--target", "cuda", "--emit", "linalg"],
                       capture_output=True, text=True, check=True).stdout
 assert len(re.findall(r"call @accrue_gemm\(", mlir)) == len(cuda_report["gemms"])
-# The emulation runs the very kernels the GPU gets.
+# The emulation runs the very kernels the GPU gets (the PTX lint aside).
+ptx_totals = cuda_report.pop("ptx_totals")
+ptx = {k["name"]: k.pop("ptx") for k in cuda_report["kernels"]}
 assert cuda_report == report
+
+# The PTX lint (sm_90, the newest architecture compiled) against the IR's
+# reading: every one-thread kernel with a loop in the IR has a backward
+# branch in the PTX; a kernel divides by parameters in the PTX only where
+# the IR divides by values from outside it (LLVM removes some).
+assert ptx_totals["arch"] == "sm_90", ptx_totals
+serial_loops = {k["name"] for k in kernels if k["threads"] == 1 and k["trip_count"] > 1}
+assert serial_loops == {n for n in serial_loops if ptx[n]["loops"]}
+assert ptx_totals["single_thread_kernels_with_loops"] == len(serial_loops)
+for k in kernels:
+    if ptx[k["name"]]["parameter_divisions"]:
+        assert k["parameter_divisions"] > 0, k["name"]
+# The optimizer's streaming pass moves 16 bytes per access.
+update = [k for k in kernels if k["node"] == "update"]
+assert update and all(ptx[k["name"]]["widest_global_access"] == 16 for k in update)
+assert ptx_totals["streaming_kernels_without_16_byte_accesses"] == 0
+# ptxas' registers, and the occupancy they allow on an H100/H200 (64K
+# registers per SM in warp granules of 256, 64 warps, 32 blocks).
+for k in kernels:
+    p = ptx[k["name"]]
+    warps = (k["block"][0] * k["block"][1] * k["block"][2] + 31) // 32
+    per_warp = -(-p["registers"] * 32 // 256) * 256
+    blocks = min(65536 // (per_warp * warps), 64 // warps, 32)
+    assert abs(p["occupancy"] - blocks * warps / 64) < 1e-3, (k["name"], p)
+
+# Ceilings: what the instrument shows today may only go down.
+assert ptx_totals["kernels_spilling"] == 0
+assert ptx_totals["kernels_dividing_by_parameters"] <= 144, ptx_totals
+assert totals["kernels_per_micro_batch"] <= 196, totals
+assert totals["max_memory_ops_per_thread"] <= 4 * B * T * D, totals
 
 # The CPU has no kernels to report.
 proc = subprocess.run([e2e.tool("accrue-compile"), model, "-o", os.path.join(out, "cpu"),
@@ -119,5 +151,6 @@ proc = subprocess.run([e2e.tool("accrue-compile"), model, "-o", os.path.join(out
 assert proc.returncode == 1 and not os.path.exists(os.path.join(out, "cpu")), proc
 assert proc.stderr.strip().count("\n") == 0, proc.stderr
 assert "--kernel-report" in proc.stderr and "cuda" in proc.stderr, proc.stderr
+print("ptx: %s" % ptx_totals)
 print("kernel report: %d kernels, %d launches and %d GEMM calls per step (K=4)"
       % (totals["kernels"], totals["kernels_per_step"], totals["gemm_calls_per_step"]))

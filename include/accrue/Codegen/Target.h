@@ -109,6 +109,12 @@ public:
   kernelReport(mlir::func::FuncOp step, const rt::Manifest &manifest) const {
     return std::nullopt;
   }
+  /// Adds what the target's files (extractFiles) say of its kernels to the
+  /// kernel report `report` (CUDA: the PTX lint of the newest
+  /// architecture, with ptxas' registers and spills).
+  virtual void lintKernels(std::string &report,
+                           const std::map<std::string, std::string> &files,
+                           const LoweringOptions &options) const {}
   /// Files the target adds to the artifact, by name, taken from the module
   /// in the LLVM dialect before it is translated (CUDA: each
   /// architecture's PTX; the module keeps what step.so embeds).

@@ -823,6 +823,24 @@ std::string cuda::renderKernelReport(const llvm::json::Value &value) {
       megabytes(integer(totals, "footprint_bytes_per_step")),
       integer(totals, "max_memory_ops_per_thread"),
       integer(totals, "kernels_dividing_by_parameters"));
+  if (const llvm::json::Object *ptx = report.getObject("ptx_totals")) {
+    os << llvm::formatv(
+        "  PTX ({0}): {1} kernels divide by parameters, {2} "
+        "one-thread kernels loop, {3} streaming kernels "
+        "lack 16-byte accesses",
+        ptx->getString("arch").value_or("?"),
+        integer(*ptx, "kernels_dividing_by_parameters"),
+        integer(*ptx, "single_thread_kernels_with_loops"),
+        integer(*ptx, "streaming_kernels_without_16_byte_accesses"));
+    if (std::optional<StringRef> ptxas = ptx->getString("ptxas"))
+      os << "; no ptxas figures (" << *ptxas << ")\n";
+    else
+      os << llvm::formatv("; ptxas: at most {0} registers, {1} kernels "
+                          "spill, lowest theoretical occupancy {2:P0}\n",
+                          integer(*ptx, "max_registers"),
+                          integer(*ptx, "kernels_spilling"),
+                          ptx->getNumber("lowest_occupancy").value_or(0));
+  }
 
   // The kernels that move the most bytes per step.
   std::vector<const llvm::json::Object *> kernels;
@@ -884,6 +902,16 @@ std::string cuda::renderKernelReport(const llvm::json::Value &value) {
                           "micro-batch (it reads only parameters and "
                           "constants)\n",
                           name);
+    if (const llvm::json::Object *ptx = kernel->getObject("ptx")) {
+      if (integer(*ptx, "spill_bytes") > 0)
+        os << llvm::formatv("warning: {0} spills {1} bytes of registers\n",
+                            name, integer(*ptx, "spill_bytes"));
+      if (kernel->getBoolean("grid_stride").value_or(false) &&
+          integer(*ptx, "widest_global_access") < 16)
+        os << llvm::formatv("warning: {0} streams with {1}-byte accesses "
+                            "(not 16)\n",
+                            name, integer(*ptx, "widest_global_access"));
+    }
     std::optional<double> efficiency = kernel->getNumber("sector_efficiency");
     if (integer(*kernel, "footprint_bytes") > kLargeFootprint && efficiency &&
         *efficiency < kEfficiencyFloor)

@@ -4,10 +4,14 @@
 
 #include "accrue/Codegen/CUDA/CUDATarget.h"
 #include "accrue/Codegen/CUDA/KernelReport.h"
+#include "accrue/Codegen/CUDA/PTXLint.h"
 #include "accrue/Codegen/CUDA/Pipelines.h"
 #include "accrue/Dialect/Train/IR/Train.h"
 
 #include "accrue-runtime/Settings.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace accrue;
@@ -117,6 +121,41 @@ public:
     llvm::raw_string_ostream os(text);
     os << report.toJson();
     return text;
+  }
+  void lintKernels(std::string &report,
+                   const std::map<std::string, std::string> &files,
+                   const LoweringOptions &options) const override {
+    // The newest architecture's PTX: what a current GPU runs.
+    const std::string *ptx = nullptr;
+    std::string arch;
+    unsigned newest = 0;
+    for (const auto &[name, text] : files) {
+      StringRef version = name;
+      unsigned v;
+      if (version.consume_front("kernels.sm_") &&
+          version.consume_back(".ptx") && !version.getAsInteger(10, v) &&
+          v >= newest) {
+        newest = v, ptx = &text;
+        arch = "sm_" + std::to_string(v);
+      }
+    }
+    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(report);
+    if (!ptx || !parsed || !parsed->getAsObject()) {
+      llvm::consumeError(parsed.takeError());
+      return;
+    }
+    std::string ptxas;
+    if (std::optional<std::string> toolkit =
+            cuda::findToolkit(options.cuda.toolkit)) {
+      llvm::SmallString<256> path(*toolkit);
+      llvm::sys::path::append(path, "bin", "ptxas");
+      if (llvm::sys::fs::can_execute(path))
+        ptxas = std::string(path);
+    }
+    cuda::addPTXLint(*parsed->getAsObject(), arch, *ptx, ptxas);
+    report.clear();
+    llvm::raw_string_ostream os(report);
+    os << *parsed;
   }
   HostCodeOptions hostCode(const HostCodeOptions &requested,
                            const LoweringOptions &options) const override {
