@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "accrue/Codegen/CUDA/KernelReport.h"
 #include "accrue/Codegen/CUDA/Passes.h"
 
 #include "accrue/Dialect/Train/IR/Train.h"
@@ -78,15 +79,8 @@ std::string kernelTag(linalg::GenericOp op) {
             ACCRUE_ROLE_PARAMS)
       return "update";
   }
-  std::string tag = "kernel";
-  op.getLoc()->walk([&](Location loc) {
-    if (auto name = dyn_cast<NameLoc>(loc)) {
-      tag = name.getName().str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return tag;
+  std::string node = accrue::cuda::nodeOf(op.getLoc());
+  return node.empty() ? "kernel" : node;
 }
 
 /// Replaces the generic op `op` (buffer semantics) by a kernel.

@@ -128,6 +128,9 @@ struct KernelReport {
   llvm::json::Value toJson() const;
 };
 
+/// The ONNX node a location names (its first NameLoc), or "".
+std::string nodeOf(mlir::Location loc);
+
 /// The name of kernel `index` (in the order of the step's gpu.launch ops)
 /// in the PTX: k<index>_<the tag cuda-form-kernels put on `loc`>.
 std::string kernelName(mlir::Location loc, unsigned index);
