@@ -115,13 +115,17 @@ ptx = {k["name"]: k.pop("ptx") for k in cuda_report["kernels"]}
 assert cuda_report == report
 
 # The PTX lint (sm_90, the newest architecture compiled) against the IR's
-# reading: every one-thread kernel with a loop in the IR has a backward
-# branch in the PTX; a kernel divides by parameters in the PTX only where
-# the IR divides by values from outside it (LLVM removes some).
+# reading: a one-thread kernel loops in the PTX only where it loops in the
+# IR (LLVM may unroll short loops of constant trip count, not make them),
+# and the embedding gradient's walk over b x T x d stays a loop; a kernel
+# divides by parameters in the PTX only where the IR divides by values
+# from outside it that are not constants (LLVM removes some).
 assert ptx_totals["arch"] == "sm_90", ptx_totals
 serial_loops = {k["name"] for k in kernels if k["threads"] == 1 and k["trip_count"] > 1}
-assert serial_loops == {n for n in serial_loops if ptx[n]["loops"]}
-assert ptx_totals["single_thread_kernels_with_loops"] == len(serial_loops)
+ptx_serial_loops = {k["name"] for k in kernels if k["threads"] == 1 and ptx[k["name"]]["loops"]}
+assert ptx_serial_loops <= serial_loops, ptx_serial_loops - serial_loops
+assert ptx[wte[0]["name"]]["loops"], ptx[wte[0]["name"]]
+assert ptx_totals["single_thread_kernels_with_loops"] == len(ptx_serial_loops)
 for k in kernels:
     if ptx[k["name"]]["parameter_divisions"]:
         assert k["parameter_divisions"] > 0, k["name"]
@@ -140,7 +144,10 @@ for k in kernels:
 
 # Ceilings: what the instrument shows today may only go down.
 assert ptx_totals["kernels_spilling"] == 0
-assert ptx_totals["kernels_dividing_by_parameters"] <= 144, ptx_totals
+# Index computations are sunk into the kernels before outlining: no kernel
+# divides by a run-time value where the shapes are static.
+assert ptx_totals["kernels_dividing_by_parameters"] == 0, ptx_totals
+assert totals["kernels_dividing_by_parameters"] == 0, totals
 assert totals["kernels_per_micro_batch"] <= 196, totals
 assert totals["max_memory_ops_per_thread"] <= 4 * B * T * D, totals
 

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -401,14 +402,17 @@ public:
     for (int64_t lane = 0; lane < lanes; ++lane)
       bindThread(threads[lane], kernel, lane);
     launch.getBody().walk([&](Operation *op) {
-      // Divisions by values from outside the kernel, constants included:
-      // kernel parameters once it is outlined, divided at run time.
+      // Divisions by values from outside the kernel that are not
+      // constants (the CUDA pipeline sinks those into the kernel before
+      // outlining): kernel parameters, divided at run time.
       if (isa<arith::DivUIOp, arith::DivSIOp, arith::RemUIOp, arith::RemSIOp,
               arith::CeilDivUIOp, arith::CeilDivSIOp, arith::FloorDivSIOp>(
-              op) &&
-          !launch->isAncestor(
-              op->getOperand(1).getParentBlock()->getParentOp()))
-        ++kernel.parameterDivisions;
+              op)) {
+        Value divisor = op->getOperand(1);
+        if (!launch->isAncestor(divisor.getParentBlock()->getParentOp()) &&
+            !matchPattern(divisor, m_Constant()))
+          ++kernel.parameterDivisions;
+      }
       std::optional<Access> access = asAccess(op);
       if (!access || isLocal(access->memref))
         return;

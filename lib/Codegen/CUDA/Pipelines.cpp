@@ -71,7 +71,11 @@ void buildCUDAToLLVMPipeline(OpPassManager &pm,
     return;
   }
   // Kernels: one module, bf16/f16 arithmetic in f32 (rounded after each
-  // op, as on the CPU), NVVM for every architecture.
+  // op, as on the CPU), NVVM for every architecture. Constants and index
+  // arithmetic on them move into the kernels first, so that they are not
+  // kernel parameters: divisions by them become multiplications and loops
+  // over them can be unrolled.
+  pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createCudaMergeKernelModules());
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();

@@ -71,8 +71,9 @@
 
 // k4: a view 100 bytes into the workspace: lanes cover bytes [100, 228),
 // 5 sectors for 128 bytes (80%); a rank-0 load is a broadcast of one
-// sector; the remainder by a value from outside the kernel is a run-time
-// division once the kernel is outlined.
+// sector; of its two remainders, the one by a value from outside the
+// kernel is a run-time division once it is outlined, the one by a constant
+// is not (constants are sunk into kernels before outlining).
 // CHECK:      "buffer": "s",
 // CHECK:      "pattern": "broadcast",
 // CHECK-NEXT: "sector_efficiency": null,
@@ -157,6 +158,7 @@ func.func @step(%a: memref<1000xf32>, %b: memref<1000xf32>, %m: memref<64x64xf32
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
     %scale = memref.load %s[] : memref<f32>
     %j = arith.remui %tx, %c64 : index
+    %runtime = arith.remui %tx, %k : index
     %v = memref.load %view[%j] : memref<64xf32>
     %w = arith.mulf %v, %scale : f32
     memref.store %w, %r[%tx] : memref<64xf32>
