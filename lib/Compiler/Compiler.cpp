@@ -160,6 +160,23 @@ static std::optional<int64_t> parseByteSize(StringRef text) {
   return std::nullopt;
 }
 
+/// A report the compile prints and records in step.json: `--name` prints
+/// text, `--name=json` JSON; `format` keeps which ("" when not asked).
+static void bindReportFormat(SettingTable &table, const char *name,
+                             const char *help, std::string &format) {
+  Setting &setting = table.custom(
+      name, help, Setting::Kind::Choice,
+      [name, &format](StringRef value) -> std::optional<std::string> {
+        if (value != "text" && value != "json")
+          return settingRef(name) + " must be text or json, not '" +
+                 value.str() + "'";
+        format = value.str();
+        return std::nullopt;
+      });
+  setting.choices = {"text", "json"};
+  setting.implicitValue = "text";
+}
+
 void accrue::bindCompilerSettings(SettingTable &table,
                                   CompilerOptions &options) {
   onnx_import::ImportOptions &import = options.import;
@@ -276,35 +293,16 @@ void accrue::bindCompilerSettings(SettingTable &table,
                 "Data-parallel ranks G that --effective-batch is spread "
                 "over (default 1)",
                 options.ranks);
-  Setting &plan = table.custom(
-      "plan",
-      "Print the memory plan: parameter, gradient, optimizer-state and "
-      "activation bytes (per sample and fixed) and the peak at the "
-      "micro-batch; also recorded in step.json",
-      Setting::Kind::Choice,
-      [&options](StringRef value) -> std::optional<std::string> {
-        if (value != "text" && value != "json")
-          return settingRef("plan") + " must be text or json, not '" +
-                 value.str() + "'";
-        options.plan = value.str();
-        return std::nullopt;
-      });
-  plan.choices = {"text", "json"};
-  plan.implicitValue = "text";
-  Setting &report = table.custom(
-      "kernel_report",
-      "Print the kernel report of a CUDA step: per kernel its ONNX node, "
-      "launches per step, grid and block, memory operations per thread and "
-      "how each access reaches memory; GEMM calls. Also recorded in "
-      "step.json",
-      Setting::Kind::Choice,
-      [&options](StringRef value) -> std::optional<std::string> {
-        if (value != "text" && value != "json")
-          return settingRef("kernel_report") + " must be text or json, not '" +
-                 value.str() + "'";
-        options.kernelReport = value.str();
-        return std::nullopt;
-      });
-  report.choices = {"text", "json"};
-  report.implicitValue = "text";
+  bindReportFormat(table, "plan",
+                   "Print the memory plan: parameter, gradient, "
+                   "optimizer-state and activation bytes (per sample and "
+                   "fixed) and the peak at the micro-batch; also recorded in "
+                   "step.json",
+                   options.plan);
+  bindReportFormat(table, "kernel_report",
+                   "Print the kernel report of a CUDA step: per kernel its "
+                   "ONNX node, launches per step, grid and block, memory "
+                   "operations per thread and how each access reaches "
+                   "memory; GEMM calls. Also recorded in step.json",
+                   options.kernelReport);
 }
