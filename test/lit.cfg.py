@@ -43,6 +43,10 @@ llvm_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
 for lib in ["mlir_c_runner_utils", "mlir_runner_utils"]:
     config.substitutions.append(
         ("%" + lib, os.path.join(llvm_lib_dir, "lib" + lib + config.llvm_shlib_ext)))
+# The runtime's shared library (its entries for counted emulated kernels).
+config.substitutions.append(
+    ("%accrue_capi_lib", os.path.join(config.accrue_obj_root, "lib",
+                                      "libAccrueCAPI" + config.llvm_shlib_ext)))
 # OpenMP, for programs with parallel loops.
 config.substitutions.append(("%libomp", os.path.join(llvm_lib_dir, "libomp.so")))
 

@@ -202,6 +202,10 @@ int accrueSessionExportOnnx(const AccrueSession *session, const char *path,
 /* Writes the gradient accumulator, by parameter, as .npz. */
 int accrueSessionSaveGradients(const AccrueSession *session, const char *path,
                                AccrueError **error);
+/* Writes the kernel profile of the steps run so far as JSON (artifacts
+ * compiled with count_accesses for target cuda-emulated), atomically. */
+int accrueSessionSaveKernelProfile(const AccrueSession *session,
+                                   const char *path, AccrueError **error);
 /* Copies the current value of parameter or buffer `name` (float32, its
  * shape's element count) to `values`, which has room for `count` floats. */
 int accrueSessionReadParameter(const AccrueSession *session, const char *name,

@@ -155,6 +155,9 @@ struct Manifest {
   /// The kernel report of a CUDA step (accrue-compile --kernel-report), as
   /// a JSON object's text; informational, not part of the fingerprint.
   std::optional<std::string> kernelReport;
+  /// The emulated kernels count their accesses (accrue-compile
+  /// --count-accesses): runs check them and can write their profile.
+  bool countedAccesses = false;
   /// The step masks padded samples out of its loss, so a partial last
   /// window may be padded to whole micro-batches.
   bool partialWindows = false;

@@ -257,6 +257,9 @@ public:
   int64_t stepsLeftInPass() const;
   /// Writes the gradient accumulator, by parameter, as .npz.
   void saveGradients(const std::string &path) const;
+  /// Writes the kernel profile of the steps run so far (JSON; artifacts
+  /// compiled with --count-accesses), atomically.
+  void saveKernelProfile(const std::string &path) const;
 
 private:
   /// A launched step, until its metrics are back.

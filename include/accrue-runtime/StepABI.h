@@ -98,6 +98,27 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
                              int64_t cRow, int64_t cCol, int64_t cBatch,
                              int64_t types, float beta);
 
+/* The counting emulator (accrue-compile --count-accesses, target
+ * cuda-emulated): the emulated kernels call these runtime entries. A launch
+ * begins with ACCRUE_EMU_LAUNCH_FUNCTION(kernel, name, grid x/y/z, block
+ * x/y/z), where `name` points to "<kernel name>\0<ONNX node>\0", and ends
+ * with ACCRUE_EMU_LAUNCH_END_FUNCTION(); each thread starts with
+ * ACCRUE_EMU_THREAD_FUNCTION(block x/y/z, thread x/y/z) and each global
+ * access calls ACCRUE_EMU_ACCESS_FUNCTION(site, root, offset, address,
+ * bytes, flags): `site` its index among the kernel's accesses (the kernel
+ * report's order), `root` the buffer it falls in (a step argument's number,
+ * or ACCRUE_EMU_ROOT_OTHER plus an index), `offset` its byte offset in that
+ * buffer, `address` its host address, `bytes` its size, and `flags` the
+ * ACCRUE_EMU_* bits with the element size in bits 8-15. */
+#define ACCRUE_EMU_LAUNCH_FUNCTION "accrue_emu_launch"
+#define ACCRUE_EMU_LAUNCH_END_FUNCTION "accrue_emu_launch_end"
+#define ACCRUE_EMU_THREAD_FUNCTION "accrue_emu_thread"
+#define ACCRUE_EMU_ACCESS_FUNCTION "accrue_emu_access"
+#define ACCRUE_EMU_STORE 1
+#define ACCRUE_EMU_IN_BOUNDS 2
+#define ACCRUE_EMU_ELEMENT_SHIFT 8
+#define ACCRUE_EMU_ROOT_OTHER 1000000
+
 /* CUDA steps: step.so embeds its kernels as one PTX bundle, the argument of
  * the mgpuModuleLoadJIT call its constructors make: a header (the magic,
  * then a uint32 count and a uint32 zero), `count` entries (uint32 sm version
@@ -141,6 +162,7 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
 #define ACCRUE_KEY_ACTIVATION_BYTES "activation_bytes"
 #define ACCRUE_KEY_MEMORY_PLAN "memory_plan"
 #define ACCRUE_KEY_KERNEL_REPORT "kernel_report"
+#define ACCRUE_KEY_COUNTED_ACCESSES "counted_accesses"
 #define ACCRUE_KEY_PARTIAL_WINDOWS "partial_windows"
 #define ACCRUE_KEY_LOSS_SCALE "loss_scale"
 #define ACCRUE_KEY_CUDA_ARCHS "cuda_archs"

@@ -20,6 +20,8 @@
 
 namespace accrue::rt {
 
+class AccessCounter;
+
 /// Arguments in the packed calling convention of compiled steps (that of
 /// mlir::ExecutionEngine::invokePacked): one pointer per lowered argument,
 /// each memref expanded into (allocated, aligned, offset, sizes...,
@@ -57,8 +59,13 @@ public:
   /// parameters, the model for export) are still there with the sizes the
   /// compiler wrote (their checksums are checked when they are read).
   void checkFiles() const;
-  /// Calls the packed entry point.
+  /// Calls the packed entry point. A step that counts its accesses
+  /// (countedAccesses) throws after the call if it saw a race or an
+  /// out-of-bounds access, naming the kernel's ONNX node.
   void call(void **packedArgs) const;
+  /// The counted accesses of every call so far as a JSON profile (steps
+  /// compiled with --count-accesses; throws for others).
+  std::string kernelProfile() const;
   /// Runs the step's parallel loops on `threads` threads (0: as
   /// OMP_NUM_THREADS says when it is set, else the cores this process may
   /// use, shared among the ranks of this node). Results do not depend on
@@ -69,6 +76,7 @@ public:
 private:
   void *handle = nullptr;
   void (*entryPoint)(void **) = nullptr;
+  std::unique_ptr<AccessCounter> counter;
 };
 
 /// Sets the calling thread's floating-point mode to flush denormal inputs

@@ -269,7 +269,8 @@ LogicalResult StepCompilation::describeStep() {
   auto step = module.lookupSymbol<func::FuncOp>(ACCRUE_STEP_FUNCTION);
   if (step)
     manifest->activationBytes = target.activationBytes(step);
-  if (!options.kernelReport.empty()) {
+  // The counting emulator's profile names accesses by the report's.
+  if (!options.kernelReport.empty() || lowering.cuda.countAccesses) {
     std::optional<std::string> report =
         step ? target.kernelReport(step, *manifest) : std::nullopt;
     if (!report)
@@ -278,7 +279,7 @@ LogicalResult StepCompilation::describeStep() {
              << " reports the kernels of CUDA steps (target cuda or "
                 "cuda-emulated)";
     manifest->kernelReport = *report;
-    if (result)
+    if (result && !options.kernelReport.empty())
       result->kernelReport = *report;
   }
   if (options.plan.empty())
@@ -311,7 +312,7 @@ LogicalResult StepCompilation::translateToLLVMIR() {
   targetFiles = std::move(*files);
   if (manifest->kernelReport) {
     target.lintKernels(*manifest->kernelReport, targetFiles, lowering);
-    if (result)
+    if (result && !options.kernelReport.empty())
       result->kernelReport = manifest->kernelReport;
   }
   HostCodeOptions host = target.hostCode(options.host, lowering);

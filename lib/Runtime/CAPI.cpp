@@ -392,6 +392,16 @@ int accrueSessionSaveGradients(const AccrueSession *session, const char *path,
   });
 }
 
+int accrueSessionSaveKernelProfile(const AccrueSession *session,
+                                   const char *path, AccrueError **error) {
+  return guarded<int>(error, -1, [&] {
+    if (!path)
+      throw Error("no path given");
+    session->session->saveKernelProfile(path);
+    return 0;
+  });
+}
+
 int accrueSessionReadParameter(const AccrueSession *session, const char *name,
                                float *values, int64_t count,
                                AccrueError **error) {

@@ -263,6 +263,12 @@ class Session:
         """Writes the gradient accumulator, by parameter, as .npz."""
         self._require().save_gradients(os.fspath(path))
 
+    def save_kernel_profile(self, path):
+        """Writes the counted kernels' memory profile of the steps run so far
+        as JSON (artifacts compiled with count_accesses=True for target
+        "cuda-emulated")."""
+        self._require().save_kernel_profile(os.fspath(path))
+
 
 def export_torch(module, example, path, opset=17):
     """Exports a torch.nn.Module whose forward takes the arrays of `example`

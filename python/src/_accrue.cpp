@@ -331,6 +331,10 @@ PYBIND11_MODULE(_accrue, m) {
            [](Session &s, const std::string &path) {
              s.call(accrueSessionSaveGradients, path);
            })
+      .def("save_kernel_profile",
+           [](Session &s, const std::string &path) {
+             s.call(accrueSessionSaveKernelProfile, path);
+           })
       .def("save_checkpoint_to",
            [](Session &s, const std::string &path) {
              s.call(accrueSessionSaveCheckpointTo, path);

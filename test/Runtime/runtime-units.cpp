@@ -4,12 +4,19 @@
 // schedules and the session's settings against values worked out by hand
 // from their definitions (the
 // LR schedules are transformers' get_{linear,cosine}_schedule_with_warmup;
-// the cosine one's value at the middle of the decay is lr / 2). Run by
-// test/Runtime/units.test; prints each failed check and exits 1.
+// the cosine one's value at the middle of the decay is lr / 2), and the
+// counting emulator's counter against the sectors a warp's request touches
+// by the GPU's rules (32 consecutive threads of a block, 32-byte sectors).
+// Run by test/Runtime/units.test; prints each failed check and exits 1.
 //
 //===----------------------------------------------------------------------===//
 
 #include "accrue-runtime/Session.h"
+#include "accrue-runtime/StepABI.h"
+
+#include "Run/AccessCounter.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -174,6 +181,206 @@ void sessionSettings() {
         "the session's 17 setting names");
 }
 
+/// One launch of a kernel `block` threads wide (x, y) and `blocks` blocks
+/// wide, whose thread (block, x, y) runs `body(thread)`; returns the
+/// profile of its kernel.
+template <typename F>
+nlohmann::json countLaunch(AccessCounter &counter, int64_t blocks, int64_t bx,
+                           int64_t by, F body) {
+  static const char names[] = "k0_test\0test/node";
+  const int64_t grid[3] = {blocks, 1, 1}, block[3] = {bx, by, 1};
+  counter.launch(0, names, grid, block);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t y = 0; y < by; ++y)
+      for (int64_t x = 0; x < bx; ++x) {
+        const int64_t ids[6] = {b, 0, 0, x, y, 0};
+        counter.thread(ids);
+        body(b * bx * by + y * bx + x, x, y);
+      }
+  counter.launchEnd();
+  return nlohmann::json::parse(counter.profileJson()).at("kernels").at(0);
+}
+
+/// A load (or store) of `bytes` at byte `offset` of step argument 0.
+void load(AccessCounter &c, int64_t site, int64_t offset, int64_t bytes = 4,
+          bool store = false) {
+  static std::vector<char> memory(1 << 24);
+  c.access(site, 0, offset, reinterpret_cast<int64_t>(memory.data()) + offset,
+           bytes,
+           (store ? ACCRUE_EMU_STORE : 0) | ACCRUE_EMU_IN_BOUNDS |
+               (std::min<int64_t>(bytes, 4) << ACCRUE_EMU_ELEMENT_SHIFT));
+}
+
+void checkSite(const nlohmann::json &kernel, int64_t requests, int64_t sectors,
+               std::optional<double> efficiency, const std::string &what) {
+  const nlohmann::json &site = kernel.at("accesses_by_site").at(0);
+  bool ok = site.at("requests") == requests && site.at("sectors") == sectors;
+  if (efficiency)
+    ok &= site.at("sector_efficiency").is_number() &&
+          std::fabs(site.at("sector_efficiency").get<double>() - *efficiency) <
+              1e-12;
+  else
+    ok &= site.at("sector_efficiency").is_null();
+  check(ok, what + ": got " + site.dump());
+}
+
+void accessCounter() {
+  auto fresh = [] { return AccessCounter(std::nullopt); };
+  {
+    // 64 threads read consecutive floats: 2 warps of 128 bytes, 4 sectors
+    // each, every byte used.
+    AccessCounter c = fresh();
+    auto k = countLaunch(c, 1, 64, 1,
+                         [&](int64_t t, auto, auto) { load(c, 0, 4 * t); });
+    checkSite(k, 2, 8, 1.0, "coalesced f32");
+    check(k.at("unique_bytes") == 256 && k.at("longest_chain") == 1,
+          "coalesced f32 unique bytes and chain: " + k.dump());
+  }
+  {
+    // Every other float: a warp spans 256 bytes (8 sectors) and uses half.
+    AccessCounter c = fresh();
+    checkSite(countLaunch(c, 1, 64, 1,
+                          [&](int64_t t, auto, auto) { load(c, 0, 8 * t); }),
+              2, 16, 0.5, "stride 2 f32");
+  }
+  {
+    // A column of a row-major 1024-wide matrix: one sector per lane, 4 of
+    // its 32 bytes used.
+    AccessCounter c = fresh();
+    checkSite(countLaunch(c, 1, 32, 1,
+                          [&](int64_t t, auto, auto) { load(c, 0, 4096 * t); }),
+              1, 32, 0.125, "column of floats");
+  }
+  {
+    // One address for the whole warp: a broadcast, one sector, no
+    // efficiency to speak of.
+    AccessCounter c = fresh();
+    auto k =
+        countLaunch(c, 1, 64, 1, [&](int64_t, auto, auto) { load(c, 0, 0); });
+    checkSite(k, 2, 2, std::nullopt, "broadcast");
+    check(k.at("accesses_by_site").at(0).at("broadcast_requests") == 2,
+          "broadcast requests: " + k.dump());
+  }
+  {
+    // bf16: 32 lanes x 2 bytes are 2 sectors.
+    AccessCounter c = fresh();
+    checkSite(countLaunch(c, 1, 32, 1,
+                          [&](int64_t t, auto, auto) { load(c, 0, 2 * t, 2); }),
+              1, 2, 1.0, "coalesced bf16");
+  }
+  {
+    // 16 bytes off a sector boundary: [16, 144) touches 5 sectors.
+    AccessCounter c = fresh();
+    checkSite(
+        countLaunch(c, 1, 32, 1,
+                    [&](int64_t t, auto, auto) { load(c, 0, 16 + 4 * t); }),
+        1, 5, 128.0 / 160.0, "misaligned f32");
+  }
+  {
+    // 16-byte vectors: 32 lanes x 16 bytes are 16 sectors.
+    AccessCounter c = fresh();
+    checkSite(
+        countLaunch(c, 1, 32, 1,
+                    [&](int64_t t, auto, auto) { load(c, 0, 16 * t, 16); }),
+        1, 16, 1.0, "float4");
+  }
+  {
+    // A loop of 3 iterations per thread: one request per iteration and
+    // warp; the chain is 3.
+    AccessCounter c = fresh();
+    auto k = countLaunch(c, 1, 64, 1, [&](int64_t t, auto, auto) {
+      for (int64_t i = 0; i < 3; ++i)
+        load(c, 0, 4 * (t + 64 * i));
+    });
+    checkSite(k, 6, 24, 1.0, "loop");
+    check(k.at("longest_chain") == 3 && k.at("unique_bytes") == 768,
+          "loop chain and unique bytes: " + k.dump());
+  }
+  {
+    // 40 threads: a full warp and one of 8 lanes (32 bytes, 1 sector).
+    AccessCounter c = fresh();
+    checkSite(countLaunch(c, 1, 40, 1,
+                          [&](int64_t t, auto, auto) { load(c, 0, 4 * t); }),
+              2, 5, 1.0, "partial warp");
+  }
+  {
+    // Blocks of 16 x 4 threads: warps follow the linear id (x fastest), so
+    // row-major (x + 16 y) is coalesced and column-major (y + 4 x) is not.
+    AccessCounter c = fresh();
+    checkSite(countLaunch(c, 1, 16, 4,
+                          [&](int64_t, int64_t x, int64_t y) {
+                            load(c, 0, 4 * (x + 16 * y));
+                          }),
+              2, 8, 1.0, "2-d block, x fastest");
+    AccessCounter d = fresh();
+    // Lanes 0..31 are x 0..15 at y 0 and 1: addresses 4 (y + 4 x) use 8
+    // of every 16 bytes of [0, 256): 8 sectors, half used.
+    checkSite(countLaunch(d, 1, 16, 4,
+                          [&](int64_t, int64_t x, int64_t y) {
+                            load(d, 0, 4 * (y + 4 * x));
+                          }),
+              2, 16, 0.5, "2-d block, y fastest");
+  }
+  {
+    // One thread that reads and writes its own elements, and threads that
+    // read one element together, do not race.
+    AccessCounter c = fresh();
+    countLaunch(c, 2, 32, 1, [&](int64_t t, auto, auto) {
+      load(c, 0, 4 * t);
+      load(c, 1, 4 * t, 4, /*store=*/true);
+      load(c, 2, 1 << 20);
+    });
+    check(!c.takeError(), "own elements and shared reads: no race");
+  }
+  {
+    // Two threads of one launch write one element.
+    AccessCounter c = fresh();
+    countLaunch(c, 1, 32, 1, [&](int64_t t, auto, auto) {
+      load(c, 0, 4 * (t / 2), 4, /*store=*/true);
+    });
+    std::optional<std::string> error = c.takeError();
+    check(error &&
+              error->find("a data race in kernel k0_test (ONNX node "
+                          "'test/node'), access 0") != std::string::npos &&
+              error->find("thread 1 of block 0 writes the element that "
+                          "thread 0 of block 0 writes") != std::string::npos,
+          "write-write race: " + error.value_or("none"));
+  }
+  {
+    // Thread 5 of block 1 writes what thread 0 of block 0 read.
+    AccessCounter c = fresh();
+    countLaunch(c, 2, 32, 1, [&](int64_t t, auto, auto) {
+      if (t == 0)
+        load(c, 0, 400);
+      if (t == 37)
+        load(c, 1, 400, 4, /*store=*/true);
+    });
+    std::optional<std::string> error = c.takeError();
+    check(error &&
+              error->find("thread 5 of block 1 writes the element that "
+                          "thread 0 of block 0 reads") != std::string::npos,
+          "read-write race: " + error.value_or("none"));
+    // Launches do not see each other's accesses.
+    countLaunch(c, 1, 1, 1,
+                [&](auto, auto, auto) { load(c, 0, 400, 4, true); });
+    countLaunch(c, 1, 2, 1,
+                [&](int64_t t, auto, auto) { load(c, 0, 400 + 4 * t); });
+    check(!c.takeError(), "separate launches: no race");
+  }
+  {
+    // An access outside its view.
+    AccessCounter c = fresh();
+    countLaunch(c, 1, 1, 1, [&](auto, auto, auto) {
+      c.access(3, 0, 64, 64, 4, 4 << ACCRUE_EMU_ELEMENT_SHIFT);
+    });
+    std::optional<std::string> error = c.takeError();
+    check(error &&
+              error->find("an out-of-bounds load in kernel k0_test (ONNX "
+                          "node 'test/node'), access 3") != std::string::npos,
+          "out of bounds: " + error.value_or("none"));
+  }
+}
+
 } // namespace
 
 int main() {
@@ -181,6 +388,7 @@ int main() {
   accumulation();
   learningRates();
   sessionSettings();
+  accessCounter();
   if (failures)
     return 1;
   std::printf("runtime units: all checks passed\n");

@@ -143,6 +143,30 @@ def test_kernel_report(tmp_path):
         accrue.compile(model, tmp_path / "cpu", kernel_report="text", **FLAGS)
 
 
+def test_kernel_profile(tmp_path, spirals):
+    """An emulated artifact compiled with count_accesses writes the profile
+    of its counted kernels from Python as accrue-train does; one compiled
+    without refuses, naming the setting."""
+    model = os.path.join(SPIRALS, "model.onnx")
+    art = accrue.compile(model, tmp_path / "counted", target="cuda-emulated",
+                         count_accesses=True, **FLAGS)
+    session = accrue.Session(art)
+    session.train(spirals, steps=3)
+    session.save_kernel_profile(tmp_path / "py.json")
+    run(tool("accrue-train"), art.path, "--data", os.path.join(SPIRALS, "data.npz"),
+        "--steps", 3, "--no-progress", "--kernel-profile", tmp_path / "cli.json")
+    with open(tmp_path / "py.json") as py, open(tmp_path / "cli.json") as cli:
+        text = py.read()
+        assert text == cli.read()
+    profile = json.loads(text)
+    assert profile["steps"] == 3 and profile["totals"]["accesses"] > 0
+    plain = accrue.Session(accrue.compile(model, tmp_path / "plain", target="cuda-emulated",
+                                          **FLAGS))
+    plain.train(spirals, steps=1)
+    with pytest.raises(Exception, match="count_accesses"):
+        plain.save_kernel_profile(tmp_path / "none.json")
+
+
 def test_memory_budget_chooses_the_micro_batch(tmp_path):
     """memory_budget without micro_batch: a micro-batch whose planned peak
     (from the step measured at b) fits, the one accrue-compile chooses."""

@@ -32,6 +32,7 @@ struct Options {
   std::string data;
   std::string exportPath;
   std::string saveGradients;
+  std::string kernelProfile;
   int progress = -1; // -1: when stderr is a terminal
   SessionOptions session;
 };
@@ -50,6 +51,7 @@ struct Options {
          "         [--checkpoint-dir D [--checkpoint-every N]\n"
          "          [--keep-checkpoints K] [--resume]]\n"
          "         [--export TRAINED.onnx] [--save-gradients GRADS.npz]\n"
+         "         [--kernel-profile PROFILE.json]\n"
          "         [--device cpu|cuda] [--threads N (0: the default)]\n"
          "         [--flush-denormals]\n"
          "         [--progress | --no-progress]\n";
@@ -57,7 +59,14 @@ struct Options {
 }
 
 Options parseOptions(int argc, char **argv) {
-  enum { Export = 1000, SaveGrads, Progress, NoProgress, Setting };
+  enum {
+    Export = 1000,
+    SaveGrads,
+    KernelProfile,
+    Progress,
+    NoProgress,
+    Setting
+  };
   // Every session setting is a flag of its name (with '-' for '_');
   // booleans take no argument.
   std::vector<std::string> flagNames;
@@ -67,6 +76,7 @@ Options parseOptions(int argc, char **argv) {
       {"data", required_argument, nullptr, 'd'},
       {"export", required_argument, nullptr, Export},
       {"save-gradients", required_argument, nullptr, SaveGrads},
+      {"kernel-profile", required_argument, nullptr, KernelProfile},
       {"progress", no_argument, nullptr, Progress},
       {"no-progress", no_argument, nullptr, NoProgress},
       {"help", no_argument, nullptr, 'h'}};
@@ -98,6 +108,9 @@ Options parseOptions(int argc, char **argv) {
       break;
     case SaveGrads:
       o.saveGradients = optarg;
+      break;
+    case KernelProfile:
+      o.kernelProfile = optarg;
       break;
     case Progress:
       o.progress = 1;
@@ -154,6 +167,9 @@ int run(int argc, char **argv) {
   // refused now, not after the training it would have exported.
   if (!opts.exportPath.empty())
     artifact->checkFile(artifact->dir, artifact->model);
+  // So is a profile the artifact cannot count.
+  if (!opts.kernelProfile.empty() && !artifact->countedAccesses)
+    artifact->kernelProfile();
   // Join the data-parallel ranks first, so that errors name the rank.
   if (artifact->dataParallel())
     Collectives::get();
@@ -221,6 +237,10 @@ int run(int argc, char **argv) {
               << "\n";
   if (!opts.saveGradients.empty())
     session.saveGradients(opts.saveGradients);
+  if (!opts.kernelProfile.empty()) {
+    session.saveKernelProfile(opts.kernelProfile);
+    std::cout << "accrue-train: wrote " << opts.kernelProfile << "\n";
+  }
   if (!opts.exportPath.empty()) {
     session.exportOnnx(opts.exportPath);
     std::cout << "accrue-train: wrote " << opts.exportPath << "\n";

@@ -42,6 +42,10 @@ struct CUDALoweringOptions {
   /// The CUDA toolkit (libdevice, ptxas). Empty: CUDA_HOME, /usr/local/cuda,
   /// or the nvidia-cuda-nvcc Python package next to the compiler.
   std::string toolkit;
+  /// The counting emulator (target cuda-emulated): the kernels report every
+  /// global access to the runtime, which profiles them and checks them for
+  /// races and out-of-bounds accesses.
+  bool countAccesses = false;
 };
 
 /// Where a step runs and how it is lowered there.

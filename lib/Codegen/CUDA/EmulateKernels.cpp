@@ -1,8 +1,24 @@
 //===- EmulateKernels.cpp - run kernels as host loops -----------*- C++ -*-===//
+//
+// Each gpu.launch becomes loops over its blocks and threads. With
+// count-accesses the loops also report every global access to the
+// runtime's counter (the counting emulator, StepABI.h): the accesses are
+// instrumented inside the launch body first, then the body is cloned into
+// the loops like any other.
+//
+//===----------------------------------------------------------------------===//
 
+#include "accrue/Codegen/CUDA/KernelReport.h"
 #include "accrue/Codegen/CUDA/Passes.h"
 
+#include "accrue-runtime/StepABI.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace accrue::cuda {
 #define GEN_PASS_DEF_CUDAEMULATEKERNELS
@@ -13,23 +29,267 @@ using namespace mlir;
 
 namespace {
 
+/// The runtime entries of the counting emulator, declared once per module.
+struct CounterEntries {
+  func::FuncOp launch, launchEnd, thread, access;
+
+  static CounterEntries declare(ModuleOp module) {
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    Type i64 = b.getI64Type();
+    auto declare = [&](StringRef name, unsigned arguments) {
+      if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+        return existing;
+      auto function = func::FuncOp::create(
+          b, module.getLoc(), name,
+          b.getFunctionType(SmallVector<Type>(arguments, i64), {}));
+      function.setPrivate();
+      return function;
+    };
+    return {declare(ACCRUE_EMU_LAUNCH_FUNCTION, 8),
+            declare(ACCRUE_EMU_LAUNCH_END_FUNCTION, 0),
+            declare(ACCRUE_EMU_THREAD_FUNCTION, 6),
+            declare(ACCRUE_EMU_ACCESS_FUNCTION, 6)};
+  }
+};
+
+Value toI64(OpBuilder &b, Location loc, Value index) {
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+}
+
+Value constantI64(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 64);
+}
+
+/// The buffer a view is a view of: the step argument, global or allocation
+/// at the start of its chain of views.
+Value viewRoot(Value memref) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  return memref;
+}
+
+/// Instruments the global accesses of one launch body.
+class AccessInstrumenter {
+public:
+  AccessInstrumenter(CounterEntries entries, func::FuncOp step)
+      : entries(entries), step(step) {}
+
+  LogicalResult instrument(gpu::LaunchOp launch) {
+    Block &body = launch.getBody().front();
+    OpBuilder b = OpBuilder::atBlockBegin(&body);
+    Location loc = launch.getLoc();
+    gpu::KernelDim3 blockIds = launch.getBlockIds(),
+                    threadIds = launch.getThreadIds();
+    SmallVector<Value> ids;
+    for (Value id : {blockIds.x, blockIds.y, blockIds.z, threadIds.x,
+                     threadIds.y, threadIds.z})
+      ids.push_back(toI64(b, loc, id));
+    func::CallOp::create(b, loc, entries.thread, ids);
+    SmallVector<Operation *> accesses = accrue::cuda::globalAccesses(launch);
+    // Every other memory effect on global memory would go uncounted.
+    WalkResult unknown = launch.getBody().walk([&](Operation *op) {
+      auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+      if (!effects || llvm::is_contained(accesses, op))
+        return WalkResult::advance();
+      SmallVector<MemoryEffects::EffectInstance> instances;
+      effects.getEffects(instances);
+      for (const MemoryEffects::EffectInstance &effect : instances) {
+        Value value = effect.getValue();
+        if (!value || !isa<MemRefType>(value.getType()) ||
+            isa<MemoryEffects::Allocate, MemoryEffects::Free>(
+                effect.getEffect()))
+          continue;
+        Operation *def = viewRoot(value).getDefiningOp();
+        if (def && isa<memref::AllocaOp>(def) && launch->isAncestor(def))
+          continue;
+        op->emitError("cannot count the accesses of this operation: the "
+                      "counting emulator knows memref and vector loads and "
+                      "stores");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (unknown.wasInterrupted())
+      return failure();
+    for (auto [site, op] : llvm::enumerate(accesses))
+      instrumentAccess(op, site);
+    return success();
+  }
+
+private:
+  void instrumentAccess(Operation *op, int64_t site) {
+    Value memref;
+    ValueRange indices;
+    int64_t width = 1;
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      memref = load.getMemRef(), indices = load.getIndices();
+    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      memref = store.getMemRef(), indices = store.getIndices();
+    } else if (auto load = dyn_cast<vector::LoadOp>(op)) {
+      memref = load.getBase(), indices = load.getIndices();
+      width = load.getVectorType().getNumElements();
+    } else {
+      auto vstore = cast<vector::StoreOp>(op);
+      memref = vstore.getBase(), indices = vstore.getIndices();
+      width = vstore.getVectorType().getNumElements();
+    }
+    bool isStore = isa<memref::StoreOp, vector::StoreOp>(op);
+    Location loc = op->getLoc();
+    OpBuilder b(op);
+    auto type = cast<MemRefType>(memref.getType());
+    int64_t elementBytes =
+        std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
+    Value eb = arith::ConstantIndexOp::create(b, loc, elementBytes);
+
+    // The address, and whether every index lies inside the view.
+    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    Value linear = metadata.getOffset();
+    Value inBounds = arith::ConstantIntOp::create(b, loc, 1, 1);
+    for (auto [d, index] : llvm::enumerate(indices)) {
+      Value size = metadata.getSizes()[d];
+      linear = arith::AddIOp::create(
+          b, loc, linear,
+          arith::MulIOp::create(b, loc, index, metadata.getStrides()[d]));
+      Value inside =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, index, size);
+      if (width > 1 && d + 1 == indices.size()) {
+        Value end = arith::AddIOp::create(
+            b, loc, index, arith::ConstantIndexOp::create(b, loc, width));
+        inside = arith::AndIOp::create(
+            b, loc, inside,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, end,
+                                  size));
+      }
+      inBounds = arith::AndIOp::create(b, loc, inBounds, inside);
+    }
+    Value pointer =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    Value address = arith::AddIOp::create(
+        b, loc, pointer, arith::MulIOp::create(b, loc, linear, eb));
+
+    // The byte offset in the buffer it is a view of.
+    Value root = viewRoot(memref);
+    auto rootType = cast<MemRefType>(root.getType());
+    Value rootPointer =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, root);
+    Value rootOffset =
+        memref::ExtractStridedMetadataOp::create(b, loc, root).getOffset();
+    Value rootBytes = arith::ConstantIndexOp::create(
+        b, loc, std::max<int64_t>(rootType.getElementTypeBitWidth() / 8, 1));
+    Value base = arith::AddIOp::create(
+        b, loc, rootPointer,
+        arith::MulIOp::create(b, loc, rootOffset, rootBytes));
+    Value offset = arith::SubIOp::create(b, loc, address, base);
+
+    Value flags = arith::OrIOp::create(
+        b, loc,
+        constantI64(b, loc,
+                    (isStore ? ACCRUE_EMU_STORE : 0) |
+                        (elementBytes << ACCRUE_EMU_ELEMENT_SHIFT)),
+        arith::ShLIOp::create(
+            b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), inBounds),
+            constantI64(b, loc, 1)));
+    func::CallOp::create(
+        b, loc, entries.access,
+        ValueRange{constantI64(b, loc, site), constantI64(b, loc, rootId(root)),
+                   toI64(b, loc, offset), toI64(b, loc, address),
+                   constantI64(b, loc, elementBytes * width), flags});
+
+    // Only accesses inside their view touch memory: one outside reads
+    // element 0 of the view instead and a store there writes back what it
+    // holds. (Selects, not branches: the kernel stays one basic block, so
+    // LLVM contracts the same multiply-adds as without counting, and the
+    // counted step computes bit for bit what the uncounted one does.)
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    SmallVector<Value> safe;
+    for (Value index : indices)
+      safe.push_back(arith::SelectOp::create(b, loc, inBounds, index, zero));
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      load.getIndicesMutable().assign(safe);
+    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      Value held = memref::LoadOp::create(b, loc, memref, safe);
+      store.getValueMutable().assign(arith::SelectOp::create(
+          b, loc, inBounds, store.getValueToStore(), held));
+      store.getIndicesMutable().assign(safe);
+    } else if (auto load = dyn_cast<vector::LoadOp>(op)) {
+      load.getIndicesMutable().assign(safe);
+    } else {
+      auto vstore = cast<vector::StoreOp>(op);
+      Value held =
+          vector::LoadOp::create(b, loc, vstore.getVectorType(), memref, safe);
+      vstore.getValueToStoreMutable().assign(arith::SelectOp::create(
+          b, loc, inBounds, vstore.getValueToStore(), held));
+      vstore.getIndicesMutable().assign(safe);
+    }
+  }
+
+  /// A step argument's number, or ACCRUE_EMU_ROOT_OTHER plus the order in
+  /// which other buffers (globals, allocations) are first met.
+  int64_t rootId(Value root) {
+    if (auto arg = dyn_cast<BlockArgument>(root))
+      if (arg.getOwner() == &step.getBody().front())
+        return arg.getArgNumber();
+    auto [it, inserted] = others.try_emplace(root, others.size());
+    return ACCRUE_EMU_ROOT_OTHER + it->second;
+  }
+
+  CounterEntries entries;
+  func::FuncOp step;
+  DenseMap<Value, int64_t> others;
+};
+
 struct CudaEmulateKernelsPass
     : public accrue::cuda::impl::CudaEmulateKernelsBase<
           CudaEmulateKernelsPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    SmallVector<gpu::LaunchOp> launches;
-    getOperation().walk(
-        [&](gpu::LaunchOp launch) { launches.push_back(launch); });
-    for (gpu::LaunchOp launch : launches) {
-      if (failed(emulate(launch)))
-        return signalPassFailure();
+    ModuleOp module = getOperation();
+    std::optional<CounterEntries> entries;
+    if (countAccesses) {
+      entries = CounterEntries::declare(module);
+      symbols.emplace(module);
+    }
+    for (auto function : module.getOps<func::FuncOp>()) {
+      SmallVector<gpu::LaunchOp> launches;
+      function.walk([&](gpu::LaunchOp launch) { launches.push_back(launch); });
+      AccessInstrumenter instrumenter(entries ? *entries : CounterEntries(),
+                                      function);
+      for (auto [index, launch] : llvm::enumerate(launches)) {
+        if (entries && failed(instrumenter.instrument(launch)))
+          return signalPassFailure();
+        if (failed(emulate(launch, index, entries)))
+          return signalPassFailure();
+      }
     }
   }
 
+  std::optional<SymbolTable> symbols;
+
+  /// "<name>\0<node>\0" of kernel `index`, as a constant global.
+  memref::GlobalOp kernelNameGlobal(gpu::LaunchOp launch, unsigned index) {
+    ModuleOp module = getOperation();
+    std::string text = accrue::cuda::kernelName(launch.getLoc(), index);
+    text += '\0';
+    text += accrue::cuda::kernelNode(launch);
+    text += '\0';
+    OpBuilder b(module.getContext());
+    auto type = MemRefType::get({int64_t(text.size())}, b.getI8Type());
+    SmallVector<int8_t> bytes(text.begin(), text.end());
+    auto global = memref::GlobalOp::create(
+        b, module.getLoc(), "__accrue_kernel_name_" + std::to_string(index),
+        b.getStringAttr("private"), type,
+        DenseElementsAttr::get(
+            RankedTensorType::get(type.getShape(), b.getI8Type()),
+            ArrayRef<int8_t>(bytes)),
+        /*constant=*/true, /*alignment=*/nullptr);
+    symbols->insert(global); // renamed if the name is taken
+    return global;
+  }
+
   /// Blocks, then threads, z outermost; the body runs once per thread.
-  LogicalResult emulate(gpu::LaunchOp launch) {
+  LogicalResult emulate(gpu::LaunchOp launch, unsigned index,
+                        const std::optional<CounterEntries> &entries) {
     if (launch.getAsyncToken() || !launch.getWorkgroupAttributions().empty())
       return launch.emitError("cannot emulate an asynchronous kernel or one "
                               "with shared memory");
@@ -39,6 +299,18 @@ struct CudaEmulateKernelsPass
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
     gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+    if (entries) {
+      memref::GlobalOp name = kernelNameGlobal(launch, index);
+      Value text = memref::GetGlobalOp::create(b, loc, name.getType(),
+                                               name.getSymName());
+      SmallVector<Value> operands{
+          constantI64(b, loc, index),
+          toI64(b, loc,
+                memref::ExtractAlignedPointerAsIndexOp::create(b, loc, text))};
+      for (Value size : {grid.x, grid.y, grid.z, block.x, block.y, block.z})
+        operands.push_back(toI64(b, loc, size));
+      func::CallOp::create(b, loc, entries->launch, operands);
+    }
     SmallVector<Value> extents{grid.z,  grid.y,  grid.x,
                                block.z, block.y, block.x};
     gpu::KernelDim3 blockIds = launch.getBlockIds();
@@ -70,6 +342,8 @@ struct CudaEmulateKernelsPass
                          });
     };
     nest(b, 0);
+    if (entries)
+      func::CallOp::create(b, loc, entries->launchEnd, ValueRange{});
     launch.erase();
     return success();
   }

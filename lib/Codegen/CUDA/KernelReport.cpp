@@ -381,11 +381,7 @@ public:
   KernelInfo read(unsigned index) {
     KernelInfo kernel;
     kernel.name = kernelName(launch.getLoc(), index);
-    kernel.node = kernelTag(launch.getLoc());
-    if (kernel.node == "kernel") // a loop moved into a kernel whole
-      kernel.node = nodeOf(launch.getLoc());
-    if (kernel.node.empty()) // the step's own code (clipping, scaling)
-      kernel.node = "step";
+    kernel.node = kernelNode(launch);
     std::tie(kernel.launchesPerMicroBatch, kernel.launchesPerStepOutside) =
         multiplicity(launch, host);
     gpu::KernelDim3 grid = launch.getGridSizeOperandValues(),
@@ -413,11 +409,9 @@ public:
             !matchPattern(divisor, m_Constant()))
           ++kernel.parameterDivisions;
       }
-      std::optional<Access> access = asAccess(op);
-      if (!access || isLocal(access->memref))
-        return;
-      kernel.accesses.push_back(describe(*access, kernel, threads));
     });
+    for (Operation *op : globalAccesses(launch))
+      kernel.accesses.push_back(describe(*asAccess(op), kernel, threads));
     for (const KernelAccess &access : kernel.accesses) {
       kernel.memoryOpsPerThread += access.executions;
       kernel.tripCount = std::max(kernel.tripCount, access.executions);
@@ -454,12 +448,6 @@ private:
     }
     // Host values it reads are the first micro-batch's: loops start at
     // their lower bounds.
-  }
-
-  /// Memory the kernel allocates for itself (registers, not global).
-  bool isLocal(Value memref) {
-    Operation *def = memref.getDefiningOp();
-    return def && isa<memref::AllocaOp>(def) && launch->isAncestor(def);
   }
 
   KernelAccess describe(const Access &access, const KernelInfo &kernel,
@@ -582,6 +570,30 @@ StringRef cuda::accessPatternName(AccessPattern pattern) {
     return "single-thread";
   }
   return "?";
+}
+
+std::string cuda::kernelNode(gpu::LaunchOp launch) {
+  std::string node = kernelTag(launch.getLoc());
+  if (node == "kernel") // a loop moved into a kernel whole
+    node = nodeOf(launch.getLoc());
+  if (node.empty()) // the step's own code (clipping, scaling)
+    node = "step";
+  return node;
+}
+
+SmallVector<Operation *> cuda::globalAccesses(gpu::LaunchOp launch) {
+  SmallVector<Operation *> accesses;
+  launch.getBody().walk([&](Operation *op) {
+    std::optional<Access> access = asAccess(op);
+    if (!access)
+      return;
+    // Memory the kernel allocates for itself is registers, not global.
+    Operation *def = access->memref.getDefiningOp();
+    if (def && isa<memref::AllocaOp>(def) && launch->isAncestor(def))
+      return;
+    accesses.push_back(op);
+  });
+  return accesses;
 }
 
 std::string cuda::kernelName(Location loc, unsigned index) {

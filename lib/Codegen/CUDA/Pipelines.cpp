@@ -64,7 +64,7 @@ void buildCUDAToLLVMPipeline(OpPassManager &pm,
   if (options.target == ACCRUE_TARGET_CUDA_EMULATED) {
     // The kernels become host loops, lowered as the CPU target lowers its
     // step (without its vector kernels: no contraction is left).
-    pm.addPass(createCudaEmulateKernels());
+    pm.addPass(createCudaEmulateKernels({options.cuda.countAccesses}));
     LoweringOptions host = options;
     host.cpu.vectorize = false;
     cpu::getTarget().buildToLLVMPipeline(pm, host);

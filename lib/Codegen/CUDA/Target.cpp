@@ -42,6 +42,13 @@ public:
                "CUDA_HOME, /usr/local/cuda, or the nvidia-cuda-nvcc Python "
                "package)",
                options.cuda.toolkit);
+    table.flag("count_accesses",
+               "Count the emulated kernels' memory accesses (target "
+               "cuda-emulated): a run checks them for races and "
+               "out-of-bounds accesses, naming the ONNX node, and can write "
+               "their profile (sectors per warp request, unique bytes, the "
+               "longest chain of a thread)",
+               options.cuda.countAccesses);
   }
   std::optional<std::string>
   validate(const LoweringOptions &options) const override {
@@ -58,6 +65,11 @@ public:
                "newer), not '" +
                options.cuda.archs + "'";
     }
+    if (options.cuda.countAccesses &&
+        options.target != ACCRUE_TARGET_CUDA_EMULATED)
+      return settingRef("count_accesses") +
+             " counts the accesses of emulated kernels: it needs " +
+             settingRef("target") + " cuda-emulated";
     return std::nullopt;
   }
   std::optional<std::string>
@@ -97,6 +109,7 @@ public:
   }
   void describe(rt::Manifest &manifest,
                 const LoweringOptions &options) const override {
+    manifest.countedAccesses = options.cuda.countAccesses;
     if (options.target != ACCRUE_TARGET_CUDA)
       return;
     SmallVector<StringRef> archs;

@@ -326,6 +326,8 @@ std::string Manifest::toJson() const noexcept {
     if (!report.is_discarded())
       manifest[ACCRUE_KEY_KERNEL_REPORT] = std::move(report);
   }
+  if (countedAccesses)
+    manifest[ACCRUE_KEY_COUNTED_ACCESSES] = true;
   if (!cudaArchs.empty())
     manifest[ACCRUE_KEY_CUDA_ARCHS] = cudaArchs;
   json fileList = json::object();
@@ -455,6 +457,8 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
         throw Error("'" + path + "': kernel_report is not an object");
       m.kernelReport = doc.at(ACCRUE_KEY_KERNEL_REPORT).dump();
     }
+    if (doc.contains(ACCRUE_KEY_COUNTED_ACCESSES))
+      m.countedAccesses = doc.at(ACCRUE_KEY_COUNTED_ACCESSES).get<bool>();
     m.partialWindows = doc.at(ACCRUE_KEY_PARTIAL_WINDOWS).get<bool>();
     if (doc.contains(ACCRUE_KEY_CUDA_ARCHS))
       m.cudaArchs =

@@ -5,6 +5,7 @@
 #include "accrue-runtime/Collectives.h"
 #include "accrue-runtime/SettingTable.h"
 
+#include "Formats/AtomicFile.h"
 #include "Run/FolderLock.h"
 
 #include <nlohmann/json.hpp>
@@ -652,4 +653,13 @@ void Session::exportOnnx(const std::string &path) const {
 
 void Session::saveGradients(const std::string &path) const {
   writeNpz(path, trainer.gradientArrays());
+}
+
+void Session::saveKernelProfile(const std::string &path) const {
+  // Every launched step first: the profile counts what they ran.
+  trainer.backend().synchronize();
+  std::string profile = trainer.artifact().kernelProfile();
+  AtomicFile file(path);
+  file.write(profile.data(), profile.size());
+  file.commit();
 }

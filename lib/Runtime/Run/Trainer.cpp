@@ -3,8 +3,10 @@
 #include "accrue-runtime/Trainer.h"
 
 #include "accrue-runtime/Collectives.h"
+#include "accrue-runtime/Settings.h"
 
 #include "Gemm.h"
+#include "Run/AccessCounter.h"
 
 #include <algorithm>
 #include <cmath>
@@ -78,6 +80,8 @@ Artifact::Artifact(const std::string &directory) : dir(directory) {
       reinterpret_cast<void (*)(void **)>(dlsym(handle, entry.c_str()));
   if (!entryPoint)
     throw Error("'" + libraryPath + "' has no entry point '" + entry + "'");
+  if (countedAccesses)
+    counter = std::make_unique<AccessCounter>(kernelReport);
 }
 
 Artifact::~Artifact() {
@@ -90,7 +94,26 @@ void Artifact::checkFiles() const {
     checkFile(dir, *file, /*sizeOnly=*/true);
 }
 
-void Artifact::call(void **packedArgs) const { entryPoint(packedArgs); }
+void Artifact::call(void **packedArgs) const {
+  if (!counter) {
+    entryPoint(packedArgs);
+    return;
+  }
+  AccessCounter::current() = counter.get();
+  entryPoint(packedArgs);
+  AccessCounter::current() = nullptr;
+  counter->countStep();
+  if (std::optional<std::string> error = counter->takeError())
+    throw Error("'" + path(library) + "': " + *error);
+}
+
+std::string Artifact::kernelProfile() const {
+  if (!counter)
+    throw Error("'" + dir + "' does not count its kernels' accesses: " +
+                "compile it with " + settingRef("count_accesses") +
+                " (target cuda-emulated) for a kernel profile");
+  return counter->profileJson();
+}
 
 //===----------------------------------------------------------------------===//
 // PackedArgs

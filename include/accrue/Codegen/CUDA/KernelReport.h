@@ -18,6 +18,7 @@
 #define ACCRUE_CODEGEN_CUDA_KERNELREPORT_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "llvm/Support/JSON.h"
 
 #include <functional>
@@ -134,6 +135,17 @@ std::string nodeOf(mlir::Location loc);
 /// The name of kernel `index` (in the order of the step's gpu.launch ops)
 /// in the PTX: k<index>_<the tag cuda-form-kernels put on `loc`>.
 std::string kernelName(mlir::Location loc, unsigned index);
+
+/// The ONNX node kernel `launch` computes: the tag cuda-form-kernels put on
+/// it, else the first node its location names, else "step" (the step's own
+/// code: clipping, scaling).
+std::string kernelNode(mlir::gpu::LaunchOp launch);
+
+/// The global loads and stores of `launch` (memref and vector loads and
+/// stores of memory it does not allocate itself), in program order: the
+/// report's `accesses` and the counting emulator's access sites
+/// (cuda-emulate-kernels{count-accesses}) are numbered by it.
+llvm::SmallVector<mlir::Operation *> globalAccesses(mlir::gpu::LaunchOp launch);
 
 /// The parameter that elements [offset, offset + count) of an arena
 /// argument lie in ("" when they span several).

@@ -245,8 +245,31 @@ def CudaEmulateKernels : Pass<"cuda-emulate-kernels", "::mlir::ModuleOp"> {
     pipeline's transformations are checked against the CPU artifacts on
     machines without a GPU. It says nothing about NVVM code generation or
     timing.
+
+    With `count-accesses`, the emulated kernels also report every global
+    load and store to the runtime (the counting emulator): each launch
+    calls `accrue_emu_launch` with its kernel's report name and ONNX node
+    and `accrue_emu_launch_end` after its last thread, each thread
+    `accrue_emu_thread` with its ids, and each access `accrue_emu_access`
+    with its index among the kernel's global accesses (the kernel report's
+    order), the buffer it falls in and its byte offset there, its address,
+    size and whether its indices lie inside the accessed view. An access
+    outside its view is reported and skipped (a load gives zero), so a
+    counted run never touches memory outside the buffers. The runtime
+    counts the sectors of each warp's requests, the unique sectors of each
+    launch and the longest chain of accesses of a thread, and checks that
+    no two threads of a launch write one address or read what another
+    wrote.
   }];
-  let dependentDialects = ["::mlir::scf::SCFDialect"];
+  let options = [
+    Option<"countAccesses", "count-accesses", "bool", "false",
+           "Report every global access of the emulated kernels to the "
+           "runtime's counter (profile, race and bounds checks)">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 #endif // ACCRUE_CODEGEN_CUDA_PASSES_TD

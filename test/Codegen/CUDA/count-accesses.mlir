@@ -1,0 +1,144 @@
+// The counting emulator: cuda-emulate-kernels{count-accesses} reports
+// every global access of a kernel to the runtime, and the runtime's
+// counter catches races and out-of-bounds accesses, naming the kernel's
+// ONNX node. Each scenario is run through mlir-runner with the runtime's
+// library, whose counter (outside an Artifact) stops the process at the
+// end of the first launch that breaks a rule.
+// RUN: split-file %s %t
+// RUN: accrue-opt %t/kernels.mlir -cuda-emulate-kernels=count-accesses | FileCheck %s --check-prefix=IR
+// RUN: not accrue-opt %t/copy.mlir -cuda-emulate-kernels=count-accesses 2>&1 | FileCheck %s --check-prefix=COPY
+// Executions (the sanitizer build's library cannot be loaded by mlir-runner):
+// RUN: %if !sanitizer %{ accrue-opt %t/kernels.mlir -cuda-emulate-kernels=count-accesses --accrue-lower-cpu > %t/lowered.mlir %}
+// RUN: %if !sanitizer %{ mlir-runner %t/lowered.mlir -e clean -entry-point-result=void -shared-libs=%accrue_capi_lib %}
+// RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e write_write -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=WW %}
+// RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e read_write -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=RW %}
+// RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e out_of_bounds -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=OOB %}
+
+// The launch names its kernel and node, each thread its ids, and each
+// access its site, buffer, offset, address, size and flags (element bytes
+// << 8 | in bounds << 1 | store); indices outside the view are replaced
+// by 0 through selects, and a store there writes back what it holds.
+// IR-LABEL: func.func @clean_kernel
+// IR: %[[NAME:.+]] = memref.get_global @__accrue_kernel_name_0 : memref<15xi8>
+// IR: call @accrue_emu_launch(%c0_i64, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}})
+// IR: scf.for
+// IR: func.call @accrue_emu_thread
+// IR: %[[IN0:.+]] = arith.andi %true, %{{.+}} : i1
+// IR: %[[C1024:.+]] = arith.constant 1024 : i64
+// IR: func.call @accrue_emu_access(%c0_i64{{.*}}, %c0_i64{{.*}}, %{{.+}}, %{{.+}}, %c4_i64{{.*}}, %{{.+}})
+// IR: %[[SAFE0:.+]] = arith.select %[[IN0]], %{{.+}}, %c0{{.*}} : index
+// IR: memref.load %arg0[%[[SAFE0]]]
+// IR: %[[C1025:.+]] = arith.constant 1025 : i64
+// IR: func.call @accrue_emu_access(%c1_i64
+// IR: %[[HELD:.+]] = memref.load %arg0
+// IR: %[[VALUE:.+]] = arith.select %{{.+}}, %{{.+}}, %[[HELD]] : f32
+// IR: memref.store %[[VALUE]], %arg0
+// IR: call @accrue_emu_launch_end()
+// IR-DAG: func.func private @accrue_emu_access(i64, i64, i64, i64, i64, i64)
+// IR-DAG: memref.global "private" constant @__accrue_kernel_name_0 : memref<15xi8>
+
+// WW: accrue: a data race in kernel k0_seeded (ONNX node 'seeded'), access 0 to 'step argument 0' at byte 0: thread 1 of block 0 writes the element that thread 0 of block 0 writes, in one launch (its threads run in no order)
+// RW: accrue: a data race in kernel k0_shifted (ONNX node 'shifted'), access 1 to 'step argument 0' at byte 4: thread 1 of block 0 writes the element that thread 0 of block 0 reads, in one launch
+// OOB: accrue: an out-of-bounds load in kernel k0_past_the_end (ONNX node 'past_the_end'), access 0 to 'step argument 0' at byte 256: thread 63 of block 0 reads outside the view it indexes (the access is skipped)
+
+// COPY: error: cannot count the accesses of this operation: the counting emulator knows memref and vector loads and stores
+
+//--- kernels.mlir
+// Each thread adds one to its own element: no race, nothing out of bounds.
+func.func @clean_kernel(%x: memref<128xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %b = arith.muli %bx, %sx : index
+    %t = arith.addi %b, %tx : index
+    %v = memref.load %x[%t] : memref<128xf32>
+    %w = arith.addf %v, %one : f32
+    memref.store %w, %x[%t] : memref<128xf32>
+    gpu.terminator
+  } loc(fused<"clean">["clean"])
+  return
+}
+
+func.func @clean() {
+  %x = memref.alloc() : memref<128xf32>
+  call @clean_kernel(%x) : (memref<128xf32>) -> ()
+  return
+}
+
+// Every thread stores to element 0: the seeded race.
+func.func @seeded_kernel(%x: memref<128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    memref.store %one, %x[%c0] : memref<128xf32>
+    gpu.terminator
+  } loc(fused<"seeded">["seeded"])
+  return
+}
+
+func.func @write_write() {
+  %x = memref.alloc() : memref<128xf32>
+  call @seeded_kernel(%x) : (memref<128xf32>) -> ()
+  return
+}
+
+// Thread t reads element t + 1 and writes element t: thread t + 1 writes
+// what thread t read.
+func.func @shifted_kernel(%x: memref<128xf32>) {
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %next = arith.addi %tx, %c1 : index
+    %v = memref.load %x[%next] : memref<128xf32>
+    memref.store %v, %x[%tx] : memref<128xf32>
+    gpu.terminator
+  } loc(fused<"shifted">["shifted"])
+  return
+}
+
+func.func @read_write() {
+  %x = memref.alloc() : memref<128xf32>
+  call @shifted_kernel(%x) : (memref<128xf32>) -> ()
+  return
+}
+
+// 64 threads read element t + 1 of a 64-element buffer: the last reads
+// past its end.
+func.func @past_the_end_kernel(%x: memref<64xf32>, %y: memref<64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %next = arith.addi %tx, %c1 : index
+    %v = memref.load %x[%next] : memref<64xf32>
+    memref.store %v, %y[%tx] : memref<64xf32>
+    gpu.terminator
+  } loc(fused<"past_the_end">["past_the_end"])
+  return
+}
+
+func.func @out_of_bounds() {
+  %x = memref.alloc() : memref<64xf32>
+  %y = memref.alloc() : memref<64xf32>
+  call @past_the_end_kernel(%x, %y) : (memref<64xf32>, memref<64xf32>) -> ()
+  return
+}
+
+//--- copy.mlir
+// A copy inside a kernel would go uncounted: refused.
+func.func @step(%x: memref<4xf32>, %y: memref<4xf32>) {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    memref.copy %x, %y : memref<4xf32> to memref<4xf32>
+    gpu.terminator
+  }
+  return
+}

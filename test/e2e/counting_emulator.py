@@ -1,0 +1,155 @@
+# The counting emulator (accrue-compile --target cuda-emulated
+# --count-accesses; accrue-train --kernel-profile) on every model of
+# cuda_emulated.py, checked against what does not come from its code:
+# - every model trains with its accesses counted: no two threads of a
+#   launch write one element or read what another writes, and no access
+#   leaves its view (a run that breaks either fails naming the node); the
+#   losses are the uncounted emulated step's (the counted one is the same
+#   program; LLVM vectorizes it differently, so they agree to rounding);
+# - on the test GPT, the profile's launches per kernel are the static
+#   kernel report's launches per step times the steps run (the report
+#   evaluates the step's loops, the counter counts calls); each one-thread
+#   kernel's chain is the report's memory operations per thread; each
+#   access's sector efficiency over all its requests is within 0.25 of the
+#   report's for the first warp's;
+# - the token embedding's gradient (today one thread, a defect the GPU
+#   kernel work removes) is a chain of at least 3 x b x T x d accesses (a
+#   read of the gradient and a read-modify-write of the table for every
+#   token and feature), from the model's sizes;
+# - the profile is the same for 1 and 2 CPU threads (test_accrue.py checks
+#   Python's Session.save_kernel_profile); accrue-train refuses --kernel-profile for
+#   an artifact compiled without counting, with one line naming the flag,
+#   and accrue-compile refuses --count-accesses for --target cuda.
+#
+# REQUIRES: torch
+# RUN: rm -rf %t && mkdir -p %t
+# RUN: %python %s %t
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import accrue_e2e as e2e
+import zoo
+
+out = sys.argv[1]
+rng = np.random.default_rng(11)
+
+
+def export(name, module, samples):
+    data = module.data(samples, rng)
+    path = os.path.join(out, name + ".onnx")
+    zoo.export(module, data, path, 17)
+    npz = os.path.join(out, name + ".npz")
+    np.savez(npz, **data)
+    return path, npz
+
+
+def counted(tag, model, data, micro_batch, steps, **flags):
+    """Trains the counted and the uncounted emulated artifact; returns the
+    counted one's artifact, profile and log after checking the losses."""
+    logs, art = [], None
+    for count in (False, True):
+        name = "%s_%s" % (tag, "counted" if count else "plain")
+        art = e2e.compile_model(model, os.path.join(out, name), micro_batch,
+                                target="cuda-emulated", count_accesses=count, **flags)
+        log = os.path.join(out, name + ".jsonl")
+        extra = ["--kernel-profile", os.path.join(out, name + ".profile.json")] if count else []
+        e2e.train(art, data, steps, log=log, extra=extra)
+        logs.append(e2e.read_jsonl(log))
+    plain, counts = logs
+    assert len(plain) == len(counts) == steps, (plain, counts)
+    for a, b in zip(plain, counts):
+        for key in ("loss", "grad_norm"):
+            if key in a:
+                assert abs(a[key] - b[key]) <= 1e-5 * abs(a[key]) + 1e-7, (tag, key, a, b)
+    profile = json.load(open(os.path.join(out, tag + "_counted.profile.json")))
+    assert profile["format"] == "accrue-kernel-profile" and profile["steps"] == steps, profile
+    assert profile["totals"]["accesses"] > 0, profile["totals"]
+    print("%s: %d launches, %d accesses counted, no race, nothing out of bounds"
+          % (tag, profile["totals"]["launches"], profile["totals"]["accesses"]))
+    return art, profile
+
+
+common = dict(accumulation_steps=4, optimizer="adamw", lr=0.01, weight_decay=0.01,
+              clip_norm=0.5)
+
+mse, mse_data = export("mse", zoo.MSEMLP(1), 64)
+counted("mse", mse, mse_data, 4, 2, **common)
+counted("mse sgd", mse, mse_data, 4, 2, accumulation_steps=2, optimizer="sgd", lr=0.1,
+        momentum=0.9, nesterov=True)
+counted("mse fp16", mse, mse_data, 4, 3, precision="fp16", loss_scale="dynamic", **common)
+cnn, cnn_data = export("cnn", zoo.CNN(2), 32)
+counted("cnn", cnn, cnn_data, 2, 1, **common)
+for kind in ("gru", "lstm"):
+    rnn, rnn_data = export(kind, zoo.RecurrentClassifier(6, kind), 16)
+    counted(kind, rnn, rnn_data, 2, 1, **common)
+wide, wide_data = export("wide", zoo.GPT(5, vocab=300, d=128, heads=2, layers=1), 8)
+counted("wide", wide, wide_data, 2, 1, accumulation_steps=2, optimizer="none")
+dropout, dropout_data = export("dropout", zoo.GPT(4, dropout=0.2, loss="masked"), 16)
+counted("dropout", dropout, dropout_data, 2, 1, **common)
+bn, bn_data = export("bn", zoo.BatchNormCNN(12), 20)
+counted("bn", bn, bn_data, 2, 2, **common)
+
+# The test GPT (padded tokens, a partial last window), with its kernel
+# report.
+B, T, D = 2, 8, 16  # zoo.GPT's defaults: block 8, width 16
+gpt, gpt_data = export("gpt", zoo.GPT(3), 19)
+STEPS = 2  # full windows (the third, partial one runs 2 micro-batches of 4)
+art, profile = counted("gpt", gpt, gpt_data, B, STEPS, **common)
+report = json.load(open(os.path.join(art, "step.json")))["kernel_report"]
+static = {k["name"]: k for k in report["kernels"]}
+assert len(profile["kernels"]) == len(static), (len(profile["kernels"]), len(static))
+checked = 0
+for kernel in profile["kernels"]:
+    s = static[kernel["name"]]
+    assert kernel["node"] == s["node"], (kernel["name"], kernel["node"], s["node"])
+    assert kernel["launches"] == s["launches_per_step"] * STEPS, (kernel["name"], kernel, s)
+    assert kernel["threads"] == s["threads"] * kernel["launches"], (kernel["name"], kernel, s)
+    if s["threads"] == 1:
+        assert kernel["longest_chain"] == s["memory_ops_per_thread"], (kernel["name"], kernel, s)
+    assert len(kernel["accesses_by_site"]) == len(s["accesses"]), kernel["name"]
+    for dynamic, first in zip(kernel["accesses_by_site"], s["accesses"]):
+        assert dynamic["buffer"] == first["buffer"] and dynamic["op"] == first["op"], (
+            kernel["name"], dynamic, first)
+        if dynamic["sector_efficiency"] is not None and first["sector_efficiency"] is not None:
+            assert abs(dynamic["sector_efficiency"] - first["sector_efficiency"]) <= 0.25, (
+                kernel["name"], dynamic, first)
+            checked += 1
+assert checked > 100, checked
+print("gpt: %d kernels launched as the report says; %d accesses' sector efficiency "
+      "as the report's first warp" % (len(profile["kernels"]), checked))
+
+embedding = [k for k in profile["kernels"] if k["node"] == "/wte/Gather"
+             and k["threads"] == k["launches"]]
+assert len(embedding) == 1, [k["name"] for k in profile["kernels"] if "wte" in k["node"]]
+assert embedding[0]["longest_chain"] >= 3 * B * T * D, embedding[0]
+print("gpt: the token embedding's gradient is one thread walking %d accesses (>= 3 b T d = %d)"
+      % (embedding[0]["longest_chain"], 3 * B * T * D))
+
+# The same profile for any CPU thread count.
+profiles = []
+for threads in (1, 2):
+    path = os.path.join(out, "gpt_threads%d.json" % threads)
+    e2e.train(art, gpt_data, STEPS, extra=["--threads", str(threads), "--kernel-profile", path])
+    profiles.append(open(path).read())
+assert profiles[0] == profiles[1], "the profile depends on the thread count"
+assert json.loads(profiles[0]) == profile
+print("gpt: the same profile for 1 and 2 threads")
+
+# Bad flags: one line naming them.
+plain = os.path.join(out, "gpt_plain")
+proc = subprocess.run([e2e.tool("accrue-train"), plain, "--data", gpt_data, "--steps", "1",
+                       "--kernel-profile", os.path.join(out, "none.json")],
+                      capture_output=True, text=True)
+assert proc.returncode != 0 and "--count-accesses" in proc.stderr, proc.stderr
+assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+assert not os.path.exists(os.path.join(out, "none.json"))
+proc = subprocess.run([e2e.tool("accrue-compile"), gpt, "-o", os.path.join(out, "refused"),
+                       "--micro-batch", "2", "--target", "cuda", "--count-accesses"],
+                      capture_output=True, text=True)
+assert proc.returncode != 0 and "--count-accesses" in proc.stderr and "cuda-emulated" in proc.stderr, proc.stderr
+print("ok")
