@@ -13,6 +13,7 @@
 #include "accrue/Codegen/CUDA/KernelReport.h"
 #include "accrue/Codegen/CUDA/Passes.h"
 
+#include "accrue/Dialect/NN/IR/NN.h"
 #include "accrue/Dialect/Train/IR/Train.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -240,6 +241,11 @@ LogicalResult formStreamingKernel(RewriterBase &rewriter, linalg::GenericOp op,
   constexpr int64_t kWidth = 4;
   if (op.getNumLoops() != 1 || op.getNumReductionLoops() != 0)
     return failure();
+  // A body with loops (a reduction's first stage) gets a thread per point:
+  // streamed, each thread would run several points' loops one after the
+  // other, and neighbouring threads would read 4 points apart.
+  if (!op.getRegion().front().getOps<scf::ForOp>().empty())
+    return failure();
   int64_t size = op.getStaticLoopRanges()[0];
   if (ShapedType::isDynamic(size) || size % kWidth != 0 || size == 0)
     return failure();
@@ -355,8 +361,59 @@ bool isSerialKernel(scf::ForOp loop) {
   return touchesMemory && !walk.wasInterrupted();
 }
 
-/// Moves `loop` into a kernel of one thread.
-void formSerialKernel(RewriterBase &rewriter, scf::ForOp loop) {
+/// The loop of independent iterations (nn::kIndependentIterations) that is
+/// all `loop` runs, from 0 in steps of 1 to a constant, if there is one.
+scf::ForOp independentInnerLoop(scf::ForOp loop) {
+  scf::ForOp inner;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    auto nested = dyn_cast<scf::ForOp>(&op);
+    if (nested && nested->hasAttr(accrue::nn::kIndependentIterations) &&
+        !inner) {
+      inner = nested;
+      continue;
+    }
+    if (!isMemoryEffectFree(&op) || op.getNumRegions())
+      return nullptr;
+  }
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  if (!inner || !matchPattern(inner.getLowerBound(), m_Zero()) ||
+      !matchPattern(inner.getStep(), m_One()) ||
+      !getConstantIntValue(inner.getUpperBound()) ||
+      yield.getOperands() != ValueRange(inner.getResults()))
+    return nullptr;
+  return inner;
+}
+
+/// Moves `loop` into a kernel: of one thread, or, when it only runs a loop
+/// of independent iterations, of one thread per iteration of that loop,
+/// each running `loop` for its own iteration. (For each element the
+/// iterations that write it stay in `loop`'s order: the same sums.)
+void formSerialKernel(RewriterBase &rewriter, scf::ForOp loop,
+                      int64_t blockSize) {
+  if (scf::ForOp inner = independentInnerLoop(loop)) {
+    Location loc = loop.getLoc();
+    rewriter.setInsertionPoint(loop);
+    int64_t count = getConstantIntValue(inner.getUpperBound()).value();
+    int64_t threads = std::min(blockSize, std::max<int64_t>(count, 1));
+    Value blocks = arith::ConstantIndexOp::create(
+        rewriter, loc, llvm::divideCeil(count, threads));
+    Value thread = createLinearLaunch(
+        rewriter, loc, blocks,
+        arith::ConstantIndexOp::create(rewriter, loc, threads));
+    Value inside = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::ult, thread,
+        arith::ConstantIndexOp::create(rewriter, loc, count));
+    auto guard = scf::IfOp::create(rewriter, loc, inside, /*withElse=*/false);
+    loop->moveBefore(guard.thenBlock()->getTerminator());
+    // The inner loop's body, for this thread's iteration.
+    SmallVector<Value> arguments{thread};
+    llvm::append_range(arguments, inner.getInitArgs());
+    rewriter.inlineBlockBefore(inner.getBody(), inner, arguments);
+    auto yield = cast<scf::YieldOp>(inner->getPrevNode());
+    rewriter.replaceOp(inner, yield.getOperands());
+    rewriter.eraseOp(yield);
+    return;
+  }
   Location loc = loop.getLoc();
   rewriter.setInsertionPoint(loop);
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
@@ -399,7 +456,7 @@ struct CudaFormKernelsPass
         }
         result.replaceAllUsesWith(init);
       }
-      formSerialKernel(rewriter, loop);
+      formSerialKernel(rewriter, loop, blockSize);
     }
     // Copies become copy generics, named ops generics.
     SmallVector<Operation *> ops;

@@ -677,6 +677,10 @@ KernelReport cuda::buildKernelReport(func::FuncOp step,
     std::optional<int64_t> types = host(call.getOperand(16));
     gemm.inputType =
         types ? accrueDTypeName(static_cast<AccrueDType>(*types & 0xff)) : "?";
+    gemm.multiplyType =
+        types && (*types >> 16 & 0xff)
+            ? accrueDTypeName(static_cast<AccrueDType>(*types >> 16 & 0xff))
+            : gemm.inputType;
     std::tie(gemm.launchesPerMicroBatch, gemm.launchesPerStepOutside) =
         multiplicity(call, host);
     report.gemms.push_back(gemm);

@@ -121,6 +121,7 @@ llvm::json::Value KernelReport::toJson() const {
         {"k", gemm.k},
         {"batch", gemm.batch},
         {"input_type", gemm.inputType},
+        {"multiply_type", gemm.multiplyType},
         {"launches_per_micro_batch", gemm.launchesPerMicroBatch},
         {"launches_per_step", gemm.launchesPerStep(k)}});
   }

@@ -60,8 +60,9 @@ findCombiner(linalg::GenericOp op) {
 /// read neighbouring elements) into partials; then one thread per point
 /// folds that point's partials, in order, into the original init.
 LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
-                             int64_t fullThreads, int64_t minElements,
-                             int64_t rowThreads, int64_t minRowElements) {
+                             int64_t fullThreads, int64_t elementsPerThread,
+                             int64_t minElements, int64_t rowThreads,
+                             int64_t minRowElements) {
   if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
       op.getNumResults() != 1 || op.getNumReductionLoops() == 0)
     return failure();
@@ -115,15 +116,19 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
   MLIRContext *ctx = op.getContext();
   Type elementType = outType.getElementType();
   int64_t rank = outType.getRank();
-  // A full reduction: up to `fullThreads`, 16 elements each at least. A
-  // row: a warp at least, 32 elements each, up to `rowThreads`.
+  // A full reduction: `elementsPerThread` elements a thread, up to
+  // `fullThreads` (so that its threads fill the GPU: 10M elements are
+  // 163,840 threads, more than two waves of 132 SMs). A row: a warp at
+  // least, 32 elements each, up to `rowThreads`.
   int64_t threads =
-      full ? std::max<int64_t>(
-                 1, std::min<int64_t>(fullThreads, (count + 15) / 16))
-           : std::min<int64_t>(
-                 count,
-                 std::min<int64_t>(rowThreads,
-                                   std::max<int64_t>(32, (count + 31) / 32)));
+      full
+          ? std::max<int64_t>(
+                1, std::min<int64_t>(
+                       fullThreads, llvm::divideCeil(count, elementsPerThread)))
+          : std::min<int64_t>(
+                count,
+                std::min<int64_t>(rowThreads,
+                                  std::max<int64_t>(32, (count + 31) / 32)));
   // Partials: the output's shape, then the threads.
   SmallVector<int64_t> partialShape(outType.getShape());
   partialShape.push_back(threads);
@@ -235,6 +240,13 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
                      : arith::getReductionOp(kind, b, l, partial, out));
       });
   rewriter.replaceOp(op, stage2.getResults());
+  // Many partials are a full reduction of their own: split again (a third
+  // stage, and so on), so that no thread folds more than a few.
+  if (full) {
+    rewriter.setInsertionPoint(stage2);
+    (void)splitReduction(rewriter, stage2, fullThreads, elementsPerThread,
+                         minElements, rowThreads, minRowElements);
+  }
   return success();
 }
 
@@ -243,8 +255,8 @@ struct CudaSplitReductionsPass
           CudaSplitReductionsPass> {
   using Base::Base;
   void runOnOperation() override {
-    // One walk, not a fixpoint: the new ops reduce over partials, which a
-    // second split would only slow down.
+    // One walk, not a fixpoint: splitReduction splits the partials of a
+    // full reduction itself while there are many.
     SmallVector<linalg::GenericOp> candidates;
     getOperation().walk([&](linalg::GenericOp op) {
       if (!op->getParentOfType<linalg::LinalgOp>())
@@ -253,8 +265,8 @@ struct CudaSplitReductionsPass
     IRRewriter rewriter(&getContext());
     for (linalg::GenericOp op : candidates) {
       rewriter.setInsertionPoint(op);
-      (void)splitReduction(rewriter, op, partials, minElements, rowThreads,
-                           minRowElements);
+      (void)splitReduction(rewriter, op, partials, elementsPerThread,
+                           minElements, rowThreads, minRowElements);
     }
   }
 };

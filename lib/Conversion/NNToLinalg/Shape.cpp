@@ -230,41 +230,108 @@ struct GatherLowering : public OpConversionPattern<GatherOp> {
   }
 };
 
-/// Scatter-add of `dy` into zeros of `resultType`: one sequential loop over
-/// dy's elements (indices may repeat), each added at the position `target`
-/// gives for its coordinates (the result is updated in place after
-/// bufferization).
+/// Scatter-add of `dy` into zeros of `resultType`: each element of dy is
+/// added at the position `target` gives for its coordinates (indices may
+/// repeat; the result is updated in place after bufferization). `target`
+/// keeps every coordinate of dy outside `indexDims`, so two elements of dy
+/// that differ there never meet: the loops walk the index dimensions in
+/// order (outer) and, inside, the others as a loop of independent
+/// iterations (kIndependentIterations). Every element of the result sums
+/// its contributions in the order of dy's elements, the order of one loop
+/// over them; on the GPU each inner iteration is a thread.
 Value scatterAdd(OpBuilder &rewriter, Location loc, RankedTensorType resultType,
-                 Value dy,
+                 Value dy, ArrayRef<int64_t> indexDims,
                  llvm::function_ref<SmallVector<Value>(OpBuilder &, Location,
                                                        ArrayRef<Value>)>
                      target) {
   auto dyType = cast<RankedTensorType>(dy.getType());
+  SmallVector<int64_t> otherDims;
+  for (int64_t d = 0; d < dyType.getRank(); ++d)
+    if (!llvm::is_contained(indexDims, d))
+      otherDims.push_back(d);
+  auto count = [&](ArrayRef<int64_t> dims) {
+    int64_t n = 1;
+    for (int64_t d : dims)
+      n *= dyType.getDimSize(d);
+    return n;
+  };
+  // Coordinates `dims` of dy from their row-major linear index.
+  auto delinearize = [&](OpBuilder &b, Location l, Value linear,
+                         ArrayRef<int64_t> dims, SmallVector<Value> &coords) {
+    Value rest = linear;
+    for (int64_t d : llvm::reverse(dims)) {
+      Value size = arith::ConstantIndexOp::create(b, l, dyType.getDimSize(d));
+      coords[d] = arith::RemUIOp::create(b, l, rest, size);
+      rest = arith::DivUIOp::create(b, l, rest, size);
+    }
+  };
   Value zeros = filledTensor(rewriter, loc, resultType, 0.0);
   Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
   Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  Value total =
-      arith::ConstantIndexOp::create(rewriter, loc, dyType.getNumElements());
+  Value indexCount =
+      arith::ConstantIndexOp::create(rewriter, loc, count(indexDims));
+  Value otherCount =
+      arith::ConstantIndexOp::create(rewriter, loc, count(otherDims));
   auto loop = scf::ForOp::create(
-      rewriter, loc, c0, total, c1, ValueRange{zeros},
-      [&](OpBuilder &b, Location l, Value linear, ValueRange iter) {
-        // Delinearize into the adjoint's coordinates.
-        SmallVector<Value> coords(dyType.getRank());
-        Value rest = linear;
-        for (int64_t d = dyType.getRank() - 1; d >= 0; --d) {
-          Value size =
-              arith::ConstantIndexOp::create(b, l, dyType.getDimSize(d));
-          coords[d] = arith::RemUIOp::create(b, l, rest, size);
-          rest = arith::DivUIOp::create(b, l, rest, size);
-        }
-        SmallVector<Value> at = target(b, l, coords);
-        Value add = arith::AddFOp::create(
-            b, l, tensor::ExtractOp::create(b, l, iter[0], at),
-            tensor::ExtractOp::create(b, l, dy, coords));
-        scf::YieldOp::create(
-            b, l, tensor::InsertOp::create(b, l, add, iter[0], at).getResult());
+      rewriter, loc, c0, indexCount, c1, ValueRange{zeros},
+      [&](OpBuilder &b, Location l, Value position, ValueRange outer) {
+        auto inner = scf::ForOp::create(
+            b, l, c0, otherCount, c1, outer,
+            [&](OpBuilder &ib, Location il, Value slice, ValueRange iter) {
+              SmallVector<Value> coords(dyType.getRank());
+              delinearize(ib, il, position, indexDims, coords);
+              delinearize(ib, il, slice, otherDims, coords);
+              SmallVector<Value> at = target(ib, il, coords);
+              Value add = arith::AddFOp::create(
+                  ib, il, tensor::ExtractOp::create(ib, il, iter[0], at),
+                  tensor::ExtractOp::create(ib, il, dy, coords));
+              scf::YieldOp::create(
+                  ib, il,
+                  tensor::InsertOp::create(ib, il, add, iter[0], at)
+                      .getResult());
+            });
+        inner->setAttr(accrue::nn::kIndependentIterations, b.getUnitAttr());
+        scf::YieldOp::create(b, l, inner.getResults());
       });
   return loop.getResult(0);
+}
+
+/// The gradient of a gather whose indices are the constant 0, 1, ..., n-1
+/// (a position embedding's arange): no index repeats, so it is the adjoint
+/// itself in the first n slices along `axis` and zero after them, written
+/// as 0 + dy (the sum the scatter-add would form, -0 included). Null when
+/// the indices are anything else.
+Value iotaGatherGrad(OpBuilder &b, Location loc, RankedTensorType resultType,
+                     Value dy, Value indices, int64_t axis) {
+  DenseIntElementsAttr values;
+  auto indicesType = cast<RankedTensorType>(indices.getType());
+  if (indicesType.getRank() == 0 || !matchPattern(indices, m_Constant(&values)))
+    return nullptr;
+  int64_t n = 0;
+  for (const APInt &value : values.getValues<APInt>())
+    if (value.getSExtValue() != n++)
+      return nullptr;
+  if (n > resultType.getDimSize(axis))
+    return nullptr;
+  // dy with its index dimensions as one of n.
+  auto dyType = cast<RankedTensorType>(dy.getType());
+  SmallVector<int64_t> shape(resultType.getShape());
+  shape[axis] = n;
+  auto sliceType = RankedTensorType::get(shape, dyType.getElementType());
+  Value rows = reshapeTensor(b, loc, dy, sliceType);
+  Value zero = scalarConstant(b, loc, sliceType.getElementType(), 0.0);
+  Value sum = buildElementwise(
+      b, loc, sliceType, ValueRange{rows},
+      [&](OpBuilder &eb, Location l, ValueRange args) -> Value {
+        return arith::AddFOp::create(eb, l, zero, args[0]);
+      });
+  Value zeros = filledTensor(b, loc, resultType, 0.0);
+  SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0)), sizes,
+      strides(shape.size(), b.getIndexAttr(1));
+  for (int64_t size : shape)
+    sizes.push_back(b.getIndexAttr(size));
+  return tensor::InsertSliceOp::create(b, loc, sum, zeros, offsets, sizes,
+                                       strides);
 }
 
 /// Scatter-add: each element of the adjoint goes to the slice its index
@@ -280,19 +347,27 @@ struct GatherGradLowering : public OpConversionPattern<GatherGradOp> {
     int64_t q = indicesType.getRank();
     Value indices = adaptor.getIndices();
     int64_t extent = resultType.getDimSize(axis);
+    if (Value slice = iotaGatherGrad(rewriter, op.getLoc(), resultType,
+                                     adaptor.getDresult(), indices, axis)) {
+      rewriter.replaceOp(op, slice);
+      return success();
+    }
+    SmallVector<int64_t> indexDims =
+        llvm::to_vector(llvm::seq<int64_t>(axis, axis + q));
     rewriter.replaceOp(
-        op, scatterAdd(rewriter, op.getLoc(), resultType, adaptor.getDresult(),
-                       [&](OpBuilder &b, Location l, ArrayRef<Value> coords) {
-                         SmallVector<Value> indexCoords(
-                             coords.begin() + axis, coords.begin() + axis + q);
-                         Value index = tensor::ExtractOp::create(b, l, indices,
-                                                                 indexCoords);
-                         SmallVector<Value> at(coords.begin(),
-                                               coords.begin() + axis);
-                         at.push_back(normalizeIndex(b, l, index, extent));
-                         at.append(coords.begin() + axis + q, coords.end());
-                         return at;
-                       }));
+        op,
+        scatterAdd(
+            rewriter, op.getLoc(), resultType, adaptor.getDresult(), indexDims,
+            [&](OpBuilder &b, Location l, ArrayRef<Value> coords) {
+              SmallVector<Value> indexCoords(coords.begin() + axis,
+                                             coords.begin() + axis + q);
+              Value index =
+                  tensor::ExtractOp::create(b, l, indices, indexCoords);
+              SmallVector<Value> at(coords.begin(), coords.begin() + axis);
+              at.push_back(normalizeIndex(b, l, index, extent));
+              at.append(coords.begin() + axis + q, coords.end());
+              return at;
+            }));
     return success();
   }
 };
@@ -342,15 +417,15 @@ struct GatherElementsGradLowering
     Value indices = adaptor.getIndices();
     int64_t extent = resultType.getDimSize(axis);
     rewriter.replaceOp(
-        op, scatterAdd(rewriter, op.getLoc(), resultType, adaptor.getDresult(),
-                       [&](OpBuilder &b, Location l, ArrayRef<Value> coords) {
-                         SmallVector<Value> at(coords);
-                         at[axis] = normalizeIndex(
-                             b, l,
-                             tensor::ExtractOp::create(b, l, indices, coords),
-                             extent);
-                         return at;
-                       }));
+        op, scatterAdd(
+                rewriter, op.getLoc(), resultType, adaptor.getDresult(), {axis},
+                [&](OpBuilder &b, Location l, ArrayRef<Value> coords) {
+                  SmallVector<Value> at(coords);
+                  at[axis] = normalizeIndex(
+                      b, l, tensor::ExtractOp::create(b, l, indices, coords),
+                      extent);
+                  return at;
+                }));
     return success();
   }
 };

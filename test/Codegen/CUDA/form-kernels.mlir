@@ -146,3 +146,76 @@ func.func @not_streaming(%x: memref<64xf32, strided<[1], offset: 2>>, %y: memref
   }
   return
 }
+
+// -----
+
+// A host loop over buffer elements (a scatter-add) runs in one thread; one
+// whose body is a loop of independent iterations (an embedding gradient:
+// tokens outside, features inside) runs one thread per inner iteration,
+// each walking the outer loop in order.
+
+// CHECK-LABEL: func @scatter
+// CHECK: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}})
+// CHECK:   scf.for %{{.+}} = %c0 to %c6
+// CHECK: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c2{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%[[BX:.+]] = %c256{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}})
+// CHECK:   %[[T:.+]] = arith.addi %{{.+}}, %[[TX]] : index
+// CHECK:   %[[IN:.+]] = arith.cmpi ult, %[[T]], %c300 : index
+// CHECK:   scf.if %[[IN]] {
+// CHECK:     scf.for %[[TOKEN:.+]] = %c0 to %c6
+// CHECK:       %[[ID:.+]] = memref.load %{{.+}}[%[[TOKEN]]] : memref<6xindex>
+// CHECK:       memref.load %{{.+}}[%[[ID]], %[[T]]] : memref<10x300xf32>
+// CHECK:       memref.store %{{.+}}, %{{.+}}[%[[ID]], %[[T]]] : memref<10x300xf32>
+// CHECK-NOT: nn.independent_iterations
+func.func @scatter(%ids: memref<6xindex>, %dy: memref<6x300xf32>, %table: memref<10x300xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c300 = arith.constant 300 : index
+  scf.for %n = %c0 to %c6 step %c1 {
+    %id = memref.load %ids[%n] : memref<6xindex>
+    %v = memref.load %dy[%n, %c0] : memref<6x300xf32>
+    memref.store %v, %table[%id, %c0] : memref<10x300xf32>
+  }
+  scf.for %n = %c0 to %c6 step %c1 {
+    scf.for %d = %c0 to %c300 step %c1 {
+      %id = memref.load %ids[%n] : memref<6xindex>
+      %t = memref.load %table[%id, %d] : memref<10x300xf32>
+      %v = memref.load %dy[%n, %d] : memref<6x300xf32>
+      %s = arith.addf %t, %v : f32
+      memref.store %s, %table[%id, %d] : memref<10x300xf32>
+    } {nn.independent_iterations}
+  }
+  return
+}
+
+// -----
+
+// A full reduction's first stage (rank 1, a loop in its body) is not
+// streamed: one thread per partial, each running its own loop (streamed,
+// a thread would run 4 partials' loops and neighbours read 4 apart).
+
+// CHECK-LABEL: func @first_stage
+// CHECK: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c4{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %c256{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}})
+// CHECK-NOT: vector.load
+// CHECK: scf.for %{{.+}} = %c0{{.*}} to %c64
+#stage = affine_map<(d0) -> (d0)>
+func.func @first_stage(%x: memref<65536xf32>, %partials: memref<1024xf32>) {
+  linalg.generic {indexing_maps = [#stage], iterator_types = ["parallel"]}
+      outs(%partials : memref<1024xf32>) {
+  ^bb0(%out: f32):
+    %p = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %c1024 = arith.constant 1024 : index
+    %sum = scf.for %k = %c0 to %c64 step %c1 iter_args(%acc = %out) -> (f32) {
+      %base = arith.muli %k, %c1024 : index
+      %i = arith.addi %base, %p : index
+      %v = memref.load %x[%i] : memref<65536xf32>
+      %s = arith.addf %acc, %v : f32
+      scf.yield %s : f32
+    }
+    linalg.yield %sum : f32
+  }
+  return
+}

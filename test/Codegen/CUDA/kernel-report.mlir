@@ -12,8 +12,13 @@
 // CHECK-NEXT: "launches_per_micro_batch": 1,
 // CHECK-NEXT: "launches_per_step": 3,
 // CHECK-NEXT: "m": 1,
+// CHECK-NEXT: "multiply_type": "f32",
 // CHECK-NEXT: "n": 1,
 // CHECK-NEXT: "node": "/ln/LayerNormalization"
+// CHECK:      "input_type": "f32",
+// CHECK:      "multiply_type": "bf16",
+// CHECK-NEXT: "n": 64,
+// CHECK-NEXT: "node": "/head/MatMul"
 // CHECK-LABEL: "kernels": [
 // CHECK:      "buffer": "a",
 // CHECK-NEXT: "element_bytes": 4,
@@ -90,8 +95,8 @@
 // CHECK-LABEL: "totals": {
 // CHECK-NEXT: "footprint_bytes_per_micro_batch":
 // CHECK-NEXT: "footprint_bytes_per_step":
-// CHECK-NEXT: "gemm_calls_per_micro_batch": 1,
-// CHECK-NEXT: "gemm_calls_per_step": 3,
+// CHECK-NEXT: "gemm_calls_per_micro_batch": 2,
+// CHECK-NEXT: "gemm_calls_per_step": 6,
 // CHECK-NEXT: "gemms_with_m_or_n_1": 1,
 // CHECK-NEXT: "kernels": 5,
 // CHECK-NEXT: "kernels_dividing_by_parameters": 1,
@@ -102,7 +107,7 @@
 // CHECK-NEXT: "single_thread_kernels": 1,
 // CHECK-NEXT: "single_thread_kernels_with_loops": 1,
 
-// TEXT: kernel report (3 micro-batches per step): 5 kernels; per micro-batch 2 launches and 1 GEMM calls, per step 9 and 3
+// TEXT: kernel report (3 micro-batches per step): 5 kernels; per micro-batch 2 launches and 2 GEMM calls, per step 9 and 6
 // TEXT: warning: k3_kernel runs a loop of 200 memory operations in one thread
 // TEXT: warning: GEMM of /ln/LayerNormalization is 1x1x64 (batch 1): a reduction, not a matrix product
 
@@ -146,6 +151,9 @@ func.func @step(%a: memref<1000xf32>, %b: memref<1000xf32>, %m: memref<64x64xf32
       gpu.terminator
     } loc(fused<"/emb/Gather">["model.onnx":1:1])
     func.call @accrue_gemm(%c1, %c1, %c1, %c64, %c0, %c64, %c1, %c0, %c0, %c1, %c64, %c0, %c0, %c1, %c1, %c0, %c0, %zero) : (index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32) -> () loc("/ln/LayerNormalization")
+    // f32 operands that hold bf16 values (types bits 16-23 = 7).
+    %exact = arith.constant 458752 : index
+    func.call @accrue_gemm(%c1, %c64, %c64, %c64, %c0, %c64, %c1, %c0, %c0, %c1, %c64, %c0, %c0, %c1, %c64, %c0, %exact, %zero) : (index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32) -> () loc("/head/MatMul")
   } {train.microbatch_loop}
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     scf.for %j = %c0 to %c100 step %c1 {

@@ -1,29 +1,59 @@
 // RUN: accrue-opt %s -split-input-file -cuda-split-reductions | FileCheck %s
 
-// A full reduction over 100 elements: 7 threads fold the strided shares
-// p, p + 7, ... (15 each, the last ones padded with the identity), one
-// thread folds the partials into the original initial value.
+// A full reduction over 100 elements: 2 threads (64 elements a thread at
+// most) fold the strided shares p, p + 2, ... (50 each), one thread folds
+// the partials into the original initial value.
 
 // CHECK-LABEL: func @sum
 // CHECK-SAME: (%[[X:.+]]: tensor<10x10xf32>, %[[INIT:.+]]: tensor<f32>)
 // CHECK: %[[ID:.+]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[P0:.+]] = linalg.fill ins(%[[ID]] : f32) outs(%{{.+}} : tensor<7xf32>)
-// CHECK: %[[P:.+]] = linalg.generic {{.*}} iterator_types = ["parallel"]} outs(%[[P0]] : tensor<7xf32>)
+// CHECK: %[[P0:.+]] = linalg.fill ins(%[[ID]] : f32) outs(%{{.+}} : tensor<2xf32>)
+// CHECK: %[[P:.+]] = linalg.generic {{.*}} iterator_types = ["parallel"]} outs(%[[P0]] : tensor<2xf32>)
 // CHECK:   %[[T:.+]] = linalg.index 0 : index
-// CHECK:   scf.for %[[J:.+]] = %{{.+}} to %c15 step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}})
-// CHECK:     %[[JP:.+]] = arith.muli %[[J]], %c7
+// CHECK:   scf.for %[[J:.+]] = %{{.+}} to %c50 step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}})
+// CHECK:     %[[JP:.+]] = arith.muli %[[J]], %c2
 // CHECK:     %[[I:.+]] = arith.addi %[[JP]], %[[T]]
 // CHECK:     %[[VALID:.+]] = arith.cmpi ult, %[[I]], %c100
 // CHECK:     tensor.extract %[[X]]
 // CHECK:     %[[ADD:.+]] = arith.addf
 // CHECK:     arith.select %[[VALID]], %[[ADD]], %[[ACC]]
-// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[P]] : tensor<7xf32>) outs(%[[INIT]] : tensor<f32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[P]] : tensor<2xf32>) outs(%[[INIT]] : tensor<f32>)
 // CHECK:   arith.addf
 #in = affine_map<(d0, d1) -> (d0, d1)>
 #out = affine_map<(d0, d1) -> ()>
 func.func @sum(%x: tensor<10x10xf32>, %init: tensor<f32>) -> tensor<f32> {
   %r = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction", "reduction"]}
       ins(%x : tensor<10x10xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %sq = arith.mulf %in, %in : f32
+    %s = arith.addf %out, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+// A million elements (a global gradient norm): 15,625 threads of 64, then
+// their partials split again, 245 threads of 64 (the last ones padded),
+// then 4 of 62; one thread folds those 4 into the initial value. No thread
+// folds more than 64.
+
+// CHECK-LABEL: func @big_sum
+// CHECK: %[[S1:.+]] = linalg.generic {{.*}}["parallel"]} outs(%{{.+}} : tensor<15625xf32>)
+// CHECK:   scf.for %{{.+}} = %{{.+}} to %c64
+// CHECK: %[[S2:.+]] = linalg.generic {{.*}}["parallel"]} outs(%{{.+}} : tensor<245xf32>)
+// CHECK:   scf.for %{{.+}} = %{{.+}} to %c64
+// CHECK:     tensor.extract %[[S1]]
+// CHECK: %[[S3:.+]] = linalg.generic {{.*}}["parallel"]} outs(%{{.+}} : tensor<4xf32>)
+// CHECK:   scf.for %{{.+}} = %{{.+}} to %c62
+// CHECK:     tensor.extract %[[S2]]
+// CHECK: linalg.generic {{.*}}["reduction"]} ins(%[[S3]] : tensor<4xf32>) outs(%{{.+}} : tensor<f32>)
+#big_in = affine_map<(d0, d1) -> (d0, d1)>
+#big_out = affine_map<(d0, d1) -> ()>
+func.func @big_sum(%x: tensor<1000x1000xf32>, %init: tensor<f32>) -> tensor<f32> {
+  %r = linalg.generic {indexing_maps = [#big_in, #big_out], iterator_types = ["reduction", "reduction"]}
+      ins(%x : tensor<1000x1000xf32>) outs(%init : tensor<f32>) {
   ^bb0(%in: f32, %out: f32):
     %sq = arith.mulf %in, %in : f32
     %s = arith.addf %out, %sq : f32

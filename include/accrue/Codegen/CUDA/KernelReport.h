@@ -115,6 +115,10 @@ struct GemmCall {
   int64_t launchesPerMicroBatch = 0, launchesPerStepOutside = 0;
   /// The element types of A and B as the step contract spells them.
   std::string inputType;
+  /// The precision they are multiplied in: bf16 or f16 for f32 inputs
+  /// that hold such values (cuBLASLt's fast 16-bit compute), else
+  /// inputType.
+  std::string multiplyType;
   int64_t launchesPerStep(int64_t accumulationSteps) const {
     return launchesPerMicroBatch * accumulationSteps + launchesPerStepOutside;
   }

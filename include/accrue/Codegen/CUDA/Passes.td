@@ -79,15 +79,20 @@ def CudaSplitReductions
     p + 2T, ...: neighbouring threads read neighbouring elements, so a warp
     reads a row's elements together) into partials, then one thread per
     point combines them in order, starting from the original initial
-    value. Full reductions get up to `partials` threads; rows of at least
+    value. Full reductions get a thread per `elements-per-thread` elements,
+    up to `partials`, and their partials are split the same way again while
+    there are at least `min-elements` of them (a third stage and more);
+    rows of at least
     `min-row-elements` elements get a warp or more (32 elements a thread,
     up to `row-threads`). The split is fixed by the sizes, so the result is
     the same on every run. Reductions whose combining operation is not
     recognized (add, mul, max, min) are left alone.
   }];
   let options = [
-    Option<"partials", "partials", "int64_t", "1024",
+    Option<"partials", "partials", "int64_t", "1048576",
            "Threads of the first stage of a full reduction (at most)">,
+    Option<"elementsPerThread", "elements-per-thread", "int64_t", "64",
+           "Elements each thread of a full reduction's first stage folds">,
     Option<"minElements", "min-elements", "int64_t", "64",
            "Full reductions over fewer elements stay in one thread">,
     Option<"rowThreads", "row-threads", "int64_t", "256",

@@ -32,6 +32,13 @@
 
 namespace accrue::nn {
 
+/// Unit attribute on an scf.for that the NN lowerings build (the inner loop
+/// of a scatter-add): no two of its iterations write one element, and each
+/// reads only what it writes besides read-only operands, so they may run in
+/// any order or at once (cuda-form-kernels gives each its own thread).
+constexpr llvm::StringLiteral kIndependentIterations =
+    "nn.independent_iterations";
+
 /// Infers the result of an elementwise op whose operands broadcast together
 /// (numpy rules): the broadcast shape with element type `elementType`.
 /// Emits an error at `loc` and fails when the shapes do not broadcast.
