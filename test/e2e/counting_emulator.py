@@ -40,12 +40,7 @@ rng = np.random.default_rng(11)
 
 
 def export(name, module, samples):
-    data = module.data(samples, rng)
-    path = os.path.join(out, name + ".onnx")
-    zoo.export(module, data, path, 17)
-    npz = os.path.join(out, name + ".npz")
-    np.savez(npz, **data)
-    return path, npz
+    return zoo.export_with_data(module, samples, rng, out, name)
 
 
 def counted(tag, model, data, micro_batch, steps, **flags):

@@ -3,6 +3,7 @@ squared-error loss, a CNN, and a GPT. Each module's forward(*inputs) returns
 the loss, so torch.onnx.export gives a graph Accrue can train; the same
 module is PyTorch's reference."""
 import math
+import os
 
 import numpy as np
 import torch
@@ -144,6 +145,17 @@ def export(module, inputs, path, opset):
                       opset_version=opset,
                       training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False)
+
+
+def export_with_data(module, samples, rng, out, name, opset=17):
+    """Exports `module` to OUT/NAME.onnx and `samples` of its data (drawn
+    from `rng`) to OUT/NAME.npz; returns both paths."""
+    data = module.data(samples, rng)
+    path = os.path.join(out, name + ".onnx")
+    export(module, data, path, opset)
+    npz = os.path.join(out, name + ".npz")
+    np.savez(npz, **data)
+    return path, npz
 
 
 def comparable(name, value):
