@@ -167,7 +167,8 @@ int run(int argc, char **argv) {
   // refused now, not after the training it would have exported.
   if (!opts.exportPath.empty())
     artifact->checkFile(artifact->dir, artifact->model);
-  // So is a profile the artifact cannot count.
+  // So is a profile the artifact cannot count (kernelProfile() refuses
+  // it, naming the compile flag).
   if (!opts.kernelProfile.empty() && !artifact->countedAccesses)
     artifact->kernelProfile();
   // Join the data-parallel ranks first, so that errors name the rank.

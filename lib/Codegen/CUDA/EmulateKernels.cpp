@@ -18,7 +18,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace accrue::cuda {
 #define GEN_PASS_DEF_CUDAEMULATEKERNELS
@@ -60,14 +59,6 @@ Value constantI64(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 64);
 }
 
-/// The buffer a view is a view of: the step argument, global or allocation
-/// at the start of its chain of views.
-Value viewRoot(Value memref) {
-  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
-    memref = view.getViewSource();
-  return memref;
-}
-
 /// Instruments the global accesses of one launch body.
 class AccessInstrumenter {
 public:
@@ -85,11 +76,12 @@ public:
                      threadIds.y, threadIds.z})
       ids.push_back(toI64(b, loc, id));
     func::CallOp::create(b, loc, entries.thread, ids);
-    SmallVector<Operation *> accesses = accrue::cuda::globalAccesses(launch);
+    SmallVector<accrue::cuda::GlobalAccess> accesses =
+        accrue::cuda::globalAccesses(launch);
     // Every other memory effect on global memory would go uncounted.
     WalkResult unknown = launch.getBody().walk([&](Operation *op) {
       auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-      if (!effects || llvm::is_contained(accesses, op))
+      if (!effects || accrue::cuda::asGlobalAccess(op))
         return WalkResult::advance();
       SmallVector<MemoryEffects::EffectInstance> instances;
       effects.getEffects(instances);
@@ -99,8 +91,7 @@ public:
             isa<MemoryEffects::Allocate, MemoryEffects::Free>(
                 effect.getEffect()))
           continue;
-        Operation *def = viewRoot(value).getDefiningOp();
-        if (def && isa<memref::AllocaOp>(def) && launch->isAncestor(def))
+        if (accrue::cuda::isKernelLocal(launch, value))
           continue;
         op->emitError("cannot count the accesses of this operation: the "
                       "counting emulator knows memref and vector loads and "
@@ -111,29 +102,19 @@ public:
     });
     if (unknown.wasInterrupted())
       return failure();
-    for (auto [site, op] : llvm::enumerate(accesses))
-      instrumentAccess(op, site);
+    for (auto [site, access] : llvm::enumerate(accesses))
+      instrumentAccess(access, site);
     return success();
   }
 
 private:
-  void instrumentAccess(Operation *op, int64_t site) {
-    Value memref;
-    ValueRange indices;
-    int64_t width = 1;
-    if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      memref = load.getMemRef(), indices = load.getIndices();
-    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      memref = store.getMemRef(), indices = store.getIndices();
-    } else if (auto load = dyn_cast<vector::LoadOp>(op)) {
-      memref = load.getBase(), indices = load.getIndices();
-      width = load.getVectorType().getNumElements();
-    } else {
-      auto vstore = cast<vector::StoreOp>(op);
-      memref = vstore.getBase(), indices = vstore.getIndices();
-      width = vstore.getVectorType().getNumElements();
-    }
-    bool isStore = isa<memref::StoreOp, vector::StoreOp>(op);
+  void instrumentAccess(const accrue::cuda::GlobalAccess &access,
+                        int64_t site) {
+    Operation *op = access.op;
+    Value memref = access.memref;
+    ValueRange indices = access.indices;
+    int64_t width = access.width;
+    bool isStore = access.store;
     Location loc = op->getLoc();
     OpBuilder b(op);
     auto type = cast<MemRefType>(memref.getType());
@@ -168,7 +149,7 @@ private:
         b, loc, pointer, arith::MulIOp::create(b, loc, linear, eb));
 
     // The byte offset in the buffer it is a view of.
-    Value root = viewRoot(memref);
+    Value root = accrue::cuda::viewRoot(memref);
     auto rootType = cast<MemRefType>(root.getType());
     Value rootPointer =
         memref::ExtractAlignedPointerAsIndexOp::create(b, loc, root);
@@ -204,23 +185,20 @@ private:
     SmallVector<Value> safe;
     for (Value index : indices)
       safe.push_back(arith::SelectOp::create(b, loc, inBounds, index, zero));
-    if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      load.getIndicesMutable().assign(safe);
-    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      Value held = memref::LoadOp::create(b, loc, memref, safe);
-      store.getValueMutable().assign(arith::SelectOp::create(
-          b, loc, inBounds, store.getValueToStore(), held));
-      store.getIndicesMutable().assign(safe);
-    } else if (auto load = dyn_cast<vector::LoadOp>(op)) {
-      load.getIndicesMutable().assign(safe);
-    } else {
-      auto vstore = cast<vector::StoreOp>(op);
+    // Every access takes its indices last; a store, its value first.
+    if (isStore) {
       Value held =
-          vector::LoadOp::create(b, loc, vstore.getVectorType(), memref, safe);
-      vstore.getValueToStoreMutable().assign(arith::SelectOp::create(
-          b, loc, inBounds, vstore.getValueToStore(), held));
-      vstore.getIndicesMutable().assign(safe);
+          width > 1 ? vector::LoadOp::create(
+                          b, loc, cast<VectorType>(op->getOperand(0).getType()),
+                          memref, safe)
+                          .getResult()
+                    : memref::LoadOp::create(b, loc, memref, safe).getResult();
+      op->setOperand(0, arith::SelectOp::create(b, loc, inBounds,
+                                                op->getOperand(0), held));
     }
+    unsigned first = op->getNumOperands() - safe.size();
+    for (auto [d, index] : llvm::enumerate(safe))
+      op->setOperand(first + d, index);
   }
 
   /// A step argument's number, or ACCRUE_EMU_ROOT_OTHER plus the order in

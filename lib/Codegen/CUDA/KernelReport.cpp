@@ -19,6 +19,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -309,29 +310,6 @@ std::pair<int64_t, int64_t> multiplicity(Operation *op, Evaluator &host) {
 // One kernel
 //===----------------------------------------------------------------------===//
 
-/// A global load or store of a kernel.
-struct Access {
-  Operation *op;
-  Value memref;
-  ValueRange indices;
-  bool store;
-  int64_t width; // elements
-};
-
-std::optional<Access> asAccess(Operation *op) {
-  if (auto load = dyn_cast<memref::LoadOp>(op))
-    return Access{op, load.getMemRef(), load.getIndices(), false, 1};
-  if (auto store = dyn_cast<memref::StoreOp>(op))
-    return Access{op, store.getMemRef(), store.getIndices(), true, 1};
-  if (auto load = dyn_cast<vector::LoadOp>(op))
-    return Access{op, load.getBase(), load.getIndices(), false,
-                  load.getVectorType().getNumElements()};
-  if (auto store = dyn_cast<vector::StoreOp>(op))
-    return Access{op, store.getBase(), store.getIndices(), true,
-                  store.getVectorType().getNumElements()};
-  return std::nullopt;
-}
-
 /// Whether thread `eval` reaches `op` inside `launch` (the scf.if guards
 /// around it hold; unknown conditions count as taken).
 bool reaches(Operation *op, gpu::LaunchOp launch, Evaluator &eval) {
@@ -353,7 +331,7 @@ bool reaches(Operation *op, gpu::LaunchOp launch, Evaluator &eval) {
 
 /// The byte address of `access` for the thread of `eval` (relative to its
 /// buffer), if it does not depend on data.
-std::optional<int64_t> address(const Access &access, Evaluator &eval) {
+std::optional<int64_t> address(const GlobalAccess &access, Evaluator &eval) {
   auto type = cast<MemRefType>(access.memref.getType());
   SmallVector<int64_t> strides;
   int64_t offset;
@@ -410,8 +388,8 @@ public:
           ++kernel.parameterDivisions;
       }
     });
-    for (Operation *op : globalAccesses(launch))
-      kernel.accesses.push_back(describe(*asAccess(op), kernel, threads));
+    for (const GlobalAccess &access : globalAccesses(launch))
+      kernel.accesses.push_back(describe(access, kernel, threads));
     for (const KernelAccess &access : kernel.accesses) {
       kernel.memoryOpsPerThread += access.executions;
       kernel.tripCount = std::max(kernel.tripCount, access.executions);
@@ -450,7 +428,7 @@ private:
     // their lower bounds.
   }
 
-  KernelAccess describe(const Access &access, const KernelInfo &kernel,
+  KernelAccess describe(const GlobalAccess &access, const KernelInfo &kernel,
                         std::vector<Evaluator> &threads) {
     KernelAccess out;
     auto type = cast<MemRefType>(access.memref.getType());
@@ -581,17 +559,37 @@ std::string cuda::kernelNode(gpu::LaunchOp launch) {
   return node;
 }
 
-SmallVector<Operation *> cuda::globalAccesses(gpu::LaunchOp launch) {
-  SmallVector<Operation *> accesses;
+std::optional<GlobalAccess> cuda::asGlobalAccess(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return GlobalAccess{op, load.getMemRef(), load.getIndices(), false, 1};
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return GlobalAccess{op, store.getMemRef(), store.getIndices(), true, 1};
+  if (auto load = dyn_cast<vector::LoadOp>(op))
+    return GlobalAccess{op, load.getBase(), load.getIndices(), false,
+                        load.getVectorType().getNumElements()};
+  if (auto store = dyn_cast<vector::StoreOp>(op))
+    return GlobalAccess{op, store.getBase(), store.getIndices(), true,
+                        store.getVectorType().getNumElements()};
+  return std::nullopt;
+}
+
+Value cuda::viewRoot(Value memref) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  return memref;
+}
+
+bool cuda::isKernelLocal(gpu::LaunchOp launch, Value memref) {
+  Operation *def = viewRoot(memref).getDefiningOp();
+  return def && isa<memref::AllocaOp>(def) && launch->isAncestor(def);
+}
+
+SmallVector<GlobalAccess> cuda::globalAccesses(gpu::LaunchOp launch) {
+  SmallVector<GlobalAccess> accesses;
   launch.getBody().walk([&](Operation *op) {
-    std::optional<Access> access = asAccess(op);
-    if (!access)
-      return;
-    // Memory the kernel allocates for itself is registers, not global.
-    Operation *def = access->memref.getDefiningOp();
-    if (def && isa<memref::AllocaOp>(def) && launch->isAncestor(def))
-      return;
-    accesses.push_back(op);
+    if (std::optional<GlobalAccess> access = asGlobalAccess(op))
+      if (!isKernelLocal(launch, access->memref))
+        accesses.push_back(*access);
   });
   return accesses;
 }

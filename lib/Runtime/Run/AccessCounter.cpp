@@ -115,9 +115,6 @@ void AccessCounter::access(int64_t index, int64_t root, int64_t offset,
     occurrences.resize(index + 1, 0);
   uint64_t key = (uint64_t(index) << 32) | uint32_t(occurrences[index]++);
   requests[key].push_back({root, offset, bytes});
-  for (int64_t sector = offset / kSector;
-       sector <= (offset + bytes - 1) / kSector; ++sector)
-    uniqueSectors.insert((uint64_t(root) << kSectorBits) ^ uint64_t(sector));
   int64_t elementBytes = (flags >> ACCRUE_EMU_ELEMENT_SHIFT) & 0xff;
   checkRace(index, root, offset, address, bytes,
             std::max<int64_t>(elementBytes, 1), store);
@@ -133,12 +130,16 @@ void AccessCounter::flushWarp() {
     bool broadcast = lanes.size() > 1;
     for (const Lane &lane : lanes)
       broadcast &= lane.root == lanes[0].root && lane.offset == lanes[0].offset;
-    // Sectors of one request (a request reaches one buffer).
+    // Sectors of one request (a request reaches one buffer), and of the
+    // launch.
     sectors.clear();
     for (const Lane &lane : lanes)
       for (int64_t sector = lane.offset / kSector;
-           sector <= (lane.offset + lane.bytes - 1) / kSector; ++sector)
+           sector <= (lane.offset + lane.bytes - 1) / kSector; ++sector) {
         sectors.push_back(sector);
+        uniqueSectors.insert((uint64_t(lane.root) << kSectorBits) ^
+                             uint64_t(sector));
+      }
     std::sort(sectors.begin(), sectors.end());
     int64_t touched =
         std::unique(sectors.begin(), sectors.end()) - sectors.begin();

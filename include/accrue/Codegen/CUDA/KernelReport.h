@@ -145,11 +145,31 @@ std::string kernelName(mlir::Location loc, unsigned index);
 /// code: clipping, scaling).
 std::string kernelNode(mlir::gpu::LaunchOp launch);
 
+/// A memref or vector load or store: the memref, its indices, whether it
+/// stores, and the elements it moves (a vector access: its lanes).
+struct GlobalAccess {
+  mlir::Operation *op;
+  mlir::Value memref;
+  mlir::ValueRange indices;
+  bool store;
+  int64_t width;
+};
+/// `op` as a load or store, if it is one.
+std::optional<GlobalAccess> asGlobalAccess(mlir::Operation *op);
+
+/// The buffer `memref` is a view of: the step argument, global or
+/// allocation at the start of its chain of views.
+mlir::Value viewRoot(mlir::Value memref);
+
+/// Whether `memref` is (a view of) memory `launch` allocates for itself:
+/// registers, not global memory.
+bool isKernelLocal(mlir::gpu::LaunchOp launch, mlir::Value memref);
+
 /// The global loads and stores of `launch` (memref and vector loads and
 /// stores of memory it does not allocate itself), in program order: the
 /// report's `accesses` and the counting emulator's access sites
 /// (cuda-emulate-kernels{count-accesses}) are numbered by it.
-llvm::SmallVector<mlir::Operation *> globalAccesses(mlir::gpu::LaunchOp launch);
+llvm::SmallVector<GlobalAccess> globalAccesses(mlir::gpu::LaunchOp launch);
 
 /// The parameter that elements [offset, offset + count) of an arena
 /// argument lie in ("" when they span several).
