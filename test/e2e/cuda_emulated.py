@@ -62,7 +62,7 @@ def both(tag, model, data, micro_batch, steps, ranks=1, extra=(), **flags):
     return results
 
 
-def same(tag, cpu, emulated, rtol=2e-5, atol=1e-6):
+def same(tag, cpu, emulated, rtol=2e-5, atol=1e-6, metric_rtol=1e-5):
     (cpu_params, cpu_log, _), (emu_params, emu_log, manifest) = cpu, emulated
     # The emulated step takes its per-step scalars as buffers and its
     # temporaries from a workspace.
@@ -76,7 +76,8 @@ def same(tag, cpu, emulated, rtol=2e-5, atol=1e-6):
         assert set(a) == set(b), (a, b)
         for key in a:
             if isinstance(a[key], float):
-                assert abs(a[key] - b[key]) <= 1e-5 * abs(a[key]) + 1e-7, (key, a, b)
+                assert abs(a[key] - b[key]) <= metric_rtol * abs(a[key]) + 1e-7, \
+                    (key, a, b)
             else:
                 assert a[key] == b[key], (key, a, b)
     print("%s: %d steps, losses and parameters agree" % (tag, len(cpu_log)))
@@ -164,6 +165,12 @@ same("gpt 2 ranks", cpu, emulated)
 
 # BatchNorm's running statistics (the buffer arena, updated per micro-batch
 # on the device) with a partial last window (20 samples, windows of 8).
+# The first step's gradient norms agree to the last bit; the last window
+# (4 samples, BatchNorm over micro-batches of 2) amplifies what the two
+# targets' summation orders leave in the parameters after two updates: on a
+# host without AVX-512 (other vector widths, other orders) its norm differs
+# by 2.0e-5 relative while every parameter agrees within 2e-5.
 bn, bn_data = export("bn", zoo.BatchNormCNN(12), 20)
-same("batchnorm statistics", *both("bn", bn, bn_data, 2, 3, **common))
+same("batchnorm statistics", *both("bn", bn, bn_data, 2, 3, **common),
+     metric_rtol=5e-5)
 print("ok")

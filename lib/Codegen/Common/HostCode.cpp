@@ -201,6 +201,9 @@ LogicalResult accrue::linkSharedLibrary(StringRef objectPath,
       "-rpath=" + llvm::sys::path::parent_path(ACCRUE_LIBOMP).str();
   args.push_back(ACCRUE_LIBOMP);
   args.push_back(rpath);
+  // Conversions the target CPU has no instruction for are calls of
+  // compiler-rt's builtins (f32 to bf16 without AVX512-BF16), linked in.
+  args.push_back(ACCRUE_BUILTINS);
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(lldPath, args, std::nullopt, {}, 0, 0,
                                      &message);
