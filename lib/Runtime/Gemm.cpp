@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -105,6 +106,26 @@ GemmRunner &runner() {
   return installed;
 }
 
+/// Whether f32 `value` is exactly representable in bf16 or f16 (NaNs and
+/// infinities are).
+bool exactIn(float value, AccrueDType type) {
+  if (!std::isfinite(value) || value == 0)
+    return true;
+  if (type == ACCRUE_DTYPE_BFLOAT16) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    return (bits & 0xffff) == 0;
+  }
+  // f16: 11 significant bits, |x| <= 65504, no spacing below 2^-24.
+  float magnitude = std::fabs(value);
+  if (magnitude > 65504.0f)
+    return false;
+  int exponent;
+  std::frexp(magnitude, &exponent);
+  float units = std::ldexp(magnitude, -std::max(exponent - 11, -24));
+  return units == std::floor(units);
+}
+
 } // namespace
 
 namespace accrue::rt {
@@ -157,6 +178,22 @@ void runGemmOnHost(const GemmPlan &plan) {
   auto at = [](const BlasMatrix &x, int64_t batch, int64_t i, int64_t j) {
     return batch * x.batchStride + (x.transposed ? j + i * x.ld : i + j * x.ld);
   };
+  // f32 inputs the compiler found exact in bf16 or f16 are multiplied in
+  // that precision on a GPU: a value that is not would be rounded there.
+  // The host, which multiplies in f32, checks the claim.
+  if (plan.exact != ACCRUE_DTYPE_FLOAT32)
+    for (auto [x, name] : {std::pair{&a, "A"}, std::pair{&b, "B"}})
+      for (int64_t p = 0; p < plan.batch; ++p)
+        for (int64_t j = 0; j < x->cols; ++j)
+          for (int64_t i = 0; i < x->rows; ++i) {
+            float value = load(*x, p * x->batchStride + i + j * x->ld);
+            if (!exactIn(value, plan.exact))
+              throw Error(
+                  std::string("GEMM input ") + name + " holds " +
+                  std::to_string(value) + ", not exact in " +
+                  (plan.exact == ACCRUE_DTYPE_BFLOAT16 ? "bf16" : "f16") +
+                  " as the compiler found its values to be");
+          }
   float *out = reinterpret_cast<float *>(c.address);
   for (int64_t p = 0; p < plan.batch; ++p)
     for (int64_t j = 0; j < plan.n; ++j)

@@ -14,6 +14,7 @@
 #include "accrue-runtime/Session.h"
 #include "accrue-runtime/StepABI.h"
 
+#include "Gemm.h"
 #include "Run/AccessCounter.h"
 
 #include <nlohmann/json.hpp>
@@ -383,12 +384,51 @@ void accessCounter() {
 
 } // namespace
 
+/// The host GEMM checks the compiler's claim that f32 inputs hold bf16 or
+/// f16 values: the GPU multiplies such inputs in that precision.
+void exactGemmInputs() {
+  // A 1x2 times B 2x1, row-major; f32 inputs marked exact in `exact`.
+  auto product = [](float a0, float a1, AccrueDType exact) {
+    float a[2] = {a0, a1}, b[2] = {3.0f, 1.0f}, c[1] = {0.0f};
+    int64_t types = int64_t(exact) << 16;
+    GemmPlan plan = planGemm(1, 1, 1, 2, intptr_t(a), 2, 1, 0, intptr_t(b), 1,
+                             1, 0, intptr_t(c), 1, 1, 0, types, 0.0f);
+    runGemmOnHost(plan);
+    return c[0];
+  };
+  // 1 + 2^-7 has 8 significant bits (bf16's), 1 + 2^-8 has 9.
+  float bf16 = 1.0f + std::ldexp(1.0f, -7),
+        notBf16 = 1.0f + std::ldexp(1.0f, -8);
+  check(product(bf16, -2.0f, ACCRUE_DTYPE_BFLOAT16) == 3 * bf16 - 2,
+        "bf16-exact inputs multiply");
+  checkThrows([&] { product(notBf16, 1.0f, ACCRUE_DTYPE_BFLOAT16); },
+              "GEMM input A holds 1.003906, not exact in bf16",
+              "an input marked bf16-exact that is not");
+  check(product(notBf16, 1.0f, ACCRUE_DTYPE_FLOAT32) == 3 * notBf16 + 1,
+        "unmarked f32 inputs are not checked");
+  // f16: 11 significant bits, at most 65504, spacing 2^-24 at the bottom.
+  float f16 = 1.0f + std::ldexp(1.0f, -10);
+  check(product(f16, 65504.0f, ACCRUE_DTYPE_FLOAT16) == 3 * f16 + 65504.0f,
+        "f16-exact inputs multiply");
+  check(product(std::ldexp(3.0f, -24), 0.0f, ACCRUE_DTYPE_FLOAT16) ==
+            std::ldexp(9.0f, -24),
+        "an f16 subnormal is exact");
+  checkThrows(
+      [&] { product(1.0f + std::ldexp(1.0f, -11), 0, ACCRUE_DTYPE_FLOAT16); },
+      "not exact in f16", "12 significant bits");
+  checkThrows([&] { product(std::ldexp(1.0f, -25), 0, ACCRUE_DTYPE_FLOAT16); },
+              "not exact in f16", "below f16's smallest subnormal");
+  checkThrows([&] { product(65520.0f, 0, ACCRUE_DTYPE_FLOAT16); },
+              "not exact in f16", "above f16's largest value");
+}
+
 int main() {
   windows();
   accumulation();
   learningRates();
   sessionSettings();
   accessCounter();
+  exactGemmInputs();
   if (failures)
     return 1;
   std::printf("runtime units: all checks passed\n");

@@ -422,36 +422,116 @@ FailureOr<Plan> planGemm(linalg::GenericOp op, const Contraction &c) {
   return plan;
 }
 
-/// The precision a buffer's values are exact in: bf16 or f16 if its only
-/// writer stores widened bf16 or f16 values, else f32.
-AccrueDType exactIn(Value buffer) {
-  if (!buffer.getDefiningOp<memref::AllocOp>())
-    return ACCRUE_DTYPE_FLOAT32;
-  linalg::GenericOp writer;
-  for (Operation *user : buffer.getUsers()) {
-    auto generic = dyn_cast<linalg::GenericOp>(user);
-    if (!generic)
-      continue;
-    for (OpOperand &init : generic.getDpsInitsMutable()) {
-      if (init.get() != buffer)
+//===----------------------------------------------------------------------===//
+// Operands exact in a narrower precision
+//===----------------------------------------------------------------------===//
+
+/// Whether `scope` or an op nested in it may write memory overlapping
+/// `region`: a destination-style op through its inits, any other op through
+/// its write effects; an op whose effects are unknown may write anything.
+bool mayWrite(Operation *scope, const ViewRoot &region) {
+  auto overlapsRegion = [&](Value memref) {
+    std::optional<ViewRoot> root = rootOf(memref);
+    return !root || overlaps(*root, region);
+  };
+  WalkResult result = scope->walk([&](Operation *op) {
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(op)) {
+      for (Value init : dps.getDpsInits())
+        if (isa<BaseMemRefType>(init.getType()) && overlapsRegion(init))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    }
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!effects)
+      return op->hasTrait<OpTrait::HasRecursiveMemoryEffects>()
+                 ? WalkResult::advance()
+                 : WalkResult::interrupt();
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffects(instances);
+    for (const MemoryEffects::EffectInstance &instance : instances) {
+      if (!isa<MemoryEffects::Write>(instance.getEffect()))
         continue;
-      if (writer)
+      Value written = instance.getValue();
+      if (!written || !isa<BaseMemRefType>(written.getType()) ||
+          overlapsRegion(written))
+        return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return result.wasInterrupted();
+}
+
+/// Whether `view` is all of `base`: a chain of reshapes and casts of it.
+bool isWhole(Value view, Value base) {
+  while (view != base) {
+    Operation *op = view.getDefiningOp();
+    if (!isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp,
+                         memref::CastOp>(op))
+      return false;
+    view = op->getOperand(0);
+  }
+  return true;
+}
+
+AccrueDType exactIn(Value operand, Operation *reader);
+
+/// The precision the values `writer` leaves in `operand` (every element
+/// `operand` covers) are exact in, given that it is the last op to write
+/// any of `region`, `operand`'s memory.
+AccrueDType exactAfter(Operation *writer, Value operand,
+                       const ViewRoot &region) {
+  auto dps = dyn_cast<DestinationStyleOpInterface>(writer);
+  if (!dps)
+    return ACCRUE_DTYPE_FLOAT32;
+  OpOperand *init = nullptr;
+  for (OpOperand &candidate : dps.getDpsInitsMutable()) {
+    std::optional<ViewRoot> root = rootOf(candidate.get());
+    if (!root || overlaps(*root, region)) {
+      if (init)
         return ACCRUE_DTYPE_FLOAT32;
-      writer = generic;
+      init = &candidate;
     }
   }
-  if (!writer)
+  // The writer covers what the reader reads.
+  if (!init || (init->get() != operand && !(isWhole(init->get(), region.base) &&
+                                            isWhole(operand, region.base))))
     return ACCRUE_DTYPE_FLOAT32;
-  unsigned result = 0;
-  for (auto [i, init] : llvm::enumerate(writer.getDpsInits()))
-    if (init == buffer)
-      result = i;
-  Value yielded =
-      writer.getRegion().front().getTerminator()->getOperand(result);
+  // A transpose or a copy moves values as they are.
+  if (isa<linalg::TransposeOp, linalg::CopyOp>(writer))
+    return exactIn(dps.getDpsInputs().front(), writer);
+  auto generic = dyn_cast<linalg::GenericOp>(writer);
+  if (!generic)
+    return ACCRUE_DTYPE_FLOAT32;
+  for (Operation &op : generic.getRegion().front().without_terminator())
+    if (mayWrite(&op, region))
+      return ACCRUE_DTYPE_FLOAT32;
+  Value yielded = generic.getRegion().front().getTerminator()->getOperand(
+      init->getOperandNumber() - generic.getNumDpsInputs());
   auto ext = yielded.getDefiningOp<arith::ExtFOp>();
   if (!ext)
     return ACCRUE_DTYPE_FLOAT32;
   return gemmType(ext.getIn().getType()).value_or(ACCRUE_DTYPE_FLOAT32);
+}
+
+/// The precision the values `reader` reads through `operand` are exact in:
+/// bf16 or f16 if the last op to write them stores widened bf16 or f16
+/// values (or moves such values), else f32. The last writer is the nearest
+/// op before `reader` that may write any of the operand's memory, walking
+/// out of enclosing loops only where nothing in the loop writes it.
+AccrueDType exactIn(Value operand, Operation *reader) {
+  std::optional<ViewRoot> region = rootOf(operand);
+  if (!region)
+    return ACCRUE_DTYPE_FLOAT32;
+  for (Operation *at = reader;;) {
+    for (Operation *op = at->getPrevNode(); op; op = op->getPrevNode())
+      if (mayWrite(op, *region))
+        return exactAfter(op, operand, *region);
+    Operation *parent = at->getParentOp();
+    if (!parent || isa<FunctionOpInterface>(parent) ||
+        mayWrite(parent, *region))
+      return ACCRUE_DTYPE_FLOAT32;
+    at = parent;
+  }
 }
 
 /// The runtime's GEMM entry, declared once.
@@ -470,7 +550,7 @@ func::FuncOp gemmFunction(ModuleOp module) {
 
 /// Replaces `op` by a call of the GEMM entry.
 void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
-              func::FuncOp gemm) {
+              AccrueDType exact, func::FuncOp gemm) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto constant = [&](int64_t value) -> Value {
@@ -508,12 +588,8 @@ void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
         loc, offset, constant(type.getElementTypeBitWidth() / 8));
     return b.createOrFold<arith::AddIOp>(loc, base, bytes);
   };
-  AccrueDType exact = ACCRUE_DTYPE_FLOAT32;
-  if (plan.inputType == ACCRUE_DTYPE_FLOAT32) {
-    AccrueDType a = exactIn(plan.buffers[A]), bt = exactIn(plan.buffers[B]);
-    if (a == bt)
-      exact = a;
-  }
+  if (plan.inputType != ACCRUE_DTYPE_FLOAT32)
+    exact = ACCRUE_DTYPE_FLOAT32;
   int64_t types = int64_t(plan.inputType) | int64_t(ACCRUE_DTYPE_FLOAT32) << 8 |
                   int64_t(exact) << 16;
   Value beta;
@@ -585,13 +661,23 @@ struct CudaContractionsToGemmPass
         if (op.hasPureBufferSemantics() && matchContraction(op))
           contractions.push_back(op);
       });
-      // First the folds into the accumulator, on buffers, then the calls.
+      // First what the operands are exact in, on the IR as bufferized (a
+      // call that replaces a contraction hides what it writes), then the
+      // folds into the accumulator, then the calls.
+      SmallVector<AccrueDType> exact;
+      for (linalg::GenericOp op : contractions) {
+        Contraction c = *matchContraction(op);
+        AccrueDType lhs = exactIn(op.getDpsInputs()[c.lhs], op),
+                    rhs = exactIn(op.getDpsInputs()[c.rhs], op);
+        exact.push_back(lhs == rhs ? lhs : ACCRUE_DTYPE_FLOAT32);
+      }
       SmallVector<Start> starts;
       for (linalg::GenericOp op : contractions) {
         std::optional<bool> folded = foldIntoAccumulator(op, step);
         starts.push_back(folded && *folded ? Start::Accumulator : Start::Given);
       }
-      for (auto [op, start] : llvm::zip(contractions, starts)) {
+      for (auto [op, start, precision] :
+           llvm::zip(contractions, starts, exact)) {
         FailureOr<Plan> plan = planGemm(op, *matchContraction(op));
         if (failed(plan))
           continue; // stays a kernel
@@ -600,7 +686,7 @@ struct CudaContractionsToGemmPass
             fill.erase();
             start = Start::Zero;
           }
-        emitGemm(op, *plan, start, gemmFunction(module));
+        emitGemm(op, *plan, start, precision, gemmFunction(module));
       }
     }
   }

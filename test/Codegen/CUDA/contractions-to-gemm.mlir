@@ -202,6 +202,208 @@ func.func @precision(%a: memref<4x3xbf16>, %b: memref<3x5xbf16>, %c: memref<4x5x
 
 // -----
 
+// What an operand is exact in is decided by its LAST writer before the
+// contraction: widened bf16 values doubled in f32 afterwards are not
+// bf16-exact (types = 0: an fp32 multiply).
+
+// CHECK-LABEL: func @overwritten
+// CHECK: call @accrue_gemm({{.*}}, %c0, %{{[^,]+}})
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(i, j) -> (i, j)>
+func.func @overwritten(%a: memref<4x3xbf16>, %b: memref<3x5xbf16>, %c: memref<4x5xf32>) attributes {train.abi = [{train.name = "a", train.role = #train.role<batch>}, {train.name = "b", train.role = #train.role<batch>}, {train.name = "c", train.role = #train.role<batch>}]} {
+  %wa = memref.alloc() : memref<4x3xf32>
+  %wb = memref.alloc() : memref<3x5xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<4x3xbf16>) outs(%wa : memref<4x3xf32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %e = arith.extf %in : bf16 to f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%b : memref<3x5xbf16>) outs(%wb : memref<3x5xf32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %e = arith.extf %in : bf16 to f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]}
+      outs(%wa : memref<4x3xf32>) {
+  ^bb0(%o: f32):
+    %d = arith.addf %o, %o : f32
+    linalg.yield %d : f32
+  }
+  linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%wa, %wb : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Widened before a loop: a contraction in the loop reads bf16-exact values
+// when nothing in the loop writes them; when the loop writes one after the
+// contraction, the next iteration reads f32 values.
+
+// CHECK-LABEL: func @loops
+// CHECK: scf.for
+// CHECK: call @accrue_gemm({{.*}}, %c458752, %{{[^,]+}})
+// CHECK: scf.for
+// CHECK: call @accrue_gemm({{.*}}, %c0, %{{[^,]+}})
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(i, j) -> (i, j)>
+func.func @loops(%a: memref<4x3xbf16>, %b: memref<3x5xbf16>, %c: memref<4x5xf32>) attributes {train.abi = [{train.name = "a", train.role = #train.role<batch>}, {train.name = "b", train.role = #train.role<batch>}, {train.name = "c", train.role = #train.role<batch>}]} {
+  %wa = memref.alloc() : memref<4x3xf32>
+  %wb = memref.alloc() : memref<3x5xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<4x3xbf16>) outs(%wa : memref<4x3xf32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %e = arith.extf %in : bf16 to f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%b : memref<3x5xbf16>) outs(%wb : memref<3x5xf32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %e = arith.extf %in : bf16 to f32
+    linalg.yield %e : f32
+  }
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%wa, %wb : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %p = arith.mulf %x, %y : f32
+      %r = arith.addf %o, %p : f32
+      linalg.yield %r : f32
+    }
+  }
+  scf.for %j = %c0 to %c4 step %c1 {
+    linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%wa, %wb : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %p = arith.mulf %x, %y : f32
+      %r = arith.addf %o, %p : f32
+      linalg.yield %r : f32
+    }
+    linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]}
+        outs(%wa : memref<4x3xf32>) {
+    ^bb0(%o: f32):
+      %d = arith.addf %o, %o : f32
+      linalg.yield %d : f32
+    }
+  }
+  return
+}
+
+// -----
+
+// Views and moves: contractions reading a reshape of a widened buffer and a
+// transpose of a widened buffer read bf16-exact values; one reading a
+// buffer that was widened only in part (a subview) does not.
+
+// CHECK-LABEL: func @views
+// CHECK: call @accrue_gemm({{.*}}, %c458752, %{{[^,]+}})
+// CHECK: call @accrue_gemm({{.*}}, %c0, %{{[^,]+}})
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(i, j) -> (i, j)>
+#t = affine_map<(i, j) -> (j, i)>
+#i = affine_map<(i) -> (i)>
+func.func @views(%a: memref<12xbf16>, %b: memref<3x5xbf16>, %c: memref<4x5xf32>) attributes {train.abi = [{train.name = "a", train.role = #train.role<batch>}, {train.name = "b", train.role = #train.role<batch>}, {train.name = "c", train.role = #train.role<batch>}]} {
+  %flat = memref.alloc() : memref<12xf32>
+  %bt = memref.alloc() : memref<5x3xf32>
+  %wb = memref.alloc() : memref<3x5xf32>
+  %half = memref.alloc() : memref<4x3xf32>
+  linalg.generic {indexing_maps = [#i, #i], iterator_types = ["parallel"]}
+      ins(%a : memref<12xbf16>) outs(%flat : memref<12xf32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %e = arith.extf %in : bf16 to f32
+    linalg.yield %e : f32
+  }
+  %wa = memref.expand_shape %flat [[0, 1]] output_shape [4, 3] : memref<12xf32> into memref<4x3xf32>
+  linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%b : memref<3x5xbf16>) outs(%bt : memref<5x3xf32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %e = arith.extf %in : bf16 to f32
+    linalg.yield %e : f32
+  }
+  linalg.transpose ins(%bt : memref<5x3xf32>) outs(%wb : memref<3x5xf32>) permutation = [1, 0]
+  linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%wa, %wb : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  %part = memref.subview %half[0, 0] [2, 3] [1, 1] : memref<4x3xf32> to memref<2x3xf32, strided<[3, 1]>>
+  %wpart = memref.subview %wa[0, 0] [2, 3] [1, 1] : memref<4x3xf32> to memref<2x3xf32, strided<[3, 1]>>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%wpart : memref<2x3xf32, strided<[3, 1]>>) outs(%part : memref<2x3xf32, strided<[3, 1]>>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.truncf %in : f32 to bf16
+    %e = arith.extf %r : bf16 to f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%half, %wb : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// An op whose memory effects are unknown (a call) between the widening and
+// the contraction may have written the operand.
+
+// CHECK-LABEL: func @unknown_writer
+// CHECK: call @opaque
+// CHECK: call @accrue_gemm({{.*}}, %c0, %{{[^,]+}})
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(i, j) -> (i, j)>
+func.func private @opaque()
+func.func @unknown_writer(%a: memref<4x3xbf16>, %b: memref<3x5xbf16>, %c: memref<4x5xf32>) attributes {train.abi = [{train.name = "a", train.role = #train.role<batch>}, {train.name = "b", train.role = #train.role<batch>}, {train.name = "c", train.role = #train.role<batch>}]} {
+  %wa = memref.alloc() : memref<4x3xf32>
+  %wb = memref.alloc() : memref<3x5xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<4x3xbf16>) outs(%wa : memref<4x3xf32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %e = arith.extf %in : bf16 to f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%b : memref<3x5xbf16>) outs(%wb : memref<3x5xf32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %e = arith.extf %in : bf16 to f32
+    linalg.yield %e : f32
+  }
+  func.call @opaque() : () -> ()
+  linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%wa, %wb : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 // Not GEMMs: a reduction over a loop only one input has, and an operand
 // with unit stride along neither dimension. Both stay linalg ops.
 
