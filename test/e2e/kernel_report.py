@@ -39,11 +39,11 @@ model = os.path.join(out, "gpt.onnx")
 zoo.export(module, data, model, 17)
 
 
-def compile_report(name, k, target="cuda-emulated", fmt="json"):
+def compile_report(name, k, target="cuda-emulated", fmt="json", extra=(), micro_batch=B):
     art = os.path.join(out, name)
-    cmd = [e2e.tool("accrue-compile"), model, "-o", art, "--micro-batch", str(B),
+    cmd = [e2e.tool("accrue-compile"), model, "-o", art, "--micro-batch", str(micro_batch),
            "--accumulation-steps", str(k), "--clip-norm", "1", "--target", target,
-           "--kernel-report=" + fmt]
+           "--kernel-report=" + fmt] + list(extra)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return art, proc.stdout
@@ -105,6 +105,29 @@ thin = [g for g in report["gemms"] if g["m"] == 1 and g["n"] == 1]
 assert any(g["node"].endswith("LayerNormalization") and g["k"] == D for g in thin), thin
 assert totals["gemms_with_m_or_n_1"] == len([g for g in report["gemms"]
                                              if g["m"] == 1 or g["n"] == 1])
+
+# Under bf16 autocast every matrix product multiplies bf16 values: the
+# GEMMs take the f32 buffers the casts widened (or bf16 ones) and run on the
+# tensor cores, with fp32 accumulation. (The host GEMM of the emulated
+# target checks, at run time, that such inputs are exact in bf16.)
+_, printed_bf16 = compile_report("bf16", 4, extra=["--precision", "bf16"])
+bf16_gemms = json.loads(printed_bf16)["gemms"]
+products = [g for g in bf16_gemms if g["m"] > 1 or g["n"] > 1]
+assert len(products) == len([g for g in report["gemms"] if g["m"] > 1 or g["n"] > 1])
+assert all(g["multiply_type"] == "bf16" for g in products), \
+    [(g["node"], g["m"], g["n"], g["k"]) for g in products if g["multiply_type"] != "bf16"]
+
+# Column reductions (the biases' and LayerNorm's gamma and beta gradients)
+# over 16 x 8 = 128 rows are split into partials: their threads take
+# neighbouring columns, so a warp reads along a row. The only strided reads
+# left are rows too short to split (16 elements) read one thread per row:
+# the thread stride is the row's bytes.
+_, printed128 = compile_report("rows128", 1, micro_batch=16)
+for k in json.loads(printed128)["kernels"]:
+    for a in k["accesses"]:
+        if a["pattern"] == "strided":
+            assert a["thread_stride_bytes"] == k["trip_count"] * a["element_bytes"] \
+                and k["trip_count"] in (D, T, VOCAB), (k["name"], k["trip_count"], a)
 
 # The text report names them.
 _, text = compile_report("text", 4, fmt="text")

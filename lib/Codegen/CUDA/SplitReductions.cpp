@@ -53,6 +53,23 @@ findCombiner(linalg::GenericOp op) {
   return std::make_pair(combine, *kind);
 }
 
+/// Whether `op` reduces along rows of its inputs that are not contiguous:
+/// the innermost dimension of its widest input is an output dimension.
+bool isColumnReduction(linalg::GenericOp op) {
+  AffineMap widest;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (isa<RankedTensorType>(input->get().getType()) &&
+        (!widest || map.getNumResults() > widest.getNumResults()))
+      widest = map;
+  }
+  if (!widest || widest.getNumResults() == 0)
+    return false;
+  auto inner = dyn_cast<AffineDimExpr>(widest.getResults().back());
+  return inner && op.getIteratorTypesArray()[inner.getPosition()] ==
+                      utils::IteratorType::parallel;
+}
+
 /// Splits a reduction into two deterministic stages. For each point of
 /// the output (none for a full reduction into a rank-0 result, one per row
 /// otherwise), `threads` threads each fold a strided share of the reduced
@@ -129,9 +146,21 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
                 count,
                 std::min<int64_t>(rowThreads,
                                   std::max<int64_t>(32, (count + 31) / 32)));
-  // Partials: the output's shape, then the threads.
+  // A column reduction (the inputs' contiguous dimension is an output
+  // dimension: a bias gradient, LayerNorm's gamma) keeps its partials
+  // threads-first, so that neighbouring threads take neighbouring output
+  // points and read neighbouring elements; a row reduction keeps them
+  // threads-last (neighbouring threads read neighbouring elements of one
+  // row). Either way each partial folds the same elements in the same
+  // order.
+  bool threadsFirst = !full && isColumnReduction(op);
+  // Partials: the output's shape with the threads' dimension, first or
+  // last; `pointDim(j)` is where output dimension j is.
   SmallVector<int64_t> partialShape(outType.getShape());
-  partialShape.push_back(threads);
+  partialShape.insert(threadsFirst ? partialShape.begin() : partialShape.end(),
+                      threads);
+  int64_t threadDim = threadsFirst ? 0 : rank;
+  auto pointDim = [&](int64_t j) { return threadsFirst ? j + 1 : j; };
   auto partialType = RankedTensorType::get(partialShape, elementType);
   SmallVector<Value> dynamicSizes;
   for (int64_t j = 0; j < rank; ++j)
@@ -162,12 +191,12 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
         auto index = [&](OpBuilder &ib, int64_t v) {
           return arith::ConstantIndexOp::create(ib, l, v).getResult();
         };
-        Value p = linalg::IndexOp::create(b, l, rank);
+        Value p = linalg::IndexOp::create(b, l, threadDim);
         // The output point's loops.
         SmallVector<Value> dims(ranges.size());
         for (auto [d, j] : llvm::enumerate(outDimOfLoop))
           if (j >= 0)
-            dims[d] = linalg::IndexOp::create(b, l, j);
+            dims[d] = linalg::IndexOp::create(b, l, pointDim(j));
         auto chunk = scf::ForOp::create(
             b, l, index(b, 0), index(b, perThread), index(b, 1),
             ValueRange{args[0]},
@@ -222,8 +251,13 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
   SmallVector<AffineExpr> pointDims;
   for (int64_t j = 0; j < rank; ++j)
     pointDims.push_back(getAffineDimExpr(j, ctx));
+  // Stage 2 iterates (point, thread): the partials' map puts the thread
+  // where the partials have it.
+  SmallVector<AffineExpr> partialDims(pointDims);
+  partialDims.insert(threadsFirst ? partialDims.begin() : partialDims.end(),
+                     getAffineDimExpr(rank, ctx));
   SmallVector<AffineMap> stage2Maps = {
-      AffineMap::getMultiDimIdentityMap(rank + 1, ctx),
+      AffineMap::get(rank + 1, 0, partialDims, ctx),
       AffineMap::get(rank + 1, 0, pointDims, ctx)};
   SmallVector<utils::IteratorType> stage2Iterators(
       rank, utils::IteratorType::parallel);

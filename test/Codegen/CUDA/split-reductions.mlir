@@ -86,17 +86,21 @@ func.func @max(%x: tensor<256xf32>, %init: tensor<f32>) -> tensor<f32> {
 // -----
 
 // Left alone: too few elements, rows shorter than 128 elements (one thread
-// per row), and a combiner the pass does not know.
+// per row), a combiner the pass does not know, and a matrix-vector product
+// (M = 4: a GEMM for cuda-contractions-to-gemm).
 
 // CHECK-LABEL: func @left_alone
-// CHECK-COUNT-3: linalg.generic
+// CHECK-COUNT-4: linalg.generic
 // CHECK-NOT: linalg.generic
 #id = affine_map<(d0) -> (d0)>
 #all = affine_map<(d0) -> ()>
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
+#mk = affine_map<(d0, d1) -> (d0, d1)>
+#k = affine_map<(d0, d1) -> (d1)>
 func.func @left_alone(%small: tensor<8xf32>, %x: tensor<4x64xf32>, %y: tensor<256xf32>,
-                      %s: tensor<f32>, %r: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>, tensor<f32>) {
+                      %s: tensor<f32>, %r: tensor<4xf32>, %m: tensor<4x256xf32>)
+    -> (tensor<f32>, tensor<4xf32>, tensor<f32>, tensor<4xf32>) {
   %a = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction"]}
       ins(%small : tensor<8xf32>) outs(%s : tensor<f32>) {
   ^bb0(%in: f32, %out: f32):
@@ -115,7 +119,14 @@ func.func @left_alone(%small: tensor<8xf32>, %x: tensor<4x64xf32>, %y: tensor<25
     %v = arith.subf %out, %in : f32
     linalg.yield %v : f32
   } -> tensor<f32>
-  return %a, %b, %c : tensor<f32>, tensor<4xf32>, tensor<f32>
+  %d = linalg.generic {indexing_maps = [#mk, #k, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%m, %y : tensor<4x256xf32>, tensor<256xf32>) outs(%r : tensor<4xf32>) {
+  ^bb0(%in: f32, %v: f32, %out: f32):
+    %p = arith.mulf %in, %v : f32
+    %w = arith.addf %out, %p : f32
+    linalg.yield %w : f32
+  } -> tensor<4xf32>
+  return %a, %b, %c, %d : tensor<f32>, tensor<4xf32>, tensor<f32>, tensor<4xf32>
 }
 
 // -----
@@ -148,4 +159,37 @@ func.func @rows(%x: tensor<?x256xf32>, %init: tensor<?x1xf32>) -> tensor<?x1xf32
     linalg.yield %v : f32
   } -> tensor<?x1xf32>
   return %r : tensor<?x1xf32>
+}
+
+// -----
+
+// A column reduction (a bias gradient: 1024 rows of 64 contiguous
+// columns): the partials are threads-first, so that neighbouring threads
+// take neighbouring columns and a warp reads 32 contiguous elements of a
+// row; thread p of column c still folds rows p, p + 32, ... in order, and
+// one thread per column folds its 32 partials in order.
+
+// CHECK-DAG: #[[$TRANSPOSED:.+]] = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-DAG: #[[$COLUMN:.+]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func @columns
+// CHECK-SAME: (%[[X:.+]]: tensor<1024x64xf32>, %[[INIT:.+]]: tensor<64xf32>)
+// CHECK: %[[P0:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<32x64xf32>)
+// CHECK: %[[P:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} outs(%[[P0]] : tensor<32x64xf32>)
+// CHECK:   %[[T:.+]] = linalg.index 0 : index
+// CHECK:   %[[COL:.+]] = linalg.index 1 : index
+// CHECK:   scf.for %[[J:.+]] = %{{.+}} to %c32 step
+// CHECK:     %[[JP:.+]] = arith.muli %[[J]], %c32
+// CHECK:     %[[I:.+]] = arith.addi %[[JP]], %[[T]]
+// CHECK:     tensor.extract %[[X]]
+// CHECK: linalg.generic {indexing_maps = [#[[$TRANSPOSED]], #[[$COLUMN]]], iterator_types = ["parallel", "reduction"]} ins(%[[P]] : tensor<32x64xf32>) outs(%[[INIT]] : tensor<64xf32>)
+#all = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @columns(%x: tensor<1024x64xf32>, %init: tensor<64xf32>) -> tensor<64xf32> {
+  %r = linalg.generic {indexing_maps = [#all, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%x : tensor<1024x64xf32>) outs(%init : tensor<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %v = arith.addf %in, %out : f32
+    linalg.yield %v : f32
+  } -> tensor<64xf32>
+  return %r : tensor<64xf32>
 }
