@@ -84,7 +84,10 @@ def CudaSplitReductions
     there are at least `min-elements` of them (a third stage and more);
     rows of at least
     `min-row-elements` elements get a warp or more (32 elements a thread,
-    up to `row-threads`). The split is fixed by the sizes, so the result is
+    up to `row-threads`); a column reduction (the inputs' contiguous
+    dimension is an output dimension) keeps its partials threads-first, so
+    that neighbouring threads take neighbouring output points and a warp
+    reads along a row. The split is fixed by the sizes, so the result is
     the same on every run. Reductions whose combining operation is not
     recognized (add, mul, max, min) are left alone.
   }];
@@ -138,9 +141,11 @@ def CudaContractionsToGemm
     a part of the gradient accumulator is written there directly: beta = 0
     on the first micro-batch and 1 after when it is the only writer of that
     part, else 1; the temporary and the add disappear. bf16 and f16 inputs
-    are passed as such; f32 inputs whose only writer widened bf16 or f16
-    values are marked exact in that precision. Other contractions stay
-    linalg ops (and become kernels).
+    are passed as such; f32 inputs whose last writer before the product
+    (the nearest op that may write their memory, out of loops only where
+    nothing in the loop writes it, through transposes and copies) stored
+    widened bf16 or f16 values over all of them are marked exact in that
+    precision. Other contractions stay linalg ops (and become kernels).
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",
