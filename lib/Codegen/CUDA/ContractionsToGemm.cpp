@@ -117,6 +117,13 @@ bool overlaps(const ViewRoot &a, const ViewRoot &b) {
   return a.range->first < b.range->second && b.range->first < a.range->second;
 }
 
+/// Whether buffer `memref` may share memory with `region` (it does when
+/// its root cannot be told).
+bool mayOverlap(Value memref, const ViewRoot &region) {
+  std::optional<ViewRoot> root = rootOf(memref);
+  return !root || overlaps(*root, region);
+}
+
 /// Whether an op other than those in `skip`, nested in `scope`, uses
 /// memory overlapping `region` (views themselves do not count).
 bool touchedElsewhere(Operation *scope, const ViewRoot &region,
@@ -126,10 +133,8 @@ bool touchedElsewhere(Operation *scope, const ViewRoot &region,
         isa<memref::DimOp, memref::ExtractStridedMetadataOp>(op))
       return WalkResult::advance();
     for (Value operand : op->getOperands())
-      if (isa<BaseMemRefType>(operand.getType()))
-        if (std::optional<ViewRoot> root = rootOf(operand);
-            !root || overlaps(*root, region))
-          return WalkResult::interrupt();
+      if (isa<BaseMemRefType>(operand.getType()) && mayOverlap(operand, region))
+        return WalkResult::interrupt();
     return WalkResult::advance();
   });
   return result.wasInterrupted();
@@ -430,14 +435,10 @@ FailureOr<Plan> planGemm(linalg::GenericOp op, const Contraction &c) {
 /// `region`: a destination-style op through its inits, any other op through
 /// its write effects; an op whose effects are unknown may write anything.
 bool mayWrite(Operation *scope, const ViewRoot &region) {
-  auto overlapsRegion = [&](Value memref) {
-    std::optional<ViewRoot> root = rootOf(memref);
-    return !root || overlaps(*root, region);
-  };
   WalkResult result = scope->walk([&](Operation *op) {
     if (auto dps = dyn_cast<DestinationStyleOpInterface>(op)) {
       for (Value init : dps.getDpsInits())
-        if (isa<BaseMemRefType>(init.getType()) && overlapsRegion(init))
+        if (isa<BaseMemRefType>(init.getType()) && mayOverlap(init, region))
           return WalkResult::interrupt();
       return WalkResult::advance();
     }
@@ -453,7 +454,7 @@ bool mayWrite(Operation *scope, const ViewRoot &region) {
         continue;
       Value written = instance.getValue();
       if (!written || !isa<BaseMemRefType>(written.getType()) ||
-          overlapsRegion(written))
+          mayOverlap(written, region))
         return WalkResult::interrupt();
     }
     return WalkResult::advance();
@@ -485,8 +486,7 @@ AccrueDType exactAfter(Operation *writer, Value operand,
     return ACCRUE_DTYPE_FLOAT32;
   OpOperand *init = nullptr;
   for (OpOperand &candidate : dps.getDpsInitsMutable()) {
-    std::optional<ViewRoot> root = rootOf(candidate.get());
-    if (!root || overlaps(*root, region)) {
+    if (mayOverlap(candidate.get(), region)) {
       if (init)
         return ACCRUE_DTYPE_FLOAT32;
       init = &candidate;
@@ -548,7 +548,8 @@ func::FuncOp gemmFunction(ModuleOp module) {
   return function;
 }
 
-/// Replaces `op` by a call of the GEMM entry.
+/// Replaces `op` by a call of the GEMM entry; its f32 inputs hold values
+/// exact in `exact` (f32 when nothing narrower).
 void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
               AccrueDType exact, func::FuncOp gemm) {
   OpBuilder b(op);
@@ -588,8 +589,6 @@ void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
         loc, offset, constant(type.getElementTypeBitWidth() / 8));
     return b.createOrFold<arith::AddIOp>(loc, base, bytes);
   };
-  if (plan.inputType != ACCRUE_DTYPE_FLOAT32)
-    exact = ACCRUE_DTYPE_FLOAT32;
   int64_t types = int64_t(plan.inputType) | int64_t(ACCRUE_DTYPE_FLOAT32) << 8 |
                   int64_t(exact) << 16;
   Value beta;
@@ -664,12 +663,18 @@ struct CudaContractionsToGemmPass
       // First what the operands are exact in, on the IR as bufferized (a
       // call that replaces a contraction hides what it writes), then the
       // folds into the accumulator, then the calls.
+      // Only f32 inputs can hold narrower values.
       SmallVector<AccrueDType> exact;
       for (linalg::GenericOp op : contractions) {
         Contraction c = *matchContraction(op);
-        AccrueDType lhs = exactIn(op.getDpsInputs()[c.lhs], op),
-                    rhs = exactIn(op.getDpsInputs()[c.rhs], op);
-        exact.push_back(lhs == rhs ? lhs : ACCRUE_DTYPE_FLOAT32);
+        AccrueDType precision = ACCRUE_DTYPE_FLOAT32;
+        if (c.lhsElement.isF32() && c.rhsElement.isF32()) {
+          AccrueDType lhs = exactIn(op.getDpsInputs()[c.lhs], op),
+                      rhs = exactIn(op.getDpsInputs()[c.rhs], op);
+          if (lhs == rhs)
+            precision = lhs;
+        }
+        exact.push_back(precision);
       }
       SmallVector<Start> starts;
       for (linalg::GenericOp op : contractions) {
