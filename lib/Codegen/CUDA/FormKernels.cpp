@@ -384,10 +384,84 @@ scf::ForOp independentInnerLoop(scf::ForOp loop) {
   return inner;
 }
 
+/// How many row ranges a scatter's threads split its result into (see
+/// scatterStore): enough threads to fill the GPU for an embedding's
+/// gradient (64 x d), while each thread still reads every index once.
+constexpr int64_t kScatterRowRanges = 64;
+
+/// The one store of the independent iteration `inner` when the iteration
+/// is a read-modify-write of one element (a scatter-add: every load of the
+/// stored buffer reads the element it stores) into a buffer of static
+/// rows; null otherwise.
+memref::StoreOp scatterStore(scf::ForOp inner) {
+  memref::StoreOp store;
+  for (Operation &op : inner.getBody()->without_terminator()) {
+    if (auto s = dyn_cast<memref::StoreOp>(&op)) {
+      if (store)
+        return nullptr;
+      store = s;
+      continue;
+    }
+    if (op.getNumRegions() ||
+        !(isMemoryEffectFree(&op) || isa<memref::LoadOp>(&op)))
+      return nullptr;
+  }
+  if (!store)
+    return nullptr;
+  MemRefType type = store.getMemRefType();
+  if (type.getRank() == 0 || type.isDynamicDim(0) || type.getDimSize(0) < 2)
+    return nullptr;
+  for (Operation &op : inner.getBody()->without_terminator()) {
+    auto load = dyn_cast<memref::LoadOp>(&op);
+    if (load && load.getMemRef() == store.getMemRef() &&
+        load.getIndices() != store.getIndices())
+      return nullptr;
+  }
+  return store;
+}
+
+/// Guards the read-modify-write `store` of its element (and everything in
+/// its iteration only it uses: the element's load, the addend's load, the
+/// add) by `row <= store's row < row + rows`, so the thread only updates
+/// the rows of its range (it still computes every index).
+void guardRows(RewriterBase &rewriter, memref::StoreOp store, Value first,
+               int64_t rows) {
+  Location loc = store.getLoc();
+  Block *body = store->getBlock();
+  rewriter.setInsertionPoint(store);
+  Value offset =
+      arith::SubIOp::create(rewriter, loc, store.getIndices()[0], first);
+  Value inRange = arith::CmpIOp::create(
+      rewriter, loc, arith::CmpIPredicate::ult, offset,
+      arith::ConstantIndexOp::create(rewriter, loc, rows));
+  auto guard = scf::IfOp::create(rewriter, loc, inRange, /*withElse=*/false);
+  store->moveBefore(guard.thenBlock()->getTerminator());
+  // Backwards, so an op whose users all moved in follows them.
+  SmallVector<Operation *> before;
+  for (Operation &op : *body) {
+    if (&op == offset.getDefiningOp())
+      break;
+    before.push_back(&op);
+  }
+  for (Operation *op : llvm::reverse(before)) {
+    bool onlyInside = llvm::all_of(op->getUsers(), [&](Operation *user) {
+      return guard->isProperAncestor(user);
+    });
+    if (onlyInside && !op->use_empty())
+      op->moveBefore(&guard.thenBlock()->front());
+  }
+}
+
 /// Moves `loop` into a kernel: of one thread, or, when it only runs a loop
 /// of independent iterations, of one thread per iteration of that loop,
 /// each running `loop` for its own iteration. (For each element the
-/// iterations that write it stay in `loop`'s order: the same sums.)
+/// iterations that write it stay in `loop`'s order: the same sums.) When
+/// each iteration adds into one element (a scatter-add: an embedding's
+/// gradient walks the tokens, each adding a row of features), the
+/// result's rows are further split into ranges, one per block row of the
+/// grid (blockIdx.y): every thread walks all of `loop` but updates only
+/// the elements of its range, so each element still sums its terms in
+/// `loop`'s order, in one thread.
 void formSerialKernel(RewriterBase &rewriter, scf::ForOp loop,
                       int64_t blockSize) {
   if (scf::ForOp inner = independentInnerLoop(loop)) {
@@ -395,16 +469,41 @@ void formSerialKernel(RewriterBase &rewriter, scf::ForOp loop,
     rewriter.setInsertionPoint(loop);
     int64_t count = getConstantIntValue(inner.getUpperBound()).value();
     int64_t threads = std::min(blockSize, std::max<int64_t>(count, 1));
-    Value blocks = arith::ConstantIndexOp::create(
-        rewriter, loc, llvm::divideCeil(count, threads));
-    Value thread = createLinearLaunch(
-        rewriter, loc, blocks,
-        arith::ConstantIndexOp::create(rewriter, loc, threads));
+    memref::StoreOp store = scatterStore(inner);
+    int64_t rowsPerRange = 0, ranges = 1;
+    if (store) {
+      int64_t rows = store.getMemRefType().getDimSize(0);
+      rowsPerRange = llvm::divideCeil(rows, kScatterRowRanges);
+      ranges = llvm::divideCeil(rows, rowsPerRange);
+    }
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    auto launch = gpu::LaunchOp::create(
+        rewriter, loc,
+        arith::ConstantIndexOp::create(rewriter, loc,
+                                       llvm::divideCeil(count, threads)),
+        arith::ConstantIndexOp::create(rewriter, loc, ranges), one,
+        arith::ConstantIndexOp::create(rewriter, loc, threads), one, one);
+    Block &body = launch.getBody().front();
+    rewriter.setInsertionPointToStart(&body);
+    gpu::TerminatorOp::create(rewriter, loc);
+    rewriter.setInsertionPointToStart(&body);
+    Value thread = arith::AddIOp::create(
+        rewriter, loc,
+        arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
+                              launch.getBlockSize().x),
+        launch.getThreadIds().x);
+    Value firstRow;
+    if (store)
+      firstRow = arith::MulIOp::create(
+          rewriter, loc, launch.getBlockIds().y,
+          arith::ConstantIndexOp::create(rewriter, loc, rowsPerRange));
     Value inside = arith::CmpIOp::create(
         rewriter, loc, arith::CmpIPredicate::ult, thread,
         arith::ConstantIndexOp::create(rewriter, loc, count));
     auto guard = scf::IfOp::create(rewriter, loc, inside, /*withElse=*/false);
     loop->moveBefore(guard.thenBlock()->getTerminator());
+    if (store)
+      guardRows(rewriter, store, firstRow, rowsPerRange);
     // The inner loop's body, for this thread's iteration.
     SmallVector<Value> arguments{thread};
     llvm::append_range(arguments, inner.getInitArgs());

@@ -152,21 +152,30 @@ func.func @not_streaming(%x: memref<64xf32, strided<[1], offset: 2>>, %y: memref
 // A host loop over buffer elements (a scatter-add) runs in one thread; one
 // whose body is a loop of independent iterations (an embedding gradient:
 // tokens outside, features inside) runs one thread per inner iteration,
-// each walking the outer loop in order.
+// each walking the outer loop in order. Where each iteration only adds into
+// the element it reads, the table's 130 rows are split into 44 ranges of 3
+// rows (at most 64 ranges), one per grid row: every thread reads every
+// index but updates only the rows of its range.
 
 // CHECK-LABEL: func @scatter
-// CHECK: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}})
+// CHECK: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c1, %{{.+}} = %c1, %{{.+}} = %c1) threads(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c1, %{{.+}} = %c1, %{{.+}} = %c1)
 // CHECK:   scf.for %{{.+}} = %c0 to %c6
-// CHECK: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c2{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%[[BX:.+]] = %c256{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}})
-// CHECK:   %[[T:.+]] = arith.addi %{{.+}}, %[[TX]] : index
+// CHECK: gpu.launch blocks(%[[BX:.+]], %[[BY:.+]], %{{.+}}) in (%{{.+}} = %c2, %{{.+}} = %c44, %{{.+}} = %c1) threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%[[DX:.+]] = %c256, %{{.+}} = %c1, %{{.+}} = %c1)
+// CHECK:   %[[B:.+]] = arith.muli %[[BX]], %[[DX]] : index
+// CHECK:   %[[T:.+]] = arith.addi %[[B]], %[[TX]] : index
+// CHECK:   %[[FIRST:.+]] = arith.muli %[[BY]], %c3 : index
 // CHECK:   %[[IN:.+]] = arith.cmpi ult, %[[T]], %c300 : index
 // CHECK:   scf.if %[[IN]] {
 // CHECK:     scf.for %[[TOKEN:.+]] = %c0 to %c6
 // CHECK:       %[[ID:.+]] = memref.load %{{.+}}[%[[TOKEN]]] : memref<6xindex>
-// CHECK:       memref.load %{{.+}}[%[[ID]], %[[T]]] : memref<10x300xf32>
-// CHECK:       memref.store %{{.+}}, %{{.+}}[%[[ID]], %[[T]]] : memref<10x300xf32>
+// CHECK:       %[[OFF:.+]] = arith.subi %[[ID]], %[[FIRST]] : index
+// CHECK:       %[[MINE:.+]] = arith.cmpi ult, %[[OFF]], %c3 : index
+// CHECK:       scf.if %[[MINE]] {
+// CHECK:         memref.load %{{.+}}[%[[ID]], %[[T]]] : memref<130x300xf32>
+// CHECK:         memref.load %{{.+}}[%[[TOKEN]], %[[T]]] : memref<6x300xf32>
+// CHECK:         memref.store %{{.+}}, %{{.+}}[%[[ID]], %[[T]]] : memref<130x300xf32>
 // CHECK-NOT: nn.independent_iterations
-func.func @scatter(%ids: memref<6xindex>, %dy: memref<6x300xf32>, %table: memref<10x300xf32>) {
+func.func @scatter(%ids: memref<6xindex>, %dy: memref<6x300xf32>, %table: memref<130x300xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c6 = arith.constant 6 : index
@@ -174,15 +183,41 @@ func.func @scatter(%ids: memref<6xindex>, %dy: memref<6x300xf32>, %table: memref
   scf.for %n = %c0 to %c6 step %c1 {
     %id = memref.load %ids[%n] : memref<6xindex>
     %v = memref.load %dy[%n, %c0] : memref<6x300xf32>
-    memref.store %v, %table[%id, %c0] : memref<10x300xf32>
+    memref.store %v, %table[%id, %c0] : memref<130x300xf32>
   }
   scf.for %n = %c0 to %c6 step %c1 {
     scf.for %d = %c0 to %c300 step %c1 {
       %id = memref.load %ids[%n] : memref<6xindex>
-      %t = memref.load %table[%id, %d] : memref<10x300xf32>
+      %t = memref.load %table[%id, %d] : memref<130x300xf32>
       %v = memref.load %dy[%n, %d] : memref<6x300xf32>
       %s = arith.addf %t, %v : f32
-      memref.store %s, %table[%id, %d] : memref<10x300xf32>
+      memref.store %s, %table[%id, %d] : memref<130x300xf32>
+    } {nn.independent_iterations}
+  }
+  return
+}
+
+// -----
+
+// An iteration that reads another element of the buffer it stores to is
+// not split by rows (a thread of another range may write what it reads).
+
+// CHECK-LABEL: func @reads_another_row
+// CHECK: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c2, %{{.+}} = %c1, %{{.+}} = %c1) threads(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c256, %{{.+}} = %c1, %{{.+}} = %c1)
+// CHECK-NOT: arith.subi
+// CHECK: memref.store
+func.func @reads_another_row(%ids: memref<6xindex>, %table: memref<130x300xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c300 = arith.constant 300 : index
+  scf.for %n = %c0 to %c6 step %c1 {
+    scf.for %d = %c0 to %c300 step %c1 {
+      %id = memref.load %ids[%n] : memref<6xindex>
+      %t = memref.load %table[%id, %d] : memref<130x300xf32>
+      %u = memref.load %table[%c0, %d] : memref<130x300xf32>
+      %s = arith.addf %t, %u : f32
+      memref.store %s, %table[%id, %d] : memref<130x300xf32>
     } {nn.independent_iterations}
   }
   return
