@@ -42,6 +42,7 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createCudaFoldIntoContractions());
+  pm.addNestedPass<func::FuncOp>(createCudaHoistLoopInvariants());
   // No deallocation: every temporary becomes a view of the workspace.
   // After the last CSE: recomputed ops stay apart from their forward copies.
   pm.addNestedPass<func::FuncOp>(train::createTrainStripRecomputeBarriers());
