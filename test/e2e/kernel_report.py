@@ -125,6 +125,17 @@ bf16_gemms = json.loads(printed_bf16)["gemms"]
 bf16_totals = json.loads(printed_bf16)["totals"]
 # The weights' transposes and bf16 casts run once per step, before the loop.
 assert bf16_totals["loop_invariant_kernels_per_micro_batch"] == 0, bf16_totals
+# A Linear weight's transpose (16 x 16, 16 x 48, 16 x 64: sides multiples
+# of 4) is one thread per 4 x 4 tile with 16-byte reads and writes that
+# fill whole sectors (one thread per element read 4 bytes of a different
+# sector in every lane: 12.5%); the weights' casts read and write along
+# rows: every kernel of those nodes uses all the bytes it moves.
+bf16_kernels = json.loads(printed_bf16)["kernels"]
+weight_transposes = [k for k in bf16_kernels if k["node"].endswith("/Transpose")
+                     and any(x in k["node"] for x in ("qkv", "proj", "fc1", "fc2"))]
+assert all(k["sector_efficiency"] == 1 for k in weight_transposes), weight_transposes
+tiled = [k for k in weight_transposes if all(a["access_bytes"] == 16 for a in k["accesses"])]
+assert len(tiled) >= 8, [k["name"] for k in weight_transposes]
 products = [g for g in bf16_gemms if g["m"] > 1 or g["n"] > 1]
 assert len(products) == len([g for g in report["gemms"] if g["m"] > 1 or g["n"] > 1])
 assert all(g["multiply_type"] == "bf16" for g in products), \

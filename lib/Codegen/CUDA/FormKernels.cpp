@@ -348,6 +348,191 @@ LogicalResult formStreamingKernel(RewriterBase &rewriter, linalg::GenericOp op,
   return success();
 }
 
+/// The loop whose index is the last result of operand `k`'s map, where the
+/// operand is a buffer read or written 4 elements at a time along it: a
+/// map of loop dimensions only, a unit last stride, and a static offset and
+/// other strides that are multiples of 4 (buffers start 256-byte aligned),
+/// so that every 4-aligned run is one aligned vector access.
+std::optional<unsigned> vectorLoop(linalg::GenericOp op, unsigned k,
+                                   int64_t width) {
+  Value operand = op->getOperand(k);
+  auto type = dyn_cast<MemRefType>(operand.getType());
+  AffineMap map = op.getIndexingMapsArray()[k];
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!type || type.getRank() == 0 || !map.isProjectedPermutation() ||
+      map.getNumResults() != type.getRank() ||
+      !type.getElementType().isIntOrFloat() ||
+      type.getElementTypeBitWidth() % 8 != 0 ||
+      failed(type.getStridesAndOffset(strides, offset)) ||
+      strides.back() != 1 || ShapedType::isDynamic(offset) ||
+      offset % width != 0)
+    return std::nullopt;
+  for (int64_t stride : ArrayRef<int64_t>(strides).drop_back())
+    if (ShapedType::isDynamic(stride) || stride % width != 0)
+      return std::nullopt;
+  return cast<AffineDimExpr>(map.getResults().back()).getPosition();
+}
+
+/// The tiled form of an elementwise op that transposes (a weight's or
+/// attention's transpose, often with a cast): one thread per 4 x 4 tile of
+/// the two loops `a` (the input's contiguous dimension) and `b` (the
+/// output's). A thread reads 4 runs of 4 input elements along `a` and
+/// writes 4 runs of 4 output elements along `b`, one vector access each,
+/// computing the body for its 16 points in between (the op reads nothing
+/// else but scalars). Lanes are grouped so
+/// that a warp's accesses fill whole 32-byte sectors on both sides: Q
+/// neighbouring lanes take neighbouring tiles along `b` (Q x 4 output
+/// elements are 32 bytes: Q = 2 for f32, 4 for bf16), and the next lanes
+/// the next tiles along `a` (16 bytes each, contiguous). One thread per
+/// point instead reads 4 bytes of a different sector in every lane (12.5%
+/// of the sectors' bytes). Every output element is still computed once,
+/// from the same inputs: the same values.
+LogicalResult formTransposeKernel(RewriterBase &rewriter, linalg::GenericOp op,
+                                  int64_t blockSize) {
+  constexpr int64_t kTile = 4;
+  if (op.getNumReductionLoops() != 0 || op.getNumDpsInits() != 1 ||
+      op.getNumLoops() < 2 || !op.hasPureBufferSemantics() ||
+      !op.getRegion().front().getOps<scf::ForOp>().empty())
+    return failure();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return failure();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  unsigned numInputs = op.getNumDpsInputs();
+  unsigned outIndex = numInputs;
+  std::optional<unsigned> b = vectorLoop(op, outIndex, kTile);
+  if (!b || !maps[outIndex].isPermutation())
+    return failure();
+  // The transposed input: contiguous along another loop, strided along b.
+  std::optional<unsigned> a;
+  int64_t transposed = -1;
+  for (unsigned k = 0; k < numInputs && transposed < 0; ++k) {
+    std::optional<unsigned> inner = vectorLoop(op, k, kTile);
+    if (inner && *inner != *b && maps[k].isFunctionOfDim(*b)) {
+      a = inner;
+      transposed = k;
+    }
+  }
+  if (!a || ranges[*a] % kTile != 0 || ranges[*b] % kTile != 0)
+    return failure();
+  // Nothing else read element by element (those reads would scatter).
+  for (unsigned k = 0; k < numInputs; ++k) {
+    auto type = dyn_cast<MemRefType>(op->getOperand(k).getType());
+    if (k != static_cast<unsigned>(transposed) && type && type.getRank() != 0)
+      return failure();
+  }
+  auto outType = cast<MemRefType>(op.getDpsInits()[0].getType());
+  int64_t outBytes = outType.getElementTypeBitWidth() / 8;
+  int64_t tilesA = ranges[*a] / kTile, tilesB = ranges[*b] / kTile;
+  int64_t lanesB = std::max<int64_t>(1, 32 / (kTile * outBytes));
+  if (tilesB % lanesB != 0)
+    lanesB = 1;
+  int64_t total = tilesA * tilesB;
+  SmallVector<unsigned> others;
+  for (unsigned d = 0; d < op.getNumLoops(); ++d)
+    if (d != *a && d != *b) {
+      others.push_back(d);
+      total *= ranges[d];
+    }
+
+  Location loc = FusedLoc::get(op.getContext(), {op.getLoc()},
+                               rewriter.getStringAttr(kernelTag(op)));
+  rewriter.setInsertionPoint(op);
+  auto index = [&](OpBuilder &builder, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(builder, loc, v);
+  };
+  int64_t threads = std::min(blockSize, total);
+  Value thread = createLinearLaunch(
+      rewriter, loc, index(rewriter, llvm::divideCeil(total, threads)),
+      index(rewriter, threads));
+  Value inRange = arith::CmpIOp::create(
+      rewriter, loc, arith::CmpIPredicate::ult, thread, index(rewriter, total));
+  auto guard = scf::IfOp::create(rewriter, loc, inRange, false);
+  rewriter.setInsertionPointToStart(guard.thenBlock());
+  // thread = ((others * tilesB / lanesB + group) * tilesA + p) * lanesB + q
+  SmallVector<Value> ivs(op.getNumLoops());
+  Value rest = thread;
+  auto take = [&](int64_t extent) {
+    Value digit =
+        arith::RemUIOp::create(rewriter, loc, rest, index(rewriter, extent));
+    rest = arith::DivUIOp::create(rewriter, loc, rest, index(rewriter, extent));
+    return digit;
+  };
+  Value q = take(lanesB);
+  Value p = take(tilesA);
+  Value group = take(tilesB / lanesB);
+  for (unsigned d : llvm::reverse(others))
+    ivs[d] = take(ranges[d]);
+  ivs[*a] = arith::MulIOp::create(rewriter, loc, p, index(rewriter, kTile));
+  Value tileB = arith::AddIOp::create(
+      rewriter, loc,
+      arith::MulIOp::create(rewriter, loc, group, index(rewriter, lanesB)), q);
+  ivs[*b] = arith::MulIOp::create(rewriter, loc, tileB, index(rewriter, kTile));
+  auto at = [&](int64_t da, int64_t db) {
+    SmallVector<Value> point = ivs;
+    point[*a] =
+        arith::AddIOp::create(rewriter, loc, ivs[*a], index(rewriter, da));
+    point[*b] =
+        arith::AddIOp::create(rewriter, loc, ivs[*b], index(rewriter, db));
+    return point;
+  };
+
+  // The transposed input's 4 runs along a, one per row of b.
+  Value input = op->getOperand(transposed);
+  auto inType = cast<MemRefType>(input.getType());
+  auto inVector = VectorType::get({kTile}, inType.getElementType());
+  SmallVector<Value> runs;
+  for (int64_t db = 0; db < kTile; ++db)
+    runs.push_back(vector::LoadOp::create(
+        rewriter, loc, inVector, input,
+        applyMap(rewriter, loc, maps[transposed], at(0, db)),
+        /*nontemporal=*/false,
+        llvm::MaybeAlign(kTile * inType.getElementTypeBitWidth() / 8)));
+  Block &opBody = op.getRegion().front();
+  Value init = op.getDpsInits()[0];
+  auto outVector = VectorType::get({kTile}, outType.getElementType());
+  for (int64_t da = 0; da < kTile; ++da) {
+    SmallVector<Value> results;
+    for (int64_t db = 0; db < kTile; ++db) {
+      SmallVector<Value> point = at(da, db);
+      IRMapping mapping;
+      for (auto [k, operand] : llvm::enumerate(op->getOperands())) {
+        BlockArgument arg = opBody.getArgument(k);
+        if (arg.use_empty())
+          continue;
+        if (k == static_cast<unsigned>(transposed))
+          mapping.map(arg,
+                      vector::ExtractOp::create(rewriter, loc, runs[db], da)
+                          .getResult());
+        else if (!isa<MemRefType>(operand.getType()))
+          mapping.map(arg, operand); // a scalar input
+        else
+          mapping.map(arg, memref::LoadOp::create(
+                               rewriter, loc, operand,
+                               applyMap(rewriter, loc, maps[k], point)));
+      }
+      for (Operation &bodyOp : opBody.without_terminator()) {
+        if (auto indexOp = dyn_cast<linalg::IndexOp>(bodyOp)) {
+          mapping.map(indexOp.getResult(), point[indexOp.getDim()]);
+          continue;
+        }
+        rewriter.clone(bodyOp, mapping);
+      }
+      results.push_back(
+          mapping.lookupOrDefault(opBody.getTerminator()->getOperand(0)));
+    }
+    vector::StoreOp::create(
+        rewriter, loc,
+        vector::FromElementsOp::create(rewriter, loc, outVector, results), init,
+        applyMap(rewriter, loc, maps[outIndex], at(da, 0)),
+        /*nontemporal=*/false,
+        llvm::MaybeAlign(kTile * outType.getElementTypeBitWidth() / 8));
+  }
+  rewriter.eraseOp(op);
+  return success();
+}
+
 /// Whether host loop `loop` works on buffer elements itself (a scatter-add
 /// written as a loop): it runs in one thread as a whole.
 bool isSerialKernel(scf::ForOp loop) {
@@ -591,6 +776,8 @@ struct CudaFormKernelsPass
       }
       if (succeeded(
               formStreamingKernel(rewriter, generic, blockSize, maxBlocks)))
+        continue;
+      if (succeeded(formTransposeKernel(rewriter, generic, blockSize)))
         continue;
       if (failed(formKernel(rewriter, generic, blockSize)))
         return signalPassFailure();

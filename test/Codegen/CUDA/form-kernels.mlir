@@ -254,3 +254,74 @@ func.func @first_stage(%x: memref<65536xf32>, %partials: memref<1024xf32>) {
   }
   return
 }
+
+// -----
+
+// A transpose (here with a bf16 cast): one thread per 4 x 4 tile, reading
+// 4 runs of 4 elements along the input's rows and writing 4 along the
+// output's, each one aligned vector access. The output's 4 bf16 are 8
+// bytes, so 4 neighbouring lanes take neighbouring tiles along the
+// output's rows (32 bytes, a sector): thread t is tile
+// (a = (t / 4) % 4, b = (t / 16) * 4 + t % 4) of the 16 x 32 output.
+
+// CHECK-LABEL: func @transpose
+// CHECK: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c1, %{{.+}} = %c1, %{{.+}} = %c1) threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %c32, %{{.+}} = %c1, %{{.+}} = %c1)
+// CHECK: %[[Q:.+]] = arith.remui %[[TX]], %c4
+// CHECK: %[[R:.+]] = arith.divui %[[TX]], %c4
+// CHECK: %[[P:.+]] = arith.remui %[[R]], %c4
+// CHECK: %[[R2:.+]] = arith.divui %[[R]], %c4
+// CHECK: %[[G:.+]] = arith.remui %[[R2]], %c2
+// CHECK: %[[A:.+]] = arith.muli %[[P]], %c4
+// CHECK: %[[GQ:.+]] = arith.muli %[[G]], %c4
+// CHECK: %[[TB:.+]] = arith.addi %[[GQ]], %[[Q]]
+// CHECK: %[[B:.+]] = arith.muli %[[TB]], %c4
+// CHECK: vector.load %{{.+}}[%[[B]], %[[A]]] {alignment = 16 : i64} : memref<32x16xf32>, vector<4xf32>
+// CHECK-COUNT-3: vector.load %{{.+}} {alignment = 16 : i64} : memref<32x16xf32>, vector<4xf32>
+// CHECK-COUNT-4: arith.truncf
+// CHECK: vector.store %{{.+}}, %{{.+}}[%[[A]], %[[B]]] {alignment = 8 : i64} : memref<16x32xbf16>, vector<4xbf16>
+// CHECK-COUNT-3: vector.store %{{.+}} {alignment = 8 : i64} : memref<16x32xbf16>, vector<4xbf16>
+// CHECK-NOT: memref.load
+#tin = affine_map<(d0, d1) -> (d1, d0)>
+#tid = affine_map<(d0, d1) -> (d0, d1)>
+func.func @transpose(%x: memref<32x16xf32>, %y: memref<16x32xbf16>) {
+  linalg.generic {indexing_maps = [#tin, #tid], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<32x16xf32>) outs(%y : memref<16x32xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %v = arith.truncf %in : f32 to bf16
+    linalg.yield %v : bf16
+  }
+  return
+}
+
+// -----
+
+// Not tiled: a side not a multiple of 4, an input offset that is not
+// 4-aligned, and a second input read point by point.
+
+// CHECK-LABEL: func @transpose_left_alone
+// CHECK-NOT: vector.load
+// CHECK-NOT: vector.store
+#lin = affine_map<(d0, d1) -> (d1, d0)>
+#lid = affine_map<(d0, d1) -> (d0, d1)>
+func.func @transpose_left_alone(%x: memref<17x16xf32>, %y: memref<16x17xf32>,
+                                %v: memref<16x8xf32, strided<[8, 1], offset: 2>>,
+                                %w: memref<8x16xf32>,
+                                %u: memref<16x8xf32>, %z: memref<8x16xf32>) {
+  linalg.generic {indexing_maps = [#lin, #lid], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<17x16xf32>) outs(%y : memref<16x17xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#lin, #lid], iterator_types = ["parallel", "parallel"]}
+      ins(%v : memref<16x8xf32, strided<[8, 1], offset: 2>>) outs(%w : memref<8x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#lin, #lid, #lid], iterator_types = ["parallel", "parallel"]}
+      ins(%u, %w : memref<16x8xf32>, memref<8x16xf32>) outs(%z : memref<8x16xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %s = arith.addf %in, %in2 : f32
+    linalg.yield %s : f32
+  }
+  return
+}
