@@ -209,7 +209,17 @@ def CudaFormKernels : Pass<"cuda-form-kernels", "::mlir::func::FuncOp"> {
     buffers (the fused optimizer update) stream instead: a grid-stride loop
     of at most `max-blocks` blocks in which each thread moves 4 consecutive
     elements of every operand with one aligned vector access (16 bytes for
-    f32). Kernels use no shared memory and no barriers.
+    f32). A transpose (an elementwise op whose one buffer input is strided
+    along the output's contiguous dimension, a cast included) takes a
+    thread per 4 x 4 tile: 4 vector reads along the input's rows, 4 vector
+    writes along the output's, lanes grouped so that a warp fills whole
+    32-byte sectors on both sides. A host loop over buffer elements (a
+    scatter-add) runs in one thread, or, when its body is a loop of
+    independent iterations (an embedding's gradient: features inside the
+    tokens), one thread per iteration and range of the result's rows (at
+    most 64 ranges, the grid's y dimension), each updating only its rows:
+    every element still sums its terms in the loop's order. Kernels use
+    no shared memory and no barriers.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", "256",
