@@ -380,9 +380,9 @@ std::optional<unsigned> vectorLoop(linalg::GenericOp op, unsigned k,
 /// output's). A thread reads 4 runs of 4 input elements along `a` and
 /// writes 4 runs of 4 output elements along `b`, one vector access each,
 /// computing the body for its 16 points in between (the op reads nothing
-/// else but scalars). Lanes are grouped so
-/// that a warp's accesses fill whole 32-byte sectors on both sides: Q
-/// neighbouring lanes take neighbouring tiles along `b` (Q x 4 output
+/// else but scalars). Lanes are grouped so that a warp's accesses fill
+/// whole 32-byte sectors on both sides: Q neighbouring lanes take
+/// neighbouring tiles along `b` (Q x 4 output
 /// elements are 32 bytes: Q = 2 for f32, 4 for bf16), and the next lanes
 /// the next tiles along `a` (16 bytes each, contiguous). One thread per
 /// point instead reads 4 bytes of a different sector in every lane (12.5%
