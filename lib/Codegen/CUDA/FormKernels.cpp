@@ -55,13 +55,14 @@ SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
   return indices;
 }
 
-/// A 1-D gpu.launch of `blocks` x `threads` at the insertion point, which
-/// moves into its body; returns the thread's linear index there.
+/// A gpu.launch of `blocks` x `threads` at the insertion point (threads
+/// and blocks along x; `rows` rows of blocks along y where given), which
+/// moves into its body; returns the thread's linear index along x there.
 Value createLinearLaunch(RewriterBase &rewriter, Location loc, Value blocks,
-                         Value threads) {
+                         Value threads, Value rows) {
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  auto launch =
-      gpu::LaunchOp::create(rewriter, loc, blocks, one, one, threads, one, one);
+  auto launch = gpu::LaunchOp::create(rewriter, loc, blocks, rows ? rows : one,
+                                      one, threads, one, one);
   Block &body = launch.getBody().front();
   rewriter.setInsertionPointToStart(&body);
   gpu::TerminatorOp::create(rewriter, loc);
@@ -365,22 +366,13 @@ void formSerialKernel(RewriterBase &rewriter, scf::ForOp loop,
       rowsPerRange = llvm::divideCeil(rows, kScatterRowRanges);
       ranges = llvm::divideCeil(rows, rowsPerRange);
     }
-    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    auto launch = gpu::LaunchOp::create(
-        rewriter, loc,
-        arith::ConstantIndexOp::create(rewriter, loc,
-                                       llvm::divideCeil(count, threads)),
-        arith::ConstantIndexOp::create(rewriter, loc, ranges), one,
-        arith::ConstantIndexOp::create(rewriter, loc, threads), one, one);
-    Block &body = launch.getBody().front();
-    rewriter.setInsertionPointToStart(&body);
-    gpu::TerminatorOp::create(rewriter, loc);
-    rewriter.setInsertionPointToStart(&body);
-    Value thread = arith::AddIOp::create(
-        rewriter, loc,
-        arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
-                              launch.getBlockSize().x),
-        launch.getThreadIds().x);
+    Value blocks = arith::ConstantIndexOp::create(
+        rewriter, loc, llvm::divideCeil(count, threads));
+    Value blockDim = arith::ConstantIndexOp::create(rewriter, loc, threads);
+    Value rowsOfBlocks = arith::ConstantIndexOp::create(rewriter, loc, ranges);
+    Value thread =
+        createLinearLaunch(rewriter, loc, blocks, blockDim, rowsOfBlocks);
+    auto launch = cast<gpu::LaunchOp>(rewriter.getBlock()->getParentOp());
     Value firstRow;
     if (store)
       firstRow = arith::MulIOp::create(

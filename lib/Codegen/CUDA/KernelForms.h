@@ -23,10 +23,12 @@ llvm::SmallVector<mlir::Value> applyMap(mlir::OpBuilder &b, mlir::Location loc,
                                         mlir::AffineMap map,
                                         mlir::ValueRange ivs);
 
-/// A 1-D gpu.launch of `blocks` x `threads` at the insertion point, which
-/// moves into its body; returns the thread's linear index there.
+/// A gpu.launch of `blocks` x `threads` at the insertion point (threads
+/// and blocks along x; `rows` rows of blocks along y where given), which
+/// moves into its body; returns the thread's linear index along x there.
 mlir::Value createLinearLaunch(mlir::RewriterBase &rewriter, mlir::Location loc,
-                               mlir::Value blocks, mlir::Value threads);
+                               mlir::Value blocks, mlir::Value threads,
+                               mlir::Value rows = nullptr);
 
 /// What a kernel computes, for its name: "update" for the op that writes
 /// the parameters, else the ONNX node it comes from, else "kernel".
