@@ -18,6 +18,8 @@
 #   row, the gradient's element and a read-modify-write of the table's:
 #   its longest chain is b x T + 3 x the most frequent id's count in a
 #   micro-batch, counted from the data;
+# - the embedding's gradient by sorted rows writes no element twice, and
+#   its longest chain is set by the shapes, the same for skewed ids;
 # - the profile is the same for 1 and 2 CPU threads (test_accrue.py checks
 #   Python's Session.save_kernel_profile); accrue-train refuses --kernel-profile for
 #   an artifact compiled without counting, with one line naming the flag,
@@ -86,6 +88,34 @@ for kind in ("gru", "lstm"):
     counted(kind, rnn, rnn_data, 2, 1, **common)
 wide, wide_data = export("wide", zoo.GPT(5, vocab=300, d=128, heads=2, layers=1), 8)
 counted("wide", wide, wide_data, 2, 1, accumulation_steps=2, optimizer="none")
+
+# The embedding's gradient by sorted rows (micro-batches of 16 x 8 = 128
+# tokens): the keys written at their ranks and the segments' sums written
+# into their rows, a thread each, never write one element twice. Every
+# thread's chain is bounded by the shapes, whatever the ids: the longest
+# (a segment's last token: its key and the next, the tails of the 11 tiles
+# of 12 keys, ceil(sqrt(128)), then its own tile, two loads each, and the
+# row's store) is the same for ids drawn uniformly and for ids of which
+# 80% are one (a walk of every token would be 128 + 3 x its count).
+N = 16 * 8
+TILE = int(np.ceil(np.sqrt(N)))
+TILES = -(-(N + 1) // TILE)
+chains = []
+for skew in (False, True):
+    skew_rng = np.random.default_rng(4)
+    data = zoo.GPT(5, vocab=300, d=128, heads=2, layers=1).data(32, skew_rng)
+    if skew:
+        data["idx"][skew_rng.random(data["idx"].shape) < 0.8] = 7
+        data["idx"][:, 0] = -1
+    path = os.path.join(out, "sorted_%d.npz" % skew)
+    np.savez(path, **data)
+    _, sorted_profile = counted("sorted embedding gradient%s" % (", skewed" if skew else ""),
+                                wide, path, 16, 1, accumulation_steps=2, optimizer="none")
+    chains.append(max(k["longest_chain"] for k in sorted_profile["kernels"]
+                      if k["node"] == "/wte/Gather"))
+assert chains == [2 + 2 * TILES + 2 * TILE + 1] * 2, (chains, TILE, TILES)
+print("sorted embedding gradient: longest chain %d for uniform and skewed ids" % chains[0])
+
 dropout, dropout_data = export("dropout", zoo.GPT(4, dropout=0.2, loss="masked"), 16)
 counted("dropout", dropout, dropout_data, 2, 1, **common)
 bn, bn_data = export("bn", zoo.BatchNormCNN(12), 20)

@@ -12,9 +12,10 @@
 # (every thread writes only its own outputs). Models:
 # PyTorch exports of an MLP, a CNN, a GPT with padded tokens, GRU and LSTM
 # classifiers, a CNN with BatchNorm statistics, a partial last window,
-# Dropout, fp16 with dynamic loss scaling (the scale grows until steps
-# overflow, which both skip, and backs off, as GradScaler's rule), SGD with
-# momentum, a gradient-only step, and two data-parallel ranks.
+# Dropout, an embedding gradient by sorted rows over skewed ids, fp16 with
+# dynamic loss scaling (the scale grows until steps overflow, which both
+# skip, and backs off, as GradScaler's rule), SGD with momentum, a
+# gradient-only step, and two data-parallel ranks.
 #
 # REQUIRES: torch, mpi
 # RUN: rm -rf %t && mkdir -p %t
@@ -111,6 +112,19 @@ for kind in ("gru", "lstm"):
 wide, wide_data = export("wide", zoo.GPT(5, vocab=300, d=128, heads=2, layers=1), 8)
 same("wide gpt gradients", *both("wide", wide, wide_data, 2, 1, accumulation_steps=2,
                                  optimizer="none"))
+
+# The embedding's gradient by sorted rows (cuda-sort-gather-grads, 64
+# tokens or more): micro-batches of 16 x 8 tokens, most of them one id
+# (a segment over every tile), negative ids and the last row among them.
+skew_rng = np.random.default_rng(4)
+skewed = zoo.GPT(5, vocab=300, d=128, heads=2, layers=1).data(32, skew_rng)
+ids = skewed["idx"]
+ids[skew_rng.random(ids.shape) < 0.8] = 7
+ids[:, 0], ids[0, 1], ids[1, 1] = -1, 299, -300
+skewed_data = os.path.join(out, "skewed.npz")
+np.savez(skewed_data, **skewed)
+same("wide gpt, skewed ids, sorted embedding gradient",
+     *both("skewed", wide, skewed_data, 16, 1, accumulation_steps=2, optimizer="none"))
 
 dropout, dropout_data = export("dropout", zoo.GPT(4, dropout=0.2, loss="masked"), 16)
 same("gpt dropout", *both("dropout", dropout, dropout_data, 2, 2, **common))

@@ -9,6 +9,7 @@
 #   (feature, row range of the table) walking the micro-batch's b x T
 #   tokens, each thread updating only its rows (a data-dependent guard the
 #   report counts as taken: 4 accesses per token), from the model's sizes;
+#   from 64 tokens on, sorted by row: no thread walks the tokens;
 # - LayerNorm's per-row dot products are GEMMs with M = N = 1;
 # - the position embedding's forward (a gather at a constant arange) is
 #   the same in every micro-batch, the token embedding's is not;
@@ -72,14 +73,19 @@ assert totals["gemm_calls_per_step"] - report1["totals"]["gemm_calls_per_step"] 
 # each walking the b x T tokens in order (an id, and where the id is in
 # its range the gradient's element and the table's element read and
 # written: at most 4 accesses per token), so every table element sums its
-# tokens in the order one loop over them would.
+# tokens in the order one loop over them would. The lanes of a warp are
+# features of one token: they load its id from one address, so the report
+# takes the id as the same in every lane and the table's row as written
+# along its features, coalesced (the counting emulator's sectors agree,
+# counting_emulator.py), not indirect.
 wte = [k for k in kernels if k["node"] == "/wte/Gather" and k["trip_count"] > 1]
 assert len(wte) == 1, [k["name"] for k in kernels if "wte" in k["node"]]
 assert wte[0]["threads"] == D * VOCAB and wte[0]["trip_count"] == B * T, wte[0]
 assert wte[0]["grid"] == [1, VOCAB, 1] and wte[0]["block"] == [D, 1, 1], wte[0]
 assert wte[0]["memory_ops_per_thread"] == 4 * B * T, wte[0]
 stores = [a for a in wte[0]["accesses"] if a["op"] == "store"]
-assert stores and all(a["pattern"] == "indirect" for a in stores), stores
+assert stores and all(a["pattern"] == "coalesced" and a["sector_efficiency"] == 1
+                      for a in stores), stores
 assert wte[0]["launches_per_micro_batch"] == 1
 # The position embedding's gradient (its gather's indices are a constant
 # arange) is the adjoint itself: no loop, no one-thread kernel.
@@ -152,6 +158,24 @@ for k in json.loads(printed128)["kernels"]:
         if a["pattern"] == "strided":
             assert a["thread_stride_bytes"] == k["trip_count"] * a["element_bytes"] \
                 and k["trip_count"] in (D, T, VOCAB), (k["name"], k["trip_count"], a)
+
+# From 64 tokens a micro-batch on, the token embedding's gradient sorts its
+# tokens by row (cuda-sort-gather-grads): at 16 x 8 = 128 tokens, one
+# thread per token writes its key at its rank, one per (sorted token,
+# feature) writes its segment's sum, and no thread walks the tokens: the
+# longest chain is a segment's last token's (its key and the next, the
+# tails of 11 tiles of 12 keys, its own tile, two loads each, the store),
+# set by the shapes where the scatter's was up to 4 b T.
+N16 = 16 * T
+TILE = int(np.ceil(np.sqrt(N16)))
+TILES = -(-(N16 + 1) // TILE)
+wte16 = [k for k in json.loads(printed128)["kernels"] if k["node"] == "/wte/Gather"]
+indirect = [k for k in wte16 if any(a["op"] == "store" and a["pattern"] == "indirect"
+                                     for a in k["accesses"])]
+assert sorted(k["threads"] for k in indirect) == [N16, N16 * D], \
+    [(k["name"], k["threads"]) for k in indirect]
+assert max(k["memory_ops_per_thread"] for k in wte16) == 2 + 2 * TILES + 2 * TILE + 1 \
+    < 4 * N16, [(k["name"], k["memory_ops_per_thread"]) for k in wte16]
 
 # The text report names them.
 _, text = compile_report("text", 4, fmt="text")

@@ -251,14 +251,22 @@ bool isSerialKernel(scf::ForOp loop) {
   return touchesMemory && !walk.wasInterrupted();
 }
 
-/// The loop of independent iterations (nn::kIndependentIterations) that is
-/// all `loop` runs, from 0 in steps of 1 to a constant, if there is one.
+/// Whether `loop` is a loop of independent iterations
+/// (nn::kIndependentIterations) from 0 in steps of 1 to a constant.
+bool isIndependentLoop(scf::ForOp loop) {
+  return loop->hasAttr(accrue::nn::kIndependentIterations) &&
+         matchPattern(loop.getLowerBound(), m_Zero()) &&
+         matchPattern(loop.getStep(), m_One()) &&
+         getConstantIntValue(loop.getUpperBound());
+}
+
+/// The loop of independent iterations that is all `loop` runs, if there
+/// is one.
 scf::ForOp independentInnerLoop(scf::ForOp loop) {
   scf::ForOp inner;
   for (Operation &op : loop.getBody()->without_terminator()) {
     auto nested = dyn_cast<scf::ForOp>(&op);
-    if (nested && nested->hasAttr(accrue::nn::kIndependentIterations) &&
-        !inner) {
+    if (nested && isIndependentLoop(nested) && !inner) {
       inner = nested;
       continue;
     }
@@ -266,10 +274,7 @@ scf::ForOp independentInnerLoop(scf::ForOp loop) {
       return nullptr;
   }
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
-  if (!inner || !matchPattern(inner.getLowerBound(), m_Zero()) ||
-      !matchPattern(inner.getStep(), m_One()) ||
-      !getConstantIntValue(inner.getUpperBound()) ||
-      yield.getOperands() != ValueRange(inner.getResults()))
+  if (!inner || yield.getOperands() != ValueRange(inner.getResults()))
     return nullptr;
   return inner;
 }
@@ -342,11 +347,13 @@ void guardRows(RewriterBase &rewriter, memref::StoreOp store, Value first,
   }
 }
 
-/// Moves `loop` into a kernel: of one thread, or, when it only runs a loop
-/// of independent iterations, of one thread per iteration of that loop,
-/// each running `loop` for its own iteration. (For each element the
-/// iterations that write it stay in `loop`'s order: the same sums.) When
-/// each iteration adds into one element (a scatter-add: an embedding's
+/// Moves `loop` into a kernel: of one thread per iteration when its own
+/// iterations are independent (the sorted gather gradient's writes of
+/// distinct elements, cuda-sort-gather-grads); of one thread, or, when it
+/// only runs a loop of independent iterations, of one thread per
+/// iteration of that loop, each running `loop` for its own iteration. (For each
+/// element the iterations that write it stay in `loop`'s order: the same sums.)
+/// When each iteration adds into one element (a scatter-add: an embedding's
 /// gradient walks the tokens, each adding a row of features), the
 /// result's rows are further split into ranges, one per block row of the
 /// grid (blockIdx.y): every thread walks all of `loop` but updates only
@@ -354,12 +361,18 @@ void guardRows(RewriterBase &rewriter, memref::StoreOp store, Value first,
 /// `loop`'s order, in one thread.
 void formSerialKernel(RewriterBase &rewriter, scf::ForOp loop,
                       int64_t blockSize) {
-  if (scf::ForOp inner = independentInnerLoop(loop)) {
-    Location loc = loop.getLoc();
+  scf::ForOp inner =
+      isIndependentLoop(loop) ? loop : independentInnerLoop(loop);
+  if (inner) {
+    // Named after its ONNX node, as formKernel names a kernel.
+    std::string node = accrue::cuda::nodeOf(loop.getLoc());
+    Location loc =
+        FusedLoc::get(loop.getContext(), {loop.getLoc()},
+                      rewriter.getStringAttr(node.empty() ? "kernel" : node));
     rewriter.setInsertionPoint(loop);
     int64_t count = getConstantIntValue(inner.getUpperBound()).value();
     int64_t threads = std::min(blockSize, std::max<int64_t>(count, 1));
-    memref::StoreOp store = scatterStore(inner);
+    memref::StoreOp store = inner == loop ? nullptr : scatterStore(inner);
     int64_t rowsPerRange = 0, ranges = 1;
     if (store) {
       int64_t rows = store.getMemRefType().getDimSize(0);
@@ -385,7 +398,7 @@ void formSerialKernel(RewriterBase &rewriter, scf::ForOp loop,
     loop->moveBefore(guard.thenBlock()->getTerminator());
     if (store)
       guardRows(rewriter, store, firstRow, rowsPerRange);
-    // The inner loop's body, for this thread's iteration.
+    // The independent loop's body, for this thread's iteration.
     SmallVector<Value> arguments{thread};
     llvm::append_range(arguments, inner.getInitArgs());
     rewriter.inlineBlockBefore(inner.getBody(), inner, arguments);

@@ -388,8 +388,10 @@ public:
           ++kernel.parameterDivisions;
       }
     });
-    for (const GlobalAccess &access : globalAccesses(launch))
-      kernel.accesses.push_back(describe(access, kernel, threads));
+    SmallVector<GlobalAccess> accesses = globalAccesses(launch);
+    std::vector<Evaluator> addressed = bindUniformLoads(accesses, threads);
+    for (const GlobalAccess &access : accesses)
+      kernel.accesses.push_back(describe(access, kernel, threads, addressed));
     for (const KernelAccess &access : kernel.accesses) {
       kernel.memoryOpsPerThread += access.executions;
       kernel.tripCount = std::max(kernel.tripCount, access.executions);
@@ -428,8 +430,41 @@ private:
     // their lower bounds.
   }
 
+  /// The lanes' evaluators for addresses: where every lane of the warp
+  /// loads an integer from one address (a token's id, a sorted key: what
+  /// the lanes of one row share), the value is the same in each lane (no
+  /// other thread of the launch writes what it reads: the counting
+  /// emulator checks that) and is taken as 0, so that addresses computed
+  /// from it keep their lanes' differences (a gathered row read along its
+  /// features is coalesced, not indirect). Program order: a load's
+  /// address only uses loads before it. Guards and trip counts keep the
+  /// plain evaluators (a data-dependent guard counts as taken).
+  std::vector<Evaluator>
+  bindUniformLoads(ArrayRef<GlobalAccess> accesses,
+                   const std::vector<Evaluator> &threads) {
+    std::vector<Evaluator> addressed = threads;
+    if (addressed.size() < 2)
+      return addressed;
+    for (const GlobalAccess &access : accesses) {
+      if (access.store || access.width != 1 ||
+          access.op->getNumResults() != 1 ||
+          !access.op->getResult(0).getType().isIntOrIndex())
+        continue;
+      std::optional<int64_t> first = address(access, addressed[0]);
+      bool uniform = first.has_value();
+      for (size_t lane = 1; uniform && lane < addressed.size(); ++lane)
+        uniform = address(access, addressed[lane]) == first;
+      if (!uniform)
+        continue;
+      for (Evaluator &eval : addressed)
+        eval.bind(access.op->getResult(0), 0);
+    }
+    return addressed;
+  }
+
   KernelAccess describe(const GlobalAccess &access, const KernelInfo &kernel,
-                        std::vector<Evaluator> &threads) {
+                        std::vector<Evaluator> &threads,
+                        std::vector<Evaluator> &addressed) {
     KernelAccess out;
     auto type = cast<MemRefType>(access.memref.getType());
     out.store = access.store;
@@ -472,9 +507,9 @@ private:
     }
     // The first warp's request.
     std::vector<std::optional<int64_t>> addresses;
-    for (Evaluator &eval : threads)
+    for (auto [eval, addressEval] : llvm::zip(threads, addressed))
       if (reaches(access.op, launch, eval))
-        addresses.push_back(address(access, eval));
+        addresses.push_back(address(access, addressEval));
     out.activeLanes = addresses.size();
     if (llvm::any_of(addresses, [](auto a) { return !a; })) {
       out.pattern = AccessPattern::Indirect;

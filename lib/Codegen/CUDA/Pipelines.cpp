@@ -29,6 +29,7 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(nn::createUnrollScans());
   pm.addNestedPass<func::FuncOp>(createCudaDeviceScalars());
   pm.addNestedPass<func::FuncOp>(createCudaDeviceLossScale());
+  pm.addNestedPass<func::FuncOp>(createCudaSortGatherGrads());
   pm.addNestedPass<func::FuncOp>(createConvertNNToLinalg());
   pm.addNestedPass<func::FuncOp>(createConvertTrainToLinalg());
   pm.addPass(createCanonicalizerPass());

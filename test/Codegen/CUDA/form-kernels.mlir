@@ -225,6 +225,35 @@ func.func @reads_another_row(%ids: memref<6xindex>, %table: memref<130x300xf32>)
 
 // -----
 
+// A loop whose own iterations are independent (writes of distinct
+// elements: cuda-sort-gather-grads' keys at their ranks): one thread per
+// iteration, the body run for the thread's index, no row ranges.
+
+// CHECK-LABEL: func @independent
+// CHECK: gpu.launch blocks(%[[BX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %c3, %{{.+}} = %c1, %{{.+}} = %c1) threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%[[DX:.+]] = %c256, %{{.+}} = %c1, %{{.+}} = %c1)
+// CHECK:   %[[B:.+]] = arith.muli %[[BX]], %[[DX]] : index
+// CHECK:   %[[T:.+]] = arith.addi %[[B]], %[[TX]] : index
+// CHECK:   %[[IN:.+]] = arith.cmpi ult, %[[T]], %c600 : index
+// CHECK:   scf.if %[[IN]] {
+// CHECK-NOT: scf.for
+// CHECK:     %[[AT:.+]] = memref.load %{{.+}}[%[[T]]] : memref<600xindex>
+// CHECK:     %[[V:.+]] = memref.load %{{.+}}[%[[T]]] : memref<600xf32>
+// CHECK:     memref.store %[[V]], %{{.+}}[%[[AT]]] : memref<600xf32>
+// CHECK-NOT: nn.independent_iterations
+func.func @independent(%ranks: memref<600xindex>, %x: memref<600xf32>, %y: memref<600xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c600 = arith.constant 600 : index
+  scf.for %t = %c0 to %c600 step %c1 {
+    %at = memref.load %ranks[%t] : memref<600xindex>
+    %v = memref.load %x[%t] : memref<600xf32>
+    memref.store %v, %y[%at] : memref<600xf32>
+  } {nn.independent_iterations}
+  return
+}
+
+// -----
+
 // A full reduction's first stage (rank 1, a loop in its body) is not
 // streamed: one thread per partial, each running its own loop (streamed,
 // a thread would run 4 partials' loops and neighbours read 4 apart).

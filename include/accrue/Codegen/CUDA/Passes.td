@@ -127,6 +127,46 @@ def CudaFoldIntoContractions
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def CudaSortGatherGrads
+    : Pass<"cuda-sort-gather-grads", "::mlir::func::FuncOp"> {
+  let summary = "An embedding's gradient by sorting its tokens by row";
+  let description = [{
+    Rewrites `nn.gather_grad` along axis 0 (an embedding table's gradient:
+    each token's row of the adjoint added into the row its id names) when
+    the ids are computed at run time and there are at least `min-tokens`
+    of them. As a loop over the tokens (nn-to-linalg's scatter-add) every
+    thread of the kernel walks every token, and the one that owns a
+    frequent id makes all of its updates in a chain. Instead, as PyTorch's
+    deterministic embedding backward does, the tokens are sorted by (row,
+    position) and each row's segment of the sorted tokens is summed:
+    - the rank of each token's key, row x tokens + position, among all
+      keys (a reduction over the tokens that `cuda-split-reductions`
+      splits): keys are distinct, so the ranks are a permutation;
+    - the keys written at their ranks (a loop of independent iterations:
+      one thread per token in `cuda-form-kernels`), in tiles of about
+      sqrt(tokens) keys, padded past every row;
+    - per tile and feature, the sum of the tile's tokens of the row its
+      last token names (the part of a segment that may go on into the
+      next tile);
+    - per sorted token that ends its row's segment and per feature (one
+      thread each; no two write one element), the segment's sum: the
+      tails of the segment's earlier tiles, then its tokens in its own
+      tile, each in order, from 0, written into zero rows.
+    Every thread's work is bounded by the shapes (tile + tiles terms),
+    whatever the ids; the sums are deterministic. A segment within one
+    tile sums its tokens in their order from 0, as the scatter-add does;
+    one over several tiles sums each tile's part first. Ids wrap and
+    clamp as `nn.gather` reads them.
+  }];
+  let options = [
+    Option<"minTokens", "min-tokens", "int64_t", "64",
+           "Fewer tokens keep the scatter-add">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def CudaHoistLoopInvariants
     : Pass<"cuda-hoist-loop-invariants", "::mlir::func::FuncOp"> {
   let summary = "Compute what every micro-batch computes alike once per step";
