@@ -70,6 +70,143 @@ bool isColumnReduction(linalg::GenericOp op) {
                       utils::IteratorType::parallel;
 }
 
+/// The loops of a reduction with one output that every parallel loop
+/// indexes (unit output dimensions may be constant zeros), of static
+/// reduced extents.
+struct ReductionLoops {
+  SmallVector<int64_t> ranges;
+  /// The output dimension each loop is (-1 for the reduced loops).
+  SmallVector<int64_t> outDimOfLoop;
+  /// The reduced loops, in order.
+  SmallVector<unsigned> reduced;
+  /// Reduced elements per output point.
+  int64_t count = 1;
+};
+
+std::optional<ReductionLoops> reductionLoops(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumResults() != 1 || op.getNumReductionLoops() == 0 ||
+      !isa<RankedTensorType>(op.getDpsInits()[0].getType()))
+    return std::nullopt;
+  ReductionLoops loops;
+  loops.ranges = op.getStaticLoopRanges();
+  loops.outDimOfLoop.assign(op.getNumLoops(), -1);
+  auto iterators = op.getIteratorTypesArray();
+  for (auto [j, expr] :
+       llvm::enumerate(op.getIndexingMapsArray().back().getResults())) {
+    if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
+      if (iterators[dim.getPosition()] != utils::IteratorType::parallel)
+        return std::nullopt;
+      loops.outDimOfLoop[dim.getPosition()] = j;
+      continue;
+    }
+    auto constant = dyn_cast<AffineConstantExpr>(expr);
+    if (!constant || constant.getValue() != 0)
+      return std::nullopt;
+  }
+  for (auto [d, kind] : llvm::enumerate(iterators)) {
+    if (kind == utils::IteratorType::parallel) {
+      if (loops.outDimOfLoop[d] < 0)
+        return std::nullopt;
+      continue;
+    }
+    if (ShapedType::isDynamic(loops.ranges[d]))
+      return std::nullopt;
+    loops.reduced.push_back(d);
+    loops.count *= loops.ranges[d];
+  }
+  return loops;
+}
+
+/// A parallel linalg.generic writing `init` (of the output's points, with
+/// a dimension of `threads` threads at `threadDim` when that is not -1) in
+/// which thread p of each point folds the reduced elements p, p + T, ...
+/// of `op`, in order, with `op`'s body, in a loop of its own (a loop in the
+/// body: linalg needs every loop to index an operand), from `start`.
+Value foldInLoops(RewriterBase &rewriter, linalg::GenericOp op,
+                  const ReductionLoops &loops, Value init, int64_t threads,
+                  int64_t threadDim,
+                  function_ref<Value(OpBuilder &, Location)> start) {
+  Location loc = op.getLoc();
+  auto type = cast<RankedTensorType>(init.getType());
+  int64_t rank = type.getRank();
+  auto pointDim = [&](int64_t j) { return threadDim == 0 ? j + 1 : j; };
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(rank, op.getContext())};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  SmallVector<AffineMap> oldMaps = op.getIndexingMapsArray();
+  Block &oldBody = op.getRegion().front();
+  SmallVector<Value> oldInputs(op.getDpsInputs());
+  int64_t perThread = (loops.count + threads - 1) / threads;
+  auto fold = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{init}, maps,
+      iterators, [&](OpBuilder &b, Location l, ValueRange) {
+        auto index = [&](OpBuilder &ib, int64_t v) {
+          return arith::ConstantIndexOp::create(ib, l, v).getResult();
+        };
+        Value p = threadDim >= 0
+                      ? linalg::IndexOp::create(b, l, threadDim).getResult()
+                      : index(b, 0);
+        // The output point's loops.
+        SmallVector<Value> dims(loops.ranges.size());
+        for (auto [d, j] : llvm::enumerate(loops.outDimOfLoop))
+          if (j >= 0)
+            dims[d] = linalg::IndexOp::create(b, l, pointDim(j));
+        auto chunk = scf::ForOp::create(
+            b, l, index(b, 0), index(b, perThread), index(b, 1),
+            ValueRange{start(b, l)},
+            [&](OpBuilder &lb, Location, Value k, ValueRange iterArgs) {
+              Value out = iterArgs[0];
+              Value i = arith::AddIOp::create(
+                  lb, l, arith::MulIOp::create(lb, l, k, index(lb, threads)),
+                  p);
+              Value valid = arith::CmpIOp::create(
+                  lb, l, arith::CmpIPredicate::ult, i, index(lb, loops.count));
+              Value clamped =
+                  arith::SelectOp::create(lb, l, valid, i, index(lb, 0));
+              // The element's position in the reduced loops.
+              Value rest = clamped;
+              for (unsigned d : llvm::reverse(loops.reduced)) {
+                dims[d] = arith::RemUIOp::create(lb, l, rest,
+                                                 index(lb, loops.ranges[d]));
+                rest = arith::DivUIOp::create(lb, l, rest,
+                                              index(lb, loops.ranges[d]));
+              }
+              IRMapping mapping;
+              for (auto [k, input] : llvm::enumerate(oldInputs)) {
+                Value value = input;
+                if (isa<RankedTensorType>(input.getType())) {
+                  SmallVector<Value> indices;
+                  for (AffineExpr expr : oldMaps[k].getResults())
+                    indices.push_back(affine::AffineApplyOp::create(
+                        lb, l, AffineMap::get(loops.ranges.size(), 0, expr),
+                        dims));
+                  value = tensor::ExtractOp::create(lb, l, input, indices);
+                }
+                mapping.map(oldBody.getArgument(k), value);
+              }
+              mapping.map(oldBody.getArguments().back(), out);
+              for (Operation &bodyOp : oldBody.without_terminator()) {
+                if (auto idx = dyn_cast<linalg::IndexOp>(bodyOp)) {
+                  mapping.map(idx.getResult(), dims[idx.getDim()]);
+                  continue;
+                }
+                lb.clone(bodyOp, mapping);
+              }
+              Value folded =
+                  mapping.lookup(oldBody.getTerminator()->getOperand(0));
+              Value next = threads == 1 ? folded
+                                        : arith::SelectOp::create(lb, l, valid,
+                                                                  folded, out)
+                                              .getResult();
+              scf::YieldOp::create(lb, l, ValueRange{next});
+            });
+        linalg::YieldOp::create(b, l, chunk.getResults());
+      });
+  return fold.getResult(0);
+}
+
 /// Splits a reduction into two deterministic stages. For each point of
 /// the output (none for a full reduction into a rank-0 result, one per row
 /// otherwise), `threads` threads each fold a strided share of the reduced
@@ -80,43 +217,11 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
                              int64_t fullThreads, int64_t elementsPerThread,
                              int64_t minElements, int64_t rowThreads,
                              int64_t minRowElements) {
-  if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
-      op.getNumResults() != 1 || op.getNumReductionLoops() == 0)
+  std::optional<ReductionLoops> loops = reductionLoops(op);
+  if (!loops)
     return failure();
-  auto outType = dyn_cast<RankedTensorType>(op.getDpsInits()[0].getType());
-  if (!outType)
-    return failure();
-  SmallVector<AffineMap> oldMaps = op.getIndexingMapsArray();
-  AffineMap outMap = oldMaps.back();
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  auto iterators = op.getIteratorTypesArray();
-  // Which output dimension each parallel loop is (every parallel loop
-  // must index the output; unit dimensions may be constant zeros).
-  SmallVector<int64_t> outDimOfLoop(op.getNumLoops(), -1);
-  for (auto [j, expr] : llvm::enumerate(outMap.getResults())) {
-    if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
-      if (iterators[dim.getPosition()] != utils::IteratorType::parallel)
-        return failure();
-      outDimOfLoop[dim.getPosition()] = j;
-      continue;
-    }
-    auto constant = dyn_cast<AffineConstantExpr>(expr);
-    if (!constant || constant.getValue() != 0)
-      return failure();
-  }
-  SmallVector<unsigned> reduced;
-  int64_t count = 1;
-  for (auto [d, kind] : llvm::enumerate(iterators)) {
-    if (kind == utils::IteratorType::parallel) {
-      if (outDimOfLoop[d] < 0)
-        return failure();
-      continue;
-    }
-    if (ShapedType::isDynamic(ranges[d]))
-      return failure();
-    reduced.push_back(d);
-    count *= ranges[d];
-  }
+  auto outType = cast<RankedTensorType>(op.getDpsInits()[0].getType());
+  int64_t count = loops->count;
   bool full = outType.getRank() == 0;
   if (count < (full ? minElements : minRowElements))
     return failure();
@@ -155,99 +260,31 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
   // order.
   bool threadsFirst = !full && isColumnReduction(op);
   // Partials: the output's shape with the threads' dimension, first or
-  // last; `pointDim(j)` is where output dimension j is.
+  // last.
   SmallVector<int64_t> partialShape(outType.getShape());
   partialShape.insert(threadsFirst ? partialShape.begin() : partialShape.end(),
                       threads);
   int64_t threadDim = threadsFirst ? 0 : rank;
-  auto pointDim = [&](int64_t j) { return threadsFirst ? j + 1 : j; };
   auto partialType = RankedTensorType::get(partialShape, elementType);
   SmallVector<Value> dynamicSizes;
   for (int64_t j = 0; j < rank; ++j)
     if (outType.isDynamicDim(j))
       dynamicSizes.push_back(
           tensor::DimOp::create(rewriter, loc, op.getDpsInits()[0], j));
-  Value identity = arith::getIdentityValue(kind, elementType, rewriter, loc);
+  // Stage 1. Each partial starts from the combiner's identity in its
+  // thread's registers: nothing reads the partials' buffer before stage 1
+  // writes it (no fill kernel).
   Value partialInit =
-      linalg::FillOp::create(rewriter, loc, identity,
-                             Value(tensor::EmptyOp::create(
-                                 rewriter, loc, partialType, dynamicSizes)))
-          .getResult(0);
-
-  Block &oldBody = op.getRegion().front();
-  SmallVector<Value> oldInputs(op.getDpsInputs());
-  // Stage 1: for each output point, thread p folds reduced elements p,
-  // p + T, ... in a loop of its own (a loop in the body: linalg needs every
-  // loop to index an operand).
-  int64_t perThread = (count + threads - 1) / threads;
-  SmallVector<AffineMap> stage1Maps = {
-      AffineMap::getMultiDimIdentityMap(rank + 1, ctx)};
-  SmallVector<utils::IteratorType> stage1Iterators(
-      rank + 1, utils::IteratorType::parallel);
-  auto stage1 = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{partialType}, ValueRange{},
-      ValueRange{partialInit}, stage1Maps, stage1Iterators,
-      [&](OpBuilder &b, Location l, ValueRange args) {
-        auto index = [&](OpBuilder &ib, int64_t v) {
-          return arith::ConstantIndexOp::create(ib, l, v).getResult();
-        };
-        Value p = linalg::IndexOp::create(b, l, threadDim);
-        // The output point's loops.
-        SmallVector<Value> dims(ranges.size());
-        for (auto [d, j] : llvm::enumerate(outDimOfLoop))
-          if (j >= 0)
-            dims[d] = linalg::IndexOp::create(b, l, pointDim(j));
-        auto chunk = scf::ForOp::create(
-            b, l, index(b, 0), index(b, perThread), index(b, 1),
-            ValueRange{args[0]},
-            [&](OpBuilder &lb, Location, Value k, ValueRange iterArgs) {
-              Value out = iterArgs[0];
-              Value i = arith::AddIOp::create(
-                  lb, l, arith::MulIOp::create(lb, l, k, index(lb, threads)),
-                  p);
-              Value valid = arith::CmpIOp::create(
-                  lb, l, arith::CmpIPredicate::ult, i, index(lb, count));
-              Value clamped =
-                  arith::SelectOp::create(lb, l, valid, i, index(lb, 0));
-              // The element's position in the reduced loops.
-              Value rest = clamped;
-              for (unsigned d : llvm::reverse(reduced)) {
-                dims[d] =
-                    arith::RemUIOp::create(lb, l, rest, index(lb, ranges[d]));
-                rest =
-                    arith::DivUIOp::create(lb, l, rest, index(lb, ranges[d]));
-              }
-              IRMapping mapping;
-              for (auto [k, input] : llvm::enumerate(oldInputs)) {
-                Value value = input;
-                if (isa<RankedTensorType>(input.getType())) {
-                  SmallVector<Value> indices;
-                  for (AffineExpr expr : oldMaps[k].getResults())
-                    indices.push_back(affine::AffineApplyOp::create(
-                        lb, l, AffineMap::get(ranges.size(), 0, expr), dims));
-                  value = tensor::ExtractOp::create(lb, l, input, indices);
-                }
-                mapping.map(oldBody.getArgument(k), value);
-              }
-              mapping.map(oldBody.getArguments().back(), out);
-              for (Operation &bodyOp : oldBody.without_terminator()) {
-                if (auto idx = dyn_cast<linalg::IndexOp>(bodyOp)) {
-                  mapping.map(idx.getResult(), dims[idx.getDim()]);
-                  continue;
-                }
-                lb.clone(bodyOp, mapping);
-              }
-              Value folded =
-                  mapping.lookup(oldBody.getTerminator()->getOperand(0));
-              scf::YieldOp::create(lb, l,
-                                   ValueRange{arith::SelectOp::create(
-                                       lb, l, valid, folded, out)});
-            });
-        linalg::YieldOp::create(b, l, chunk.getResults());
-      });
+      tensor::EmptyOp::create(rewriter, loc, partialType, dynamicSizes);
+  Value partials =
+      foldInLoops(rewriter, op, *loops, partialInit, threads, threadDim,
+                  [&](OpBuilder &b, Location l) {
+                    return arith::getIdentityValue(kind, elementType, b, l);
+                  });
 
   // Stage 2: one thread per output point folds its partials in order into
   // the original init.
+  Block &oldBody = op.getRegion().front();
   SmallVector<AffineExpr> pointDims;
   for (int64_t j = 0; j < rank; ++j)
     pointDims.push_back(getAffineDimExpr(j, ctx));
@@ -264,7 +301,7 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
   stage2Iterators.push_back(utils::IteratorType::reduction);
   bool outFirst = combine->getOperand(0) == oldBody.getArguments().back();
   auto stage2 = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{outType}, stage1.getResults(), op.getDpsInits(),
+      rewriter, loc, TypeRange{outType}, ValueRange{partials}, op.getDpsInits(),
       stage2Maps, stage2Iterators,
       [&](OpBuilder &b, Location l, ValueRange args) {
         Value partial = args[0], out = args[1];
@@ -281,6 +318,30 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
     (void)splitReduction(rewriter, stage2, fullThreads, elementsPerThread,
                          minElements, rowThreads, minRowElements);
   }
+  return success();
+}
+
+/// A reduction (not a product: those are GEMMs) into a constant fill (a
+/// sum's zeros, a maximum's -inf) folds each point's elements from that
+/// constant in its thread's registers, in the same order, instead of
+/// reading the filled buffer: a kernel fewer, and nothing to read.
+LogicalResult foldFillInit(RewriterBase &rewriter, linalg::GenericOp op) {
+  std::optional<ReductionLoops> loops = reductionLoops(op);
+  if (!loops || codegen::matchContraction(op))
+    return failure();
+  auto fill = op.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+  if (!fill || !fill.getInputs()[0].getType().isIntOrFloat())
+    return failure();
+  Value value = fill.getInputs()[0];
+  Value init = fill.getOutputs()[0];
+  if (!init.getDefiningOp<tensor::EmptyOp>())
+    return failure();
+  rewriter.setInsertionPoint(op);
+  Value empty = rewriter.clone(*init.getDefiningOp())->getResult(0);
+  Value folded =
+      foldInLoops(rewriter, op, *loops, empty, /*threads=*/1, /*threadDim=*/-1,
+                  [&](OpBuilder &, Location) { return value; });
+  rewriter.replaceOp(op, folded);
   return success();
 }
 
@@ -302,6 +363,15 @@ struct CudaSplitReductionsPass
       (void)splitReduction(rewriter, op, partials, elementsPerThread,
                            minElements, rowThreads, minRowElements);
     }
+    // Then every reduction into a constant fill (unsplit ones, the last
+    // stages of split ones) starts from the constant.
+    SmallVector<linalg::GenericOp> reductions;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (!op->getParentOfType<linalg::LinalgOp>())
+        reductions.push_back(op);
+    });
+    for (linalg::GenericOp op : reductions)
+      (void)foldFillInit(rewriter, op);
   }
 };
 

@@ -1,16 +1,19 @@
 // RUN: accrue-opt %s -split-input-file -cuda-split-reductions | FileCheck %s
 
 // A full reduction over 100 elements: 2 threads (64 elements a thread at
-// most) fold the strided shares p, p + 2, ... (50 each), one thread folds
-// the partials into the original initial value.
+// most) fold the strided shares p, p + 2, ... (50 each), each from the
+// identity in its registers (the partials are not filled first: no fill
+// kernel), then one thread folds the partials into the original initial
+// value.
 
 // CHECK-LABEL: func @sum
 // CHECK-SAME: (%[[X:.+]]: tensor<10x10xf32>, %[[INIT:.+]]: tensor<f32>)
-// CHECK: %[[ID:.+]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[P0:.+]] = linalg.fill ins(%[[ID]] : f32) outs(%{{.+}} : tensor<2xf32>)
+// CHECK-NOT: linalg.fill
+// CHECK: %[[P0:.+]] = tensor.empty() : tensor<2xf32>
 // CHECK: %[[P:.+]] = linalg.generic {{.*}} iterator_types = ["parallel"]} outs(%[[P0]] : tensor<2xf32>)
 // CHECK:   %[[T:.+]] = linalg.index 0 : index
-// CHECK:   scf.for %[[J:.+]] = %{{.+}} to %c50 step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}})
+// CHECK:   %[[ID:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK:   scf.for %[[J:.+]] = %{{.+}} to %c50 step %{{.+}} iter_args(%[[ACC:.+]] = %[[ID]])
 // CHECK:     %[[JP:.+]] = arith.muli %[[J]], %c2
 // CHECK:     %[[I:.+]] = arith.addi %[[JP]], %[[T]]
 // CHECK:     %[[VALID:.+]] = arith.cmpi ult, %[[I]], %c100
@@ -67,8 +70,9 @@ func.func @big_sum(%x: tensor<1000x1000xf32>, %init: tensor<f32>) -> tensor<f32>
 // A maximum starts its partials at -inf.
 
 // CHECK-LABEL: func @max
-// CHECK: arith.constant 0xFF800000 : f32
 // CHECK: linalg.generic {{.*}}["parallel"]
+// CHECK:   %[[NEG:.+]] = arith.constant 0xFF800000 : f32
+// CHECK:   scf.for {{.+}} iter_args(%{{.+}} = %[[NEG]])
 // CHECK: linalg.generic {{.*}}["reduction"]
 // CHECK:   arith.maximumf
 #id = affine_map<(d0) -> (d0)>
@@ -139,8 +143,7 @@ func.func @left_alone(%small: tensor<8xf32>, %x: tensor<4x64xf32>, %y: tensor<25
 // CHECK-SAME: (%[[X:.+]]: tensor<?x256xf32>, %[[INIT:.+]]: tensor<?x1xf32>)
 // CHECK: %[[N:.+]] = tensor.dim %[[INIT]], %c0
 // CHECK: %[[E:.+]] = tensor.empty(%[[N]]) : tensor<?x1x32xf32>
-// CHECK: %[[P0:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[E]] : tensor<?x1x32xf32>)
-// CHECK: %[[P:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]} outs(%[[P0]] : tensor<?x1x32xf32>)
+// CHECK: %[[P:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]} outs(%[[E]] : tensor<?x1x32xf32>)
 // CHECK:   %[[T:.+]] = linalg.index 2 : index
 // CHECK:   %[[ROW:.+]] = linalg.index 0 : index
 // CHECK:   scf.for %[[J:.+]] = %{{.+}} to %c8 step
@@ -173,7 +176,7 @@ func.func @rows(%x: tensor<?x256xf32>, %init: tensor<?x1xf32>) -> tensor<?x1xf32
 // CHECK-DAG: #[[$COLUMN:.+]] = affine_map<(d0, d1) -> (d0)>
 // CHECK-LABEL: func @columns
 // CHECK-SAME: (%[[X:.+]]: tensor<1024x64xf32>, %[[INIT:.+]]: tensor<64xf32>)
-// CHECK: %[[P0:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<32x64xf32>)
+// CHECK: %[[P0:.+]] = tensor.empty() : tensor<32x64xf32>
 // CHECK: %[[P:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} outs(%[[P0]] : tensor<32x64xf32>)
 // CHECK:   %[[T:.+]] = linalg.index 0 : index
 // CHECK:   %[[COL:.+]] = linalg.index 1 : index
@@ -192,4 +195,80 @@ func.func @columns(%x: tensor<1024x64xf32>, %init: tensor<64xf32>) -> tensor<64x
     linalg.yield %v : f32
   } -> tensor<64xf32>
   return %r : tensor<64xf32>
+}
+
+// -----
+
+// A reduction into a constant fill (rows of 16, too short to split; a
+// sum's zeros) folds each row from the constant in its thread's registers,
+// in order, and writes a tensor.empty: the fill and its kernel go. A
+// product into a fill (a GEMM for cuda-contractions-to-gemm) keeps it.
+
+// CHECK-LABEL: func @from_fill
+// CHECK-SAME: (%[[X:.+]]: tensor<8x16xf32>, %[[A:.+]]: tensor<8x16xf32>, %[[B:.+]]: tensor<16x4xf32>)
+// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: linalg.fill
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<8xf32>
+// CHECK: %[[R:.+]] = linalg.generic {{.*}} iterator_types = ["parallel"]} outs(%[[E]] : tensor<8xf32>)
+// CHECK:   %[[ROW:.+]] = linalg.index 0 : index
+// CHECK:   scf.for %[[J:.+]] = %c0{{.*}} to %c16 step %c1 iter_args(%[[ACC:.+]] = %[[ZERO]]) -> (f32)
+// CHECK:     %[[V:.+]] = tensor.extract %[[X]]
+// CHECK:     %[[S:.+]] = arith.addf %[[V]], %[[ACC]] : f32
+// CHECK:     scf.yield %[[S]] : f32
+// CHECK: %[[F:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.+}} : tensor<8x4xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[A]], %[[B]] : tensor<8x16xf32>, tensor<16x4xf32>) outs(%[[F]] : tensor<8x4xf32>)
+#fx = affine_map<(d0, d1) -> (d0, d1)>
+#fr = affine_map<(d0, d1) -> (d0)>
+#ma = affine_map<(d0, d1, d2) -> (d0, d2)>
+#mb = affine_map<(d0, d1, d2) -> (d2, d1)>
+#mc = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @from_fill(%x: tensor<8x16xf32>, %a: tensor<8x16xf32>, %b: tensor<16x4xf32>) -> (tensor<8xf32>, tensor<8x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  %r = linalg.generic {indexing_maps = [#fx, #fr], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<8x16xf32>) outs(%init : tensor<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %e2 = tensor.empty() : tensor<8x4xf32>
+  %init2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %p = linalg.generic {indexing_maps = [#ma, #mb, #mc], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<8x16xf32>, tensor<16x4xf32>) outs(%init2 : tensor<8x4xf32>) {
+  ^bb0(%ia: f32, %ib: f32, %out: f32):
+    %m = arith.mulf %ia, %ib : f32
+    %s = arith.addf %out, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  return %r, %p : tensor<8xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// A row of 256 into a fill of -inf (softmax's maximum): both stages start
+// from the constant, the first from the identity, the second from the
+// fill's value; nothing reads the fill (canonicalization drops it).
+
+// CHECK-LABEL: func @split_from_fill
+// CHECK: %[[NEG:.+]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[P:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} outs(%{{.+}} : tensor<4x32xf32>)
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<4xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel"]} outs(%[[E]] : tensor<4xf32>)
+// CHECK:   scf.for %{{.+}} = %c0{{.*}} to %c32 step %c1 iter_args(%{{.+}} = %[[NEG]]) -> (f32)
+// CHECK:     tensor.extract %[[P]]
+// CHECK:     arith.maximumf
+#sx = affine_map<(d0, d1) -> (d0, d1)>
+#sr = affine_map<(d0, d1) -> (d0)>
+func.func @split_from_fill(%x: tensor<4x256xf32>) -> tensor<4xf32> {
+  %neg = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %init = linalg.fill ins(%neg : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [#sx, #sr], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x256xf32>) outs(%init : tensor<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %out : f32
+    linalg.yield %m : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
 }

@@ -77,9 +77,10 @@ def CudaSplitReductions
     its own. Each becomes two stages: for every output point, T threads
     each reduce a strided share of its elements (thread p takes p, p + T,
     p + 2T, ...: neighbouring threads read neighbouring elements, so a warp
-    reads a row's elements together) into partials, then one thread per
-    point combines them in order, starting from the original initial
-    value. Full reductions get a thread per `elements-per-thread` elements,
+    reads a row's elements together) into partials, each starting from the
+    combining operation's identity in registers (the partials' buffer is
+    not filled first), then one thread per point combines them in order,
+    starting from the original initial value. Full reductions get a thread per `elements-per-thread` elements,
     up to `partials`, and their partials are split the same way again while
     there are at least `min-elements` of them (a third stage and more);
     rows of at least
@@ -89,7 +90,12 @@ def CudaSplitReductions
     that neighbouring threads take neighbouring output points and a warp
     reads along a row. The split is fixed by the sizes, so the result is
     the same on every run. Reductions whose combining operation is not
-    recognized (add, mul, max, min) are left alone.
+    recognized (add, mul, max, min) are left alone. Then every reduction
+    into a constant `linalg.fill` (a sum's zeros, a maximum's -inf; split
+    or not, products aside: those are GEMMs) becomes a parallel op whose
+    thread folds its point's elements from that constant in a loop of its
+    own, in the same order, writing a `tensor.empty`: the fill, a kernel
+    of its own, goes.
   }];
   let options = [
     Option<"partials", "partials", "int64_t", "1048576",
