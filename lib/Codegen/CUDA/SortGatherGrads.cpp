@@ -33,6 +33,7 @@ namespace accrue::cuda {
 using namespace mlir;
 using namespace accrue;
 using nn::lowering::filledTensor;
+using nn::lowering::normalizeIndex;
 using nn::lowering::reshapeTensor;
 
 namespace {
@@ -74,23 +75,8 @@ private:
   /// ordered by row, then by position. The row is the one nn.gather reads:
   /// a negative id counts from the end, one out of range reads row 0.
   Value key(OpBuilder &ib, Value id, Value position) {
-    Type type = id.getType();
-    Value zero = arith::ConstantOp::create(ib, loc, ib.getIntegerAttr(type, 0));
-    Value size =
-        arith::ConstantOp::create(ib, loc, ib.getIntegerAttr(type, plan.rows));
-    Value negative =
-        arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::slt, id, zero);
-    Value wrapped = arith::SelectOp::create(
-        ib, loc, negative, arith::AddIOp::create(ib, loc, id, size), id);
-    Value inRange = arith::AndIOp::create(
-        ib, loc,
-        arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::sge, wrapped,
-                              zero),
-        arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::slt, wrapped,
-                              size));
-    Value row = arith::SelectOp::create(ib, loc, inRange, wrapped, zero);
-    if (row.getType() != ib.getI64Type())
-      row = arith::ExtUIOp::create(ib, loc, ib.getI64Type(), row);
+    Value row = arith::IndexCastOp::create(
+        ib, loc, ib.getI64Type(), normalizeIndex(ib, loc, id, plan.rows));
     Value scaled = arith::MulIOp::create(ib, loc, row, i64(ib, plan.tokens));
     return arith::AddIOp::create(
         ib, loc, scaled,

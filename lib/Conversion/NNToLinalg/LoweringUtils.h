@@ -27,6 +27,12 @@ mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::RankedTensorType type, double value);
 
+/// The position an integer `index` names along an axis of `extent`
+/// (index type): a negative one counts from the end, one out of range
+/// reads position 0 instead of outside the buffer.
+mlir::Value normalizeIndex(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value index, int64_t extent);
+
 /// The indexing map that reads `operandType` broadcast (numpy rules) into an
 /// iteration space of `resultType`'s rank.
 mlir::AffineMap broadcastMap(mlir::RankedTensorType operandType,

@@ -171,25 +171,6 @@ struct SliceGradLowering : public OpConversionPattern<SliceGradOp> {
   }
 };
 
-/// Clamps a possibly negative index into [0, extent).
-Value normalizeIndex(OpBuilder &b, Location loc, Value index, int64_t extent) {
-  Type type = index.getType();
-  Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, 0));
-  Value size =
-      arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, extent));
-  Value negative =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
-  Value wrapped = arith::SelectOp::create(
-      b, loc, negative, arith::AddIOp::create(b, loc, index, size), index);
-  // Out-of-range indices read element 0 instead of outside the buffer.
-  Value inRange = arith::AndIOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, wrapped, zero),
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, wrapped, size));
-  Value safe = arith::SelectOp::create(b, loc, inRange, wrapped, zero);
-  return arith::IndexCastOp::create(b, loc, b.getIndexType(), safe);
-}
-
 struct GatherLowering : public OpConversionPattern<GatherOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
