@@ -2,9 +2,13 @@
 //
 // A GEMM reads its operands through strides, writes its result through
 // strides and sums over as many dimensions as it is given, so every fold
-// of Codegen/Common's populateFoldIntoContractionsPatterns applies. Runs
-// after CSE, whose merged zero fills it gives back to each contraction
-// (one fill shared by two would bufferize into a copy).
+// of Codegen/Common's populateFoldIntoContractionsPatterns applies. It
+// also reads bf16 and f16 operands and accumulates in f32, so operands
+// widened to f32 for the product (nn-to-linalg widens low-precision
+// contractions' inputs) fold in as well: the GEMM reads the low-precision
+// tensors, and the widening kernels and their f32 copies go. Runs after
+// CSE, whose merged zero fills it gives back to each contraction (one
+// fill shared by two would bufferize into a copy).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +16,9 @@
 
 #include "accrue/Codegen/CUDA/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -25,12 +32,73 @@ using namespace accrue::cuda;
 
 namespace {
 
+/// The bf16 or f16 tensor `value` widens to f32, if it is the result of an
+/// elementwise op doing only that.
+Value widenedFrom(Value value) {
+  auto op = value.getDefiningOp<linalg::GenericOp>();
+  if (!op || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 0 ||
+      !llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return nullptr;
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto ext = yield.getOperand(0).getDefiningOp<arith::ExtFOp>();
+  if (!ext || ext.getIn() != body.getArgument(0) || !ext.getType().isF32() ||
+      &body.front() != ext.getOperation())
+    return nullptr;
+  Type narrow = ext.getIn().getType();
+  if (!narrow.isBF16() && !narrow.isF16())
+    return nullptr;
+  return op.getDpsInputs()[0];
+}
+
+/// contraction(widen(a), widen(b)) -> contraction(a, b) widening in its
+/// body (matchContraction's widened factors): the GEMM reads a and b in
+/// their own type. Both or neither: a GEMM's A and B share a type.
+struct FoldWidenedInputs : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<accrue::codegen::Contraction> c =
+        accrue::codegen::matchContraction(op);
+    if (!op.hasPureTensorSemantics() || !c)
+      return failure();
+    Value a = widenedFrom(op.getDpsInputs()[c->lhs]),
+          b = widenedFrom(op.getDpsInputs()[c->rhs]);
+    if (!a || !b ||
+        getElementTypeOrSelf(a.getType()) != getElementTypeOrSelf(b.getType()))
+      return failure();
+    SmallVector<Value> inputs(op.getDpsInputs());
+    inputs[c->lhs] = a;
+    inputs[c->rhs] = b;
+    auto folded = linalg::GenericOp::create(
+        rewriter, op.getLoc(), op.getResultTypes(), inputs, op.getDpsInits(),
+        op.getIndexingMapsArray(), op.getIteratorTypesArray(),
+        [&](OpBuilder &bb, Location loc, ValueRange args) {
+          Block &old = op.getRegion().front();
+          IRMapping mapping;
+          for (auto [k, arg] : llvm::enumerate(args)) {
+            Value value = arg;
+            if (k == c->lhs || k == c->rhs)
+              value = arith::ExtFOp::create(bb, loc, bb.getF32Type(), arg);
+            mapping.map(old.getArgument(k), value);
+          }
+          for (Operation &bodyOp : old)
+            bb.clone(bodyOp, mapping);
+        });
+    rewriter.replaceOp(op, folded.getResults());
+    return success();
+  }
+};
+
 struct CudaFoldIntoContractionsPass
     : public accrue::cuda::impl::CudaFoldIntoContractionsBase<
           CudaFoldIntoContractionsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     accrue::codegen::populateFoldIntoContractionsPatterns(patterns);
+    patterns.add<FoldWidenedInputs>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     // A zero fill that several contractions start from (CSE merges them)

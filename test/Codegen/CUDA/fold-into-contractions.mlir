@@ -157,3 +157,62 @@ func.func @shared_fill(%x: tensor<4x3xf32>, %y: tensor<3x5xf32>) -> (tensor<4x5x
   } -> tensor<4x5xf32>
   return %r1, %r2 : tensor<4x5xf32>, tensor<4x5xf32>
 }
+
+// -----
+
+// A bf16 product as nn-to-linalg writes it: both operands widened to f32
+// by elementwise ops, then an f32 contraction. The contraction reads the
+// bf16 tensors and widens in its body (the GEMM reads bf16 and
+// accumulates in f32); the widenings are left without users. One operand
+// widened alone is left as it is (a GEMM's A and B share a type).
+
+// CHECK-LABEL: func @widened_inputs
+// CHECK-SAME: (%[[A:.+]]: tensor<4x3xbf16>, %[[B:.+]]: tensor<3x5xbf16>, %[[C:.+]]: tensor<3x5xf32>)
+// CHECK: %[[R:.+]] = linalg.generic {{.+}} ins(%[[A]], %[[B]] : tensor<4x3xbf16>, tensor<3x5xbf16>)
+// CHECK: ^bb0(%[[X:.+]]: bf16, %[[Y:.+]]: bf16, %[[ACC:.+]]: f32):
+// CHECK:   %[[XW:.+]] = arith.extf %[[X]] : bf16 to f32
+// CHECK:   %[[YW:.+]] = arith.extf %[[Y]] : bf16 to f32
+// CHECK:   %[[P:.+]] = arith.mulf %[[XW]], %[[YW]] : f32
+// CHECK:   arith.addf %[[ACC]], %[[P]] : f32
+// CHECK: linalg.generic {{.+}} ins(%{{.+}}, %[[C]] : tensor<4x3xf32>, tensor<3x5xf32>)
+// CHECK: return %[[R]]
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+func.func @widened_inputs(%a: tensor<4x3xbf16>, %b: tensor<3x5xbf16>, %c: tensor<3x5xf32>) -> (tensor<4x5xf32>, tensor<4x5xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ea = tensor.empty() : tensor<4x3xf32>
+  %wa = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x3xbf16>) outs(%ea : tensor<4x3xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %w = arith.extf %in : bf16 to f32
+    linalg.yield %w : f32
+  } -> tensor<4x3xf32>
+  %eb = tensor.empty() : tensor<3x5xf32>
+  %wb = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%b : tensor<3x5xbf16>) outs(%eb : tensor<3x5xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %w = arith.extf %in : bf16 to f32
+    linalg.yield %w : f32
+  } -> tensor<3x5xf32>
+  %o = tensor.empty() : tensor<4x5xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%o : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %r = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%wa, %wb : tensor<4x3xf32>, tensor<3x5xf32>) outs(%init : tensor<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  %o2 = tensor.empty() : tensor<4x5xf32>
+  %init2 = linalg.fill ins(%zero : f32) outs(%o2 : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %r2 = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%wa, %c : tensor<4x3xf32>, tensor<3x5xf32>) outs(%init2 : tensor<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  return %r, %r2 : tensor<4x5xf32>, tensor<4x5xf32>
+}

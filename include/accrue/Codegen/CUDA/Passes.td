@@ -124,8 +124,12 @@ def CudaFoldIntoContractions
     original through the composed map; a zero-started contraction whose
     result is only summed over some dimensions (a Linear's weight gradient,
     summed over the samples) sums over them itself; one whose result is
-    only transposed writes it transposed. Each rewrite removes a pass over
-    memory and leaves one contraction for `cuda-contractions-to-gemm`.
+    only transposed writes it transposed; one whose two inputs are both
+    bf16 (or both f16) tensors widened to f32 by elementwise ops (as
+    nn-to-linalg widens low-precision products) reads them and widens in
+    its body, so that the GEMM reads bf16 and accumulates in f32. Each
+    rewrite removes a pass over memory (and the widened f32 copies) and
+    leaves one contraction for `cuda-contractions-to-gemm`.
     A zero fill several contractions start from is cloned for each, so
     that each bufferizes into a zero-filled buffer of its own rather than
     a copy.
