@@ -74,6 +74,11 @@ Value createLinearLaunch(RewriterBase &rewriter, Location loc, Value blocks,
                                launch.getThreadIds().x);
 }
 
+std::string nodeTag(Location loc) {
+  std::string node = accrue::cuda::nodeOf(loc);
+  return node.empty() ? "kernel" : node;
+}
+
 /// What a kernel computes, for its name: "update" for the op that writes
 /// the parameters, else the ONNX node it comes from, else "kernel".
 std::string kernelTag(linalg::GenericOp op) {
@@ -85,8 +90,7 @@ std::string kernelTag(linalg::GenericOp op) {
             ACCRUE_ROLE_PARAMS)
       return "update";
   }
-  std::string node = accrue::cuda::nodeOf(op.getLoc());
-  return node.empty() ? "kernel" : node;
+  return nodeTag(op.getLoc());
 }
 
 } // namespace accrue::cuda::forms
@@ -365,10 +369,9 @@ void formSerialKernel(RewriterBase &rewriter, scf::ForOp loop,
       isIndependentLoop(loop) ? loop : independentInnerLoop(loop);
   if (inner) {
     // Named after its ONNX node, as formKernel names a kernel.
-    std::string node = accrue::cuda::nodeOf(loop.getLoc());
     Location loc =
         FusedLoc::get(loop.getContext(), {loop.getLoc()},
-                      rewriter.getStringAttr(node.empty() ? "kernel" : node));
+                      rewriter.getStringAttr(nodeTag(loop.getLoc())));
     rewriter.setInsertionPoint(loop);
     int64_t count = getConstantIntValue(inner.getUpperBound()).value();
     int64_t threads = std::min(blockSize, std::max<int64_t>(count, 1));

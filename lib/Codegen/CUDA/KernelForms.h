@@ -30,6 +30,9 @@ mlir::Value createLinearLaunch(mlir::RewriterBase &rewriter, mlir::Location loc,
                                mlir::Value blocks, mlir::Value threads,
                                mlir::Value rows = nullptr);
 
+/// The ONNX node `loc` names, else "kernel": a kernel's tag.
+std::string nodeTag(mlir::Location loc);
+
 /// What a kernel computes, for its name: "update" for the op that writes
 /// the parameters, else the ONNX node it comes from, else "kernel".
 std::string kernelTag(mlir::linalg::GenericOp op);

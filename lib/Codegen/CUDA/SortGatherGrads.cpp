@@ -124,13 +124,7 @@ private:
   Value sortedKeys(Value rank) {
     int64_t padded = plan.tiles * plan.tile;
     auto type = RankedTensorType::get({padded}, b.getI64Type());
-    Value past = arith::ConstantOp::create(
-        b, loc, b.getI64IntegerAttr(plan.rows * plan.tokens));
-    Value init =
-        linalg::FillOp::create(b, loc, past,
-                               Value(tensor::EmptyOp::create(
-                                   b, loc, type.getShape(), b.getI64Type())))
-            .getResult(0);
+    Value init = filledTensor(b, loc, type, double(plan.rows * plan.tokens));
     auto loop = scf::ForOp::create(
         b, loc, index(b, 0), index(b, plan.tokens), index(b, 1),
         ValueRange{init},
