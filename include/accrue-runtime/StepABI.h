@@ -103,7 +103,9 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
  * begins with ACCRUE_EMU_LAUNCH_FUNCTION(kernel, name, grid x/y/z, block
  * x/y/z), where `name` points to "<kernel name>\0<ONNX node>\0", and ends
  * with ACCRUE_EMU_LAUNCH_END_FUNCTION(); each thread starts with
- * ACCRUE_EMU_THREAD_FUNCTION(block x/y/z, thread x/y/z) and each global
+ * ACCRUE_EMU_THREAD_FUNCTION(block x/y/z, thread x/y/z) (again at each
+ * phase of a kernel run in phases at its shuffles: the thread goes on
+ * where it left off) and each global
  * access calls ACCRUE_EMU_ACCESS_FUNCTION(site, root, offset, address,
  * bytes, flags): `site` its index among the kernel's accesses (the kernel
  * report's order), `root` the buffer it falls in (a step argument's number,

@@ -87,7 +87,23 @@ for kind in ("gru", "lstm"):
     rnn, rnn_data = export(kind, zoo.RecurrentClassifier(6, kind), 16)
     counted(kind, rnn, rnn_data, 2, 1, **common)
 wide, wide_data = export("wide", zoo.GPT(5, vocab=300, d=128, heads=2, layers=1), 8)
-counted("wide", wide, wide_data, 2, 1, accumulation_steps=2, optimizer="none")
+wide_art, wide_profile = counted("wide", wide, wide_data, 2, 1, accumulation_steps=2,
+                                 optimizer="none")
+# Its row reductions over 128 features and 300 logits are warp reductions
+# (lane 0 stores the row's value): run in phases at their shuffles, every
+# lane's chain goes on across the phases, so lane 0's, the longest, is its
+# loads and its store, as the report reads it.
+wide_static = {k["name"]: k for k in
+               json.load(open(os.path.join(wide_art, "step.json")))["kernel_report"]["kernels"]}
+warp_kernels = 0
+for kernel in wide_profile["kernels"]:
+    s = wide_static[kernel["name"]]
+    if s["threads"] > 32 and any(a["op"] == "store" and a["active_lanes"] == 1
+                                 for a in s["accesses"]):
+        assert kernel["longest_chain"] == s["memory_ops_per_thread"] > 2, (kernel, s)
+        warp_kernels += 1
+assert warp_kernels >= 6, warp_kernels
+print("wide: %d warp reductions, their counted chains the report's" % warp_kernels)
 
 # The embedding's gradient by sorted rows (micro-batches of 16 x 8 = 128
 # tokens): the keys written at their ranks and the segments' sums written

@@ -183,8 +183,12 @@ same("gpt 2 ranks", cpu, emulated)
 # (4 samples, BatchNorm over micro-batches of 2) amplifies what the two
 # targets' summation orders leave in the parameters after two updates: on a
 # host without AVX-512 (other vector widths, other orders) its norm differs
-# by 2.0e-5 relative while every parameter agrees within 2e-5.
+# by 2.0e-5 relative while every parameter agrees within 2e-5. That window's
+# gradients differ between the targets by up to 2e-5 relative (in bn2d's
+# and fc's; the CPU target against itself at other orders alike), and AdamW
+# turns that into up to 3e-6 in a parameter of 0.03 (conv.weight, with the
+# warp reductions' butterfly order): atol 5e-6 here.
 bn, bn_data = export("bn", zoo.BatchNormCNN(12), 20)
 same("batchnorm statistics", *both("bn", bn, bn_data, 2, 3, **common),
-     metric_rtol=5e-5)
+     atol=5e-6, metric_rtol=5e-5)
 print("ok")

@@ -20,6 +20,7 @@
 # RUN: rm -rf %t && mkdir -p %t
 # RUN: %python %s %t
 
+import collections
 import json
 import os
 import re
@@ -158,16 +159,65 @@ assert len([g for g in products if g["input_type"] == "bf16"]) >= 28, \
 assert bf16_totals["kernels_per_micro_batch"] <= 235, bf16_totals
 
 # Column reductions (the biases' and LayerNorm's gamma and beta gradients)
-# over 16 x 8 = 128 rows are split into partials: their threads take
-# neighbouring columns, so a warp reads along a row. The only strided reads
-# left are rows too short to split (16 elements) read one thread per row:
-# the thread stride is the row's bytes.
+# over 16 x 8 = 128 rows are split into partials: the first stage's threads
+# take neighbouring columns, so a warp reads along a row, 64 threads a
+# column (about sqrt(32 x 128)) folding 2 rows each; each stores its partial
+# where its column's partials are a row (one strided store a thread, 64
+# partials apart), so that a warp reduces each column's 64 partials, 2 a
+# lane (below). The only strided reads left are rows too short for a warp
+# (16 elements) read one thread per row: the thread stride is the row's
+# bytes.
 _, printed128 = compile_report("rows128", 1, micro_batch=16)
+column_stages = 0
 for k in json.loads(printed128)["kernels"]:
     for a in k["accesses"]:
-        if a["pattern"] == "strided":
+        if a["pattern"] == "strided" and a["op"] == "store":
+            assert a["thread_stride_bytes"] == 64 * a["element_bytes"] \
+                and k["trip_count"] == 2 and k["threads"] % 64 == 0, (k["name"], a)
+            column_stages += 1
+        elif a["pattern"] == "strided":
             assert a["thread_stride_bytes"] == k["trip_count"] * a["element_bytes"] \
                 and k["trip_count"] in (D, T, VOCAB), (k["name"], k["trip_count"], a)
+assert column_stages >= 8, column_stages
+
+# Row reductions of 32 to 2,048 32-bit values (a GPT of width 64 over 32
+# tokens and a vocabulary of 96: LayerNorm's moments over 64, softmax's
+# maximum and sum over 32, the loss's over 96) are one kernel each, a warp
+# a row: lane l folds the row's elements l, l + 32, ... (a warp reads 32
+# neighbours at once), shuffles combine the lanes, and lane 0 stores the
+# row's value. Each thread runs ceil(n / 32) loads of each operand and one
+# store; there is no second stage reading partials.
+wide = zoo.GPT(6, vocab=96, d=64, heads=2, layers=1, block=32)
+wide_model = os.path.join(out, "wide.onnx")
+zoo.export(wide, wide.data(8, rng), wide_model, 17)
+proc = subprocess.run([e2e.tool("accrue-compile"), wide_model, "-o", os.path.join(out, "wide"),
+                       "--micro-batch", "2", "--target", "cuda-emulated",
+                       "--kernel-report=json"], capture_output=True, text=True)
+assert proc.returncode == 0, proc.stderr
+wide_kernels = json.loads(proc.stdout)["kernels"]
+rows = {"LayerNormalization": (2 * 32, 64), "Softmax": (2 * 2 * 32, 32),
+        "SoftmaxCrossEntropyLoss": (2 * 32, 96)}
+warps = collections.Counter()
+for k in wide_kernels:
+    op = k["node"].rsplit("/", 1)[-1].split("_")[0]
+    stores = [a for a in k["accesses"] if a["op"] == "store"]
+    if op not in rows or len(stores) != 1 or stores[0]["active_lanes"] != 1:
+        continue
+    count, n = rows[op]
+    if k["threads"] != 32 * count:
+        continue
+    loads = [a for a in k["accesses"] if a["op"] == "load"]
+    assert k["trip_count"] == -(-n // 32) and all(
+        a["pattern"] in ("coalesced", "broadcast") and
+        a["executions_per_thread"] == k["trip_count"] for a in loads), k
+    assert k["memory_ops_per_thread"] == k["trip_count"] * len(loads) + 1, k
+    warps[op] += 1
+# LayerNorm's mean and variance in each of its three forwards, two of its
+# backwards' sums; softmax's maximum and sum; the loss's maximum and sum.
+assert warps == {"LayerNormalization": 9, "Softmax": 2, "SoftmaxCrossEntropyLoss": 2}, warps
+assert not any(a["pattern"] == "strided" for k in wide_kernels for a in k["accesses"]
+               if k["node"].rsplit("/", 1)[-1].split("_")[0] in rows), \
+    [k["name"] for k in wide_kernels if any(a["pattern"] == "strided" for a in k["accesses"])]
 
 # From 64 tokens a micro-batch on, the token embedding's gradient sorts its
 # tokens by row (cuda-sort-gather-grads): at 16 x 8 = 128 tokens, one

@@ -1,12 +1,16 @@
 //===- EmulateKernels.cpp - run kernels as host loops -----------*- C++ -*-===//
 //
-// Each gpu.launch becomes loops over its blocks and threads. With
+// Each gpu.launch becomes loops over its blocks and threads; a kernel with
+// shuffles, loops over its blocks and, for each phase between shuffles,
+// over the block's threads. With
 // count-accesses the loops also report every global access to the
 // runtime's counter (the counting emulator, StepABI.h): the accesses are
 // instrumented inside the launch body first, then the body is cloned into
 // the loops like any other.
 //
 //===----------------------------------------------------------------------===//
+
+#include "WarpReductions.h"
 
 #include "accrue/Codegen/CUDA/KernelReport.h"
 #include "accrue/Codegen/CUDA/Passes.h"
@@ -18,6 +22,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace accrue::cuda {
 #define GEN_PASS_DEF_CUDAEMULATEKERNELS
@@ -25,6 +30,7 @@ namespace accrue::cuda {
 } // namespace accrue::cuda
 
 using namespace mlir;
+using accrue::cuda::kWarpSize;
 
 namespace {
 
@@ -265,6 +271,189 @@ struct CudaEmulateKernelsPass
     return global;
   }
 
+  /// Values kept past their phase: per thread of a block, the buffer and
+  /// the phase that writes it.
+  using Kept = llvm::MapVector<Value, std::pair<Value, unsigned>>;
+
+  /// Blocks, then, for each phase in turn, the block's threads (z
+  /// outermost). A value one phase defines and a later one uses is kept
+  /// per thread of the block (constants are cloned instead), and a
+  /// shuffle reads the value its partner lane kept: each lane of a warp
+  /// ran the phases before it. The thread entry of the counting emulator
+  /// is called again at the start of each phase.
+  LogicalResult emulatePhases(OpBuilder &b, Location loc, gpu::LaunchOp launch,
+                              ArrayRef<SmallVector<Operation *>> phases,
+                              ArrayRef<Value> extents, ArrayRef<Value> ids,
+                              IRMapping &mapping) {
+    Block &body = launch.getBody().front();
+    DenseMap<Operation *, unsigned> phaseOf;
+    for (auto [k, phase] : llvm::enumerate(phases))
+      for (Operation *op : phase)
+        phaseOf[op] = k;
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value blockThreads = arith::MulIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, extents[3], extents[4]),
+        extents[5]);
+    // Values used past their phase: a buffer of one per thread of a block.
+    Kept kept;
+    SmallVector<Operation *> constants;
+    for (auto [k, phase] : llvm::enumerate(phases))
+      for (Operation *op : phase)
+        for (Value result : op->getResults()) {
+          bool later = llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return phaseOf.lookup(body.findAncestorOpInBlock(*user)) > k;
+          });
+          if (!later)
+            continue;
+          if (op->hasTrait<OpTrait::ConstantLike>()) {
+            constants.push_back(op);
+            break;
+          }
+          if (!BaseMemRefType::isValidElementType(result.getType()))
+            return op->emitError("cannot emulate a kernel that keeps this "
+                                 "value across a shuffle");
+          Value buffer = memref::AllocOp::create(
+              b, loc, MemRefType::get({ShapedType::kDynamic}, result.getType()),
+              ValueRange{blockThreads});
+          kept[result] = {buffer, unsigned(k)};
+        }
+    func::CallOp threadCall;
+    for (Operation *op : phases.front())
+      if (auto call = dyn_cast<func::CallOp>(op);
+          call && call.getCallee() == ACCRUE_EMU_THREAD_FUNCTION)
+        threadCall = call;
+    Value warp = arith::ConstantIndexOp::create(b, loc, kWarpSize);
+
+    // Blocks.
+    std::function<void(OpBuilder &, unsigned)> blocks = [&](OpBuilder &nb,
+                                                            unsigned level) {
+      if (level == 3) {
+        for (unsigned k = 0; k < phases.size(); ++k)
+          runPhase(nb, loc, k, phases[k], extents, ids, mapping, kept,
+                   constants, threadCall, warp, blockThreads);
+        return;
+      }
+      scf::ForOp::create(nb, loc, zero, extents[level], one, ValueRange{},
+                         [&](OpBuilder &lb, Location, Value iv, ValueRange) {
+                           mapping.map(ids[level], iv);
+                           blocks(lb, level + 1);
+                           scf::YieldOp::create(lb, loc);
+                         });
+    };
+    blocks(b, 0);
+    for (auto &entry : kept)
+      memref::DeallocOp::create(b, loc, entry.second.first);
+    return success();
+  }
+
+  /// Phase `k` of a block: its ops, for each thread of the block.
+  void runPhase(OpBuilder &b, Location loc, unsigned k,
+                ArrayRef<Operation *> phase, ArrayRef<Value> extents,
+                ArrayRef<Value> ids, IRMapping &mapping, const Kept &kept,
+                ArrayRef<Operation *> constants, func::CallOp threadCall,
+                Value warp, Value blockThreads) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    std::function<void(OpBuilder &, unsigned)> threads = [&](OpBuilder &nb,
+                                                             unsigned level) {
+      if (level < 6) {
+        scf::ForOp::create(nb, loc, zero, extents[level], one, ValueRange{},
+                           [&](OpBuilder &lb, Location, Value iv, ValueRange) {
+                             mapping.map(ids[level], iv);
+                             threads(lb, level + 1);
+                             scf::YieldOp::create(lb, loc);
+                           });
+        return;
+      }
+      // The thread's index in its block (x fastest, as warps are formed).
+      Value tid = arith::AddIOp::create(
+          nb, loc,
+          arith::MulIOp::create(
+              nb, loc,
+              arith::AddIOp::create(
+                  nb, loc,
+                  arith::MulIOp::create(nb, loc, mapping.lookup(ids[3]),
+                                        extents[4]),
+                  mapping.lookup(ids[4])),
+              extents[5]),
+          mapping.lookup(ids[5]));
+      for (Operation *constant : constants)
+        nb.clone(*constant, mapping);
+      for (auto &[value, entry] : kept)
+        if (entry.second < k)
+          mapping.map(value, memref::LoadOp::create(nb, loc, entry.first, tid));
+      if (threadCall && k > 0) {
+        // Its operands again (the thread's ids), then the call.
+        for (Value id : threadCall.getOperands())
+          if (Operation *def = id.getDefiningOp();
+              def && def->getBlock() == threadCall->getBlock())
+            nb.clone(*def, mapping);
+        nb.clone(*threadCall, mapping);
+      }
+      for (Operation *op : phase) {
+        auto shuffle = dyn_cast<gpu::ShuffleOp>(op);
+        if (!shuffle) {
+          nb.clone(*op, mapping);
+          continue;
+        }
+        emulateShuffle(nb, loc, shuffle, tid, warp, blockThreads, mapping,
+                       kept);
+      }
+      for (auto &[value, entry] : kept)
+        if (entry.second == k)
+          memref::StoreOp::create(nb, loc, mapping.lookup(value), entry.first,
+                                  tid);
+    };
+    threads(b, 3);
+  }
+
+  /// A shuffle of thread `tid`: the value its partner lane kept, or its
+  /// own outside the width.
+  void emulateShuffle(OpBuilder &b, Location loc, gpu::ShuffleOp shuffle,
+                      Value tid, Value warp, Value blockThreads,
+                      IRMapping &mapping, const Kept &kept) {
+    auto toIndex = [&](Value v) {
+      return arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                        mapping.lookupOrDefault(v))
+          .getResult();
+    };
+    Value offset = toIndex(shuffle.getOffset());
+    Value width = toIndex(shuffle.getWidth());
+    Value lane = arith::RemUIOp::create(b, loc, tid, warp);
+    Value base = arith::SubIOp::create(b, loc, tid, lane);
+    Value partner, valid;
+    switch (shuffle.getMode()) {
+    case gpu::ShuffleMode::XOR:
+      partner = arith::XOrIOp::create(b, loc, lane, offset);
+      break;
+    case gpu::ShuffleMode::IDX:
+      partner = offset;
+      break;
+    case gpu::ShuffleMode::DOWN:
+      partner = arith::XOrIOp::create(b, loc, lane, offset);
+      break;
+    case gpu::ShuffleMode::UP:
+      partner = arith::SubIOp::create(b, loc, lane, offset);
+      break;
+    }
+    // (Unsigned: a lane below zero is above the width.)
+    valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, partner,
+                                  width);
+    Value source = arith::AddIOp::create(b, loc, base, partner);
+    valid = arith::AndIOp::create(
+        b, loc, valid,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, source,
+                              blockThreads));
+    source = arith::SelectOp::create(b, loc, valid, source, tid);
+    Value own = mapping.lookupOrDefault(shuffle.getValue());
+    Value result = own;
+    if (auto it = kept.find(shuffle.getValue()); it != kept.end())
+      result = memref::LoadOp::create(b, loc, it->second.first, source);
+    mapping.map(shuffle.getShuffleResult(), result);
+    mapping.map(shuffle.getValid(), valid);
+  }
+
   /// Blocks, then threads, z outermost; the body runs once per thread.
   LogicalResult emulate(gpu::LaunchOp launch, unsigned index,
                         const std::optional<CounterEntries> &entries) {
@@ -305,21 +494,44 @@ struct CudaEmulateKernelsPass
                                       block.z}))
       mapping.map(arg, value);
     Block &body = launch.getBody().front();
-    std::function<void(OpBuilder &, unsigned)> nest = [&](OpBuilder &nb,
-                                                          unsigned level) {
-      if (level == ids.size()) {
-        for (Operation &op : body.without_terminator())
-          nb.clone(op, mapping);
-        return;
-      }
-      scf::ForOp::create(nb, loc, zero, extents[level], one, ValueRange{},
-                         [&](OpBuilder &lb, Location, Value iv, ValueRange) {
-                           mapping.map(ids[level], iv);
-                           nest(lb, level + 1);
-                           scf::YieldOp::create(lb, loc);
-                         });
-    };
-    nest(b, 0);
+    WalkResult nested = body.walk([&](gpu::ShuffleOp shuffle) {
+      if (shuffle->getBlock() == &body)
+        return WalkResult::advance();
+      shuffle.emitError("cannot emulate a shuffle inside a branch or a loop: "
+                        "every lane of a warp must reach it");
+      return WalkResult::interrupt();
+    });
+    if (nested.wasInterrupted())
+      return failure();
+    // The body's phases: a shuffle starts a phase, which runs after every
+    // thread of the block has run the phases before (the warp's lanes have
+    // all computed the value it exchanges).
+    SmallVector<SmallVector<Operation *>> phases(1);
+    for (Operation &op : body.without_terminator()) {
+      if (isa<gpu::ShuffleOp>(op))
+        phases.emplace_back();
+      phases.back().push_back(&op);
+    }
+    if (phases.size() == 1) {
+      std::function<void(OpBuilder &, unsigned)> nest = [&](OpBuilder &nb,
+                                                            unsigned level) {
+        if (level == ids.size()) {
+          for (Operation &op : body.without_terminator())
+            nb.clone(op, mapping);
+          return;
+        }
+        scf::ForOp::create(nb, loc, zero, extents[level], one, ValueRange{},
+                           [&](OpBuilder &lb, Location, Value iv, ValueRange) {
+                             mapping.map(ids[level], iv);
+                             nest(lb, level + 1);
+                             scf::YieldOp::create(lb, loc);
+                           });
+      };
+      nest(b, 0);
+    } else {
+      if (failed(emulatePhases(b, loc, launch, phases, extents, ids, mapping)))
+        return failure();
+    }
     if (entries)
       func::CallOp::create(b, loc, entries->launchEnd, ValueRange{});
     launch.erase();

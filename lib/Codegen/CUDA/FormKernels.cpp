@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelForms.h"
+#include "WarpReductions.h"
 
 #include "accrue/Codegen/CUDA/KernelReport.h"
 #include "accrue/Codegen/CUDA/Passes.h"
@@ -96,6 +97,8 @@ std::string kernelTag(linalg::GenericOp op) {
 } // namespace accrue::cuda::forms
 
 using namespace accrue::cuda::forms;
+using accrue::cuda::combinerKind;
+using accrue::cuda::kWarpSize;
 
 namespace {
 
@@ -238,6 +241,148 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
     memref::StoreOp::create(rewriter, loc, final[slot++], init.get(),
                             applyMap(rewriter, loc, map, outerPoint));
   }
+  rewriter.eraseOp(op);
+  return success();
+}
+
+/// Replaces the warp reduction `op` (kWarpLanes, buffer semantics) by a
+/// kernel of a warp per output point: lane l computes the body up to its
+/// last combine (its share of the point, from the identity), five xor
+/// shuffles combine the lanes' values (every lane ends with the same
+/// value: the combiners commute), and lane 0 combines that into the
+/// output point (or the constant lane 0 starts from) and stores it. The
+/// shuffles are outside any branch: every lane of the warp reaches them
+/// (a warp past the last point folds nothing, from the identity).
+LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
+                             int64_t blockSize) {
+  Block &opBody = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(opBody.getTerminator());
+  Operation *combine = yield.getOperand(0).getDefiningOp();
+  unsigned numLoops = op.getNumLoops();
+  BlockArgument lanesArg = opBody.getArgument(0);
+  BlockArgument outArg = opBody.getArguments().back();
+  std::optional<arith::AtomicRMWKind> kind =
+      combine ? combinerKind(combine) : std::nullopt;
+  if (!kind || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      !lanesArg.use_empty() || numLoops == 0 ||
+      op.getIteratorTypesArray().back() != utils::IteratorType::reduction ||
+      op.getStaticLoopRanges().back() != kWarpSize)
+    return op.emitError("malformed warp reduction");
+  // The accumulator: the output, or the constant lane 0 starts from.
+  auto isAccumulator = [&](Value v) {
+    auto select = v.getDefiningOp<arith::SelectOp>();
+    return v == outArg || (select && select.getFalseValue() == outArg);
+  };
+  bool outFirst = isAccumulator(combine->getOperand(0));
+  Value acc = combine->getOperand(outFirst ? 0 : 1);
+  Value share = combine->getOperand(outFirst ? 1 : 0);
+  if (!isAccumulator(acc) || isAccumulator(share))
+    return op.emitError("malformed warp reduction");
+  Value start;
+  if (auto select = acc.getDefiningOp<arith::SelectOp>())
+    start = select.getTrueValue();
+  if (start && start.getParentRegion() == &op.getRegion())
+    return op.emitError("malformed warp reduction");
+
+  Location loc = FusedLoc::get(op.getContext(), {op.getLoc()},
+                               rewriter.getStringAttr(kernelTag(op)));
+  rewriter.setInsertionPoint(op);
+  SmallVector<Range, 4> ranges =
+      cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(rewriter, loc);
+  Value points = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  std::optional<int64_t> staticPoints = 1;
+  for (unsigned d = 0; d + 1 < numLoops; ++d) {
+    points = arith::MulIOp::create(
+        rewriter, loc, points,
+        getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size));
+    std::optional<int64_t> extent = getConstantIntValue(ranges[d].size);
+    staticPoints = extent && staticPoints
+                       ? std::optional(*staticPoints * *extent)
+                       : std::nullopt;
+  }
+  int64_t threads = blockSize;
+  if (staticPoints && *staticPoints * kWarpSize < blockSize)
+    threads = std::max<int64_t>(*staticPoints, 1) * kWarpSize;
+  Value warpSize = arith::ConstantIndexOp::create(rewriter, loc, kWarpSize);
+  Value blockDim = arith::ConstantIndexOp::create(rewriter, loc, threads);
+  Value blocks = arith::CeilDivUIOp::create(
+      rewriter, loc, arith::MulIOp::create(rewriter, loc, points, warpSize),
+      blockDim);
+  Value thread = createLinearLaunch(rewriter, loc, blocks, blockDim);
+  Value point = arith::DivUIOp::create(rewriter, loc, thread, warpSize);
+  Value lane = arith::RemUIOp::create(rewriter, loc, thread, warpSize);
+  Value valid = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                      point, points);
+  Type type = share.getType();
+  Value identity = arith::getIdentityValue(*kind, type, rewriter, loc);
+
+  // This lane's share, in a branch the warp takes or skips as a whole.
+  auto branch = scf::IfOp::create(rewriter, loc, TypeRange{type}, valid,
+                                  /*withElseRegion=*/true);
+  SmallVector<Value> ivs(numLoops);
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(branch.thenBlock());
+    Value rest = point;
+    for (int d = int(numLoops) - 2; d >= 0; --d) {
+      Value extent =
+          getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size);
+      ivs[d] = arith::RemUIOp::create(rewriter, loc, rest, extent);
+      rest = arith::DivUIOp::create(rewriter, loc, rest, extent);
+    }
+    ivs.back() = lane;
+    IRMapping mapping;
+    mapping.map(outArg, identity); // read by the last combine only
+    for (Operation &bodyOp : opBody.without_terminator()) {
+      if (&bodyOp == combine ||
+          (bodyOp.getNumResults() == 1 && bodyOp.getResult(0) == acc))
+        continue;
+      if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
+        mapping.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
+      rewriter.clone(bodyOp, mapping);
+    }
+    scf::YieldOp::create(rewriter, loc, mapping.lookup(share));
+    rewriter.setInsertionPointToStart(branch.elseBlock());
+    scf::YieldOp::create(rewriter, loc, identity);
+  }
+
+  // The butterfly.
+  Value value = branch.getResult(0);
+  for (int64_t offset = kWarpSize / 2; offset >= 1; offset /= 2) {
+    Value other = gpu::ShuffleOp::create(rewriter, loc, value, offset,
+                                         kWarpSize, gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    value = arith::getReductionOp(*kind, rewriter, loc, value, other);
+  }
+
+  // Lane 0 of a warp of a point writes it.
+  Value first =
+      arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, lane,
+                            arith::ConstantIndexOp::create(rewriter, loc, 0));
+  auto store = scf::IfOp::create(
+      rewriter, loc, arith::AndIOp::create(rewriter, loc, first, valid),
+      /*withElseRegion=*/false);
+  rewriter.setInsertionPointToStart(store.thenBlock());
+  Value rest = point;
+  for (int d = int(numLoops) - 2; d >= 0; --d) {
+    Value extent =
+        getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size);
+    ivs[d] = arith::RemUIOp::create(rewriter, loc, rest, extent);
+    rest = arith::DivUIOp::create(rewriter, loc, rest, extent);
+  }
+  OpOperand *init = op.getDpsInitOperand(0);
+  SmallVector<Value> indices =
+      applyMap(rewriter, loc, op.getMatchingIndexingMap(init), ivs);
+  Value into = start
+                   ? start
+                   : memref::LoadOp::create(rewriter, loc, init->get(), indices)
+                         .getResult();
+  Value result = outFirst
+                     ? arith::getReductionOp(*kind, rewriter, loc, into, value)
+                     : arith::getReductionOp(*kind, rewriter, loc, value, into);
+  memref::StoreOp::create(rewriter, loc, result, init->get(), indices);
   rewriter.eraseOp(op);
   return success();
 }
@@ -485,6 +630,11 @@ struct CudaFormKernelsPass
           return signalPassFailure();
         }
         generic = *generalized;
+      }
+      if (generic->hasAttr(accrue::cuda::kWarpLanes)) {
+        if (failed(formWarpKernel(rewriter, generic, blockSize)))
+          return signalPassFailure();
+        continue;
       }
       if (succeeded(
               formStreamingKernel(rewriter, generic, blockSize, maxBlocks)))

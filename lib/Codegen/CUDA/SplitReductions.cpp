@@ -1,5 +1,7 @@
 //===- SplitReductions.cpp - two-stage full reductions ----------*- C++ -*-===//
 
+#include "WarpReductions.h"
+
 #include "accrue/Codegen/Common/Contractions.h"
 
 #include "accrue/Codegen/CUDA/Passes.h"
@@ -9,6 +11,9 @@
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace accrue::cuda {
 #define GEN_PASS_DEF_CUDASPLITREDUCTIONS
 #include "accrue/Codegen/CUDA/Passes.h.inc"
@@ -16,6 +21,28 @@ namespace accrue::cuda {
 
 using namespace mlir;
 using namespace accrue;
+
+namespace accrue::cuda {
+
+std::optional<arith::AtomicRMWKind> combinerKind(Operation *op) {
+  using Kind = arith::AtomicRMWKind;
+  return llvm::TypeSwitch<Operation *, std::optional<Kind>>(op)
+      .Case([](arith::AddFOp) { return Kind::addf; })
+      .Case([](arith::AddIOp) { return Kind::addi; })
+      .Case([](arith::MulFOp) { return Kind::mulf; })
+      .Case([](arith::MulIOp) { return Kind::muli; })
+      .Case([](arith::MaximumFOp) { return Kind::maximumf; })
+      .Case([](arith::MinimumFOp) { return Kind::minimumf; })
+      .Case([](arith::MaxNumFOp) { return Kind::maxnumf; })
+      .Case([](arith::MinNumFOp) { return Kind::minnumf; })
+      .Case([](arith::MaxSIOp) { return Kind::maxs; })
+      .Case([](arith::MinSIOp) { return Kind::mins; })
+      .Case([](arith::MaxUIOp) { return Kind::maxu; })
+      .Case([](arith::MinUIOp) { return Kind::minu; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+} // namespace accrue::cuda
 
 namespace {
 
@@ -32,30 +59,15 @@ findCombiner(linalg::GenericOp op) {
       !llvm::is_contained(combine->getOperands(), out) ||
       combine->getOperand(0) == combine->getOperand(1))
     return std::nullopt;
-  using Kind = arith::AtomicRMWKind;
-  std::optional<Kind> kind =
-      llvm::TypeSwitch<Operation *, std::optional<Kind>>(combine)
-          .Case([](arith::AddFOp) { return Kind::addf; })
-          .Case([](arith::AddIOp) { return Kind::addi; })
-          .Case([](arith::MulFOp) { return Kind::mulf; })
-          .Case([](arith::MulIOp) { return Kind::muli; })
-          .Case([](arith::MaximumFOp) { return Kind::maximumf; })
-          .Case([](arith::MinimumFOp) { return Kind::minimumf; })
-          .Case([](arith::MaxNumFOp) { return Kind::maxnumf; })
-          .Case([](arith::MinNumFOp) { return Kind::minnumf; })
-          .Case([](arith::MaxSIOp) { return Kind::maxs; })
-          .Case([](arith::MinSIOp) { return Kind::mins; })
-          .Case([](arith::MaxUIOp) { return Kind::maxu; })
-          .Case([](arith::MinUIOp) { return Kind::minu; })
-          .Default([](Operation *) { return std::nullopt; });
+  std::optional<arith::AtomicRMWKind> kind = cuda::combinerKind(combine);
   if (!kind)
     return std::nullopt;
   return std::make_pair(combine, *kind);
 }
 
-/// Whether `op` reduces along rows of its inputs that are not contiguous:
-/// the innermost dimension of its widest input is an output dimension.
-bool isColumnReduction(linalg::GenericOp op) {
+/// The innermost dimension of `op`'s widest input (the one of most
+/// dimensions) when that is a loop of `op`.
+std::optional<unsigned> innermostLoop(linalg::GenericOp op) {
   AffineMap widest;
   for (OpOperand *input : op.getDpsInputOperands()) {
     AffineMap map = op.getMatchingIndexingMap(input);
@@ -64,10 +76,27 @@ bool isColumnReduction(linalg::GenericOp op) {
       widest = map;
   }
   if (!widest || widest.getNumResults() == 0)
-    return false;
+    return std::nullopt;
   auto inner = dyn_cast<AffineDimExpr>(widest.getResults().back());
-  return inner && op.getIteratorTypesArray()[inner.getPosition()] ==
-                      utils::IteratorType::parallel;
+  if (!inner)
+    return std::nullopt;
+  return inner.getPosition();
+}
+
+/// Whether `op` reduces along rows of its inputs that are not contiguous:
+/// the innermost dimension of its widest input is an output dimension.
+bool isColumnReduction(linalg::GenericOp op) {
+  std::optional<unsigned> inner = innermostLoop(op);
+  return inner &&
+         op.getIteratorTypesArray()[*inner] == utils::IteratorType::parallel;
+}
+
+/// Whether `op` reduces along contiguous rows of its inputs: the innermost
+/// dimension of its widest input is a reduced loop.
+bool isRowReduction(linalg::GenericOp op) {
+  std::optional<unsigned> inner = innermostLoop(op);
+  return inner &&
+         op.getIteratorTypesArray()[*inner] == utils::IteratorType::reduction;
 }
 
 /// The loops of a reduction with one output that every parallel loop
@@ -118,113 +147,219 @@ std::optional<ReductionLoops> reductionLoops(linalg::GenericOp op) {
   return loops;
 }
 
-/// A parallel linalg.generic writing `init` (of the output's points, with
-/// a dimension of `threads` threads at `threadDim` when that is not -1) in
-/// which thread p of each point folds the reduced elements p, p + T, ...
-/// of `op`, in order, with `op`'s body, in a loop of its own (a loop in the
-/// body: linalg needs every loop to index an operand), from `start`.
-Value foldInLoops(RewriterBase &rewriter, linalg::GenericOp op,
-                  const ReductionLoops &loops, Value init, int64_t threads,
-                  int64_t threadDim,
-                  function_ref<Value(OpBuilder &, Location)> start) {
-  Location loc = op.getLoc();
-  auto type = cast<RankedTensorType>(init.getType());
-  int64_t rank = type.getRank();
-  auto pointDim = [&](int64_t j) { return threadDim == 0 ? j + 1 : j; };
-  SmallVector<AffineMap> maps = {
-      AffineMap::getMultiDimIdentityMap(rank, op.getContext())};
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::parallel);
+/// Folds, from `start`, the reduced elements p, p + T, ... (T = `threads`)
+/// of `op` at the output point `dims` (the positions of its parallel
+/// loops; the reduced ones are filled in), in order, with `op`'s body, in
+/// a loop at `b`'s insertion point (inside a linalg.generic's body: linalg
+/// needs every loop to index an operand, so the share is a loop of its own).
+Value foldShare(OpBuilder &b, Location l, linalg::GenericOp op,
+                const ReductionLoops &loops, Value p, int64_t threads,
+                SmallVector<Value> dims, Value start) {
   SmallVector<AffineMap> oldMaps = op.getIndexingMapsArray();
   Block &oldBody = op.getRegion().front();
   SmallVector<Value> oldInputs(op.getDpsInputs());
   int64_t perThread = (loops.count + threads - 1) / threads;
+  auto index = [&](OpBuilder &ib, int64_t v) {
+    return arith::ConstantIndexOp::create(ib, l, v).getResult();
+  };
+  auto chunk = scf::ForOp::create(
+      b, l, index(b, 0), index(b, perThread), index(b, 1), ValueRange{start},
+      [&](OpBuilder &lb, Location, Value k, ValueRange iterArgs) {
+        Value out = iterArgs[0];
+        Value i = arith::AddIOp::create(
+            lb, l, arith::MulIOp::create(lb, l, k, index(lb, threads)), p);
+        Value valid = arith::CmpIOp::create(lb, l, arith::CmpIPredicate::ult, i,
+                                            index(lb, loops.count));
+        Value clamped = arith::SelectOp::create(lb, l, valid, i, index(lb, 0));
+        // The element's position in the reduced loops.
+        Value rest = clamped;
+        for (unsigned d : llvm::reverse(loops.reduced)) {
+          dims[d] =
+              arith::RemUIOp::create(lb, l, rest, index(lb, loops.ranges[d]));
+          rest =
+              arith::DivUIOp::create(lb, l, rest, index(lb, loops.ranges[d]));
+        }
+        IRMapping mapping;
+        for (auto [k, input] : llvm::enumerate(oldInputs)) {
+          Value value = input;
+          if (isa<RankedTensorType>(input.getType())) {
+            SmallVector<Value> indices;
+            for (AffineExpr expr : oldMaps[k].getResults())
+              indices.push_back(affine::AffineApplyOp::create(
+                  lb, l, AffineMap::get(loops.ranges.size(), 0, expr), dims));
+            value = tensor::ExtractOp::create(lb, l, input, indices);
+          }
+          mapping.map(oldBody.getArgument(k), value);
+        }
+        mapping.map(oldBody.getArguments().back(), out);
+        for (Operation &bodyOp : oldBody.without_terminator()) {
+          if (auto idx = dyn_cast<linalg::IndexOp>(bodyOp)) {
+            mapping.map(idx.getResult(), dims[idx.getDim()]);
+            continue;
+          }
+          lb.clone(bodyOp, mapping);
+        }
+        Value folded = mapping.lookup(oldBody.getTerminator()->getOperand(0));
+        Value next = threads == 1
+                         ? folded
+                         : arith::SelectOp::create(lb, l, valid, folded, out)
+                               .getResult();
+        scf::YieldOp::create(lb, l, ValueRange{next});
+      });
+  return chunk.getResult(0);
+}
+
+/// The positions of `op`'s loops at an output point of a new op whose
+/// loop `pointDim(j)` is output dimension j (the reduced ones unset).
+SmallVector<Value> pointPositions(OpBuilder &b, Location l,
+                                  const ReductionLoops &loops,
+                                  function_ref<int64_t(int64_t)> pointDim) {
+  SmallVector<Value> dims(loops.ranges.size());
+  for (auto [d, j] : llvm::enumerate(loops.outDimOfLoop))
+    if (j >= 0)
+      dims[d] = linalg::IndexOp::create(b, l, pointDim(j));
+  return dims;
+}
+
+/// Where the threads of a point are among the loops of a split's first
+/// stage: none (a thread per point), a loop after the points' (so that
+/// neighbouring threads take neighbouring elements of one point: a row
+/// reduction), or before them (neighbouring threads take neighbouring
+/// points: a column reduction), with the partials' dimension of threads
+/// first or last.
+enum class ThreadLoop { None, Last, First, FirstStoredLast };
+
+/// A parallel linalg.generic writing `init` (of the output's points, with
+/// a dimension of `threads` threads, first for First and last otherwise,
+/// unless `where` is None) in which thread p of each point folds the
+/// reduced elements p, p + T, ... of `op`, in order, with `op`'s body,
+/// from `start`.
+Value foldInLoops(RewriterBase &rewriter, linalg::GenericOp op,
+                  const ReductionLoops &loops, Value init, int64_t threads,
+                  ThreadLoop where,
+                  function_ref<Value(OpBuilder &, Location)> start) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  auto type = cast<RankedTensorType>(init.getType());
+  int64_t rank = type.getRank();
+  AffineMap map = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  if (where == ThreadLoop::FirstStoredLast) {
+    SmallVector<AffineExpr> results;
+    for (int64_t j = 1; j < rank; ++j)
+      results.push_back(getAffineDimExpr(j, ctx));
+    results.push_back(getAffineDimExpr(0, ctx));
+    map = AffineMap::get(rank, 0, results, ctx);
+  }
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
   auto fold = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{init}, maps,
+      rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{init}, {map},
       iterators, [&](OpBuilder &b, Location l, ValueRange) {
-        auto index = [&](OpBuilder &ib, int64_t v) {
-          return arith::ConstantIndexOp::create(ib, l, v).getResult();
-        };
-        Value p = threadDim >= 0
-                      ? linalg::IndexOp::create(b, l, threadDim).getResult()
-                      : index(b, 0);
-        // The output point's loops.
-        SmallVector<Value> dims(loops.ranges.size());
-        for (auto [d, j] : llvm::enumerate(loops.outDimOfLoop))
-          if (j >= 0)
-            dims[d] = linalg::IndexOp::create(b, l, pointDim(j));
-        auto chunk = scf::ForOp::create(
-            b, l, index(b, 0), index(b, perThread), index(b, 1),
-            ValueRange{start(b, l)},
-            [&](OpBuilder &lb, Location, Value k, ValueRange iterArgs) {
-              Value out = iterArgs[0];
-              Value i = arith::AddIOp::create(
-                  lb, l, arith::MulIOp::create(lb, l, k, index(lb, threads)),
-                  p);
-              Value valid = arith::CmpIOp::create(
-                  lb, l, arith::CmpIPredicate::ult, i, index(lb, loops.count));
-              Value clamped =
-                  arith::SelectOp::create(lb, l, valid, i, index(lb, 0));
-              // The element's position in the reduced loops.
-              Value rest = clamped;
-              for (unsigned d : llvm::reverse(loops.reduced)) {
-                dims[d] = arith::RemUIOp::create(lb, l, rest,
-                                                 index(lb, loops.ranges[d]));
-                rest = arith::DivUIOp::create(lb, l, rest,
-                                              index(lb, loops.ranges[d]));
-              }
-              IRMapping mapping;
-              for (auto [k, input] : llvm::enumerate(oldInputs)) {
-                Value value = input;
-                if (isa<RankedTensorType>(input.getType())) {
-                  SmallVector<Value> indices;
-                  for (AffineExpr expr : oldMaps[k].getResults())
-                    indices.push_back(affine::AffineApplyOp::create(
-                        lb, l, AffineMap::get(loops.ranges.size(), 0, expr),
-                        dims));
-                  value = tensor::ExtractOp::create(lb, l, input, indices);
-                }
-                mapping.map(oldBody.getArgument(k), value);
-              }
-              mapping.map(oldBody.getArguments().back(), out);
-              for (Operation &bodyOp : oldBody.without_terminator()) {
-                if (auto idx = dyn_cast<linalg::IndexOp>(bodyOp)) {
-                  mapping.map(idx.getResult(), dims[idx.getDim()]);
-                  continue;
-                }
-                lb.clone(bodyOp, mapping);
-              }
-              Value folded =
-                  mapping.lookup(oldBody.getTerminator()->getOperand(0));
-              Value next = threads == 1 ? folded
-                                        : arith::SelectOp::create(lb, l, valid,
-                                                                  folded, out)
-                                              .getResult();
-              scf::YieldOp::create(lb, l, ValueRange{next});
-            });
-        linalg::YieldOp::create(b, l, chunk.getResults());
+        Value p;
+        if (where == ThreadLoop::None)
+          p = arith::ConstantIndexOp::create(b, l, 0);
+        else
+          p = linalg::IndexOp::create(b, l,
+                                      where == ThreadLoop::Last ? rank - 1 : 0);
+        SmallVector<Value> dims = pointPositions(b, l, loops, [&](int64_t j) {
+          bool first = where == ThreadLoop::First ||
+                       where == ThreadLoop::FirstStoredLast;
+          return first ? j + 1 : j;
+        });
+        linalg::YieldOp::create(
+            b, l, foldShare(b, l, op, loops, p, threads, dims, start(b, l)));
       });
   return fold.getResult(0);
 }
 
-/// Splits a reduction into two deterministic stages. For each point of
-/// the output (none for a full reduction into a rank-0 result, one per row
-/// otherwise), `threads` threads each fold a strided share of the reduced
-/// elements (thread p takes p, p + T, p + 2T, ...: neighbouring threads
-/// read neighbouring elements) into partials; then one thread per point
-/// folds that point's partials, in order, into the original init.
+/// Replaces the reduction `op` by a warp reduction (kWarpLanes): a
+/// generic over the output's points and the 32 lanes (indexed by a
+/// placeholder input only), whose lane l folds the elements l, l + 32, ...
+/// of the point from the identity and then combines that into the output
+/// point. Into a constant fill it starts from the constant instead:
+/// lane 0 combines with the constant where the others combine with the
+/// accumulator, so that the op reads its initial value nowhere (the fill
+/// goes).
+void warpReduction(RewriterBase &rewriter, linalg::GenericOp op,
+                   const ReductionLoops &loops, Operation *combine,
+                   arith::AtomicRMWKind kind) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  Value init = op.getDpsInits()[0];
+  auto outType = cast<RankedTensorType>(init.getType());
+  Type elementType = outType.getElementType();
+  int64_t rank = outType.getRank();
+  Value constant;
+  if (auto fill = init.getDefiningOp<linalg::FillOp>()) {
+    Value empty = fill.getOutputs()[0];
+    if (fill.getInputs()[0].getType().isIntOrFloat() &&
+        empty.getDefiningOp<tensor::EmptyOp>()) {
+      constant = fill.getInputs()[0];
+      init = rewriter.clone(*empty.getDefiningOp())->getResult(0);
+    }
+  }
+  Value lanes = tensor::EmptyOp::create(
+      rewriter, loc, ArrayRef<int64_t>{cuda::kWarpSize}, rewriter.getI8Type());
+  SmallVector<AffineExpr> pointDims;
+  for (int64_t j = 0; j < rank; ++j)
+    pointDims.push_back(getAffineDimExpr(j, ctx));
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(rank + 1, 0, getAffineDimExpr(rank, ctx)),
+      AffineMap::get(rank + 1, 0, pointDims, ctx)};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  Block &oldBody = op.getRegion().front();
+  bool outFirst = combine->getOperand(0) == oldBody.getArguments().back();
+  auto warp = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{outType}, ValueRange{lanes}, ValueRange{init},
+      maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+        Value lane = linalg::IndexOp::create(b, l, rank);
+        SmallVector<Value> dims =
+            pointPositions(b, l, loops, [](int64_t j) { return j; });
+        Value share =
+            foldShare(b, l, op, loops, lane, cuda::kWarpSize, dims,
+                      arith::getIdentityValue(kind, elementType, b, l));
+        Value acc = args[1];
+        if (constant) {
+          Value first =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, lane,
+                                    arith::ConstantIndexOp::create(b, l, 0));
+          acc = arith::SelectOp::create(b, l, first, constant, acc);
+        }
+        linalg::YieldOp::create(
+            b, l,
+            outFirst ? arith::getReductionOp(kind, b, l, acc, share)
+                     : arith::getReductionOp(kind, b, l, share, acc));
+      });
+  warp->setAttr(cuda::kWarpLanes, rewriter.getUnitAttr());
+  rewriter.replaceOp(op, warp.getResults());
+}
+
+/// The pass's options.
+struct Limits {
+  int64_t fullThreads, elementsPerThread, minElements, rowThreads,
+      minRowElements, warpElements, laneElements;
+};
+
+/// Splits a reduction into deterministic stages. A row reduction (or a
+/// full one) of 32-bit elements of at least `warpElements` and at most 32
+/// x `laneElements` elements becomes a warp reduction (warpReduction).
+/// Otherwise, for each point of the output (none for a full reduction
+/// into a rank-0 result, one per row otherwise), `threads` threads each
+/// fold a strided share of the reduced elements (thread p takes p, p + T,
+/// p + 2T, ...: neighbouring threads read neighbouring elements) into
+/// partials; then the partials are reduced the same way (split again, or
+/// by a warp), or one thread per point folds its partials (a column
+/// reduction), in order, into the original init.
 LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
-                             int64_t fullThreads, int64_t elementsPerThread,
-                             int64_t minElements, int64_t rowThreads,
-                             int64_t minRowElements) {
+                             const Limits &limits) {
   std::optional<ReductionLoops> loops = reductionLoops(op);
   if (!loops)
     return failure();
   auto outType = cast<RankedTensorType>(op.getDpsInits()[0].getType());
   int64_t count = loops->count;
   bool full = outType.getRank() == 0;
-  if (count < (full ? minElements : minRowElements))
-    return failure();
   // Products (a * b summed) are GEMMs for cuda-contractions-to-gemm.
   if (!full && codegen::matchContraction(op))
     return failure();
@@ -238,33 +373,63 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
   MLIRContext *ctx = op.getContext();
   Type elementType = outType.getElementType();
   int64_t rank = outType.getRank();
+  // A column reduction (the inputs' contiguous dimension is an output
+  // dimension: a bias gradient, LayerNorm's gamma) orders its first
+  // stage's threads first, so that neighbouring threads take neighbouring
+  // output points and read neighbouring elements; a row reduction orders
+  // them last (neighbouring threads read neighbouring elements of one
+  // row). Either way each partial folds the same elements in the same
+  // order, and the partials keep the threads last: the second stage is a
+  // row reduction.
+  bool threadsFirst = !full && isColumnReduction(op);
+  // Shuffles move 32-bit values. (A window's reduction, a convolution's,
+  // keeps a thread per point: neighbouring points read neighbouring
+  // elements.)
+  bool warpable =
+      elementType.isIntOrFloat() && elementType.getIntOrFloatBitWidth() == 32;
+  if ((full || isRowReduction(op)) && warpable &&
+      count >= limits.warpElements &&
+      count <= cuda::kWarpSize * limits.laneElements) {
+    warpReduction(rewriter, op, *loops, combine, kind);
+    return success();
+  }
+  if (count < (full ? limits.minElements : limits.minRowElements))
+    return failure();
+  int64_t fullThreads = limits.fullThreads,
+          elementsPerThread = limits.elementsPerThread,
+          rowThreads = limits.rowThreads;
   // A full reduction: `elementsPerThread` elements a thread, up to
   // `fullThreads` (so that its threads fill the GPU: 10M elements are
   // 163,840 threads, more than two waves of 132 SMs). A row: a warp at
-  // least, 32 elements each, up to `rowThreads`.
-  int64_t threads =
-      full
-          ? std::max<int64_t>(
-                1, std::min<int64_t>(
-                       fullThreads, llvm::divideCeil(count, elementsPerThread)))
-          : std::min<int64_t>(
-                count,
-                std::min<int64_t>(rowThreads,
-                                  std::max<int64_t>(32, (count + 31) / 32)));
-  // A column reduction (the inputs' contiguous dimension is an output
-  // dimension: a bias gradient, LayerNorm's gamma) keeps its partials
-  // threads-first, so that neighbouring threads take neighbouring output
-  // points and read neighbouring elements; a row reduction keeps them
-  // threads-last (neighbouring threads read neighbouring elements of one
-  // row). Either way each partial folds the same elements in the same
-  // order.
-  bool threadsFirst = !full && isColumnReduction(op);
-  // Partials: the output's shape with the threads' dimension, first or
-  // last.
+  // least, 32 elements each, up to `rowThreads` (and a column of values
+  // shuffles do not move: its partials are folded by a thread each). A
+  // column of 32-bit values: about sqrt(32 x count) threads (a multiple of
+  // 32, up to `rowThreads`), so that a thread of the first stage folds as
+  // many elements as a lane of the warp reduction of its partials (1,024
+  // rows: 6 each, 192 partials).
+  int64_t threads;
+  if (full)
+    threads = std::max<int64_t>(
+        1, std::min<int64_t>(fullThreads,
+                             llvm::divideCeil(count, elementsPerThread)));
+  else if (threadsFirst && warpable)
+    threads = std::min<int64_t>(
+        count,
+        std::clamp<int64_t>(
+            llvm::alignTo(int64_t(std::sqrt(double(cuda::kWarpSize * count))),
+                          cuda::kWarpSize),
+            cuda::kWarpSize, rowThreads));
+  else
+    threads = std::min<int64_t>(
+        count, std::min<int64_t>(rowThreads,
+                                 std::max<int64_t>(32, (count + 31) / 32)));
+  // Partials: the output's shape with the threads' dimension last (first
+  // for a column of values a warp does not reduce: one thread per point
+  // folds its partials, neighbouring threads reading neighbouring ones).
+  bool partialsFirst = threadsFirst && !warpable;
   SmallVector<int64_t> partialShape(outType.getShape());
-  partialShape.insert(threadsFirst ? partialShape.begin() : partialShape.end(),
+  partialShape.insert(partialsFirst ? partialShape.begin() : partialShape.end(),
                       threads);
-  int64_t threadDim = threadsFirst ? 0 : rank;
   auto partialType = RankedTensorType::get(partialShape, elementType);
   SmallVector<Value> dynamicSizes;
   for (int64_t j = 0; j < rank; ++j)
@@ -277,13 +442,15 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
   Value partialInit =
       tensor::EmptyOp::create(rewriter, loc, partialType, dynamicSizes);
   Value partials =
-      foldInLoops(rewriter, op, *loops, partialInit, threads, threadDim,
+      foldInLoops(rewriter, op, *loops, partialInit, threads,
+                  !threadsFirst   ? ThreadLoop::Last
+                  : partialsFirst ? ThreadLoop::First
+                                  : ThreadLoop::FirstStoredLast,
                   [&](OpBuilder &b, Location l) {
                     return arith::getIdentityValue(kind, elementType, b, l);
                   });
 
-  // Stage 2: one thread per output point folds its partials in order into
-  // the original init.
+  // Stage 2: the partials fold, in order, into the original init.
   Block &oldBody = op.getRegion().front();
   SmallVector<AffineExpr> pointDims;
   for (int64_t j = 0; j < rank; ++j)
@@ -291,7 +458,7 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
   // Stage 2 iterates (point, thread): the partials' map puts the thread
   // where the partials have it.
   SmallVector<AffineExpr> partialDims(pointDims);
-  partialDims.insert(threadsFirst ? partialDims.begin() : partialDims.end(),
+  partialDims.insert(partialsFirst ? partialDims.begin() : partialDims.end(),
                      getAffineDimExpr(rank, ctx));
   SmallVector<AffineMap> stage2Maps = {
       AffineMap::get(rank + 1, 0, partialDims, ctx),
@@ -311,12 +478,12 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
                      : arith::getReductionOp(kind, b, l, partial, out));
       });
   rewriter.replaceOp(op, stage2.getResults());
-  // Many partials are a full reduction of their own: split again (a third
-  // stage, and so on), so that no thread folds more than a few.
-  if (full) {
+  // The partials are a reduction of their own (a row, unless kept
+  // threads-first): split again (a third stage, and so on) or reduced by
+  // warps, so that no thread folds more than a few.
+  if (!partialsFirst) {
     rewriter.setInsertionPoint(stage2);
-    (void)splitReduction(rewriter, stage2, fullThreads, elementsPerThread,
-                         minElements, rowThreads, minRowElements);
+    (void)splitReduction(rewriter, stage2, limits);
   }
   return success();
 }
@@ -327,7 +494,7 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
 /// reading the filled buffer: a kernel fewer, and nothing to read.
 LogicalResult foldFillInit(RewriterBase &rewriter, linalg::GenericOp op) {
   std::optional<ReductionLoops> loops = reductionLoops(op);
-  if (!loops || codegen::matchContraction(op))
+  if (!loops || op->hasAttr(cuda::kWarpLanes) || codegen::matchContraction(op))
     return failure();
   auto fill = op.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
   if (!fill || !fill.getInputs()[0].getType().isIntOrFloat())
@@ -339,7 +506,7 @@ LogicalResult foldFillInit(RewriterBase &rewriter, linalg::GenericOp op) {
   rewriter.setInsertionPoint(op);
   Value empty = rewriter.clone(*init.getDefiningOp())->getResult(0);
   Value folded =
-      foldInLoops(rewriter, op, *loops, empty, /*threads=*/1, /*threadDim=*/-1,
+      foldInLoops(rewriter, op, *loops, empty, /*threads=*/1, ThreadLoop::None,
                   [&](OpBuilder &, Location) { return value; });
   rewriter.replaceOp(op, folded);
   return success();
@@ -360,8 +527,10 @@ struct CudaSplitReductionsPass
     IRRewriter rewriter(&getContext());
     for (linalg::GenericOp op : candidates) {
       rewriter.setInsertionPoint(op);
-      (void)splitReduction(rewriter, op, partials, elementsPerThread,
-                           minElements, rowThreads, minRowElements);
+      (void)splitReduction(rewriter, op,
+                           Limits{partials, elementsPerThread, minElements,
+                                  rowThreads, minRowElements, warpElements,
+                                  laneElements});
     }
     // Then every reduction into a constant fill (unsplit ones, the last
     // stages of split ones) starts from the constant.

@@ -61,8 +61,10 @@ void AccessCounter::launch(int64_t index, const char *text,
     blockDims[d] = block[d];
     blockThreads *= block[d];
   }
-  kernel->threads += blockThreads * grid[0] * grid[1] * grid[2];
+  int64_t threads = blockThreads * grid[0] * grid[1] * grid[2];
+  kernel->threads += threads;
   threadId = -1, warp = -1, chain = 0, launchChain = 0;
+  threadChains.assign(threads, 0);
 }
 
 AccessCounter::Site &AccessCounter::site(int64_t index) {
@@ -89,8 +91,10 @@ void AccessCounter::thread(const int64_t ids[6]) {
     warp = w;
   }
   launchChain = std::max(launchChain, chain);
-  chain = 0;
+  if (threadId >= 0)
+    threadChains[threadId] = chain;
   threadId = blockId * blockThreads + local;
+  chain = threadChains[threadId];
   std::fill(occurrences.begin(), occurrences.end(), 0);
 }
 

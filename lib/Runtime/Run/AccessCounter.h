@@ -93,6 +93,10 @@ private:
   Kernel *kernel = nullptr;
   int64_t blockThreads = 1, blockDims[3] = {1, 1, 1}, gridDims[3] = {1, 1, 1};
   int64_t threadId = -1, warp = -1, chain = 0, launchChain = 0;
+  /// Each thread's chain so far in the launch: a kernel run in phases (at
+  /// its shuffles) enters each thread once per phase, and its chain goes
+  /// on where the last phase left it.
+  std::vector<int64_t> threadChains;
   std::vector<int32_t> occurrences;
   std::unordered_map<uint64_t, std::vector<Lane>> requests;
   std::unordered_set<uint64_t> uniqueSectors;

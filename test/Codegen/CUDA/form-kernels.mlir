@@ -354,3 +354,71 @@ func.func @transpose_left_alone(%x: memref<17x16xf32>, %y: memref<16x17xf32>,
   }
   return
 }
+
+// -----
+
+// A warp reduction (cuda-split-reductions' accrue.warp_lanes): a warp per
+// output point, here 4 rows of 64 as 128 threads. Lane l folds its share
+// (the body up to its last combine) where the warp has a point, from the
+// identity where it has none; five xor shuffles, outside any branch so
+// that every lane reaches them, combine the lanes; lane 0 of a warp with
+// a point combines the result with the constant lane 0 starts from and
+// stores it. The placeholder input is not read.
+
+// CHECK-LABEL: func @warp
+// CHECK-SAME: (%[[X:.+]]: memref<4x64xf32>, %[[LANES:.+]]: memref<32xi8>, %[[OUT:.+]]: memref<4xf32>)
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %c128{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}})
+// CHECK-NOT: %[[LANES]]
+// CHECK:   %[[ROW:.+]] = arith.divui %[[TX]], %c32
+// CHECK:   %[[LANE:.+]] = arith.remui %[[TX]], %c32
+// CHECK:   %[[VALID:.+]] = arith.cmpi ult, %[[ROW]], %c4
+// CHECK:   %[[SHARE:.+]] = scf.if %[[VALID]] -> (f32) {
+// CHECK:     scf.for %{{.+}} = %c0{{.*}} to %c2
+// CHECK:       memref.load %[[X]]
+// CHECK:   } else {
+// CHECK:     scf.yield %[[ZERO]] : f32
+// CHECK:   }
+// CHECK:   %[[S16:.+]], %{{.+}} = gpu.shuffle xor %[[SHARE]], %c16{{.*}}, %c32{{.*}} : f32
+// CHECK:   %[[V16:.+]] = arith.addf %[[SHARE]], %[[S16]] : f32
+// CHECK:   %[[S8:.+]], %{{.+}} = gpu.shuffle xor %[[V16]], %c8{{.*}}, %c32{{.*}} : f32
+// CHECK:   %[[V8:.+]] = arith.addf %[[V16]], %[[S8]] : f32
+// CHECK:   gpu.shuffle xor %{{.+}}, %c4{{.*}}, %c32
+// CHECK:   gpu.shuffle xor %{{.+}}, %c2{{.*}}, %c32
+// CHECK:   %[[S1:.+]], %{{.+}} = gpu.shuffle xor %[[V2:.+]], %c1{{.*}}, %c32{{.*}} : f32
+// CHECK:   %[[V1:.+]] = arith.addf %[[V2]], %[[S1]] : f32
+// CHECK:   %[[FIRST:.+]] = arith.cmpi eq, %[[LANE]], %c0
+// CHECK:   %[[WRITES:.+]] = arith.andi %[[FIRST]], %[[VALID]]
+// CHECK:   scf.if %[[WRITES]] {
+// CHECK:     %[[R:.+]] = arith.addf %[[V1]], %[[ZERO]] : f32
+// CHECK:     memref.store %[[R]], %[[OUT]][%{{.+}}]
+// CHECK:   }
+// CHECK: gpu.terminator
+#lane = affine_map<(d0, d1) -> (d1)>
+#point = affine_map<(d0, d1) -> (d0)>
+func.func @warp(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %out: memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%out : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%s = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %x[%r, %i] : memref<4x64xf32>
+      %t = arith.addf %v, %s : f32
+      scf.yield %t : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %zero, %acc : f32
+    %sum = arith.addf %share, %start : f32
+    linalg.yield %sum : f32
+  }
+  return
+}

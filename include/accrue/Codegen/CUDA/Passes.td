@@ -74,21 +74,31 @@ def CudaSplitReductions
     rank-0 result (a loss sum, a count, the global norm) would run in one
     thread, and a row reduction (softmax's max and sum, LayerNorm's
     moments, a loss per sample) in one thread per row reading its row on
-    its own. Each becomes two stages: for every output point, T threads
-    each reduce a strided share of its elements (thread p takes p, p + T,
-    p + 2T, ...: neighbouring threads read neighbouring elements, so a warp
-    reads a row's elements together) into partials, each starting from the
+    its own. A row or full reduction of 32-bit values over
+    `warp-elements` to 32 x `lane-elements` elements becomes a warp
+    reduction: a generic over the output points and the 32 lanes of a
+    warp (marked `accrue.warp_lanes`; a placeholder input indexes the
+    lanes), whose lane l folds the elements l, l + 32, ... from the
+    combining operation's identity (a warp reads a row's neighbouring
+    elements together), then combines into the output point; into a
+    constant fill, lane 0 combines with the constant and the fill goes.
+    `cuda-form-kernels` combines the lanes by a butterfly of shuffles.
+    Longer reductions, and other types, become stages: for every output
+    point, T threads each reduce a strided share of its elements (thread
+    p takes p, p + T, p + 2T, ...) into partials, each starting from the
     combining operation's identity in registers (the partials' buffer is
-    not filled first), then one thread per point combines them in order,
-    starting from the original initial value. Full reductions get a thread per `elements-per-thread` elements,
-    up to `partials`, and their partials are split the same way again while
-    there are at least `min-elements` of them (a third stage and more);
-    rows of at least
-    `min-row-elements` elements get a warp or more (32 elements a thread,
-    up to `row-threads`); a column reduction (the inputs' contiguous
-    dimension is an output dimension) keeps its partials threads-first, so
-    that neighbouring threads take neighbouring output points and a warp
-    reads along a row. The split is fixed by the sizes, so the result is
+    not filled first), and the partials are reduced again the same way
+    (a warp reduction, or a further split). Full reductions get a thread
+    per `elements-per-thread` elements, up to `partials`, and their
+    partials are split while there are at least `min-elements` of them;
+    rows of at least `min-row-elements` elements get a warp or more (32
+    elements a thread, up to `row-threads`). A column reduction (the
+    inputs' contiguous dimension is an output dimension) keeps its
+    partials threads-first, so that neighbouring threads take
+    neighbouring output points and a warp reads along a row, and one
+    thread per point folds its partials in order, starting from the
+    original initial value. The split is fixed by the sizes, so the
+    result is
     the same on every run. Reductions whose combining operation is not
     recognized (add, mul, max, min) are left alone. Then every reduction
     into a constant `linalg.fill` (a sum's zeros, a maximum's -inf; split
@@ -108,6 +118,11 @@ def CudaSplitReductions
            "Threads per row of the first stage of a row reduction (at most)">,
     Option<"minRowElements", "min-row-elements", "int64_t", "128",
            "Rows of fewer elements stay in one thread each">,
+    Option<"warpElements", "warp-elements", "int64_t", "32",
+           "Row (and full) reductions of 32-bit values over at least this "
+           "many elements are warp reductions">,
+    Option<"laneElements", "lane-elements", "int64_t", "64",
+           "Elements each lane of a warp reduction folds (at most)">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
@@ -334,9 +349,17 @@ def CudaEmulateKernels : Pass<"cuda-emulate-kernels", "::mlir::ModuleOp"> {
   let description = [{
     Replaces every `gpu.launch` by loops over its blocks and threads, in
     order, on the host. The kernels of `cuda-form-kernels` use no shared
-    memory, barriers or warp operations and each thread writes its own
-    outputs, so running them one thread after the other computes what the
-    GPU computes; the step then lowers for the CPU. This is how the CUDA
+    memory or barriers and each thread writes its own outputs, so running
+    them one thread after the other computes what the GPU computes. A
+    kernel with `gpu.shuffle` ops (the warp reductions), each outside any
+    branch or loop, runs in phases, one per shuffle: for each block, every
+    thread runs the ops before the shuffle, keeping each value a later
+    phase uses in a buffer of one element per thread of the block
+    (constants are cloned instead); then every thread runs the shuffle,
+    reading the value its partner lane kept (xor, up, down and idx modes,
+    within `width` lanes and the block, else its own: `shfl.sync`'s
+    semantics), and what follows. A shuffle in a branch or a loop is an
+    error naming it. The step then lowers for the CPU. This is how the CUDA
     pipeline's transformations are checked against the CPU artifacts on
     machines without a GPU. It says nothing about NVVM code generation or
     timing.

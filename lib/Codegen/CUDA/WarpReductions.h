@@ -1,0 +1,37 @@
+//===- WarpReductions.h - reductions across a warp's lanes ------*- C++ -*-===//
+//
+// cuda-split-reductions marks a row reduction that a warp computes
+// together; cuda-form-kernels forms it (each lane folds its share, then an
+// xor butterfly of shuffles combines the lanes). Private to the two passes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACCRUE_LIB_CODEGEN_CUDA_WARPREDUCTIONS_H
+#define ACCRUE_LIB_CODEGEN_CUDA_WARPREDUCTIONS_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+#include <optional>
+
+namespace accrue::cuda {
+
+/// Unit attribute on a linalg.generic whose last loop is a reduction over
+/// the 32 lanes of a warp (a loop no operand but a placeholder indexes):
+/// lane l folds its share of each output point from the combiner's
+/// identity (the body up to its last combine), the lanes' values are
+/// combined by an xor butterfly of shuffles (offsets 16, 8, 4, 2, 1), and
+/// lane 0 folds the result into the output point with the body's last
+/// combine. Read sequentially (as linalg defines it) the op folds the
+/// lanes in order instead: the same value up to the association.
+constexpr llvm::StringLiteral kWarpLanes = "accrue.warp_lanes";
+
+/// The lanes of a warp.
+constexpr int64_t kWarpSize = 32;
+
+/// The kind of `op` if it is a combining operation reductions are split
+/// over (add, mul, max, min; floating point or integer).
+std::optional<mlir::arith::AtomicRMWKind> combinerKind(mlir::Operation *op);
+
+} // namespace accrue::cuda
+
+#endif // ACCRUE_LIB_CODEGEN_CUDA_WARPREDUCTIONS_H
