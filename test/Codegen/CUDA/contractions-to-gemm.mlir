@@ -129,15 +129,22 @@ func.func @shared_gradient(%acc: memref<20xf32>, %x: memref<4x3xf32>, %dy: memre
 
 // -----
 
-// Attention's [batch, heads] over a [batch, seq, heads, dim] layout: the
-// heads are the GEMM's batch (stride 4 in A), the samples a host loop
-// moving every address along (A: 24 floats = 96 bytes).
+// Attention's [batch, heads] over a [batch, seq, heads, dim] layout: in A
+// the samples and the heads are two strides (24 and 4 floats), which one
+// strided batched call cannot take. A is copied into a buffer of its own
+// with the samples and heads outermost ([2, 2, 3, 4]: compact[b, h, m, k]
+// = q[b, m, h, k]), and one call takes all 4 (sample, head) pairs, every
+// operand's batch stride one (A: 12, B: 12, C: 9).
 
+// CHECK-DAG: #[[$GATHER:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>
 // CHECK-LABEL: func @attention
-// CHECK: scf.for %[[B:.+]] = %c0 to %c2 step %c1
-// CHECK: %[[OFFSET:.+]] = arith.muli %[[B]], %c96
-// CHECK: %[[PA:.+]] = arith.addi %{{.+}}, %[[OFFSET]]
-// CHECK: call @accrue_gemm(%c2, %c3, %c3, %c4, %[[PA]], %c8, %c1, %c4,
+// CHECK-SAME: (%[[Q:.+]]: memref<2x3x2x4xf32>, %{{.+}}: memref<2x2x4x3xf32>, %{{.+}}: memref<2x2x3x3xf32>)
+// CHECK: %[[COMPACT:.+]] = memref.alloc() : memref<2x2x3x4xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[$GATHER]], #{{.+}}], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[Q]] : memref<2x3x2x4xf32>) outs(%[[COMPACT]] : memref<2x2x3x4xf32>)
+// CHECK-NOT: scf.for
+// CHECK: %[[PA:.+]] = memref.extract_aligned_pointer_as_index %[[COMPACT]]
+// CHECK: call @accrue_gemm(%c4, %c3, %c3, %c4, %{{.+}}, %c4, %c1, %c12, %{{.+}}, %c3, %c1, %c12, %{{.+}}, %c3, %c1, %c9,
+// CHECK-NOT: call @accrue_gemm
 #a = affine_map<(b, h, m, n, k) -> (b, m, h, k)>
 #b = affine_map<(b, h, m, n, k) -> (b, h, k, n)>
 #c = affine_map<(b, h, m, n, k) -> (b, h, m, n)>
@@ -147,6 +154,32 @@ func.func @attention(%q: memref<2x3x2x4xf32>, %kt: memref<2x2x4x3xf32>, %s: memr
   ^bb0(%x: f32, %y: f32, %o: f32):
     %p = arith.mulf %x, %y : f32
     %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Where the output has the samples and heads in two strides
+// ([batch, seq, heads, dim]), no copy of an input helps: the heads are the
+// GEMM's batch (stride 4 in C), the samples a host loop moving every
+// address along (C: 24 floats = 96 bytes).
+
+// CHECK-LABEL: func @attention_output
+// CHECK-NOT: memref.alloc
+// CHECK: scf.for %[[B:.+]] = %c0 to %c2 step %c1
+// CHECK: %[[OFFSET:.+]] = arith.muli %[[B]], %c96
+// CHECK: call @accrue_gemm(%c2, %c3, %c4, %c3,
+#oa = affine_map<(b, h, m, n, k) -> (b, h, m, k)>
+#ob = affine_map<(b, h, m, n, k) -> (b, h, k, n)>
+#oc = affine_map<(b, h, m, n, k) -> (b, m, h, n)>
+func.func @attention_output(%p: memref<2x2x3x3xf32>, %v: memref<2x2x3x4xf32>, %o: memref<2x3x2x4xf32>) attributes {train.abi = [{train.name = "p", train.role = #train.role<batch>}, {train.name = "v", train.role = #train.role<batch>}, {train.name = "o", train.role = #train.role<batch>}]} {
+  linalg.generic {indexing_maps = [#oa, #ob, #oc], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : memref<2x2x3x3xf32>, memref<2x2x3x4xf32>) outs(%o : memref<2x3x2x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32):
+    %m = arith.mulf %x, %y : f32
+    %r = arith.addf %z, %m : f32
     linalg.yield %r : f32
   }
   return

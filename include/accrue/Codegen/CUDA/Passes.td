@@ -226,7 +226,12 @@ def CudaContractionsToGemm
     loops in all operands, M in A and the output, N in B and the output,
     K reduced in A and B; loops of one kind collapsing where every operand
     lays them out contiguously; unit stride along rows or columns) becomes
-    a call of `accrue_gemm` with the operands' addresses and strides. A
+    a call of `accrue_gemm` with the operands' addresses and strides. Batch
+    loops that do not collapse run as host loops around the call, unless
+    only one input keeps them apart (attention's samples and heads in two
+    strides): that input is copied first into a buffer of its own with the
+    batch dimensions outermost, in the output's order (its innermost
+    dimension stays innermost), and one call takes the whole batch. A
     zero fill right before it becomes beta = 0. A product added only into
     a part of the gradient accumulator is written there directly: beta = 0
     on the first micro-batch and 1 after when it is the only writer of that
