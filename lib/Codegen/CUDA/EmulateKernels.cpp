@@ -65,6 +65,29 @@ Value constantI64(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 64);
 }
 
+/// Loops over `ids[from, to)` (extents `extents`, outermost first) at
+/// `b`, each id mapped to its loop's index, with `body` innermost.
+void nestLoops(OpBuilder &b, Location loc, ArrayRef<Value> extents,
+               ArrayRef<Value> ids, unsigned from, unsigned to,
+               IRMapping &mapping, function_ref<void(OpBuilder &)> body) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  std::function<void(OpBuilder &, unsigned)> nest = [&](OpBuilder &nb,
+                                                        unsigned level) {
+    if (level == to) {
+      body(nb);
+      return;
+    }
+    scf::ForOp::create(nb, loc, zero, extents[level], one, ValueRange{},
+                       [&](OpBuilder &lb, Location, Value iv, ValueRange) {
+                         mapping.map(ids[level], iv);
+                         nest(lb, level + 1);
+                         scf::YieldOp::create(lb, loc);
+                       });
+  };
+  nest(b, from);
+}
+
 /// Instruments the global accesses of one launch body.
 class AccessInstrumenter {
 public:
@@ -290,16 +313,14 @@ struct CudaEmulateKernelsPass
     for (auto [k, phase] : llvm::enumerate(phases))
       for (Operation *op : phase)
         phaseOf[op] = k;
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value blockThreads = arith::MulIOp::create(
         b, loc, arith::MulIOp::create(b, loc, extents[3], extents[4]),
         extents[5]);
     // Values used past their phase: a buffer of one per thread of a block.
     Kept kept;
     SmallVector<Operation *> constants;
-    for (auto [k, phase] : llvm::enumerate(phases))
-      for (Operation *op : phase)
+    for (unsigned k = 0; k < phases.size(); ++k)
+      for (Operation *op : phases[k])
         for (Value result : op->getResults()) {
           bool later = llvm::any_of(result.getUsers(), [&](Operation *user) {
             return phaseOf.lookup(body.findAncestorOpInBlock(*user)) > k;
@@ -316,7 +337,7 @@ struct CudaEmulateKernelsPass
           Value buffer = memref::AllocOp::create(
               b, loc, MemRefType::get({ShapedType::kDynamic}, result.getType()),
               ValueRange{blockThreads});
-          kept[result] = {buffer, unsigned(k)};
+          kept[result] = {buffer, k};
         }
     func::CallOp threadCall;
     for (Operation *op : phases.front())
@@ -325,23 +346,12 @@ struct CudaEmulateKernelsPass
         threadCall = call;
     Value warp = arith::ConstantIndexOp::create(b, loc, kWarpSize);
 
-    // Blocks.
-    std::function<void(OpBuilder &, unsigned)> blocks = [&](OpBuilder &nb,
-                                                            unsigned level) {
-      if (level == 3) {
-        for (unsigned k = 0; k < phases.size(); ++k)
-          runPhase(nb, loc, k, phases[k], extents, ids, mapping, kept,
-                   constants, threadCall, warp, blockThreads);
-        return;
-      }
-      scf::ForOp::create(nb, loc, zero, extents[level], one, ValueRange{},
-                         [&](OpBuilder &lb, Location, Value iv, ValueRange) {
-                           mapping.map(ids[level], iv);
-                           blocks(lb, level + 1);
-                           scf::YieldOp::create(lb, loc);
-                         });
-    };
-    blocks(b, 0);
+    // Blocks, then each phase's threads.
+    nestLoops(b, loc, extents, ids, 0, 3, mapping, [&](OpBuilder &nb) {
+      for (unsigned k = 0; k < phases.size(); ++k)
+        runPhase(nb, loc, k, phases[k], extents, ids, mapping, kept, constants,
+                 threadCall, warp, blockThreads);
+    });
     for (auto &entry : kept)
       memref::DeallocOp::create(b, loc, entry.second.first);
     return success();
@@ -353,19 +363,7 @@ struct CudaEmulateKernelsPass
                 ArrayRef<Value> ids, IRMapping &mapping, const Kept &kept,
                 ArrayRef<Operation *> constants, func::CallOp threadCall,
                 Value warp, Value blockThreads) {
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    std::function<void(OpBuilder &, unsigned)> threads = [&](OpBuilder &nb,
-                                                             unsigned level) {
-      if (level < 6) {
-        scf::ForOp::create(nb, loc, zero, extents[level], one, ValueRange{},
-                           [&](OpBuilder &lb, Location, Value iv, ValueRange) {
-                             mapping.map(ids[level], iv);
-                             threads(lb, level + 1);
-                             scf::YieldOp::create(lb, loc);
-                           });
-        return;
-      }
+    nestLoops(b, loc, extents, ids, 3, 6, mapping, [&](OpBuilder &nb) {
       // The thread's index in its block (x fastest, as warps are formed).
       Value tid = arith::AddIOp::create(
           nb, loc,
@@ -404,8 +402,7 @@ struct CudaEmulateKernelsPass
         if (entry.second == k)
           memref::StoreOp::create(nb, loc, mapping.lookup(value), entry.first,
                                   tid);
-    };
-    threads(b, 3);
+    });
   }
 
   /// A shuffle of thread `tid`: the value its partner lane kept, or its
@@ -462,8 +459,6 @@ struct CudaEmulateKernelsPass
                               "with shared memory");
     OpBuilder b(launch);
     Location loc = launch.getLoc();
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
     gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
     gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
     if (entries) {
@@ -513,21 +508,11 @@ struct CudaEmulateKernelsPass
       phases.back().push_back(&op);
     }
     if (phases.size() == 1) {
-      std::function<void(OpBuilder &, unsigned)> nest = [&](OpBuilder &nb,
-                                                            unsigned level) {
-        if (level == ids.size()) {
-          for (Operation &op : body.without_terminator())
-            nb.clone(op, mapping);
-          return;
-        }
-        scf::ForOp::create(nb, loc, zero, extents[level], one, ValueRange{},
-                           [&](OpBuilder &lb, Location, Value iv, ValueRange) {
-                             mapping.map(ids[level], iv);
-                             nest(lb, level + 1);
-                             scf::YieldOp::create(lb, loc);
-                           });
-      };
-      nest(b, 0);
+      nestLoops(b, loc, extents, ids, 0, ids.size(), mapping,
+                [&](OpBuilder &nb) {
+                  for (Operation &op : body.without_terminator())
+                    nb.clone(op, mapping);
+                });
     } else {
       if (failed(emulatePhases(b, loc, launch, phases, extents, ids, mapping)))
         return failure();

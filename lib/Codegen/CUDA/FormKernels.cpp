@@ -319,10 +319,9 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
   // This lane's share, in a branch the warp takes or skips as a whole.
   auto branch = scf::IfOp::create(rewriter, loc, TypeRange{type}, valid,
                                   /*withElseRegion=*/true);
+  // The point's loops (row-major over them), at the insertion point.
   SmallVector<Value> ivs(numLoops);
-  {
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(branch.thenBlock());
+  auto pointLoops = [&] {
     Value rest = point;
     for (int d = int(numLoops) - 2; d >= 0; --d) {
       Value extent =
@@ -330,6 +329,11 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
       ivs[d] = arith::RemUIOp::create(rewriter, loc, rest, extent);
       rest = arith::DivUIOp::create(rewriter, loc, rest, extent);
     }
+  };
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(branch.thenBlock());
+    pointLoops();
     ivs.back() = lane;
     IRMapping mapping;
     mapping.map(outArg, identity); // read by the last combine only
@@ -365,13 +369,7 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
       rewriter, loc, arith::AndIOp::create(rewriter, loc, first, valid),
       /*withElseRegion=*/false);
   rewriter.setInsertionPointToStart(store.thenBlock());
-  Value rest = point;
-  for (int d = int(numLoops) - 2; d >= 0; --d) {
-    Value extent =
-        getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size);
-    ivs[d] = arith::RemUIOp::create(rewriter, loc, rest, extent);
-    rest = arith::DivUIOp::create(rewriter, loc, rest, extent);
-  }
+  pointLoops();
   OpOperand *init = op.getDpsInitOperand(0);
   SmallVector<Value> indices =
       applyMap(rewriter, loc, op.getMatchingIndexingMap(init), ivs);
