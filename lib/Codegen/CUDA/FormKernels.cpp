@@ -281,7 +281,10 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
   Value start;
   if (auto select = acc.getDefiningOp<arith::SelectOp>())
     start = select.getTrueValue();
-  if (start && start.getParentRegion() == &op.getRegion())
+  // (A constant the body defines itself is cloned where lane 0 uses it.)
+  Operation *startDef = start ? start.getDefiningOp() : nullptr;
+  bool startInBody = start && start.getParentRegion() == &op.getRegion();
+  if (startInBody && !(startDef && startDef->hasTrait<OpTrait::ConstantLike>()))
     return op.emitError("malformed warp reduction");
 
   Location loc = FusedLoc::get(op.getContext(), {op.getLoc()},
@@ -373,6 +376,8 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
   OpOperand *init = op.getDpsInitOperand(0);
   SmallVector<Value> indices =
       applyMap(rewriter, loc, op.getMatchingIndexingMap(init), ivs);
+  if (startInBody)
+    start = rewriter.clone(*startDef)->getResult(0);
   Value into = start
                    ? start
                    : memref::LoadOp::create(rewriter, loc, init->get(), indices)

@@ -1,4 +1,4 @@
-//===- SplitReductions.cpp - two-stage full reductions ----------*- C++ -*-===//
+//===- SplitReductions.cpp - split and warp reductions ----------*- C++ -*-===//
 
 #include "WarpReductions.h"
 

@@ -422,3 +422,33 @@ func.func @warp(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %out: memref<4xf32>
   }
   return
 }
+
+// -----
+
+// The constant lane 0 starts from may be defined in the body: it is cloned
+// where lane 0 combines.
+
+// CHECK-LABEL: func @warp_body_constant
+// CHECK: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK: gpu.shuffle xor
+// CHECK: scf.if
+// CHECK:   %[[R:.+]] = arith.addf %{{.+}}, %[[ONE]] : f32
+// CHECK:   memref.store %[[R]]
+#lane2 = affine_map<(d0, d1) -> (d1)>
+#point2 = affine_map<(d0, d1) -> (d0)>
+func.func @warp_body_constant(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %out: memref<4xf32>) {
+  linalg.generic {indexing_maps = [#lane2, #point2], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%out : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %one = arith.constant 1.0 : f32
+    %share = memref.load %x[%r, %l] : memref<4x32xf32>
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %one, %acc : f32
+    %m = arith.addf %share, %start : f32
+    linalg.yield %m : f32
+  }
+  return
+}
