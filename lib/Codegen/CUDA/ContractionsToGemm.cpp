@@ -321,6 +321,21 @@ std::optional<AccrueDType> gemmType(Type type) {
   return std::nullopt;
 }
 
+/// Whether loop `outer` is laid out right outside loop `inner` in every
+/// operand of `plan` that has them (but `ignored`): the two collapse into
+/// one dimension.
+bool collapsible(const Plan &plan, int64_t outer, int64_t inner,
+                 int ignored = -1) {
+  if (ShapedType::isDynamic(plan.ranges[inner]))
+    return false;
+  for (int x = A; x <= C; ++x)
+    if (x != ignored && plan.position[x][outer] >= 0 &&
+        plan.strides[x][plan.position[x][outer]] !=
+            plan.strides[x][plan.position[x][inner]] * plan.ranges[inner])
+      return false;
+  return true;
+}
+
 FailureOr<Plan> planGemm(linalg::GenericOp op, const Contraction &c) {
   Plan plan;
   plan.buffers[A] = op.getDpsInputs()[c.lhs];
@@ -373,18 +388,6 @@ FailureOr<Plan> planGemm(linalg::GenericOp op, const Contraction &c) {
   }
   if (plan.loops[K].empty())
     return failure();
-  // Loop `outer` is laid out right outside loop `inner` in every operand
-  // that has them: the two collapse into one dimension.
-  auto collapsible = [&](int64_t outer, int64_t inner) {
-    if (ShapedType::isDynamic(plan.ranges[inner]))
-      return false;
-    for (int x = A; x <= C; ++x)
-      if (plan.position[x][outer] >= 0 &&
-          plan.strides[x][plan.position[x][outer]] !=
-              plan.strides[x][plan.position[x][inner]] * plan.ranges[inner])
-        return false;
-    return true;
-  };
   for (int kind = Batch; kind < NumKinds; ++kind) {
     OperandIndex order = kind == K ? A : C;
     SmallVector<int64_t> &loops = plan.loops[kind];
@@ -394,7 +397,7 @@ FailureOr<Plan> planGemm(linalg::GenericOp op, const Contraction &c) {
     // The innermost loops that collapse are the dimension; batch loops
     // outside them become host loops around the call.
     size_t first = loops.empty() ? 0 : loops.size() - 1;
-    while (first > 0 && collapsible(loops[first - 1], loops[first]))
+    while (first > 0 && collapsible(plan, loops[first - 1], loops[first]))
       --first;
     if (first > 0) {
       if (kind != Batch)
@@ -429,21 +432,20 @@ FailureOr<Plan> planGemm(linalg::GenericOp op, const Contraction &c) {
   return plan;
 }
 
-/// Whether the batch loops (the host loops and the GEMM's batch dimension,
-/// in C's order) collapse into one in every operand but `ignored`.
-bool batchCollapses(const Plan &plan, int ignored) {
+/// The batch loops of `plan`: the host loops, then the GEMM's batch
+/// dimension's, in C's order.
+SmallVector<int64_t> batchLoops(const Plan &plan) {
   SmallVector<int64_t> loops(plan.hostLoops);
   llvm::append_range(loops, plan.loops[Batch]);
-  for (size_t i = 0; i + 1 < loops.size(); ++i) {
-    int64_t outer = loops[i], inner = loops[i + 1];
-    if (ShapedType::isDynamic(plan.ranges[inner]))
+  return loops;
+}
+
+/// Whether the batch loops collapse into one in every operand but
+/// `ignored`.
+bool batchCollapses(const Plan &plan, ArrayRef<int64_t> loops, int ignored) {
+  for (size_t i = 0; i + 1 < loops.size(); ++i)
+    if (!collapsible(plan, loops[i], loops[i + 1], ignored))
       return false;
-    for (int x = A; x <= C; ++x)
-      if (x != ignored && plan.position[x][outer] >= 0 &&
-          plan.strides[x][plan.position[x][outer]] !=
-              plan.strides[x][plan.position[x][inner]] * plan.ranges[inner])
-        return false;
-  }
   return true;
 }
 
@@ -459,7 +461,10 @@ bool compactBatchInput(RewriterBase &rewriter, linalg::GenericOp op,
                        const Contraction &c, const Plan &plan) {
   if (plan.hostLoops.empty())
     return false;
-  int x = batchCollapses(plan, A) ? A : batchCollapses(plan, B) ? B : -1;
+  SmallVector<int64_t> loops = batchLoops(plan);
+  int x = batchCollapses(plan, loops, A)   ? A
+          : batchCollapses(plan, loops, B) ? B
+                                           : -1;
   if (x < 0)
     return false;
   unsigned input = x == A ? c.lhs : c.rhs;
@@ -469,8 +474,6 @@ bool compactBatchInput(RewriterBase &rewriter, linalg::GenericOp op,
     return false;
   // The new order of the input's dimensions: the batch loops', then the
   // rest.
-  SmallVector<int64_t> loops(plan.hostLoops);
-  llvm::append_range(loops, plan.loops[Batch]);
   SmallVector<int64_t> order;
   for (int64_t loop : loops)
     order.push_back(plan.position[x][loop]);

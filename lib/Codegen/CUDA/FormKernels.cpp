@@ -102,6 +102,38 @@ using accrue::cuda::kWarpSize;
 
 namespace {
 
+/// The product of the extents of `ranges`' loops `dims` at the insertion
+/// point, and its value when they are all constants.
+std::pair<Value, std::optional<int64_t>>
+extentProduct(RewriterBase &rewriter, Location loc, ArrayRef<Range> ranges,
+              ArrayRef<unsigned> dims) {
+  Value total = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  std::optional<int64_t> staticTotal = 1;
+  for (unsigned d : dims) {
+    total = arith::MulIOp::create(
+        rewriter, loc, total,
+        getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size));
+    std::optional<int64_t> extent = getConstantIntValue(ranges[d].size);
+    staticTotal = extent && staticTotal ? std::optional(*staticTotal * *extent)
+                                        : std::nullopt;
+  }
+  return {total, staticTotal};
+}
+
+/// Sets `ivs[d]` for the loops `dims` of `ranges` to the point the linear
+/// index `linear` is, row-major over them.
+void delinearize(RewriterBase &rewriter, Location loc, Value linear,
+                 ArrayRef<Range> ranges, ArrayRef<unsigned> dims,
+                 MutableArrayRef<Value> ivs) {
+  Value rest = linear;
+  for (unsigned d : llvm::reverse(dims)) {
+    Value extent =
+        getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size);
+    ivs[d] = arith::RemUIOp::create(rewriter, loc, rest, extent);
+    rest = arith::DivUIOp::create(rewriter, loc, rest, extent);
+  }
+}
+
 /// Replaces the generic op `op` (buffer semantics) by a kernel.
 LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
                          int64_t blockSize) {
@@ -120,15 +152,7 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
     return getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size);
   };
   // The number of threads: the product of the parallel extents.
-  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  Value total = one;
-  std::optional<int64_t> staticTotal = 1;
-  for (unsigned d : parallel) {
-    total = arith::MulIOp::create(rewriter, loc, total, size(d));
-    std::optional<int64_t> extent = getConstantIntValue(ranges[d].size);
-    staticTotal = extent && staticTotal ? std::optional(*staticTotal * *extent)
-                                        : std::nullopt;
-  }
+  auto [total, staticTotal] = extentProduct(rewriter, loc, ranges, parallel);
   int64_t threads = blockSize;
   if (staticTotal && *staticTotal < blockSize)
     threads = std::max<int64_t>(*staticTotal, 1);
@@ -144,12 +168,7 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
   // reduction positions, unused by register outputs, start at zero.
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
   SmallVector<Value> ivs(op.getNumLoops(), zero);
-  Value rest = thread;
-  for (unsigned d : llvm::reverse(parallel)) {
-    Value extent = size(d);
-    ivs[d] = arith::RemUIOp::create(rewriter, loc, rest, extent);
-    rest = arith::DivUIOp::create(rewriter, loc, rest, extent);
-  }
+  delinearize(rewriter, loc, thread, ranges, parallel, ivs);
   SmallVector<Value> outerPoint = ivs;
 
   Block &opBody = op.getRegion().front();
@@ -292,17 +311,10 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
   rewriter.setInsertionPoint(op);
   SmallVector<Range, 4> ranges =
       cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(rewriter, loc);
-  Value points = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  std::optional<int64_t> staticPoints = 1;
-  for (unsigned d = 0; d + 1 < numLoops; ++d) {
-    points = arith::MulIOp::create(
-        rewriter, loc, points,
-        getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size));
-    std::optional<int64_t> extent = getConstantIntValue(ranges[d].size);
-    staticPoints = extent && staticPoints
-                       ? std::optional(*staticPoints * *extent)
-                       : std::nullopt;
-  }
+  // The points: every loop but the lanes'.
+  SmallVector<unsigned> pointDims =
+      llvm::to_vector(llvm::seq<unsigned>(0, numLoops - 1));
+  auto [points, staticPoints] = extentProduct(rewriter, loc, ranges, pointDims);
   int64_t threads = blockSize;
   if (staticPoints && *staticPoints * kWarpSize < blockSize)
     threads = std::max<int64_t>(*staticPoints, 1) * kWarpSize;
@@ -325,13 +337,7 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
   // The point's loops (row-major over them), at the insertion point.
   SmallVector<Value> ivs(numLoops);
   auto pointLoops = [&] {
-    Value rest = point;
-    for (int d = int(numLoops) - 2; d >= 0; --d) {
-      Value extent =
-          getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size);
-      ivs[d] = arith::RemUIOp::create(rewriter, loc, rest, extent);
-      rest = arith::DivUIOp::create(rewriter, loc, rest, extent);
-    }
+    delinearize(rewriter, loc, point, ranges, pointDims, ivs);
   };
   {
     OpBuilder::InsertionGuard guard(rewriter);

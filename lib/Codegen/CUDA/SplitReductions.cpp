@@ -272,6 +272,16 @@ Value foldInLoops(RewriterBase &rewriter, linalg::GenericOp op,
   return fold.getResult(0);
 }
 
+/// The fill `init` is, when it fills a `tensor.empty` with a scalar (a
+/// sum's zeros, a maximum's -inf).
+linalg::FillOp constantFill(Value init) {
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (!fill || !fill.getInputs()[0].getType().isIntOrFloat() ||
+      !fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
+    return nullptr;
+  return fill;
+}
+
 /// Replaces the reduction `op` by a warp reduction (kWarpLanes): a
 /// generic over the output's points and the 32 lanes (indexed by a
 /// placeholder input only), whose lane l folds the elements l, l + 32, ...
@@ -290,13 +300,9 @@ void warpReduction(RewriterBase &rewriter, linalg::GenericOp op,
   Type elementType = outType.getElementType();
   int64_t rank = outType.getRank();
   Value constant;
-  if (auto fill = init.getDefiningOp<linalg::FillOp>()) {
-    Value empty = fill.getOutputs()[0];
-    if (fill.getInputs()[0].getType().isIntOrFloat() &&
-        empty.getDefiningOp<tensor::EmptyOp>()) {
-      constant = fill.getInputs()[0];
-      init = rewriter.clone(*empty.getDefiningOp())->getResult(0);
-    }
+  if (linalg::FillOp fill = constantFill(init)) {
+    constant = fill.getInputs()[0];
+    init = rewriter.clone(*fill.getOutputs()[0].getDefiningOp())->getResult(0);
   }
   Value lanes = tensor::EmptyOp::create(
       rewriter, loc, ArrayRef<int64_t>{cuda::kWarpSize}, rewriter.getI8Type());
@@ -496,13 +502,11 @@ LogicalResult foldFillInit(RewriterBase &rewriter, linalg::GenericOp op) {
   std::optional<ReductionLoops> loops = reductionLoops(op);
   if (!loops || op->hasAttr(cuda::kWarpLanes) || codegen::matchContraction(op))
     return failure();
-  auto fill = op.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
-  if (!fill || !fill.getInputs()[0].getType().isIntOrFloat())
+  linalg::FillOp fill = constantFill(op.getDpsInits()[0]);
+  if (!fill)
     return failure();
   Value value = fill.getInputs()[0];
   Value init = fill.getOutputs()[0];
-  if (!init.getDefiningOp<tensor::EmptyOp>())
-    return failure();
   rewriter.setInsertionPoint(op);
   Value empty = rewriter.clone(*init.getDefiningOp())->getResult(0);
   Value folded =
