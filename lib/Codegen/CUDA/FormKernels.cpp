@@ -271,18 +271,60 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
 /// value: the combiners commute), and lane 0 combines that into the
 /// output point (or the constant lane 0 starts from) and stores it. The
 /// shuffles are outside any branch: every lane of the warp reaches them
-/// (a warp past the last point folds nothing, from the identity).
+/// (a warp past the last point folds nothing, from the identity). An
+/// epilogue (cuda-fuse-kernels: the body's ops after the combine, with the
+/// op's further inputs and outputs) runs in lane 0 on the point's value.
 LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
                              int64_t blockSize) {
   Block &opBody = op.getRegion().front();
   auto yield = cast<linalg::YieldOp>(opBody.getTerminator());
   Operation *combine = yield.getOperand(0).getDefiningOp();
   unsigned numLoops = op.getNumLoops();
+  unsigned numInputs = op.getNumDpsInputs();
   BlockArgument lanesArg = opBody.getArgument(0);
-  BlockArgument outArg = opBody.getArguments().back();
+  BlockArgument outArg = opBody.getArgument(numInputs);
   std::optional<arith::AtomicRMWKind> kind =
       combine ? combinerKind(combine) : std::nullopt;
-  if (!kind || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+  // The epilogue: what the body computes after the combine.
+  auto inEpilogue = [&](Operation &bodyOp) {
+    return combine->isBeforeInBlock(&bodyOp) && &bodyOp != yield;
+  };
+  bool epilogueArgsUnused =
+      llvm::all_of(opBody.getArguments().drop_front(numInputs + 1),
+                   [](BlockArgument arg) { return arg.use_empty(); });
+  // It reads the point's value, its own inputs and what is defined outside
+  // the op; nothing else the body computes per lane.
+  auto epilogueReads = [&](Value value) {
+    if (combine && value == combine->getResult(0))
+      return true;
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      return arg.getOwner() != &opBody ||
+             (arg.getArgNumber() > 0 && arg.getArgNumber() < numInputs);
+    Operation *def = value.getDefiningOp();
+    return !op->isAncestor(def) ||
+           (def->getBlock() == &opBody && inEpilogue(*def)) ||
+           (def->getBlock() != &opBody &&
+            inEpilogue(*opBody.findAncestorOpInBlock(*def)));
+  };
+  bool epilogueSelfContained = true;
+  if (combine && combine->getBlock() == &opBody)
+    for (Operation &bodyOp : opBody)
+      if (inEpilogue(bodyOp) || &bodyOp == yield)
+        bodyOp.walk([&](Operation *nested) {
+          for (Value operand : nested->getOperands())
+            if (!(nested == yield && operand == yield.getOperand(0)) &&
+                !epilogueReads(operand))
+              epilogueSelfContained = false;
+        });
+  if (!kind || numInputs == 0 || op.getNumDpsInits() == 0 ||
+      !epilogueArgsUnused || !epilogueSelfContained ||
+      combine->getBlock() != &opBody ||
+      llvm::any_of(opBody.getArguments().slice(1, numInputs - 1),
+                   [&](BlockArgument arg) {
+                     return llvm::any_of(arg.getUsers(), [&](Operation *user) {
+                       return !inEpilogue(*user);
+                     });
+                   }) ||
       !lanesArg.use_empty() || numLoops == 0 ||
       op.getIteratorTypesArray().back() != utils::IteratorType::reduction ||
       op.getStaticLoopRanges().back() != kWarpSize)
@@ -347,7 +389,7 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
     IRMapping mapping;
     mapping.map(outArg, identity); // read by the last combine only
     for (Operation &bodyOp : opBody.without_terminator()) {
-      if (&bodyOp == combine ||
+      if (&bodyOp == combine || inEpilogue(bodyOp) ||
           (bodyOp.getNumResults() == 1 && bodyOp.getResult(0) == acc))
         continue;
       if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
@@ -392,6 +434,38 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
                      ? arith::getReductionOp(*kind, rewriter, loc, into, value)
                      : arith::getReductionOp(*kind, rewriter, loc, value, into);
   memref::StoreOp::create(rewriter, loc, result, init->get(), indices);
+  // The epilogue, at the point, on its value.
+  IRMapping mapping;
+  mapping.map(combine->getResult(0), result);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  for (unsigned k = 1; k < numInputs; ++k) {
+    BlockArgument arg = opBody.getArgument(k);
+    Value input = op.getDpsInputs()[k];
+    if (arg.use_empty())
+      continue;
+    if (!isa<MemRefType>(input.getType())) {
+      mapping.map(arg, input); // a scalar input
+      continue;
+    }
+    mapping.map(arg,
+                memref::LoadOp::create(rewriter, loc, input,
+                                       applyMap(rewriter, loc, maps[k], ivs)));
+  }
+  for (Operation &bodyOp : opBody.without_terminator()) {
+    if (!inEpilogue(bodyOp))
+      continue;
+    if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
+      mapping.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    rewriter.clone(bodyOp, mapping);
+  }
+  for (unsigned k = 1; k < op.getNumDpsInits(); ++k) {
+    OpOperand *out = op.getDpsInitOperand(k);
+    memref::StoreOp::create(
+        rewriter, loc, mapping.lookupOrDefault(yield.getOperand(k)), out->get(),
+        applyMap(rewriter, loc, maps[out->getOperandNumber()], ivs));
+  }
   rewriter.eraseOp(op);
   return success();
 }

@@ -53,7 +53,10 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 }
 
-void buildCUDAKernelPipeline(OpPassManager &pm, const LoweringOptions &) {
+void buildCUDAKernelPipeline(OpPassManager &pm,
+                             const LoweringOptions &options) {
+  if (options.fuseElementwise)
+    pm.addNestedPass<func::FuncOp>(createCudaFuseKernels());
   pm.addNestedPass<func::FuncOp>(createCudaPlanWorkspace());
   pm.addNestedPass<func::FuncOp>(createCudaFormKernels());
   pm.addPass(createCanonicalizerPass());

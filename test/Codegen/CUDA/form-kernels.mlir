@@ -452,3 +452,51 @@ func.func @warp_body_constant(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %out:
   }
   return
 }
+
+// -----
+
+// A warp reduction's epilogue (cuda-fuse-kernels: the ops after the
+// combine, with further inputs and outputs) runs in lane 0 after the
+// shuffles, on the point's value: its inputs loaded at the point once,
+// its results stored there.
+
+// CHECK-LABEL: func @warp_epilogue
+// CHECK-SAME: (%[[X:.+]]: memref<4x32xf32>, %[[LANES:.+]]: memref<32xi8>, %[[G:.+]]: memref<4xf32>, %[[RUNNING:.+]]: memref<4xf32>, %[[OUT:.+]]: memref<4xf32>)
+// CHECK-DAG: %[[N:.+]] = arith.constant 3.200000e+01 : f32
+// CHECK: gpu.launch
+// CHECK:   scf.if %{{.+}} -> (f32) {
+// CHECK-NOT: %[[G]]
+// CHECK:   } else {
+// CHECK:   gpu.shuffle xor
+// CHECK:   %[[S1:.+]], %{{.+}} = gpu.shuffle xor %[[V2:.+]], %c1{{.*}}, %c32{{.*}} : f32
+// CHECK:   %[[V1:.+]] = arith.addf %[[V2]], %[[S1]] : f32
+// CHECK:   scf.if %{{.+}} {
+// CHECK:     %[[R:.+]] = arith.addf %[[V1]], %{{.+}} : f32
+// CHECK:     memref.store %[[R]], %[[RUNNING]][%[[P:.+]]]
+// CHECK:     %[[GV:.+]] = memref.load %[[G]][%[[P]]]
+// CHECK:     %[[M:.+]] = arith.divf %[[R]], %[[N]] : f32
+// CHECK:     %[[Y:.+]] = arith.mulf %[[M]], %[[GV]] : f32
+// CHECK:     memref.store %[[Y]], %[[OUT]][%[[P]]]
+// CHECK:   }
+// CHECK: gpu.terminator
+#lane3 = affine_map<(d0, d1) -> (d1)>
+#point3 = affine_map<(d0, d1) -> (d0)>
+func.func @warp_epilogue(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %g: memref<4xf32>, %run: memref<4xf32>, %out: memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 32.0 : f32
+  linalg.generic {indexing_maps = [#lane3, #point3, #point3, #point3], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes, %g : memref<32xi8>, memref<4xf32>) outs(%run, %out : memref<4xf32>, memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %gv: f32, %acc: f32, %o: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %share = memref.load %x[%r, %l] : memref<4x32xf32>
+    %c0 = arith.constant 0 : index
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %zero, %acc : f32
+    %sum = arith.addf %share, %start : f32
+    %m = arith.divf %sum, %n : f32
+    %y = arith.mulf %m, %gv : f32
+    linalg.yield %sum, %y : f32, f32
+  }
+  return
+}

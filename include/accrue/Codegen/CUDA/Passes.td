@@ -247,6 +247,45 @@ def CudaContractionsToGemm
                            "::mlir::arith::ArithDialect"];
 }
 
+def CudaFuseKernels : Pass<"cuda-fuse-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Fuse neighbouring elementwise ops on buffers into one op";
+  let description = [{
+    On buffers, after bufferization and before the workspace is planned:
+    two elementwise linalg ops (no reduction loops, no warp reduction,
+    static loop ranges) that follow each other in a block, with nothing
+    between them but ops without memory effects (views, index arithmetic,
+    allocations), become one `linalg.generic` over the second one's loops
+    (the first one's loops reordered where its ranges are the second's
+    permuted), so one kernel, where every buffer one of them writes and the
+    other one accesses is accessed by both at the same element of the same
+    point (the same buffer value and indexing map, a permutation): a thread
+    does for its point what the two threads did, in order, and the values
+    are the same. What the second reads of what the first writes is taken
+    from the first's yield; an output of the first that nothing reads
+    afterwards (the next access overwrites it, or there is none and the
+    buffer was allocated in that block) is dropped, and its allocation
+    with it. Unlike the fusion on tensors this fuses producers with several
+    users (they are still stored, once) and ops written in place (the
+    division after a reduction, a bf16 rounding of a GEMM's output). A
+    transpose (an input strided along the output's contiguous loop) only
+    joins elementwise ops before or after it that leave it one output and
+    one buffer input (a rounding in place before it, an add into the
+    gradient accumulator after it), so that cuda-form-kernels still tiles
+    it. An elementwise op over the points of a warp reduction
+    (`accrue.warp_lanes`, cuda-split-reductions) just before it becomes
+    the reduction's epilogue: the body computes it after the combine, on
+    the running value, which at the last lane is the point's result, so
+    the op still reads as linalg defines it (LayerNorm's division of the
+    sum by n, its 1 / sqrt(var + eps)). An epilogue may not read the old
+    value of what it writes or write what the op reads; one writing over
+    the reduction's output (a division in place) moves the running value
+    to a buffer of its own, where the reduction starts from a constant.
+    Repeated down the block, chains of any length become one op.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def CudaPlanWorkspace : Pass<"cuda-plan-workspace", "::mlir::func::FuncOp"> {
   let summary = "Place every temporary in one device workspace";
   let description = [{
@@ -283,7 +322,9 @@ def CudaFormKernels : Pass<"cuda-form-kernels", "::mlir::func::FuncOp"> {
     along the output's contiguous dimension, a cast included) takes a
     thread per 4 x 4 tile: 4 vector reads along the input's rows, 4 vector
     writes along the output's, lanes grouped so that a warp fills whole
-    32-byte sectors on both sides. A host loop over buffer elements (a
+    32-byte sectors on both sides. A warp reduction takes a warp per
+    point; its epilogue (cuda-fuse-kernels) runs in lane 0 after the
+    shuffles. A host loop over buffer elements (a
     scatter-add) runs in one thread, or, when its body is a loop of
     independent iterations (an embedding's gradient: features inside the
     tokens), one thread per iteration and range of the result's rows (at

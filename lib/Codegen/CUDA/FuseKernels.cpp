@@ -1,0 +1,567 @@
+//===- FuseKernels.cpp - neighbouring ops as one kernel ---------*- C++ -*-===//
+//
+// On buffers, after bufferization and before the workspace is planned: two
+// elementwise linalg ops that follow each other (nothing with memory
+// effects between them) and run over the same points become one op, so
+// one kernel, when every buffer one of them writes and the other touches
+// is accessed by both at the same element of the same point. A thread then
+// does, for its point, what the two kernels' threads did for that point,
+// in the same order: the same values. What the second reads of what the
+// first writes is passed in registers; a buffer the first writes that
+// nothing reads afterwards (a temporary between the two) is not written at
+// all, and its memory is not planned. This counts where a tensor-level
+// fusion does not: an intermediate with several users is still computed
+// once (and stored, for the others), and an op that writes in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "accrue/Codegen/CUDA/Passes.h"
+
+#include "WarpReductions.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace accrue::cuda {
+#define GEN_PASS_DEF_CUDAFUSEKERNELS
+#include "accrue/Codegen/CUDA/Passes.h.inc"
+} // namespace accrue::cuda
+
+using namespace mlir;
+
+namespace {
+
+/// The buffer `value` views: a memref.alloc, a global or a block argument
+/// (the step's arguments are distinct buffers).
+Value rootOf(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
+/// Whether `op` may join a kernel: an elementwise linalg op on buffers of
+/// static loop ranges (no warp reduction, no reduction loops) whose body
+/// writes no memory.
+bool isFusible(linalg::LinalgOp op) {
+  if (!op || !op.hasPureBufferSemantics() || op.getNumReductionLoops() != 0 ||
+      op.getNumDpsInits() == 0 || op->hasAttr(accrue::cuda::kWarpLanes) ||
+      llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic) ||
+      !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
+        return map.isProjectedPermutation(/*allowZeroInResults=*/true);
+      }))
+    return false;
+  WalkResult writes = op->getRegion(0).walk([](Operation *nested) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(nested);
+    if (effects ? effects.hasEffect<MemoryEffects::Write>()
+                : !nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !writes.wasInterrupted();
+}
+
+/// Whether `op` is a warp reduction (cuda-split-reductions' form, its
+/// lanes' loop last) on buffers of static ranges: an epilogue may join it.
+bool isWarpReduction(linalg::LinalgOp op) {
+  return op && op->hasAttr(accrue::cuda::kWarpLanes) &&
+         isa<linalg::GenericOp>(op) && op.hasPureBufferSemantics() &&
+         llvm::none_of(op.getStaticLoopRanges(), ShapedType::isDynamic);
+}
+
+/// The buffers `op`'s body reads itself (a first stage's loop over a row),
+/// at elements of other points.
+SmallVector<Value> bodyBuffers(linalg::LinalgOp op) {
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegion(0), captured);
+  SmallVector<Value> buffers;
+  for (Value value : captured)
+    if (isa<MemRefType>(value.getType()))
+      buffers.push_back(rootOf(value));
+  return buffers;
+}
+
+/// Whether an input of `op` is read strided along the loop its first
+/// output is contiguous in (a transpose, which cuda-form-kernels tiles).
+bool isTranspose(linalg::LinalgOp op) {
+  AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (out.getNumResults() == 0)
+    return false;
+  auto innerExpr = dyn_cast<AffineDimExpr>(out.getResults().back());
+  if (!innerExpr)
+    return true;
+  unsigned inner = innerExpr.getPosition();
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (map.getNumResults() == 0 || !map.isFunctionOfDim(inner))
+      continue;
+    auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
+    if (!last || last.getPosition() != inner)
+      return true;
+  }
+  return false;
+}
+
+/// How two ops become one: the fused op's loops (B's, or a warp
+/// reduction A's, whose points B's loops are) and each op's point of them.
+struct Plan {
+  AffineMap toA, toB;
+  SmallVector<utils::IteratorType> iterators;
+  /// A is a warp reduction and B its epilogue: the fused op's last loop is
+  /// the lanes', which B's maps do not use.
+  bool epilogue = false;
+};
+
+/// A buffer operand of an op, its map in the fused op's loops.
+struct Access {
+  Value buffer;
+  AffineMap map;
+  bool writes;
+  bool operator==(const Access &other) const {
+    return buffer == other.buffer && map == other.map;
+  }
+};
+
+SmallVector<Access> accessesOf(linalg::LinalgOp op, AffineMap toOp) {
+  SmallVector<Access> accesses;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    AffineMap map = op.getMatchingIndexingMap(&operand).compose(toOp);
+    accesses.push_back({operand.get(), map, op.isDpsInit(&operand)});
+  }
+  return accesses;
+}
+
+/// Whether `map` (of the fused loops) gives each point its own element:
+/// a permutation of the points' loops (all loops but the lanes').
+bool pointwise(AffineMap map, const Plan &plan) {
+  unsigned points = map.getNumDims() - (plan.epilogue ? 1 : 0);
+  if (map.getNumResults() != points ||
+      !map.isProjectedPermutation(/*allowZeroInResults=*/false))
+    return false;
+  return !plan.epilogue || !map.isFunctionOfDim(points);
+}
+
+/// Whether everything A and B do to a buffer one of them writes happens
+/// at the same element of the same point of the fused loops.
+bool sameElements(linalg::LinalgOp a, linalg::LinalgOp b, const Plan &plan) {
+  SmallVector<Access> first = accessesOf(a, plan.toA);
+  SmallVector<Access> second = accessesOf(b, plan.toB);
+  // What a body reads itself, the other op must not write.
+  auto writes = [](ArrayRef<Access> accesses, ArrayRef<Value> roots) {
+    return llvm::any_of(accesses, [&](const Access &access) {
+      return access.writes && llvm::is_contained(roots, rootOf(access.buffer));
+    });
+  };
+  if (writes(first, bodyBuffers(b)) || writes(second, bodyBuffers(a)))
+    return false;
+  for (const Access &x : first)
+    for (const Access &y : second) {
+      if (!x.writes && !y.writes)
+        continue;
+      if (rootOf(x.buffer) != rootOf(y.buffer))
+        continue;
+      if (!(x == y) || !pointwise(x.map, plan))
+        return false;
+    }
+  if (!plan.epilogue)
+    return true;
+  // An epilogue runs, read as linalg reads the op, for every lane: it may
+  // read no old value of what it writes, and write nothing the op reads
+  // (but the reduction's outputs, which it reads from registers).
+  SmallVector<Value> read;
+  for (Value in : a.getDpsInputs())
+    read.push_back(rootOf(in));
+  for (Value in : b.getDpsInputs())
+    if (!llvm::is_contained(a.getDpsInits(), in))
+      read.push_back(rootOf(in));
+  for (OpOperand &out : b.getDpsInitsMutable()) {
+    bool fromA = llvm::is_contained(a.getDpsInits(), out.get());
+    if ((b.payloadUsesValueFromOperand(&out) && !fromA) ||
+        llvm::is_contained(read, rootOf(out.get())))
+      return false;
+  }
+  return true;
+}
+
+/// B's point in A's loops, when A's loop ranges are B's reordered: from a
+/// buffer A writes and B reads (A's element of B's point), else the
+/// identity where the ranges are equal.
+std::optional<Plan> alignLoops(linalg::LinalgOp a, linalg::LinalgOp b) {
+  SmallVector<int64_t> rangesA = a.getStaticLoopRanges();
+  SmallVector<int64_t> rangesB = b.getStaticLoopRanges();
+  if (rangesA.size() != rangesB.size())
+    return std::nullopt;
+  SmallVector<AffineMap> candidates;
+  for (OpOperand &out : a.getDpsInitsMutable())
+    for (OpOperand &in : b->getOpOperands()) {
+      if (in.get() != out.get())
+        continue;
+      AffineMap written = a.getMatchingIndexingMap(&out);
+      AffineMap read = b.getMatchingIndexingMap(&in);
+      if (written.isPermutation() && read.isPermutation())
+        candidates.push_back(inversePermutation(written).compose(read));
+    }
+  AffineMap identity =
+      AffineMap::getMultiDimIdentityMap(rangesB.size(), b.getContext());
+  candidates.push_back(identity);
+  for (AffineMap toA : candidates) {
+    bool matches = true;
+    for (auto [d, expr] : llvm::enumerate(toA.getResults()))
+      matches &= rangesA[d] == rangesB[cast<AffineDimExpr>(expr).getPosition()];
+    Plan plan{toA, identity, b.getIteratorTypesArray()};
+    if (matches && sameElements(a, b, plan))
+      return plan;
+  }
+  return std::nullopt;
+}
+
+/// Whether warp reduction `op`'s running value starts, at lane 0, from a
+/// constant rather than what its output held (SplitReductions' warp
+/// reductions into a fill): its output may then be any buffer.
+bool startsFromConstant(linalg::LinalgOp op) {
+  Block *body = op.getBlock();
+  BlockArgument out = body->getArgument(op.getNumDpsInputs());
+  if (op.getNumDpsInits() != 1 || !out.hasOneUse())
+    return false;
+  auto select = dyn_cast<arith::SelectOp>(*out.getUsers().begin());
+  return select && select.getFalseValue() == out &&
+         select.getTrueValue() != out;
+}
+
+/// The plan making B the epilogue of warp reduction A: B's loops are A's
+/// points (all of A's loops but the last, the lanes').
+std::optional<Plan> alignEpilogue(linalg::LinalgOp a, linalg::LinalgOp b) {
+  SmallVector<int64_t> rangesA = a.getStaticLoopRanges();
+  SmallVector<int64_t> rangesB = b.getStaticLoopRanges();
+  unsigned loops = rangesA.size();
+  if (loops == 0 ||
+      ArrayRef<int64_t>(rangesA).drop_back() != ArrayRef<int64_t>(rangesB) ||
+      a.getNumDpsInits() == 0)
+    return std::nullopt;
+  MLIRContext *context = a.getContext();
+  SmallVector<AffineExpr> points;
+  for (unsigned d = 0; d + 1 < loops; ++d)
+    points.push_back(getAffineDimExpr(d, context));
+  Plan plan{AffineMap::getMultiDimIdentityMap(loops, context),
+            AffineMap::get(loops, 0, points, context),
+            a.getIteratorTypesArray(), /*epilogue=*/true};
+  if (!sameElements(a, b, plan))
+    return std::nullopt;
+  // B writing A's output over: A's running value moves to a buffer of its
+  // own (see fuse), which it may only where it starts from a constant.
+  for (Value out : b.getDpsInits())
+    if (llvm::is_contained(a.getDpsInits(), out) && !startsFromConstant(a))
+      return std::nullopt;
+  return plan;
+}
+
+/// Whether `op` writes all of `root` (its output, a permutation of its
+/// loops) without reading what it held.
+bool overwrites(Operation *op, Value root) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || linalgOp.getNumReductionLoops() != 0)
+    return false;
+  bool writes = false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (rootOf(operand.get()) != root)
+      continue;
+    if (!linalgOp.isDpsInit(&operand) || operand.get() != root ||
+        !linalgOp.getMatchingIndexingMap(&operand).isPermutation() ||
+        linalgOp.payloadUsesValueFromOperand(&operand))
+      return false;
+    writes = true;
+  }
+  return writes;
+}
+
+/// Whether any op in `range` (or nested in it) touches a view of `root`;
+/// `overwritten` says whether the first that does writes all of it first.
+bool touches(Block::iterator begin, Block::iterator end, Value root,
+             bool &overwritten) {
+  for (Operation &op : llvm::make_range(begin, end)) {
+    bool uses = false;
+    op.walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (isa<MemRefType>(operand.getType()) && rootOf(operand) == root)
+          uses = true;
+    });
+    if (!uses)
+      continue;
+    overwritten = overwrites(&op, root);
+    return true;
+  }
+  return false;
+}
+
+/// Whether the contents of `buffer` after `op` are never read: the next
+/// op that touches it (after `op`, in its block, around its loops for a
+/// buffer from outside them, then after them) overwrites it, or none does
+/// and it was allocated inside.
+bool deadAfter(Operation *op, Value buffer) {
+  Value root = rootOf(buffer);
+  if (!root.getDefiningOp<memref::AllocOp>())
+    return false;
+  Operation *at = op;
+  while (at) {
+    Block *block = at->getBlock();
+    bool overwritten = false;
+    if (touches(std::next(at->getIterator()), block->end(), root, overwritten))
+      return overwritten;
+    if (root.getParentBlock() == block)
+      return true;
+    Operation *parent = block->getParentOp();
+    if (isa<LoopLikeOpInterface>(parent) &&
+        touches(block->begin(), at->getIterator(), root, overwritten))
+      return overwritten;
+    if (isa<func::FuncOp>(parent))
+      return false;
+    at = parent;
+  }
+  return false;
+}
+
+/// Replaces `a` and `b` (in that order, nothing with memory effects
+/// between) by one generic op at `b` over the loops of `plan`; fails,
+/// changing nothing, where the op would lose a transpose's tiled form.
+FailureOr<linalg::GenericOp> fuse(RewriterBase &rewriter, linalg::LinalgOp a,
+                                  linalg::LinalgOp b, const Plan &plan) {
+  // A slot is an operand of the fused op; each block argument of A and B
+  // reads one, or, for what B reads of what A writes, A's yielded value.
+  struct Slot {
+    Value buffer;
+    AffineMap map;
+  };
+  SmallVector<Slot> inputs, outputs;
+  auto slotOf = [](SmallVector<Slot> &slots, Value buffer,
+                   AffineMap map) -> unsigned {
+    for (auto [k, slot] : llvm::enumerate(slots))
+      if (slot.buffer == buffer && slot.map == map)
+        return k;
+    slots.push_back({buffer, map});
+    return slots.size() - 1;
+  };
+  auto mapOf = [&](linalg::LinalgOp op, OpOperand &operand) {
+    return op.getMatchingIndexingMap(&operand).compose(op == a ? plan.toA
+                                                               : plan.toB);
+  };
+  enum Kind { Input, Output, Forwarded, Unused };
+  struct Source {
+    Kind kind;
+    unsigned index;
+  };
+  // Outputs: A's first (a warp reduction's running value stays its first
+  // output), then B's; one slot where both write the same elements, which
+  // takes B's value.
+  SmallVector<int> outputOfA(a.getNumDpsInits(), -1);
+  SmallVector<unsigned> outputOfB;
+  for (auto [k, out] : llvm::enumerate(a.getDpsInitsMutable())) {
+    Value buffer = out.get();
+    AffineMap map = mapOf(a, out);
+    bool rewritten = llvm::any_of(b.getDpsInitsMutable(), [&](OpOperand &o) {
+      return o.get() == buffer && mapOf(b, o) == map;
+    });
+    if (plan.epilogue && rewritten) {
+      // B writes over the reduction's output: the running value gets a
+      // buffer of its own.
+      auto type = cast<MemRefType>(buffer.getType());
+      rewriter.setInsertionPoint(a);
+      buffer = memref::AllocOp::create(
+          rewriter, a.getLoc(),
+          MemRefType::get(type.getShape(), type.getElementType()));
+    } else if ((!plan.epilogue || k > 0) && !rewritten &&
+               deadAfter(b, buffer) && !a.payloadUsesValueFromOperand(&out)) {
+      // A temporary only B reads (not a reduction's running value).
+      continue;
+    }
+    outputOfA[k] = slotOf(outputs, buffer, map);
+  }
+  for (OpOperand &out : b.getDpsInitsMutable())
+    outputOfB.push_back(slotOf(outputs, out.get(), mapOf(b, out)));
+
+  SmallVector<Source> argsA, argsB;
+  for (OpOperand &operand : a->getOpOperands()) {
+    if (a.isDpsInit(&operand)) {
+      int slot = outputOfA[operand.getOperandNumber() - a.getNumDpsInputs()];
+      argsA.push_back(slot >= 0 ? Source{Output, static_cast<unsigned>(slot)}
+                                : Source{Unused, 0}); // unread by A's body
+      continue;
+    }
+    argsA.push_back({Input, slotOf(inputs, operand.get(), mapOf(a, operand))});
+  }
+  for (OpOperand &operand : b->getOpOperands()) {
+    AffineMap map = mapOf(b, operand);
+    std::optional<unsigned> written;
+    for (auto [k, out] : llvm::enumerate(a.getDpsInitsMutable()))
+      if (out.get() == operand.get() && mapOf(a, out) == map)
+        written = k;
+    bool readsOld =
+        !b.isDpsInit(&operand) || b.payloadUsesValueFromOperand(&operand);
+    if (written && readsOld)
+      argsB.push_back({Forwarded, *written});
+    else if (b.isDpsInit(&operand))
+      argsB.push_back(
+          {Output,
+           outputOfB[operand.getOperandNumber() - b.getNumDpsInputs()]});
+    else
+      argsB.push_back({Input, slotOf(inputs, operand.get(), map)});
+  }
+  // A transpose keeps its tiled form only alone with its output (with the
+  // elementwise work before or after it in its body).
+  if (!plan.epilogue && (isTranspose(a) || isTranspose(b))) {
+    unsigned buffers = llvm::count_if(inputs, [](const Slot &slot) {
+      auto type = dyn_cast<MemRefType>(slot.buffer.getType());
+      return type && type.getRank() != 0;
+    });
+    if (outputs.size() != 1 || buffers != 1)
+      return failure();
+  }
+
+  SmallVector<Value> inputValues, outputValues;
+  SmallVector<AffineMap> maps;
+  for (const Slot &slot : inputs) {
+    inputValues.push_back(slot.buffer);
+    maps.push_back(slot.map);
+  }
+  for (const Slot &slot : outputs) {
+    outputValues.push_back(slot.buffer);
+    maps.push_back(slot.map);
+  }
+  Location loc = rewriter.getFusedLoc({a.getLoc(), b.getLoc()});
+  rewriter.setInsertionPoint(b);
+  auto fused = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{}, inputValues, outputValues, maps,
+      plan.iterators, [&](OpBuilder &builder, Location, ValueRange args) {
+        // Clones `op`'s body, its block arguments from `sources`, its
+        // linalg.index from the fused loops through `toOp`; returns what
+        // it yields.
+        auto clone = [&](linalg::LinalgOp op, ArrayRef<Source> sources,
+                         ArrayRef<Value> yieldedA, AffineMap toOp) {
+          Block *body = op.getBlock();
+          IRMapping mapping;
+          for (auto [arg, source] : llvm::zip(body->getArguments(), sources)) {
+            if (source.kind == Input)
+              mapping.map(arg, args[source.index]);
+            else if (source.kind == Output)
+              mapping.map(arg, args[inputs.size() + source.index]);
+            else if (source.kind == Forwarded)
+              mapping.map(arg, yieldedA[source.index]);
+          }
+          for (Operation &bodyOp : body->without_terminator()) {
+            if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
+              unsigned dim = cast<AffineDimExpr>(toOp.getResult(index.getDim()))
+                                 .getPosition();
+              mapping.map(index.getResult(),
+                          linalg::IndexOp::create(builder, index.getLoc(), dim)
+                              .getResult());
+              continue;
+            }
+            builder.clone(bodyOp, mapping);
+          }
+          SmallVector<Value> values;
+          for (Value value : body->getTerminator()->getOperands())
+            values.push_back(mapping.lookupOrDefault(value));
+          return values;
+        };
+        SmallVector<Value> yielded(outputs.size());
+        SmallVector<Value> valuesA = clone(a, argsA, {}, plan.toA);
+        for (auto [k, slot] : llvm::enumerate(outputOfA))
+          if (slot >= 0)
+            yielded[slot] = valuesA[k];
+        SmallVector<Value> valuesB = clone(b, argsB, valuesA, plan.toB);
+        for (auto [k, slot] : llvm::enumerate(outputOfB))
+          yielded[slot] = valuesB[k];
+        linalg::YieldOp::create(builder, loc, yielded);
+      });
+  if (plan.epilogue)
+    fused->setAttr(accrue::cuda::kWarpLanes, rewriter.getUnitAttr());
+  rewriter.eraseOp(b);
+  rewriter.eraseOp(a);
+  return fused;
+}
+
+/// Whether `op`, between two ops to fuse, may stay where it is: it has no
+/// memory effects (views, index arithmetic, constants) or only allocates.
+bool staysBetween(Operation &op) {
+  if (isa<memref::AllocOp>(op))
+    return true;
+  return isMemoryEffectFree(&op) && op.getNumRegions() == 0;
+}
+
+struct CudaFuseKernelsPass
+    : public accrue::cuda::impl::CudaFuseKernelsBase<CudaFuseKernelsPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    SmallVector<Block *> blocks;
+    getOperation().walk([&](Block *block) {
+      Operation *parent = block->getParentOp();
+      if (!isa<linalg::LinalgOp>(parent) &&
+          !parent->getParentOfType<linalg::LinalgOp>())
+        blocks.push_back(block);
+    });
+    for (Block *block : blocks) {
+      // The op before, if the one after may join it.
+      linalg::LinalgOp previous;
+      for (Operation *op = &block->front(), *next; op; op = next) {
+        next = op->getNextNode();
+        auto current = dyn_cast<linalg::LinalgOp>(op);
+        if (!current) {
+          if (!staysBetween(*op))
+            previous = {};
+          continue;
+        }
+        if (!isFusible(current)) {
+          previous = isWarpReduction(current) ? current : linalg::LinalgOp();
+          continue;
+        }
+        std::optional<Plan> plan;
+        if (previous)
+          plan = isWarpReduction(previous) ? alignEpilogue(previous, current)
+                                           : alignLoops(previous, current);
+        if (!plan) {
+          previous = current;
+          continue;
+        }
+        auto generalize = [&](linalg::LinalgOp linalgOp) {
+          if (isa<linalg::GenericOp>(linalgOp))
+            return linalgOp;
+          rewriter.setInsertionPoint(linalgOp);
+          return linalg::LinalgOp(
+              *linalg::generalizeNamedOp(rewriter, linalgOp));
+        };
+        linalg::LinalgOp a = generalize(previous);
+        linalg::LinalgOp b = generalize(current);
+        FailureOr<linalg::GenericOp> fused = fuse(rewriter, a, b, *plan);
+        previous = succeeded(fused) ? *fused : b;
+      }
+    }
+    // Temporaries no op writes any more, and their views.
+    SmallVector<Operation *> unused;
+    getOperation().walk([&](Operation *op) {
+      if (isa<memref::AllocOp, ViewLikeOpInterface>(op) &&
+          op->getNumResults() == 1 && op->use_empty())
+        unused.push_back(op);
+    });
+    for (Operation *op : unused) {
+      Value source;
+      if (auto view = dyn_cast<ViewLikeOpInterface>(op))
+        source = view.getViewSource();
+      rewriter.eraseOp(op);
+      // A view's source may be unused now.
+      while (source && source.use_empty()) {
+        Operation *def = source.getDefiningOp();
+        if (!def || !isa<memref::AllocOp, ViewLikeOpInterface>(def))
+          break;
+        source = {};
+        if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+          source = view.getViewSource();
+        rewriter.eraseOp(def);
+      }
+    }
+  }
+};
+
+} // namespace

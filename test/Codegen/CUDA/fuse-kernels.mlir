@@ -1,0 +1,324 @@
+// RUN: accrue-opt %s -split-input-file -cuda-fuse-kernels | FileCheck %s
+// RUN: accrue-opt %s -split-input-file -cuda-fuse-kernels -mlir-print-local-scope | FileCheck %s --check-prefix=LOCAL
+
+// A chain of elementwise ops over the same points is one op; what the
+// second reads of the first comes from the first's yield, and the
+// temporary between them, unread afterwards, is neither written nor
+// allocated.
+
+// CHECK-LABEL: func @chain
+// CHECK-SAME: (%[[X:.+]]: memref<4x8xf32>, %[[Y:.+]]: memref<4x8xf32>, %[[OUT:.+]]: memref<4x8xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[X]], %[[Y]] : memref<4x8xf32>, memref<4x8xf32>) outs(%[[OUT]] : memref<4x8xf32>)
+// CHECK: ^bb0(%[[A:.+]]: f32, %[[B:.+]]: f32, %{{.+}}: f32):
+// CHECK:   %[[E:.+]] = math.exp %[[A]] : f32
+// CHECK:   %[[S:.+]] = arith.addf %[[E]], %[[B]] : f32
+// CHECK:   linalg.yield %[[S]] : f32
+// CHECK-NOT: linalg.generic
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @chain(%x: memref<4x8xf32>, %y: memref<4x8xf32>, %out: memref<4x8xf32>) {
+  %t = memref.alloc() : memref<4x8xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x8xf32>) outs(%t : memref<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %y : memref<4x8xf32>, memref<4x8xf32>) outs(%out : memref<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// An intermediate read again later is still stored (once), by the fused
+// op; a division written in place after its producer joins it, reading
+// the producer's value, not the buffer.
+
+// CHECK-LABEL: func @kept
+// CHECK: %[[T:.+]] = memref.alloc() : memref<8xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.+}} : memref<8xf32>) outs(%[[T]], %[[OUT:.+]] : memref<8xf32>, memref<8xf32>)
+// CHECK: ^bb0(%[[A:.+]]: f32, %{{.+}}: f32, %{{.+}}: f32):
+// CHECK:   %[[E:.+]] = math.exp %[[A]] : f32
+// CHECK:   %[[D:.+]] = arith.divf %[[E]], %{{.+}} : f32
+// CHECK:   linalg.yield %[[E]], %[[D]] : f32, f32
+// CHECK: call @use(%[[T]])
+#id1 = affine_map<(d0) -> (d0)>
+func.func private @use(memref<8xf32>)
+func.func @kept(%x: memref<8xf32>, %out: memref<8xf32>) {
+  %c = arith.constant 2.0 : f32
+  %t = memref.alloc() : memref<8xf32>
+  linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%x : memref<8xf32>) outs(%t : memref<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%t : memref<8xf32>) outs(%out : memref<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %d = arith.divf %a, %c : f32
+    linalg.yield %d : f32
+  }
+  call @use(%t) : (memref<8xf32>) -> ()
+  return
+}
+
+// -----
+
+// Nothing is fused across an op with memory effects, where the second op
+// reads the first's output at another point, where a body reads a buffer
+// the other op writes (at elements of other points), or where the second
+// writes an element the first read at another point.
+
+// CHECK-LABEL: func @across_call
+// CHECK-COUNT-2: linalg.generic
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#tr2 = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+func.func private @touch(memref<4x4xf32>)
+func.func @across_call(%x: memref<4x4xf32>, %t: memref<4x4xf32>, %u: memref<4x4xf32>) {
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x4xf32>) outs(%t : memref<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  call @touch(%x) : (memref<4x4xf32>) -> ()
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%t : memref<4x4xf32>) outs(%u : memref<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+
+// CHECK-LABEL: func @other_point
+// CHECK-COUNT-2: linalg.generic
+func.func @other_point(%x: memref<4x4xf32>, %u: memref<4x4xf32>, %out: memref<4x4xf32>) {
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x4xf32>) outs(%u : memref<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  // Point (r, c) reads element (r, 0).
+  linalg.generic {indexing_maps = [#row, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%u : memref<4x4xf32>) outs(%out : memref<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  return
+}
+
+// CHECK-LABEL: func @body_read
+// CHECK-COUNT-2: linalg.generic
+func.func @body_read(%x: memref<4x4xf32>, %t: memref<4x4xf32>, %out: memref<4x4xf32>) {
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x4xf32>) outs(%out : memref<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]}
+      outs(%t : memref<4x4xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 1 : index
+    %v = memref.load %out[%i, %i] : memref<4x4xf32>
+    linalg.yield %v : f32
+  }
+  return
+}
+
+// CHECK-LABEL: func @other_element
+// CHECK-COUNT-2: linalg.generic
+func.func @other_element(%x: memref<4x4xf32>, %t: memref<4x4xf32>) {
+  // Point (i, j) reads x[j, i] ...
+  linalg.generic {indexing_maps = [#tr2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x4xf32>) outs(%t : memref<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  // ... and writes x[i, j].
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%t : memref<4x4xf32>) outs(%x : memref<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+// A transpose takes the elementwise work before and after it (a rounding
+// in place, an add into an accumulator) when it still reads one buffer
+// and writes one: the fused op is a transpose (cuda-form-kernels tiles
+// it), over the transpose's loops, the rounding's reordered to them.
+
+// CHECK-LABEL: func @transpose
+// CHECK-SAME: (%[[ACC:.+]]: memref<4x8xf32>)
+// CHECK: %[[G:.+]] = memref.alloc() : memref<8x4xf32>
+// CHECK: call @gemm(%[[G]])
+// CHECK-NOT: memref.alloc
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[G]] : memref<8x4xf32>) outs(%[[ACC]] : memref<4x8xf32>)
+// CHECK: ^bb0(%[[V:.+]]: f32, %[[OLD:.+]]: f32):
+// CHECK:   %[[T:.+]] = arith.truncf %[[V]] : f32 to bf16
+// CHECK:   %[[E:.+]] = arith.extf %[[T]] : bf16 to f32
+// CHECK:   %[[S:.+]] = arith.addf %[[OLD]], %[[E]] : f32
+// CHECK:   linalg.yield %[[S]] : f32
+// CHECK-NOT: linalg.generic
+// LOCAL-LABEL: func @transpose
+// LOCAL: linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+#idt = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @gemm(memref<8x4xf32>)
+func.func @transpose(%acc: memref<4x8xf32>) {
+  %g = memref.alloc() : memref<8x4xf32>
+  call @gemm(%g) : (memref<8x4xf32>) -> ()
+  linalg.generic {indexing_maps = [#idt, #idt], iterator_types = ["parallel", "parallel"]}
+      ins(%g : memref<8x4xf32>) outs(%g : memref<8x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.truncf %a : f32 to bf16
+    %e = arith.extf %t : bf16 to f32
+    linalg.yield %e : f32
+  }
+  %t = memref.alloc() : memref<4x8xf32>
+  linalg.transpose ins(%g : memref<8x4xf32>) outs(%t : memref<4x8xf32>) permutation = [1, 0]
+  linalg.generic {indexing_maps = [#idt, #idt], iterator_types = ["parallel", "parallel"]}
+      ins(%t : memref<4x8xf32>) outs(%acc : memref<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// CHECK-LABEL: func @transpose_apart
+// CHECK-COUNT-2: linalg.generic
+func.func @transpose_apart(%g: memref<8x4xf32>, %y: memref<4x8xf32>, %out: memref<4x8xf32>) {
+  %t = memref.alloc() : memref<4x8xf32>
+  linalg.transpose ins(%g : memref<8x4xf32>) outs(%t : memref<4x8xf32>) permutation = [1, 0]
+  // A second buffer read elementwise: the tiled form would not take it.
+  linalg.generic {indexing_maps = [#idt, #idt, #idt], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %y : memref<4x8xf32>, memref<4x8xf32>) outs(%out : memref<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// What follows a warp reduction at its points is its epilogue: the body
+// runs it after the combine, on the running value (the last lane's is the
+// point's result). A division written over the reduction's output moves
+// the running value to a buffer of its own.
+
+// CHECK-LABEL: func @epilogue
+// CHECK-SAME: (%[[X:.+]]: memref<4x64xf32>, %[[LANES:.+]]: memref<32xi8>, %[[SUM:.+]]: memref<4xf32>, %[[G:.+]]: memref<4xf32>, %[[OUT:.+]]: memref<4xf32>)
+// CHECK: %[[RUNNING:.+]] = memref.alloc() : memref<4xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[LANE:.+]], #[[POINT:.+]], #[[POINT]], #[[POINT]], #[[POINT]]], iterator_types = ["parallel", "reduction"]}
+// CHECK-SAME: ins(%[[LANES]], %[[G]] : memref<32xi8>, memref<4xf32>) outs(%[[RUNNING]], %[[SUM]], %[[OUT]] : memref<4xf32>, memref<4xf32>, memref<4xf32>)
+// CHECK-SAME: attrs = {accrue.warp_lanes}
+// CHECK: ^bb0(%{{.+}}: i8, %[[GV:.+]]: f32, %{{.+}}: f32, %{{.+}}: f32, %{{.+}}: f32):
+// CHECK:   arith.select
+// CHECK:   %[[R:.+]] = arith.addf
+// CHECK:   %[[MEAN:.+]] = arith.divf %[[R]], %{{.+}} : f32
+// CHECK:   %[[Y:.+]] = arith.mulf %[[MEAN]], %[[GV]] : f32
+// CHECK:   linalg.yield %[[R]], %[[MEAN]], %[[Y]] : f32, f32, f32
+// CHECK-NOT: linalg.generic
+#lane = affine_map<(d0, d1) -> (d1)>
+#point = affine_map<(d0, d1) -> (d0)>
+#p1 = affine_map<(d0) -> (d0)>
+func.func @epilogue(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %sum: memref<4xf32>, %g: memref<4xf32>, %out: memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 64.0 : f32
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%sum : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%s = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %x[%r, %i] : memref<4x64xf32>
+      %t = arith.addf %v, %s : f32
+      scf.yield %t : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %zero, %acc : f32
+    %total = arith.addf %share, %start : f32
+    linalg.yield %total : f32
+  }
+  linalg.generic {indexing_maps = [#p1, #p1], iterator_types = ["parallel"]}
+      ins(%sum : memref<4xf32>) outs(%sum : memref<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.divf %a, %n : f32
+    linalg.yield %m : f32
+  }
+  linalg.generic {indexing_maps = [#p1, #p1, #p1], iterator_types = ["parallel"]}
+      ins(%sum, %g : memref<4xf32>, memref<4xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %y = arith.mulf %a, %b : f32
+    linalg.yield %y : f32
+  }
+  return
+}
+
+// An epilogue may not write what the reduction's body reads (other lanes
+// and warps read the row), nor read the old value of its own output.
+
+// CHECK-LABEL: func @epilogue_writes_row
+// CHECK-COUNT-2: linalg.generic
+func.func @epilogue_writes_row(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %sum: memref<4xf32>) {
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%sum : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %v = memref.load %x[%r, %l] : memref<4x32xf32>
+    %total = arith.addf %v, %acc : f32
+    linalg.yield %total : f32
+  }
+  %row = memref.subview %x[0, 0] [4, 1] [1, 1] : memref<4x32xf32> to memref<4xf32, strided<[32]>>
+  linalg.generic {indexing_maps = [#p1, #p1], iterator_types = ["parallel"]}
+      ins(%sum : memref<4xf32>) outs(%row : memref<4xf32, strided<[32]>>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  return
+}
+
+// CHECK-LABEL: func @epilogue_reads_old
+// CHECK-COUNT-2: linalg.generic
+func.func @epilogue_reads_old(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %sum: memref<4xf32>, %out: memref<4xf32>) {
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%sum : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %v = memref.load %x[%r, %l] : memref<4x32xf32>
+    %total = arith.addf %v, %acc : f32
+    linalg.yield %total : f32
+  }
+  linalg.generic {indexing_maps = [#p1, #p1], iterator_types = ["parallel"]}
+      ins(%sum : memref<4xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  }
+  return
+}
