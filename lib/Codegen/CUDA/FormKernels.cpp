@@ -289,17 +289,25 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
   auto inEpilogue = [&](Operation &bodyOp) {
     return combine->isBeforeInBlock(&bodyOp) && &bodyOp != yield;
   };
+  // Its inputs and the old values of its outputs: the op's arguments but
+  // the lanes' and the running value.
+  auto epilogueArg = [&](unsigned number) {
+    return number > 0 && number != numInputs;
+  };
   bool epilogueArgsUnused =
-      llvm::all_of(opBody.getArguments().drop_front(numInputs + 1),
-                   [](BlockArgument arg) { return arg.use_empty(); });
+      llvm::all_of(opBody.getArguments(), [&](BlockArgument arg) {
+        return !epilogueArg(arg.getArgNumber()) ||
+               llvm::all_of(arg.getUsers(), [&](Operation *user) {
+                 return inEpilogue(*opBody.findAncestorOpInBlock(*user));
+               });
+      });
   // It reads the point's value, its own inputs and what is defined outside
   // the op; nothing else the body computes per lane.
   auto epilogueReads = [&](Value value) {
     if (combine && value == combine->getResult(0))
       return true;
     if (auto arg = dyn_cast<BlockArgument>(value))
-      return arg.getOwner() != &opBody ||
-             (arg.getArgNumber() > 0 && arg.getArgNumber() < numInputs);
+      return arg.getOwner() != &opBody || epilogueArg(arg.getArgNumber());
     Operation *def = value.getDefiningOp();
     return !op->isAncestor(def) ||
            (def->getBlock() == &opBody && inEpilogue(*def)) ||
@@ -318,14 +326,8 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
         });
   if (!kind || numInputs == 0 || op.getNumDpsInits() == 0 ||
       !epilogueArgsUnused || !epilogueSelfContained ||
-      combine->getBlock() != &opBody ||
-      llvm::any_of(opBody.getArguments().slice(1, numInputs - 1),
-                   [&](BlockArgument arg) {
-                     return llvm::any_of(arg.getUsers(), [&](Operation *user) {
-                       return !inEpilogue(*user);
-                     });
-                   }) ||
-      !lanesArg.use_empty() || numLoops == 0 ||
+      combine->getBlock() != &opBody || !lanesArg.use_empty() ||
+      numLoops == 0 ||
       op.getIteratorTypesArray().back() != utils::IteratorType::reduction ||
       op.getStaticLoopRanges().back() != kWarpSize)
     return op.emitError("malformed warp reduction");
@@ -434,28 +436,31 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
                      ? arith::getReductionOp(*kind, rewriter, loc, into, value)
                      : arith::getReductionOp(*kind, rewriter, loc, value, into);
   memref::StoreOp::create(rewriter, loc, result, init->get(), indices);
-  // The epilogue, at the point, on its value.
+  // The epilogue, at the point, on its value: as the last lane computes it
+  // (its inputs and outputs loaded at the point once).
   IRMapping mapping;
   mapping.map(combine->getResult(0), result);
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  for (unsigned k = 1; k < numInputs; ++k) {
+  for (auto [k, operand] : llvm::enumerate(op->getOperands())) {
     BlockArgument arg = opBody.getArgument(k);
-    Value input = op.getDpsInputs()[k];
-    if (arg.use_empty())
+    if (!epilogueArg(k) || arg.use_empty())
       continue;
-    if (!isa<MemRefType>(input.getType())) {
-      mapping.map(arg, input); // a scalar input
+    if (!isa<MemRefType>(operand.getType())) {
+      mapping.map(arg, operand); // a scalar input
       continue;
     }
     mapping.map(arg,
-                memref::LoadOp::create(rewriter, loc, input,
+                memref::LoadOp::create(rewriter, loc, operand,
                                        applyMap(rewriter, loc, maps[k], ivs)));
   }
+  Value lastLane = arith::ConstantIndexOp::create(rewriter, loc, kWarpSize - 1);
   for (Operation &bodyOp : opBody.without_terminator()) {
     if (!inEpilogue(bodyOp))
       continue;
     if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
-      mapping.map(index.getResult(), ivs[index.getDim()]);
+      mapping.map(index.getResult(), index.getDim() == numLoops - 1
+                                         ? lastLane
+                                         : ivs[index.getDim()]);
       continue;
     }
     rewriter.clone(bodyOp, mapping);

@@ -105,51 +105,89 @@ bool isTranspose(linalg::LinalgOp op) {
 }
 
 /// How two ops become one: the fused op's loops (B's, or a warp
-/// reduction A's, whose points B's loops are) and each op's point of them.
+/// reduction A's, whose points B's loops are) and each op's point of them
+/// (a loop of one iteration may have no counterpart: it reads as 0).
 struct Plan {
   AffineMap toA, toB;
   SmallVector<utils::IteratorType> iterators;
+  SmallVector<int64_t> ranges;
   /// A is a warp reduction and B its epilogue: the fused op's last loop is
   /// the lanes', which B's maps do not use.
   bool epilogue = false;
 };
+
+/// The element of its root buffer that `map` (of loops of extents
+/// `ranges`) reaches through the view `buffer`: offset + sum of stride x
+/// index, as one expression of the loops, loops of one iteration read as
+/// 0; null where the view's layout is not static.
+AffineExpr elementOf(Value buffer, AffineMap map, ArrayRef<int64_t> ranges) {
+  auto type = cast<MemRefType>(buffer.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) ||
+      ShapedType::isDynamic(offset) ||
+      llvm::any_of(strides, ShapedType::isDynamic))
+    return {};
+  MLIRContext *context = map.getContext();
+  AffineExpr element = getAffineConstantExpr(offset, context);
+  for (auto [k, expr] : llvm::enumerate(map.getResults()))
+    element = element + expr * strides[k];
+  SmallVector<AffineExpr> dims;
+  for (auto [d, range] : llvm::enumerate(ranges))
+    dims.push_back(range == 1 ? getAffineConstantExpr(0, context)
+                              : getAffineDimExpr(d, context));
+  return simplifyAffineExpr(element.replaceDims(dims), ranges.size(), 0);
+}
 
 /// A buffer operand of an op, its map in the fused op's loops.
 struct Access {
   Value buffer;
   AffineMap map;
   bool writes;
-  bool operator==(const Access &other) const {
-    return buffer == other.buffer && map == other.map;
-  }
+  AffineExpr element; // elementOf, in the fused loops
 };
 
-SmallVector<Access> accessesOf(linalg::LinalgOp op, AffineMap toOp) {
+SmallVector<Access> accessesOf(linalg::LinalgOp op, AffineMap toOp,
+                               ArrayRef<int64_t> ranges) {
   SmallVector<Access> accesses;
   for (OpOperand &operand : op->getOpOperands()) {
     if (!isa<MemRefType>(operand.get().getType()))
       continue;
     AffineMap map = op.getMatchingIndexingMap(&operand).compose(toOp);
-    accesses.push_back({operand.get(), map, op.isDpsInit(&operand)});
+    accesses.push_back({operand.get(), map, op.isDpsInit(&operand),
+                        elementOf(operand.get(), map, ranges)});
   }
   return accesses;
 }
 
 /// Whether `map` (of the fused loops) gives each point its own element:
-/// a permutation of the points' loops (all loops but the lanes').
+/// every loop of the points (all but the lanes') of more than one
+/// iteration is one of its results, once; the lanes' is none.
 bool pointwise(AffineMap map, const Plan &plan) {
-  unsigned points = map.getNumDims() - (plan.epilogue ? 1 : 0);
-  if (map.getNumResults() != points ||
-      !map.isProjectedPermutation(/*allowZeroInResults=*/false))
+  unsigned points = plan.ranges.size() - (plan.epilogue ? 1 : 0);
+  if (!map.isProjectedPermutation(/*allowZeroInResults=*/true) ||
+      (plan.epilogue && map.isFunctionOfDim(points)))
     return false;
-  return !plan.epilogue || !map.isFunctionOfDim(points);
+  for (unsigned d = 0; d < points; ++d)
+    if (plan.ranges[d] != 1 && !map.isFunctionOfDim(d))
+      return false;
+  return true;
+}
+
+/// Whether `x` and `y` reach the same element of the same buffer at every
+/// point of the fused loops (through views, perhaps different ones).
+bool sameElement(const Access &x, const Access &y) {
+  if (x.buffer == y.buffer && x.map == y.map)
+    return true;
+  return rootOf(x.buffer) == rootOf(y.buffer) && x.element &&
+         x.element == y.element;
 }
 
 /// Whether everything A and B do to a buffer one of them writes happens
 /// at the same element of the same point of the fused loops.
 bool sameElements(linalg::LinalgOp a, linalg::LinalgOp b, const Plan &plan) {
-  SmallVector<Access> first = accessesOf(a, plan.toA);
-  SmallVector<Access> second = accessesOf(b, plan.toB);
+  SmallVector<Access> first = accessesOf(a, plan.toA, plan.ranges);
+  SmallVector<Access> second = accessesOf(b, plan.toB, plan.ranges);
   // What a body reads itself, the other op must not write.
   auto writes = [](ArrayRef<Access> accesses, ArrayRef<Value> roots) {
     return llvm::any_of(accesses, [&](const Access &access) {
@@ -164,37 +202,67 @@ bool sameElements(linalg::LinalgOp a, linalg::LinalgOp b, const Plan &plan) {
         continue;
       if (rootOf(x.buffer) != rootOf(y.buffer))
         continue;
-      if (!(x == y) || !pointwise(x.map, plan))
+      if (!sameElement(x, y) || !pointwise(x.map, plan) ||
+          !pointwise(y.map, plan))
         return false;
     }
   if (!plan.epilogue)
     return true;
-  // An epilogue runs, read as linalg reads the op, for every lane: it may
-  // read no old value of what it writes, and write nothing the op reads
-  // (but the reduction's outputs, which it reads from registers).
+  // An epilogue runs, read as linalg reads the op, at every lane and
+  // writes its results at the last (see fuse): it may write nothing the op
+  // reads (but the reduction's outputs, which it reads from registers),
+  // and those only through the same view, at the same element.
   SmallVector<Value> read;
   for (Value in : a.getDpsInputs())
     read.push_back(rootOf(in));
   for (Value in : b.getDpsInputs())
     if (!llvm::is_contained(a.getDpsInits(), in))
       read.push_back(rootOf(in));
-  for (OpOperand &out : b.getDpsInitsMutable()) {
-    bool fromA = llvm::is_contained(a.getDpsInits(), out.get());
-    if ((b.payloadUsesValueFromOperand(&out) && !fromA) ||
-        llvm::is_contained(read, rootOf(out.get())))
-      return false;
+  for (const Access &y : second) {
+    if (!y.writes)
+      continue;
+    for (const Access &x : first)
+      if (x.writes && rootOf(x.buffer) == rootOf(y.buffer) &&
+          (x.buffer != y.buffer || x.map != y.map))
+        return false;
   }
+  for (Value out : b.getDpsInits())
+    if (llvm::is_contained(read, rootOf(out)))
+      return false;
   return true;
 }
 
+/// The map from `to`'s loops to `from`'s that pairs their loops of more
+/// than one iteration in order (the others read as 0), where those have
+/// the same extents.
+std::optional<AffineMap> pairLoops(ArrayRef<int64_t> from, ArrayRef<int64_t> to,
+                                   MLIRContext *context) {
+  SmallVector<unsigned> toDims;
+  for (auto [d, range] : llvm::enumerate(to))
+    if (range != 1)
+      toDims.push_back(d);
+  SmallVector<AffineExpr> results;
+  unsigned next = 0;
+  for (int64_t range : from) {
+    if (range == 1) {
+      results.push_back(getAffineConstantExpr(0, context));
+      continue;
+    }
+    if (next == toDims.size() || to[toDims[next]] != range)
+      return std::nullopt;
+    results.push_back(getAffineDimExpr(toDims[next++], context));
+  }
+  if (next != toDims.size())
+    return std::nullopt;
+  return AffineMap::get(to.size(), 0, results, context);
+}
+
 /// B's point in A's loops, when A's loop ranges are B's reordered: from a
-/// buffer A writes and B reads (A's element of B's point), else the
-/// identity where the ranges are equal.
+/// buffer A writes and B reads (A's element of B's point), else pairing
+/// their loops in order (loops of one iteration aside).
 std::optional<Plan> alignLoops(linalg::LinalgOp a, linalg::LinalgOp b) {
   SmallVector<int64_t> rangesA = a.getStaticLoopRanges();
   SmallVector<int64_t> rangesB = b.getStaticLoopRanges();
-  if (rangesA.size() != rangesB.size())
-    return std::nullopt;
   SmallVector<AffineMap> candidates;
   for (OpOperand &out : a.getDpsInitsMutable())
     for (OpOperand &in : b->getOpOperands()) {
@@ -207,12 +275,19 @@ std::optional<Plan> alignLoops(linalg::LinalgOp a, linalg::LinalgOp b) {
     }
   AffineMap identity =
       AffineMap::getMultiDimIdentityMap(rangesB.size(), b.getContext());
-  candidates.push_back(identity);
+  if (rangesA == rangesB)
+    candidates.push_back(identity);
+  if (std::optional<AffineMap> paired =
+          pairLoops(rangesA, rangesB, a.getContext()))
+    candidates.push_back(*paired);
   for (AffineMap toA : candidates) {
-    bool matches = true;
-    for (auto [d, expr] : llvm::enumerate(toA.getResults()))
-      matches &= rangesA[d] == rangesB[cast<AffineDimExpr>(expr).getPosition()];
-    Plan plan{toA, identity, b.getIteratorTypesArray()};
+    bool matches = toA.getNumResults() == rangesA.size();
+    for (auto [d, expr] : llvm::enumerate(toA.getResults())) {
+      auto dim = dyn_cast<AffineDimExpr>(expr);
+      matches &=
+          dim ? rangesA[d] == rangesB[dim.getPosition()] : rangesA[d] == 1;
+    }
+    Plan plan{toA, identity, b.getIteratorTypesArray(), rangesB};
     if (matches && sameElements(a, b, plan))
       return plan;
   }
@@ -233,22 +308,30 @@ bool startsFromConstant(linalg::LinalgOp op) {
 }
 
 /// The plan making B the epilogue of warp reduction A: B's loops are A's
-/// points (all of A's loops but the last, the lanes').
+/// points (all of A's loops but the last, the lanes', paired in order,
+/// loops of one iteration aside).
 std::optional<Plan> alignEpilogue(linalg::LinalgOp a, linalg::LinalgOp b) {
   SmallVector<int64_t> rangesA = a.getStaticLoopRanges();
   SmallVector<int64_t> rangesB = b.getStaticLoopRanges();
-  unsigned loops = rangesA.size();
-  if (loops == 0 ||
-      ArrayRef<int64_t>(rangesA).drop_back() != ArrayRef<int64_t>(rangesB) ||
-      a.getNumDpsInits() == 0)
+  if (rangesA.empty() || a.getNumDpsInits() == 0)
     return std::nullopt;
   MLIRContext *context = a.getContext();
-  SmallVector<AffineExpr> points;
-  for (unsigned d = 0; d + 1 < loops; ++d)
-    points.push_back(getAffineDimExpr(d, context));
-  Plan plan{AffineMap::getMultiDimIdentityMap(loops, context),
-            AffineMap::get(loops, 0, points, context),
-            a.getIteratorTypesArray(), /*epilogue=*/true};
+  SmallVector<int64_t> points(ArrayRef<int64_t>(rangesA).drop_back());
+  std::optional<AffineMap> toB;
+  if (points == rangesB) {
+    SmallVector<AffineExpr> dims;
+    for (unsigned d = 0; d < points.size(); ++d)
+      dims.push_back(getAffineDimExpr(d, context));
+    toB = AffineMap::get(rangesA.size(), 0, dims, context);
+  } else {
+    // The lanes' loop is never paired with B's.
+    points.push_back(1);
+    toB = pairLoops(rangesB, points, context);
+  }
+  if (!toB)
+    return std::nullopt;
+  Plan plan{AffineMap::getMultiDimIdentityMap(rangesA.size(), context), *toB,
+            a.getIteratorTypesArray(), rangesA, /*epilogue=*/true};
   if (!sameElements(a, b, plan))
     return std::nullopt;
   // B writing A's output over: A's running value moves to a buffer of its
@@ -348,6 +431,16 @@ FailureOr<linalg::GenericOp> fuse(RewriterBase &rewriter, linalg::LinalgOp a,
     return op.getMatchingIndexingMap(&operand).compose(op == a ? plan.toA
                                                                : plan.toB);
   };
+  // Whether `x` of A and `y` of B reach the same element at every point.
+  auto same = [&](OpOperand &x, OpOperand &y) {
+    if (!isa<MemRefType>(x.get().getType()) ||
+        !isa<MemRefType>(y.get().getType()))
+      return false;
+    AffineMap mapX = mapOf(a, x), mapY = mapOf(b, y);
+    return sameElement(
+        {x.get(), mapX, false, elementOf(x.get(), mapX, plan.ranges)},
+        {y.get(), mapY, false, elementOf(y.get(), mapY, plan.ranges)});
+  };
   enum Kind { Input, Output, Forwarded, Unused };
   struct Source {
     Kind kind;
@@ -364,6 +457,15 @@ FailureOr<linalg::GenericOp> fuse(RewriterBase &rewriter, linalg::LinalgOp a,
     bool rewritten = llvm::any_of(b.getDpsInitsMutable(), [&](OpOperand &o) {
       return o.get() == buffer && mapOf(b, o) == map;
     });
+    // B writes the element through another view: A's store would be lost.
+    bool rewrittenElsewhere =
+        !rewritten && llvm::any_of(b.getDpsInitsMutable(),
+                                   [&](OpOperand &o) { return same(out, o); });
+    if (rewrittenElsewhere) {
+      if (plan.epilogue || a.payloadUsesValueFromOperand(&out))
+        return failure();
+      continue;
+    }
     if (plan.epilogue && rewritten) {
       // B writes over the reduction's output: the running value gets a
       // buffer of its own.
@@ -396,7 +498,7 @@ FailureOr<linalg::GenericOp> fuse(RewriterBase &rewriter, linalg::LinalgOp a,
     AffineMap map = mapOf(b, operand);
     std::optional<unsigned> written;
     for (auto [k, out] : llvm::enumerate(a.getDpsInitsMutable()))
-      if (out.get() == operand.get() && mapOf(a, out) == map)
+      if (same(out, operand))
         written = k;
     bool readsOld =
         !b.isDpsInit(&operand) || b.payloadUsesValueFromOperand(&operand);
@@ -452,11 +554,16 @@ FailureOr<linalg::GenericOp> fuse(RewriterBase &rewriter, linalg::LinalgOp a,
           }
           for (Operation &bodyOp : body->without_terminator()) {
             if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
-              unsigned dim = cast<AffineDimExpr>(toOp.getResult(index.getDim()))
-                                 .getPosition();
-              mapping.map(index.getResult(),
-                          linalg::IndexOp::create(builder, index.getLoc(), dim)
-                              .getResult());
+              // A loop of one iteration without a counterpart is at 0.
+              AffineExpr at = toOp.getResult(index.getDim());
+              Value position;
+              if (auto dim = dyn_cast<AffineDimExpr>(at))
+                position = linalg::IndexOp::create(builder, index.getLoc(),
+                                                   dim.getPosition());
+              else
+                position =
+                    arith::ConstantIndexOp::create(builder, index.getLoc(), 0);
+              mapping.map(index.getResult(), position);
               continue;
             }
             builder.clone(bodyOp, mapping);
@@ -472,8 +579,23 @@ FailureOr<linalg::GenericOp> fuse(RewriterBase &rewriter, linalg::LinalgOp a,
           if (slot >= 0)
             yielded[slot] = valuesA[k];
         SmallVector<Value> valuesB = clone(b, argsB, valuesA, plan.toB);
+        // An epilogue's results are the last lane's (the point's value):
+        // before it, its outputs keep what they held.
+        Value last;
+        if (plan.epilogue) {
+          unsigned lanes = plan.ranges.size() - 1;
+          Value lane = linalg::IndexOp::create(builder, loc, lanes);
+          Value lastLane = arith::ConstantIndexOp::create(
+              builder, loc, plan.ranges[lanes] - 1);
+          last = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
+                                       lane, lastLane);
+        }
         for (auto [k, slot] : llvm::enumerate(outputOfB))
-          yielded[slot] = valuesB[k];
+          yielded[slot] =
+              last ? arith::SelectOp::create(builder, loc, last, valuesB[k],
+                                             args[inputs.size() + slot])
+                         .getResult()
+                   : valuesB[k];
         linalg::YieldOp::create(builder, loc, yielded);
       });
   if (plan.epilogue)
@@ -491,6 +613,197 @@ bool staysBetween(Operation &op) {
   return isMemoryEffectFree(&op) && op.getNumRegions() == 0;
 }
 
+/// The elements of its root the view `value` spans, first and last, from
+/// its static layout; all of them where that is not static.
+std::pair<int64_t, int64_t> spanOf(Value value) {
+  auto type = cast<MemRefType>(value.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!type.hasStaticShape() ||
+      failed(type.getStridesAndOffset(strides, offset)) ||
+      ShapedType::isDynamic(offset) ||
+      llvm::any_of(strides, [](int64_t stride) {
+        return ShapedType::isDynamic(stride) || stride < 0;
+      }))
+    return {0, std::numeric_limits<int64_t>::max()};
+  int64_t last = offset;
+  for (auto [size, stride] : llvm::zip(type.getShape(), strides))
+    last += (size - 1) * stride;
+  return {offset, last};
+}
+
+/// The box of its root's indices the view `value` covers, where it is a
+/// static unit-stride subview of the root, reshaped perhaps (a reshape
+/// keeps the elements): per dimension the first index and the extent.
+std::optional<SmallVector<std::pair<int64_t, int64_t>>> boxOf(Value value) {
+  while (isa_and_present<memref::ExpandShapeOp, memref::CollapseShapeOp>(
+      value.getDefiningOp()))
+    value = cast<ViewLikeOpInterface>(value.getDefiningOp()).getViewSource();
+  auto subview = value.getDefiningOp<memref::SubViewOp>();
+  if (!subview || subview.getSource() != rootOf(value) ||
+      !subview.hasUnitStride() ||
+      llvm::any_of(subview.getStaticOffsets(), ShapedType::isDynamic) ||
+      llvm::any_of(subview.getStaticSizes(), ShapedType::isDynamic) ||
+      subview.getSourceType().getRank() !=
+          static_cast<int64_t>(subview.getStaticSizes().size()))
+    return std::nullopt;
+  SmallVector<std::pair<int64_t, int64_t>> box;
+  for (auto [offset, size] :
+       llvm::zip(subview.getStaticOffsets(), subview.getStaticSizes()))
+    box.push_back({offset, size});
+  return box;
+}
+
+/// Whether views `x` and `y` may reach a common element.
+bool mayOverlap(Value x, Value y) {
+  if (rootOf(x) != rootOf(y))
+    return false;
+  // Boxes of one buffer (a split's parts, columns side by side) meet
+  // where they meet along every dimension.
+  auto boxX = boxOf(x), boxY = boxOf(y);
+  if (boxX && boxY && boxX->size() == boxY->size()) {
+    for (auto [a, b] : llvm::zip(*boxX, *boxY))
+      if (a.first + a.second <= b.first || b.first + b.second <= a.first)
+        return false;
+    return true;
+  }
+  auto [firstX, lastX] = spanOf(x);
+  auto [firstY, lastY] = spanOf(y);
+  return firstX <= lastY && firstY <= lastX;
+}
+
+/// The buffers `op` and the ops it holds read, and those they may write
+/// (a buffer whose address is taken may be written: a GEMM's output).
+void accessedBy(Operation *op, SmallVector<Value> &reads,
+                SmallVector<Value> &writes) {
+  op->walk([&](Operation *nested) {
+    if (isa<ViewLikeOpInterface>(nested))
+      return; // a view accesses nothing itself
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(nested);
+    for (OpOperand &operand : nested->getOpOperands()) {
+      if (!isa<MemRefType>(operand.get().getType())) {
+        // An address (and arithmetic on it) passed on: the runtime's GEMM
+        // writes through it.
+        SmallVector<Value> sources{operand.get()};
+        while (!sources.empty()) {
+          Operation *def = sources.pop_back_val().getDefiningOp();
+          if (auto address =
+                  dyn_cast_or_null<memref::ExtractAlignedPointerAsIndexOp>(def))
+            writes.push_back(address.getSource());
+          else if (def && isa<arith::ArithDialect>(def->getDialect()))
+            sources.append(def->operand_begin(), def->operand_end());
+        }
+        continue;
+      }
+      bool onlyReads =
+          (linalgOp && !linalgOp.isDpsInit(&operand)) ||
+          isa<memref::LoadOp>(nested) ||
+          (isa<memref::CopyOp>(nested) && operand.getOperandNumber() == 0);
+      (onlyReads ? reads : writes).push_back(operand.get());
+    }
+  });
+}
+
+/// Whether `op` and `other` may touch an element one of them writes.
+bool conflict(Operation *op, Operation *other) {
+  SmallVector<Value> reads, writes, otherReads, otherWrites;
+  accessedBy(op, reads, writes);
+  accessedBy(other, otherReads, otherWrites);
+  auto overlaps = [](ArrayRef<Value> xs, ArrayRef<Value> ys) {
+    return llvm::any_of(xs, [&](Value x) {
+      return llvm::any_of(ys, [&](Value y) { return mayOverlap(x, y); });
+    });
+  };
+  return overlaps(writes, otherReads) || overlaps(writes, otherWrites) ||
+         overlaps(reads, otherWrites);
+}
+
+/// Moves each elementwise op up to just after the op that last wrote or
+/// read what it touches (the gradient accumulation the micro-batch's end
+/// holds, to the reduction or transpose computing that gradient), with the
+/// views it reads through, where it fuses with that op: nothing between
+/// them touches an element the moved op reads or writes (views of one
+/// buffer at disjoint static spans do not meet), so every op sees the
+/// values it saw.
+void moveToProducers(Block &block) {
+  SmallVector<linalg::LinalgOp> candidates;
+  for (Operation &op : block)
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+        linalgOp && isFusible(linalgOp))
+      candidates.push_back(linalgOp);
+  for (linalg::LinalgOp op : candidates) {
+    Operation *producer = op->getPrevNode();
+    bool adjacent = true;
+    for (; producer; producer = producer->getPrevNode()) {
+      if (staysBetween(*producer))
+        continue;
+      if (conflict(producer, op))
+        break;
+      adjacent = false;
+    }
+    auto linalgProducer = dyn_cast_or_null<linalg::LinalgOp>(producer);
+    if (adjacent || !linalgProducer)
+      continue;
+    bool fuses = isWarpReduction(linalgProducer)
+                     ? alignEpilogue(linalgProducer, op).has_value()
+                     : isFusible(linalgProducer) &&
+                           alignLoops(linalgProducer, op).has_value();
+    if (!fuses)
+      continue;
+    // What defines its operands after the producer moves with it.
+    llvm::SetVector<Operation *> defs;
+    SmallVector<Value> worklist(op->getOperands());
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(op->getRegion(0), captured);
+    worklist.append(captured.begin(), captured.end());
+    bool movable = true;
+    while (!worklist.empty() && movable) {
+      Operation *def = worklist.pop_back_val().getDefiningOp();
+      if (!def || def->getBlock() != &block || def->isBeforeInBlock(producer) ||
+          defs.contains(def))
+        continue;
+      movable = staysBetween(*def);
+      defs.insert(def);
+      worklist.append(def->operand_begin(), def->operand_end());
+    }
+    if (!movable)
+      continue;
+    SmallVector<Operation *> moved(defs.begin(), defs.end());
+    llvm::sort(moved, [](Operation *x, Operation *y) {
+      return x->isBeforeInBlock(y);
+    });
+    Operation *at = producer;
+    for (Operation *def : moved) {
+      def->moveAfter(at);
+      at = def;
+    }
+    op->moveAfter(at);
+  }
+}
+
+/// Replaces `copy` by a linalg.copy that may join its producer; a copy
+/// out of a collapsed view copies the view's source into the target
+/// expanded alike (a split's part into its place in the whole), where the
+/// target's layout allows: the same elements, over the producer's loops.
+void copyAsLinalg(RewriterBase &rewriter, memref::CopyOp copy) {
+  Value source = copy.getSource(), target = copy.getTarget();
+  rewriter.setInsertionPoint(copy);
+  if (auto collapse = source.getDefiningOp<memref::CollapseShapeOp>()) {
+    MemRefType sourceType = collapse.getSrcType();
+    FailureOr<MemRefType> expanded = memref::ExpandShapeOp::computeExpandedType(
+        cast<MemRefType>(target.getType()), sourceType.getShape(),
+        collapse.getReassociationIndices());
+    if (sourceType.hasStaticShape() && succeeded(expanded)) {
+      target = memref::ExpandShapeOp::create(
+          rewriter, copy.getLoc(), *expanded, target,
+          collapse.getReassociationIndices());
+      source = collapse.getSrc();
+    }
+  }
+  linalg::CopyOp::create(rewriter, copy.getLoc(), source, target);
+  rewriter.eraseOp(copy);
+}
+
 struct CudaFuseKernelsPass
     : public accrue::cuda::impl::CudaFuseKernelsBase<CudaFuseKernelsPass> {
   void runOnOperation() override {
@@ -502,6 +815,15 @@ struct CudaFuseKernelsPass
           !parent->getParentOfType<linalg::LinalgOp>())
         blocks.push_back(block);
     });
+    SmallVector<memref::CopyOp> copies;
+    getOperation().walk([&](memref::CopyOp copy) {
+      if (!copy->getParentOfType<linalg::LinalgOp>())
+        copies.push_back(copy);
+    });
+    for (memref::CopyOp copy : copies)
+      copyAsLinalg(rewriter, copy);
+    for (Block *block : blocks)
+      moveToProducers(*block);
     for (Block *block : blocks) {
       // The op before, if the one after may join it.
       linalg::LinalgOp previous;

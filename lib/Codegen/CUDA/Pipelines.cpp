@@ -33,6 +33,7 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertNNToLinalg());
   pm.addNestedPass<func::FuncOp>(createConvertTrainToLinalg());
   pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCudaJoinSliceSums());
   if (options.fuseElementwise)
     pm.addPass(createFuseElementwise());
   pm.addNestedPass<func::FuncOp>(createCudaTensorizeScalars());

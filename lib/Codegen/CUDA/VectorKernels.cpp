@@ -289,7 +289,17 @@ LogicalResult formTransposeKernel(RewriterBase &rewriter, linalg::GenericOp op,
   Block &opBody = op.getRegion().front();
   Value init = op.getDpsInits()[0];
   auto outVector = VectorType::get({kTile}, outType.getElementType());
+  auto outAlign = llvm::MaybeAlign(kTile * outBytes);
+  // An op adding into its output (a gradient's accumulation) reads the
+  // output's tile as it writes it: 4 runs along b.
+  bool readsOut = !opBody.getArgument(outIndex).use_empty();
   for (int64_t da = 0; da < kTile; ++da) {
+    Value outRun;
+    if (readsOut)
+      outRun = vector::LoadOp::create(
+          rewriter, loc, outVector, init,
+          applyMap(rewriter, loc, maps[outIndex], at(da, 0)),
+          /*nontemporal=*/false, outAlign);
     SmallVector<Value> results;
     for (int64_t db = 0; db < kTile; ++db) {
       SmallVector<Value> point = at(da, db);
@@ -302,6 +312,10 @@ LogicalResult formTransposeKernel(RewriterBase &rewriter, linalg::GenericOp op,
           mapping.map(arg,
                       vector::ExtractOp::create(rewriter, loc, runs[db], da)
                           .getResult());
+        else if (k == outIndex)
+          mapping.map(
+              arg,
+              vector::ExtractOp::create(rewriter, loc, outRun, db).getResult());
         else if (!isa<MemRefType>(operand.getType()))
           mapping.map(arg, operand); // a scalar input
         else
@@ -323,8 +337,7 @@ LogicalResult formTransposeKernel(RewriterBase &rewriter, linalg::GenericOp op,
         rewriter, loc,
         vector::FromElementsOp::create(rewriter, loc, outVector, results), init,
         applyMap(rewriter, loc, maps[outIndex], at(da, 0)),
-        /*nontemporal=*/false,
-        llvm::MaybeAlign(kTile * outType.getElementTypeBitWidth() / 8));
+        /*nontemporal=*/false, outAlign);
   }
   rewriter.eraseOp(op);
   return success();

@@ -456,9 +456,10 @@ func.func @warp_body_constant(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %out:
 // -----
 
 // A warp reduction's epilogue (cuda-fuse-kernels: the ops after the
-// combine, with further inputs and outputs) runs in lane 0 after the
-// shuffles, on the point's value: its inputs loaded at the point once,
-// its results stored there.
+// combine, with further inputs and outputs, taking their results at the
+// last lane) runs in lane 0 after the shuffles, on the point's value, as
+// the last lane computes it: its inputs and its outputs' old values
+// loaded at the point once, its results stored there.
 
 // CHECK-LABEL: func @warp_epilogue
 // CHECK-SAME: (%[[X:.+]]: memref<4x32xf32>, %[[LANES:.+]]: memref<32xi8>, %[[G:.+]]: memref<4xf32>, %[[RUNNING:.+]]: memref<4xf32>, %[[OUT:.+]]: memref<4xf32>)
@@ -474,9 +475,11 @@ func.func @warp_body_constant(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %out:
 // CHECK:     %[[R:.+]] = arith.addf %[[V1]], %{{.+}} : f32
 // CHECK:     memref.store %[[R]], %[[RUNNING]][%[[P:.+]]]
 // CHECK:     %[[GV:.+]] = memref.load %[[G]][%[[P]]]
+// CHECK:     %[[OLD:.+]] = memref.load %[[OUT]][%[[P]]]
 // CHECK:     %[[M:.+]] = arith.divf %[[R]], %[[N]] : f32
 // CHECK:     %[[Y:.+]] = arith.mulf %[[M]], %[[GV]] : f32
-// CHECK:     memref.store %[[Y]], %[[OUT]][%[[P]]]
+// CHECK:     %[[NEW:.+]] = arith.addf %[[OLD]], %[[Y]] : f32
+// CHECK:     memref.store %[[NEW]], %[[OUT]][%[[P]]]
 // CHECK:   }
 // CHECK: gpu.terminator
 #lane3 = affine_map<(d0, d1) -> (d1)>
@@ -496,7 +499,12 @@ func.func @warp_epilogue(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %g: memref
     %sum = arith.addf %share, %start : f32
     %m = arith.divf %sum, %n : f32
     %y = arith.mulf %m, %gv : f32
-    linalg.yield %sum, %y : f32, f32
+    %new = arith.addf %o, %y : f32
+    %lane = linalg.index 1 : index
+    %c31 = arith.constant 31 : index
+    %last = arith.cmpi eq, %lane, %c31 : index
+    %kept = arith.select %last, %new, %o : f32
+    linalg.yield %sum, %kept : f32, f32
   }
   return
 }

@@ -90,7 +90,7 @@ func.func @across_call(%x: memref<4x4xf32>, %t: memref<4x4xf32>, %u: memref<4x4x
     %e = math.exp %a : f32
     linalg.yield %e : f32
   }
-  call @touch(%x) : (memref<4x4xf32>) -> ()
+  call @touch(%t) : (memref<4x4xf32>) -> ()
   linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
       ins(%t : memref<4x4xf32>) outs(%u : memref<4x4xf32>) {
   ^bb0(%a: f32, %o: f32):
@@ -218,8 +218,9 @@ func.func @transpose_apart(%g: memref<8x4xf32>, %y: memref<4x8xf32>, %out: memre
 // -----
 
 // What follows a warp reduction at its points is its epilogue: the body
-// runs it after the combine, on the running value (the last lane's is the
-// point's result). A division written over the reduction's output moves
+// runs it after the combine, on the running value, and its outputs take
+// what it computes at the last lane (the point's result), keeping what
+// they held before. A division written over the reduction's output moves
 // the running value to a buffer of its own.
 
 // CHECK-LABEL: func @epilogue
@@ -232,8 +233,13 @@ func.func @transpose_apart(%g: memref<8x4xf32>, %y: memref<4x8xf32>, %out: memre
 // CHECK:   arith.select
 // CHECK:   %[[R:.+]] = arith.addf
 // CHECK:   %[[MEAN:.+]] = arith.divf %[[R]], %{{.+}} : f32
-// CHECK:   %[[Y:.+]] = arith.mulf %[[MEAN]], %[[GV]] : f32
-// CHECK:   linalg.yield %[[R]], %[[MEAN]], %[[Y]] : f32, f32, f32
+// CHECK:   %[[L:.+]] = linalg.index 1 : index
+// CHECK:   %[[C31:.+]] = arith.constant 31 : index
+// CHECK:   %[[LAST:.+]] = arith.cmpi eq, %[[L]], %[[C31]] : index
+// CHECK:   %[[M:.+]] = arith.select %[[LAST]], %[[MEAN]], %{{.+}} : f32
+// CHECK:   %[[Y:.+]] = arith.mulf %[[M]], %[[GV]] : f32
+// CHECK:   %[[YS:.+]] = arith.select %{{.+}}, %[[Y]], %{{.+}} : f32
+// CHECK:   linalg.yield %[[R]], %[[M]], %[[YS]] : f32, f32, f32
 // CHECK-NOT: linalg.generic
 #lane = affine_map<(d0, d1) -> (d1)>
 #point = affine_map<(d0, d1) -> (d0)>
@@ -279,7 +285,7 @@ func.func @epilogue(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %sum: memref<4x
 }
 
 // An epilogue may not write what the reduction's body reads (other lanes
-// and warps read the row), nor read the old value of its own output.
+// and warps read the row).
 
 // CHECK-LABEL: func @epilogue_writes_row
 // CHECK-COUNT-2: linalg.generic
@@ -302,23 +308,207 @@ func.func @epilogue_writes_row(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %sum
   return
 }
 
-// CHECK-LABEL: func @epilogue_reads_old
-// CHECK-COUNT-2: linalg.generic
-func.func @epilogue_reads_old(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %sum: memref<4xf32>, %out: memref<4xf32>) {
-  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
-      ins(%lanes : memref<32xi8>) outs(%sum : memref<4xf32>) attrs = {accrue.warp_lanes} {
-  ^bb0(%in: i8, %acc: f32):
-    %l = linalg.index 1 : index
-    %r = linalg.index 0 : index
-    %v = memref.load %x[%r, %l] : memref<4x32xf32>
-    %total = arith.addf %v, %acc : f32
+// -----
+
+// A gradient's accumulation, emitted at the end of the micro-batch, moves
+// up to the reduction computing the gradient (past ops that touch none of
+// its elements: another part of the accumulator) and becomes its
+// epilogue, reading its output's old value and writing it at the last
+// lane; the view the accumulation read the gradient through goes (the
+// reduction's output keeps its running value). It stays where an op
+// between touches its part of the accumulator.
+
+// CHECK-LABEL: func @accumulate
+// CHECK-SAME: (%[[X:.+]]: memref<4x32xf32>, %[[LANES:.+]]: memref<32xi8>, %[[ACC:.+]]: memref<16xf32>, %[[Y:.+]]: memref<8xf32>)
+// CHECK: %[[RUNNING:.+]] = memref.alloc() : memref<1x4xf32>
+// CHECK-NOT: memref.collapse_shape
+// CHECK: %[[PART:.+]] = memref.subview %[[ACC]][4] [4] [1]
+// CHECK-NOT: memref.collapse_shape
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%[[RUNNING]], %[[PART]] : memref<1x4xf32>, memref<4xf32, strided<[1], offset: 4>>)
+// CHECK-SAME: attrs = {accrue.warp_lanes}
+// CHECK: ^bb0(%{{.+}}: i8, %{{.+}}: f32, %[[OLD:.+]]: f32):
+// CHECK:   %[[R:.+]] = arith.addf
+// CHECK:   %[[S:.+]] = arith.addf %[[OLD]], %[[R]] : f32
+// CHECK:   %[[LAST:.+]] = arith.cmpi eq
+// CHECK:   %[[V:.+]] = arith.select %[[LAST]], %[[S]], %[[OLD]] : f32
+// CHECK:   linalg.yield %[[R]], %[[V]] : f32, f32
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%[[Y]] : memref<8xf32>)
+// CHECK-NOT: linalg.generic
+#lanew = affine_map<(d0, d1, d2) -> (d2)>
+#pointw = affine_map<(d0, d1, d2) -> (d0, d1)>
+#q1 = affine_map<(d0) -> (d0)>
+func.func @accumulate(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %acc: memref<16xf32>, %y: memref<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %g = memref.alloc() : memref<1x4xf32>
+  linalg.generic {indexing_maps = [#lanew, #pointw], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%g : memref<1x4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %a: f32):
+    %l = linalg.index 2 : index
+    %c = linalg.index 1 : index
+    %v = memref.load %x[%c, %l] : memref<4x32xf32>
+    %c0 = arith.constant 0 : index
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %zero, %a : f32
+    %total = arith.addf %v, %start : f32
     linalg.yield %total : f32
   }
-  linalg.generic {indexing_maps = [#p1, #p1], iterator_types = ["parallel"]}
-      ins(%sum : memref<4xf32>) outs(%out : memref<4xf32>) {
+  // Another part of the accumulator, and another buffer.
+  %other = memref.subview %acc[8] [8] [1] : memref<16xf32> to memref<8xf32, strided<[1], offset: 8>>
+  linalg.generic {indexing_maps = [#q1, #q1], iterator_types = ["parallel"]}
+      ins(%other : memref<8xf32, strided<[1], offset: 8>>) outs(%y : memref<8xf32>) {
   ^bb0(%a: f32, %o: f32):
-    %s = arith.addf %a, %o : f32
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  %flat = memref.collapse_shape %g [[0, 1]] : memref<1x4xf32> into memref<4xf32>
+  %part = memref.subview %acc[4] [4] [1] : memref<16xf32> to memref<4xf32, strided<[1], offset: 4>>
+  linalg.generic {indexing_maps = [#q1, #q1], iterator_types = ["parallel"]}
+      ins(%flat : memref<4xf32>) outs(%part : memref<4xf32, strided<[1], offset: 4>>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
     linalg.yield %s : f32
   }
+  return
+}
+
+// CHECK-LABEL: func @accumulate_stays
+// CHECK-COUNT-3: linalg.generic
+func.func @accumulate_stays(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %acc: memref<16xf32>, %y: memref<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %g = memref.alloc() : memref<1x4xf32>
+  linalg.generic {indexing_maps = [#lanew, #pointw], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%g : memref<1x4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %a: f32):
+    %l = linalg.index 2 : index
+    %c = linalg.index 1 : index
+    %v = memref.load %x[%c, %l] : memref<4x32xf32>
+    %c0 = arith.constant 0 : index
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %zero, %a : f32
+    %total = arith.addf %v, %start : f32
+    linalg.yield %total : f32
+  }
+  // Reads elements 2 to 9 of the accumulator: the part's 4 and 5 among them.
+  %other = memref.subview %acc[2] [8] [1] : memref<16xf32> to memref<8xf32, strided<[1], offset: 2>>
+  linalg.generic {indexing_maps = [#q1, #q1], iterator_types = ["parallel"]}
+      ins(%other : memref<8xf32, strided<[1], offset: 2>>) outs(%y : memref<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  %flat = memref.collapse_shape %g [[0, 1]] : memref<1x4xf32> into memref<4xf32>
+  %part = memref.subview %acc[4] [4] [1] : memref<16xf32> to memref<4xf32, strided<[1], offset: 4>>
+  linalg.generic {indexing_maps = [#q1, #q1], iterator_types = ["parallel"]}
+      ins(%flat : memref<4xf32>) outs(%part : memref<4xf32, strided<[1], offset: 4>>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A copy out of a collapsed view copies the view's source into the target
+// expanded alike, so it joins the op writing that source: a split's part
+// is written into its place in the whole by the kernel computing it.
+
+// CHECK-LABEL: func @split_part
+// CHECK-SAME: (%[[X:.+]]: memref<2x3x4xf32>, %[[WHOLE:.+]]: memref<2x24xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK: %[[PART:.+]] = memref.subview %[[WHOLE]][0, 12] [2, 12] [1, 1]
+// CHECK: %[[INTO:.+]] = memref.expand_shape %[[PART]] {{\[}}[0], [1, 2]] output_shape [2, 3, 4]
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[X]] : memref<2x3x4xf32>) outs(%[[INTO]] : memref<2x3x4xf32, strided<[24, 4, 1], offset: 12>>)
+// CHECK: math.exp
+// CHECK-NOT: memref.copy
+// CHECK-NOT: linalg.generic
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @split_part(%x: memref<2x3x4xf32>, %whole: memref<2x24xf32>) {
+  %t = memref.alloc() : memref<2x3x4xf32>
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : memref<2x3x4xf32>) outs(%t : memref<2x3x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  %flat = memref.collapse_shape %t [[0], [1, 2]] : memref<2x3x4xf32> into memref<2x12xf32>
+  %part = memref.subview %whole[0, 12] [2, 12] [1, 1] : memref<2x24xf32> to memref<2x12xf32, strided<[24, 1], offset: 12>>
+  memref.copy %flat, %part : memref<2x12xf32> to memref<2x12xf32, strided<[24, 1], offset: 12>>
+  return
+}
+
+// -----
+
+// A full reduction's epilogue (a rank-0 division of the loss sum).
+
+// CHECK-LABEL: func @scalar_epilogue
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%{{.+}}, %{{.+}} : memref<f32>, memref<f32>)
+// CHECK-SAME: attrs = {accrue.warp_lanes}
+// CHECK: arith.divf
+// CHECK-NOT: linalg.generic
+#lane0 = affine_map<(d0) -> (d0)>
+#scalar = affine_map<(d0) -> ()>
+func.func @scalar_epilogue(%x: memref<32xf32>, %lanes: memref<32xi8>, %sum: memref<f32>, %mean: memref<f32>) {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 32.0 : f32
+  linalg.generic {indexing_maps = [#lane0, #scalar], iterator_types = ["reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%sum : memref<f32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 0 : index
+    %v = memref.load %x[%l] : memref<32xf32>
+    %c0 = arith.constant 0 : index
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %zero, %acc : f32
+    %total = arith.addf %v, %start : f32
+    linalg.yield %total : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+      ins(%sum : memref<f32>) outs(%mean : memref<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.divf %a, %n : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+
+// -----
+
+// Columns side by side of one buffer do not meet (their spans of
+// addresses do): the copy of one part moves past the op writing the
+// other part to its producer.
+
+// CHECK-LABEL: func @parts_side_by_side
+// CHECK-SAME: (%[[X:.+]]: memref<2x12xf32>, %[[Y:.+]]: memref<2x12xf32>, %[[WHOLE:.+]]: memref<2x24xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK: %[[RIGHT:.+]] = memref.subview %[[WHOLE]][0, 12] [2, 12] [1, 1]
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[X]] : memref<2x12xf32>) outs(%[[RIGHT]] :
+// CHECK: math.exp
+// CHECK: %[[LEFT:.+]] = memref.subview %[[WHOLE]][0, 0] [2, 12] [1, 1]
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[Y]] : memref<2x12xf32>) outs(%[[LEFT]] :
+// CHECK-NOT: linalg.generic
+#id4 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @parts_side_by_side(%x: memref<2x12xf32>, %y: memref<2x12xf32>, %whole: memref<2x24xf32>) {
+  %t = memref.alloc() : memref<2x12xf32>
+  linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<2x12xf32>) outs(%t : memref<2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  %left = memref.subview %whole[0, 0] [2, 12] [1, 1] : memref<2x24xf32> to memref<2x12xf32, strided<[24, 1]>>
+  linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%y : memref<2x12xf32>) outs(%left : memref<2x12xf32, strided<[24, 1]>>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  }
+  %right = memref.subview %whole[0, 12] [2, 12] [1, 1] : memref<2x24xf32> to memref<2x12xf32, strided<[24, 1], offset: 12>>
+  memref.copy %t, %right : memref<2x12xf32> to memref<2x12xf32, strided<[24, 1], offset: 12>>
   return
 }

@@ -46,6 +46,22 @@ def CudaDeviceLossScale
                            "::mlir::tensor::TensorDialect"];
 }
 
+def CudaJoinSliceSums : Pass<"cuda-join-slice-sums", "::mlir::func::FuncOp"> {
+  let summary = "A sum of parts inserted into zeros as one tensor";
+  let description = [{
+    On tensors: the gradient of a tensor that was split (a Linear's output
+    into attention's q, k and v) comes from the autodiff as the sum of each
+    part's gradient inserted into zeros, a zero fill, a copy and a
+    whole-tensor add per part. An elementwise sum (identity maps, a body
+    adding each input once) of `tensor.insert_slice`s of static, disjoint,
+    unit-stride boxes into zeros becomes the parts inserted into one tensor:
+    into an empty tensor where they cover it, else into the zeros. Each
+    element is one part's value plus zeros, or zeros, so the values are the
+    same (a part's -0 stays -0, which the sum made +0).
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def CudaTensorizeScalars
     : Pass<"cuda-tensorize-scalars", "::mlir::func::FuncOp"> {
   let summary = "Keep scalars computed from tensor data on the device";
@@ -280,7 +296,24 @@ def CudaFuseKernels : Pass<"cuda-fuse-kernels", "::mlir::func::FuncOp"> {
     value of what it writes or write what the op reads; one writing over
     the reduction's output (a division in place) moves the running value
     to a buffer of its own, where the reduction starts from a constant.
-    Repeated down the block, chains of any length become one op.
+    The epilogue's outputs take, at the last lane, what it computes there
+    (`select(lane == 31, value, old)`), so it may read their old values: a
+    gradient's accumulation into the accumulator. Repeated down the block,
+    chains of any length become one op.
+
+    Accesses compare by element: views of one buffer (a collapse, a
+    subview) reach the same element where offset + sum of stride x index
+    agree at every point, loops of one iteration reading as 0, so an op
+    over [1, 1, n] and one over [n] align. Before fusing, an elementwise op
+    moves up to just after the op that last touched what it touches,
+    with the views it reads through, where it fuses there and nothing in
+    between touches an element it reads or writes (views at disjoint
+    static spans of one buffer do not meet; an address passed to a call
+    counts as written): the accumulations the micro-batch's end holds join
+    the warp or the transpose computing their gradients. A `memref.copy`
+    becomes a `linalg.copy`, out of a collapsed view into the target
+    expanded alike, so a split's part is written into its place in the
+    whole by the op computing it.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::memref::MemRefDialect"];
