@@ -709,6 +709,9 @@ bool conflict(Operation *op, Operation *other) {
   SmallVector<Value> reads, writes, otherReads, otherWrites;
   accessedBy(op, reads, writes);
   accessedBy(other, otherReads, otherWrites);
+  // Effects on no buffer we can name (a call given no address): anything.
+  if (reads.empty() && writes.empty() && !isMemoryEffectFree(op))
+    return true;
   auto overlaps = [](ArrayRef<Value> xs, ArrayRef<Value> ys) {
     return llvm::any_of(xs, [&](Value x) {
       return llvm::any_of(ys, [&](Value y) { return mayOverlap(x, y); });

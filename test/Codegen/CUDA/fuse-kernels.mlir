@@ -512,3 +512,38 @@ func.func @parts_side_by_side(%x: memref<2x12xf32>, %y: memref<2x12xf32>, %whole
   memref.copy %t, %right : memref<2x12xf32> to memref<2x12xf32, strided<[24, 1], offset: 12>>
   return
 }
+
+// -----
+
+// A call that names no buffer may touch any: nothing moves past it.
+
+// CHECK-LABEL: func @opaque_call
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK: call @opaque()
+// CHECK: linalg.generic
+#id5 = affine_map<(d0, d1) -> (d0, d1)>
+#v5 = affine_map<(d0) -> (d0)>
+func.func private @opaque()
+func.func @opaque_call(%x: memref<4x4xf32>, %t: memref<4x4xf32>, %v: memref<8xf32>, %w: memref<8xf32>, %acc: memref<4x4xf32>) {
+  linalg.generic {indexing_maps = [#id5, #id5], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x4xf32>) outs(%t : memref<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [#v5, #v5], iterator_types = ["parallel"]}
+      ins(%v : memref<8xf32>) outs(%w : memref<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  }
+  call @opaque() : () -> ()
+  linalg.generic {indexing_maps = [#id5, #id5], iterator_types = ["parallel", "parallel"]}
+      ins(%t : memref<4x4xf32>) outs(%acc : memref<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
