@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "accrue/Codegen/CUDA/KernelReport.h"
 #include "accrue/Codegen/CUDA/Passes.h"
 
 #include "WarpReductions.h"
@@ -34,13 +35,9 @@ using namespace mlir;
 
 namespace {
 
-/// The buffer `value` views: a memref.alloc, a global or a block argument
-/// (the step's arguments are distinct buffers).
-Value rootOf(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value;
-}
+/// The buffer a view looks into: a memref.alloc, a global or a block
+/// argument (the step's arguments are distinct buffers).
+using accrue::cuda::viewRoot;
 
 /// Whether `op` may join a kernel: an elementwise linalg op on buffers of
 /// static loop ranges (no warp reduction, no reduction loops) whose body
@@ -79,7 +76,7 @@ SmallVector<Value> bodyBuffers(linalg::LinalgOp op) {
   SmallVector<Value> buffers;
   for (Value value : captured)
     if (isa<MemRefType>(value.getType()))
-      buffers.push_back(rootOf(value));
+      buffers.push_back(viewRoot(value));
   return buffers;
 }
 
@@ -109,7 +106,6 @@ bool isTranspose(linalg::LinalgOp op) {
 /// (a loop of one iteration may have no counterpart: it reads as 0).
 struct Plan {
   AffineMap toA, toB;
-  SmallVector<utils::IteratorType> iterators;
   SmallVector<int64_t> ranges;
   /// A is a warp reduction and B its epilogue: the fused op's last loop is
   /// the lanes', which B's maps do not use.
@@ -179,7 +175,7 @@ bool pointwise(AffineMap map, const Plan &plan) {
 bool sameElement(const Access &x, const Access &y) {
   if (x.buffer == y.buffer && x.map == y.map)
     return true;
-  return rootOf(x.buffer) == rootOf(y.buffer) && x.element &&
+  return viewRoot(x.buffer) == viewRoot(y.buffer) && x.element &&
          x.element == y.element;
 }
 
@@ -191,7 +187,8 @@ bool sameElements(linalg::LinalgOp a, linalg::LinalgOp b, const Plan &plan) {
   // What a body reads itself, the other op must not write.
   auto writes = [](ArrayRef<Access> accesses, ArrayRef<Value> roots) {
     return llvm::any_of(accesses, [&](const Access &access) {
-      return access.writes && llvm::is_contained(roots, rootOf(access.buffer));
+      return access.writes &&
+             llvm::is_contained(roots, viewRoot(access.buffer));
     });
   };
   if (writes(first, bodyBuffers(b)) || writes(second, bodyBuffers(a)))
@@ -200,34 +197,29 @@ bool sameElements(linalg::LinalgOp a, linalg::LinalgOp b, const Plan &plan) {
     for (const Access &y : second) {
       if (!x.writes && !y.writes)
         continue;
-      if (rootOf(x.buffer) != rootOf(y.buffer))
+      if (viewRoot(x.buffer) != viewRoot(y.buffer))
         continue;
-      if (!sameElement(x, y) || !pointwise(x.map, plan) ||
-          !pointwise(y.map, plan))
+      // An epilogue writes the reduction's outputs only through the same
+      // view (see alignEpilogue).
+      bool same = plan.epilogue && x.writes && y.writes
+                      ? x.buffer == y.buffer && x.map == y.map
+                      : sameElement(x, y);
+      if (!same || !pointwise(x.map, plan) || !pointwise(y.map, plan))
         return false;
     }
   if (!plan.epilogue)
     return true;
   // An epilogue runs, read as linalg reads the op, at every lane and
   // writes its results at the last (see fuse): it may write nothing the op
-  // reads (but the reduction's outputs, which it reads from registers),
-  // and those only through the same view, at the same element.
+  // reads (but the reduction's outputs, which it reads from registers).
   SmallVector<Value> read;
   for (Value in : a.getDpsInputs())
-    read.push_back(rootOf(in));
+    read.push_back(viewRoot(in));
   for (Value in : b.getDpsInputs())
     if (!llvm::is_contained(a.getDpsInits(), in))
-      read.push_back(rootOf(in));
-  for (const Access &y : second) {
-    if (!y.writes)
-      continue;
-    for (const Access &x : first)
-      if (x.writes && rootOf(x.buffer) == rootOf(y.buffer) &&
-          (x.buffer != y.buffer || x.map != y.map))
-        return false;
-  }
+      read.push_back(viewRoot(in));
   for (Value out : b.getDpsInits())
-    if (llvm::is_contained(read, rootOf(out)))
+    if (llvm::is_contained(read, viewRoot(out)))
       return false;
   return true;
 }
@@ -287,7 +279,7 @@ std::optional<Plan> alignLoops(linalg::LinalgOp a, linalg::LinalgOp b) {
       matches &=
           dim ? rangesA[d] == rangesB[dim.getPosition()] : rangesA[d] == 1;
     }
-    Plan plan{toA, identity, b.getIteratorTypesArray(), rangesB};
+    Plan plan{toA, identity, rangesB};
     if (matches && sameElements(a, b, plan))
       return plan;
   }
@@ -331,7 +323,7 @@ std::optional<Plan> alignEpilogue(linalg::LinalgOp a, linalg::LinalgOp b) {
   if (!toB)
     return std::nullopt;
   Plan plan{AffineMap::getMultiDimIdentityMap(rangesA.size(), context), *toB,
-            a.getIteratorTypesArray(), rangesA, /*epilogue=*/true};
+            rangesA, /*epilogue=*/true};
   if (!sameElements(a, b, plan))
     return std::nullopt;
   // B writing A's output over: A's running value moves to a buffer of its
@@ -350,7 +342,7 @@ bool overwrites(Operation *op, Value root) {
     return false;
   bool writes = false;
   for (OpOperand &operand : op->getOpOperands()) {
-    if (rootOf(operand.get()) != root)
+    if (viewRoot(operand.get()) != root)
       continue;
     if (!linalgOp.isDpsInit(&operand) || operand.get() != root ||
         !linalgOp.getMatchingIndexingMap(&operand).isPermutation() ||
@@ -369,7 +361,7 @@ bool touches(Block::iterator begin, Block::iterator end, Value root,
     bool uses = false;
     op.walk([&](Operation *nested) {
       for (Value operand : nested->getOperands())
-        if (isa<MemRefType>(operand.getType()) && rootOf(operand) == root)
+        if (isa<MemRefType>(operand.getType()) && viewRoot(operand) == root)
           uses = true;
     });
     if (!uses)
@@ -385,7 +377,7 @@ bool touches(Block::iterator begin, Block::iterator end, Value root,
 /// buffer from outside them, then after them) overwrites it, or none does
 /// and it was allocated inside.
 bool deadAfter(Operation *op, Value buffer) {
-  Value root = rootOf(buffer);
+  Value root = viewRoot(buffer);
   if (!root.getDefiningOp<memref::AllocOp>())
     return false;
   Operation *at = op;
@@ -536,7 +528,9 @@ FailureOr<linalg::GenericOp> fuse(RewriterBase &rewriter, linalg::LinalgOp a,
   rewriter.setInsertionPoint(b);
   auto fused = linalg::GenericOp::create(
       rewriter, loc, TypeRange{}, inputValues, outputValues, maps,
-      plan.iterators, [&](OpBuilder &builder, Location, ValueRange args) {
+      // The loops are B's, or the warp reduction A's for an epilogue.
+      (plan.epilogue ? a : b).getIteratorTypesArray(),
+      [&](OpBuilder &builder, Location, ValueRange args) {
         // Clones `op`'s body, its block arguments from `sources`, its
         // linalg.index from the fused loops through `toOp`; returns what
         // it yields.
@@ -640,7 +634,7 @@ std::optional<SmallVector<std::pair<int64_t, int64_t>>> boxOf(Value value) {
       value.getDefiningOp()))
     value = cast<ViewLikeOpInterface>(value.getDefiningOp()).getViewSource();
   auto subview = value.getDefiningOp<memref::SubViewOp>();
-  if (!subview || subview.getSource() != rootOf(value) ||
+  if (!subview || subview.getSource() != viewRoot(value) ||
       !subview.hasUnitStride() ||
       llvm::any_of(subview.getStaticOffsets(), ShapedType::isDynamic) ||
       llvm::any_of(subview.getStaticSizes(), ShapedType::isDynamic) ||
@@ -656,7 +650,7 @@ std::optional<SmallVector<std::pair<int64_t, int64_t>>> boxOf(Value value) {
 
 /// Whether views `x` and `y` may reach a common element.
 bool mayOverlap(Value x, Value y) {
-  if (rootOf(x) != rootOf(y))
+  if (viewRoot(x) != viewRoot(y))
     return false;
   // Boxes of one buffer (a split's parts, columns side by side) meet
   // where they meet along every dimension.
