@@ -70,14 +70,16 @@ EAGER_OP_S = 6e-6               # PyTorch eager per op: dispatcher + launch
 TILE = 128                      # cuBLASLt's tile edge for the wave model
 
 
-def gemm_seconds(m, n, k, batch, element_bytes, low_precision):
-    """One GEMM call: D = A B + beta C, fp32 D."""
+def gemm_seconds(m, n, k, batch, element_bytes, low_precision, output_bytes=4):
+    """One GEMM call: D = A B + beta C; an fp32 D is read and written, a
+    bf16 or f16 one (beta 0) only written."""
     flops = 2.0 * m * n * k * batch
     tiles = math.ceil(m / TILE) * math.ceil(n / TILE) * batch
     waves = math.ceil(tiles / SMS)
     efficiency = CUBLAS_PEAK_FRACTION * tiles / (waves * SMS) * min(1.0, k / 64)
     peak = BF16_FLOPS if low_precision else FP32_FLOPS
-    moved = (m * k + k * n) * batch * element_bytes + 2 * m * n * batch * 4
+    moved = (m * k + k * n) * batch * element_bytes + \
+        (2 * 4 if output_bytes == 4 else output_bytes) * m * n * batch
     return max(GEMM_FLOOR_S, flops / (peak * efficiency),
                moved / (HBM_BYTES_PER_S * HBM_EFFICIENCY))
 
@@ -161,7 +163,8 @@ def accrue_totals(report, profile=None):
         # (cuBLASLt's 32F_FAST_16BF) but move 4 bytes per element.
         low = gemm["multiply_type"] in ("bf16", "f16")
         seconds = gemm_seconds(gemm["m"], gemm["n"], gemm["k"], gemm["batch"],
-                               2 if gemm["input_type"] in ("bf16", "f16") else 4, low)
+                               2 if gemm["input_type"] in ("bf16", "f16") else 4, low,
+                               2 if gemm.get("output_type") in ("bf16", "f16") else 4)
         totals.add_gemm(seconds, gemm["launches_per_step"])
     return totals
 

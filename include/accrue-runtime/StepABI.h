@@ -85,7 +85,8 @@ typedef void (*AccrueAllReduceFn)(AccrueBuffer *buffer);
  *   D[b] = sum_k A[b](m, k) B[b](k, n) + beta * C[b](m, n), written over C,
  * for b < batch, with every matrix given by its address and its strides in
  * elements (rows, columns, batch). `types` packs the element types of A and
- * B (bits 0-7, an AccrueDType: f32, bf16 or f16), of C (bits 8-15) and the
+ * B (bits 0-7, an AccrueDType: f32, bf16 or f16), of C (bits 8-15: f32, or
+ * bf16 or f16 with beta 0, the f32 sum rounded once to nearest even) and the
  * precision the inputs are exact in (bits 16-23: f32 inputs that hold bf16
  * or f16 values may be multiplied in that precision, accumulating in f32).
  * On the GPU this is cuBLASLt on the step's stream; for the emulated target,

@@ -246,7 +246,7 @@ LogicalResult StepCompilation::runTrainPasses() {
   lowering = options.pipeline;
   target.resolveForHost(lowering, options.host);
   return runPasses(
-      [&](OpPassManager &pm) { buildTrainPipeline(pm, lowering.train); });
+      [&](OpPassManager &pm) { buildTrainPipeline(pm, lowering); });
 }
 
 LogicalResult StepCompilation::bufferize() {

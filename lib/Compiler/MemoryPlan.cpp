@@ -82,7 +82,7 @@ FailureOr<StepProbe> probeStep(MLIRContext &ctx, StepSource &source,
   // Measured as the artifact's step is: bufferized by its target.
   const Target &target = Target::get(other.pipeline.target);
   PassManager pm(&ctx);
-  buildTrainPipeline(pm, other.pipeline.train);
+  buildTrainPipeline(pm, other.pipeline);
   target.resolveForHost(other.pipeline, other.host);
   target.buildBufferizationPipeline(pm, other.pipeline);
   if (failed(pm.run(*model->module)))

@@ -21,7 +21,8 @@ using namespace mlir;
 namespace accrue {
 
 void buildTrainPipeline(OpPassManager &pm,
-                        const TrainPipelineOptions &options) {
+                        const CompileOptions &compileOptions) {
+  const TrainPipelineOptions &options = compileOptions.train;
   train::TrainMicrobatchOptions microbatch;
   microbatch.normalization = options.lossNormalization;
   // A data-parallel step sums each micro-batch's gradients over the ranks,
@@ -42,6 +43,8 @@ void buildTrainPipeline(OpPassManager &pm,
     train::TrainAutodiffOptions autodiff;
     autodiff.recomputeSegments = options.recomputeSegments;
     autodiff.recomputeNodes = options.recomputeNodes;
+    autodiff.recomputeElementwise =
+        Target::get(compileOptions.target).recomputesFusedElementwise();
     pm.addPass(train::createTrainAutodiff(autodiff));
   }
   pm.addPass(createInlinerPass());
@@ -59,7 +62,7 @@ void buildLoweringPipeline(OpPassManager &pm, const CompileOptions &options) {
 }
 
 void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options) {
-  buildTrainPipeline(pm, options.train);
+  buildTrainPipeline(pm, options);
   buildLoweringPipeline(pm, options);
 }
 
@@ -124,7 +127,7 @@ void registerPipelines() {
       "accrue-train-transforms",
       "The train passes only (micro-batching through the step ABI)",
       [](OpPassManager &pm, const CompileOptions &options) {
-        buildTrainPipeline(pm, options.train);
+        buildTrainPipeline(pm, options);
       });
   // One lowering per target, from the explicit step to the LLVM dialect.
   for (const Target *target : Target::all())

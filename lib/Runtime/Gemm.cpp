@@ -101,6 +101,34 @@ float load(const BlasMatrix &x, int64_t offset) {
   }
 }
 
+/// Stores f32 `value` into `x` at `offset`, rounded to nearest even in
+/// its type (as cuBLASLt converts an f32 accumulation for a narrower D).
+void store(const BlasMatrix &x, int64_t offset, float value) {
+  switch (x.type) {
+  case ACCRUE_DTYPE_FLOAT32:
+    reinterpret_cast<float *>(x.address)[offset] = value;
+    return;
+  case ACCRUE_DTYPE_BFLOAT16: {
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    uint16_t rounded =
+        std::isnan(value)
+            ? uint16_t((bits >> 16) | 0x40) // quiet, sign kept
+            : uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+    reinterpret_cast<uint16_t *>(x.address)[offset] = rounded;
+    return;
+  }
+  case ACCRUE_DTYPE_FLOAT16: {
+    _Float16 half = static_cast<_Float16>(value);
+    std::memcpy(reinterpret_cast<uint16_t *>(x.address) + offset, &half,
+                sizeof half);
+    return;
+  }
+  default:
+    return; // planGemm admits no other type
+  }
+}
+
 GemmRunner &runner() {
   static GemmRunner installed = nullptr;
   return installed;
@@ -144,8 +172,10 @@ GemmPlan planGemm(int64_t batch, int64_t m, int64_t n, int64_t k, intptr_t a,
     return type;
   };
   AccrueDType input = type(types & 0xff), output = type((types >> 8) & 0xff);
-  if (output != ACCRUE_DTYPE_FLOAT32)
-    throw Error("GEMM outputs are f32");
+  // A bf16 or f16 output is the f32 sum rounded once: nothing to add to.
+  if (output != ACCRUE_DTYPE_FLOAT32 && beta != 0)
+    throw Error("a GEMM writing bf16 or f16 starts from zero (beta " +
+                std::to_string(beta) + ")");
   Strided sa{a, m, k, aRow, aCol, aBatch, input};
   Strided sb{b, k, n, bRow, bCol, bBatch, input};
   Strided sc{c, m, n, cRow, cCol, cBatch, output};
@@ -194,15 +224,14 @@ void runGemmOnHost(const GemmPlan &plan) {
                   (plan.exact == ACCRUE_DTYPE_BFLOAT16 ? "bf16" : "f16") +
                   " as the compiler found its values to be");
           }
-  float *out = reinterpret_cast<float *>(c.address);
   for (int64_t p = 0; p < plan.batch; ++p)
     for (int64_t j = 0; j < plan.n; ++j)
       for (int64_t i = 0; i < plan.m; ++i) {
         float sum = 0;
         for (int64_t l = 0; l < plan.k; ++l)
           sum += load(a, at(a, p, i, l)) * load(b, at(b, p, l, j));
-        float &d = out[at(c, p, i, j)];
-        d = plan.beta == 0 ? sum : sum + plan.beta * d;
+        int64_t d = at(c, p, i, j);
+        store(c, d, plan.beta == 0 ? sum : sum + plan.beta * load(c, d));
       }
 }
 

@@ -422,6 +422,46 @@ void exactGemmInputs() {
               "not exact in f16", "above f16's largest value");
 }
 
+/// A GEMM writing bf16 or f16 rounds the f32 sum once, to nearest even, as
+/// cuBLASLt converts CUBLAS_COMPUTE_32F for a narrower D; it starts from
+/// zero only.
+void narrowGemmOutputs() {
+  // 1x2 times 2x1: a0 * 1 + a1 * 1, written in `out`'s type.
+  auto product = [](float a0, float a1, AccrueDType out, float beta = 0) {
+    float a[2] = {a0, a1}, b[2] = {1.0f, 1.0f};
+    uint16_t c[1] = {0};
+    int64_t types = int64_t(out) << 8;
+    GemmPlan plan = planGemm(1, 1, 1, 2, intptr_t(a), 2, 1, 0, intptr_t(b), 1,
+                             1, 0, intptr_t(c), 1, 1, 0, types, beta);
+    runGemmOnHost(plan);
+    return c[0];
+  };
+  // bf16 keeps 8 significant bits: 1 + 2^-8 is halfway between 1 (0x3f80,
+  // even) and 1 + 2^-7 (0x3f81); 1 + 3 * 2^-8 is halfway between 0x3f81
+  // and 0x3f82 (even); 1 + 2^-8 + 2^-20 is above halfway.
+  check(product(1.0f, std::ldexp(1.0f, -8), ACCRUE_DTYPE_BFLOAT16) == 0x3f80,
+        "bf16: a tie rounds to the even 1");
+  check(product(1.0f, 3 * std::ldexp(1.0f, -8), ACCRUE_DTYPE_BFLOAT16) ==
+            0x3f82,
+        "bf16: a tie rounds up to the even neighbour");
+  check(product(1.0f, std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20),
+                ACCRUE_DTYPE_BFLOAT16) == 0x3f81,
+        "bf16: above halfway rounds up");
+  check(product(-2.0f, 0.0f, ACCRUE_DTYPE_BFLOAT16) == 0xc000, "bf16: -2");
+  // f16 keeps 11: 1 + 2^-11 ties to 1 (0x3c00), 1 + 3 * 2^-11 to 0x3c02;
+  // 65520 and above overflow to infinity (0x7c00).
+  check(product(1.0f, std::ldexp(1.0f, -11), ACCRUE_DTYPE_FLOAT16) == 0x3c00,
+        "f16: a tie rounds to the even 1");
+  check(product(1.0f, 3 * std::ldexp(1.0f, -11), ACCRUE_DTYPE_FLOAT16) ==
+            0x3c02,
+        "f16: a tie rounds up to the even neighbour");
+  check(product(65520.0f, 0.0f, ACCRUE_DTYPE_FLOAT16) == 0x7c00,
+        "f16: overflow is infinity");
+  checkThrows([&] { product(1.0f, 1.0f, ACCRUE_DTYPE_BFLOAT16, 1.0f); },
+              "a GEMM writing bf16 or f16 starts from zero",
+              "a narrow output added to");
+}
+
 int main() {
   windows();
   accumulation();
@@ -429,6 +469,7 @@ int main() {
   sessionSettings();
   accessCounter();
   exactGemmInputs();
+  narrowGemmOutputs();
   if (failures)
     return 1;
   std::printf("runtime units: all checks passed\n");

@@ -62,3 +62,36 @@ func.func @rnn_step(%w: tensor<2x2xf32>, %r: tensor<2x2xf32>, %h0: tensor<3x2xf3
   %l, %g = train.value_and_grad @rnn_fwd(%w, %r, %h0, %x) {wrt = array<i64: 1>} : (tensor<2x2xf32>, tensor<2x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>) -> (tensor<f32>, tensor<2x2xf32>)
   return %l, %g : tensor<f32>, tensor<2x2xf32>
 }
+
+// The exporters' Linear over rank-3 inputs (MatMul, then Add of the bias):
+// the product runs in bf16 and its bias is added in fp32 before the result
+// is rounded to bf16, as torch.nn.Linear under autocast adds it in the
+// GEMM; what follows then runs in bf16. A scalar (rank 0) does not widen a
+// tensor, as in PyTorch's type promotion: the bf16 result times an f32
+// scale stays bf16, while a tensor of rank 1 (the bias of a plain add)
+// widens.
+// CHECK-LABEL: func.func private @linear_fwd
+// CHECK-SAME: (%[[W:.+]]: tensor<4x3xf32>, %[[B:.+]]: tensor<3xf32>, %[[X:.+]]: tensor<2x5x4xf32>)
+// CHECK: %[[P:.+]] = nn.matmul %{{.+}}, %{{.+}} : (tensor<2x5x4xbf16>, tensor<4x3xbf16>) -> tensor<2x5x3xbf16>
+// CHECK: %[[PF:.+]] = nn.cast %[[P]] : (tensor<2x5x3xbf16>) -> tensor<2x5x3xf32>
+// CHECK: %[[Y:.+]] = nn.add %[[PF]], %[[B]] : (tensor<2x5x3xf32>, tensor<3xf32>) -> tensor<2x5x3xf32>
+// CHECK: %[[YL:.+]] = nn.cast %[[Y]] : (tensor<2x5x3xf32>) -> tensor<2x5x3xbf16>
+// CHECK: %[[S:.+]] = nn.constant dense<5.000000e-01> : tensor<f32>
+// CHECK: %[[SL:.+]] = nn.cast %[[S]] : (tensor<f32>) -> tensor<bf16>
+// CHECK: %[[M:.+]] = nn.mul %[[YL]], %[[SL]] : (tensor<2x5x3xbf16>, tensor<bf16>) -> tensor<2x5x3xbf16>
+// CHECK: %[[ML:.+]] = nn.cast %[[M]] : (tensor<2x5x3xbf16>) -> tensor<2x5x3xf32>
+// CHECK: nn.add %[[ML]], %[[B]] : (tensor<2x5x3xf32>, tensor<3xf32>) -> tensor<2x5x3xf32>
+func.func private @linear_fwd(%w: tensor<4x3xf32>, %b: tensor<3xf32>, %x: tensor<2x5x4xf32>) -> tensor<f32> {
+  %p = nn.matmul %x, %w : (tensor<2x5x4xf32>, tensor<4x3xf32>) -> tensor<2x5x3xf32>
+  %y = nn.add %p, %b : (tensor<2x5x3xf32>, tensor<3xf32>) -> tensor<2x5x3xf32>
+  %s = nn.constant dense<0.5> : tensor<f32>
+  %m = nn.mul %y, %s : (tensor<2x5x3xf32>, tensor<f32>) -> tensor<2x5x3xf32>
+  %z = nn.add %m, %b : (tensor<2x5x3xf32>, tensor<3xf32>) -> tensor<2x5x3xf32>
+  %l = nn.reduce_sum %z {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<2x5x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+func.func @linear_step(%w: tensor<4x3xf32>, %b: tensor<3xf32>, %x: tensor<2x5x4xf32>) -> (tensor<f32>, tensor<4x3xf32>, tensor<3xf32>) {
+  %l, %gw, %gb = train.value_and_grad @linear_fwd(%w, %b, %x) {wrt = array<i64: 0, 1>} : (tensor<4x3xf32>, tensor<3xf32>, tensor<2x5x4xf32>) -> (tensor<f32>, tensor<4x3xf32>, tensor<3xf32>)
+  return %l, %gw, %gb : tensor<f32>, tensor<4x3xf32>, tensor<3xf32>
+}

@@ -91,6 +91,11 @@ public:
   /// Whether accrue-compile's memory planner (--plan, --memory-budget)
   /// plans steps of this target.
   virtual bool plansMemory() const { return false; }
+  /// Whether the backward recomputes the elementwise ops that fusion keeps
+  /// in registers instead of having the forward store their results
+  /// (train-autodiff's recompute-elementwise): where elementwise kernels
+  /// are bound by the bytes they move, as on a GPU.
+  virtual bool recomputesFusedElementwise() const { return false; }
 
   /// How the host code of its steps is compiled, from what was asked.
   virtual HostCodeOptions hostCode(const HostCodeOptions &requested,

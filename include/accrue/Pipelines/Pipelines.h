@@ -14,8 +14,9 @@ namespace accrue {
 /// The train passes on a module holding a whole-batch step: micro-batching
 /// with exact normalization, autodiff, inlining, fusion of the end of the
 /// step, and the in-place calling convention. Leaves tensors and nn ops.
-void buildTrainPipeline(mlir::OpPassManager &pm,
-                        const TrainPipelineOptions &options);
+/// `options.target` decides what the backward recomputes by default
+/// (Target::recomputesFusedElementwise).
+void buildTrainPipeline(mlir::OpPassManager &pm, const CompileOptions &options);
 
 /// The lowering for `options.target`: CPU, or CUDA (real or emulated).
 void buildLoweringPipeline(mlir::OpPassManager &pm,

@@ -309,6 +309,8 @@ struct Plan {
   SmallVector<int64_t> hostLoops;
   SmallVector<int64_t> ranges;
   AccrueDType inputType = ACCRUE_DTYPE_FLOAT32;
+  /// C's: f32, or the bf16 or f16 a zero-started GEMM rounds its sum to.
+  AccrueDType outputType = ACCRUE_DTYPE_FLOAT32;
 };
 
 std::optional<AccrueDType> gemmType(Type type) {
@@ -322,14 +324,14 @@ std::optional<AccrueDType> gemmType(Type type) {
 }
 
 /// Whether loop `outer` is laid out right outside loop `inner` in every
-/// operand of `plan` that has them (but `ignored`): the two collapse into
-/// one dimension.
+/// operand of `plan` that has them (but those in the bit mask `ignored`,
+/// bit x for operand x): the two collapse into one dimension.
 bool collapsible(const Plan &plan, int64_t outer, int64_t inner,
-                 int ignored = -1) {
+                 unsigned ignored = 0) {
   if (ShapedType::isDynamic(plan.ranges[inner]))
     return false;
   for (int x = A; x <= C; ++x)
-    if (x != ignored && plan.position[x][outer] >= 0 &&
+    if (!(ignored & 1u << x) && plan.position[x][outer] >= 0 &&
         plan.strides[x][plan.position[x][outer]] !=
             plan.strides[x][plan.position[x][inner]] * plan.ranges[inner])
       return false;
@@ -440,78 +442,88 @@ SmallVector<int64_t> batchLoops(const Plan &plan) {
   return loops;
 }
 
-/// Whether the batch loops collapse into one in every operand but
-/// `ignored`.
-bool batchCollapses(const Plan &plan, ArrayRef<int64_t> loops, int ignored) {
+/// Whether the batch loops collapse into one in every operand but those in
+/// the bit mask `ignored`.
+bool batchCollapses(const Plan &plan, ArrayRef<int64_t> loops,
+                    unsigned ignored) {
   for (size_t i = 0; i + 1 < loops.size(); ++i)
     if (!collapsible(plan, loops[i], loops[i + 1], ignored))
       return false;
   return true;
 }
 
-/// When the batch loops of `op`'s GEMM collapse in every operand but one
-/// input (attention's products reading [batch, sequence, heads, dim]
-/// through a transpose: samples and heads in two strides), copies that
-/// input into a buffer of its own with the batch dimensions outermost, in
-/// the output's order, and the others after them as they were, so that
-/// one strided batched call does what a call per host loop iteration did
-/// (a copy kernel instead of 7 more calls for the 10M GPT's 8 samples).
-/// Returns whether it did.
-bool compactBatchInput(RewriterBase &rewriter, linalg::GenericOp op,
-                       const Contraction &c, const Plan &plan) {
+/// When the batch loops of `op`'s GEMM collapse in its output but not in
+/// one or both of its inputs (attention's products reading [batch,
+/// sequence, heads, dim] through a transpose: samples and heads in two
+/// strides), copies each such input into a buffer of its own with the
+/// batch dimensions outermost, in the output's order, and the others after
+/// them as they were, so that one strided batched call does what a call
+/// per host loop iteration did (a copy kernel instead of 7 more calls for
+/// the 10M GPT's 8 samples). Returns whether it did.
+bool compactBatchInputs(RewriterBase &rewriter, linalg::GenericOp op,
+                        const Contraction &c, const Plan &plan) {
   if (plan.hostLoops.empty())
     return false;
   SmallVector<int64_t> loops = batchLoops(plan);
-  int x = batchCollapses(plan, loops, A)   ? A
-          : batchCollapses(plan, loops, B) ? B
-                                           : -1;
-  if (x < 0)
+  if (!batchCollapses(plan, loops, 1u << A | 1u << B))
     return false;
-  unsigned input = x == A ? c.lhs : c.rhs;
-  Value source = plan.buffers[x];
-  auto type = cast<MemRefType>(source.getType());
-  if (!type.hasStaticShape())
-    return false;
-  // The new order of the input's dimensions: the batch loops', then the
-  // rest.
-  SmallVector<int64_t> order;
-  for (int64_t loop : loops)
-    order.push_back(plan.position[x][loop]);
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    if (!llvm::is_contained(order, d))
-      order.push_back(d);
-  // The innermost dimension stays innermost (the GEMM's unit stride).
-  if (order.back() != type.getRank() - 1)
-    return false;
-  SmallVector<int64_t> shape;
-  for (int64_t d : order)
-    shape.push_back(type.getDimSize(d));
+  // Each input to copy, with the new order of its dimensions: the batch
+  // loops', then the rest.
+  SmallVector<std::pair<int, SmallVector<int64_t>>> copies;
+  for (int x : {A, B}) {
+    if (batchCollapses(plan, loops, 0b111u & ~(1u << x)))
+      continue;
+    auto type = cast<MemRefType>(plan.buffers[x].getType());
+    if (!type.hasStaticShape())
+      return false;
+    SmallVector<int64_t> order;
+    for (int64_t loop : loops)
+      order.push_back(plan.position[x][loop]);
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (!llvm::is_contained(order, d))
+        order.push_back(d);
+    // The innermost dimension stays innermost (the GEMM's unit stride).
+    if (order.back() != type.getRank() - 1)
+      return false;
+    copies.emplace_back(x, std::move(order));
+  }
   Location loc = op.getLoc();
   MLIRContext *ctx = op.getContext();
   rewriter.setInsertionPoint(op);
-  Value compact = memref::AllocOp::create(
-      rewriter, loc, MemRefType::get(shape, type.getElementType()));
-  // compact[i0, i1, ...] = source[..., i_k at order[k], ...].
-  SmallVector<AffineExpr> sourceDims(type.getRank());
-  for (auto [k, d] : llvm::enumerate(order))
-    sourceDims[d] = getAffineDimExpr(k, ctx);
-  int64_t rank = type.getRank();
-  linalg::GenericOp::create(
-      rewriter, loc, ValueRange{source}, ValueRange{compact},
-      {AffineMap::get(rank, 0, sourceDims, ctx),
-       AffineMap::getMultiDimIdentityMap(rank, ctx)},
-      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-      [](OpBuilder &b, Location l, ValueRange args) {
-        linalg::YieldOp::create(b, l, args[0]);
-      });
-  // The product reads the copy: its map's results in the new order.
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  SmallVector<AffineExpr> results;
-  for (int64_t d : order)
-    results.push_back(maps[input].getResult(d));
-  maps[input] = AffineMap::get(maps[input].getNumDims(), 0, results, ctx);
+  SmallVector<std::pair<unsigned, Value>> operands;
+  for (auto &[x, order] : copies) {
+    unsigned input = x == A ? c.lhs : c.rhs;
+    Value source = plan.buffers[x];
+    auto type = cast<MemRefType>(source.getType());
+    SmallVector<int64_t> shape;
+    for (int64_t d : order)
+      shape.push_back(type.getDimSize(d));
+    Value compact = memref::AllocOp::create(
+        rewriter, loc, MemRefType::get(shape, type.getElementType()));
+    // compact[i0, i1, ...] = source[..., i_k at order[k], ...].
+    SmallVector<AffineExpr> sourceDims(type.getRank());
+    for (auto [k, d] : llvm::enumerate(order))
+      sourceDims[d] = getAffineDimExpr(k, ctx);
+    int64_t rank = type.getRank();
+    linalg::GenericOp::create(
+        rewriter, loc, ValueRange{source}, ValueRange{compact},
+        {AffineMap::get(rank, 0, sourceDims, ctx),
+         AffineMap::getMultiDimIdentityMap(rank, ctx)},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [](OpBuilder &b, Location l, ValueRange args) {
+          linalg::YieldOp::create(b, l, args[0]);
+        });
+    // The product reads the copy: its map's results in the new order.
+    SmallVector<AffineExpr> results;
+    for (int64_t d : order)
+      results.push_back(maps[input].getResult(d));
+    maps[input] = AffineMap::get(maps[input].getNumDims(), 0, results, ctx);
+    operands.emplace_back(input, compact);
+  }
   rewriter.modifyOpInPlace(op, [&] {
-    op->setOperand(input, compact);
+    for (auto [input, compact] : operands)
+      op->setOperand(input, compact);
     op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
   });
   return true;
@@ -640,6 +652,59 @@ func::FuncOp gemmFunction(ModuleOp module) {
 
 /// Replaces `op` by a call of the GEMM entry; its f32 inputs hold values
 /// exact in `exact` (f32 when nothing narrower).
+/// The rounding of zero-started contraction `op`'s result to bf16 or f16
+/// that cuda-fold-into-contractions marked (kGemmRoundingAttr), if the GEMM
+/// can write its output instead: `op` writes a buffer of its own (maybe
+/// through a reshape) that only the rounding reads, and the rounding writes
+/// a buffer of its own, of the same shape, that nothing between the two
+/// uses. Returns the rounding and its output as `op` would write it (the
+/// allocation moved before `op`, reshaped alike).
+std::optional<std::pair<linalg::GenericOp, Value>>
+roundingAfter(linalg::GenericOp op) {
+  Value out = op.getDpsInits()[0];
+  Operation *written = reshapeOf(out);
+  Value product = written ? written->getOperand(0) : out;
+  if (!product.getDefiningOp<memref::AllocOp>() ||
+      (written && !llvm::all_of(out.getUsers(),
+                                [&](Operation *user) { return user == op; })))
+    return std::nullopt;
+  linalg::GenericOp rounding;
+  for (Operation *user : product.getUsers()) {
+    if (user == op || user == written)
+      continue;
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || !generic->hasAttr(kGemmRoundingAttr) || rounding ||
+        generic.getDpsInputs()[0] != product ||
+        generic->getBlock() != op->getBlock() || !op->isBeforeInBlock(generic))
+      return std::nullopt;
+    rounding = generic;
+  }
+  if (!rounding)
+    return std::nullopt;
+  // The rounded values' buffer (bufferization may have given it to earlier
+  // ops too): not the GEMM's inputs, and not used between the two.
+  Value rounded = rounding.getDpsInits()[0];
+  auto alloc = rounded.getDefiningOp<memref::AllocOp>();
+  if (!alloc || alloc->getNumOperands() != 0 ||
+      cast<MemRefType>(rounded.getType()).getShape() !=
+          cast<MemRefType>(product.getType()).getShape())
+    return std::nullopt;
+  ViewRoot region{rounded, std::nullopt};
+  if (llvm::any_of(op.getDpsInputs(),
+                   [&](Value input) { return mayOverlap(input, region); }))
+    return std::nullopt;
+  for (Operation *between = op->getNextNode(); between != rounding;
+       between = between->getNextNode())
+    if (touchedElsewhere(between, region, {}))
+      return std::nullopt;
+  if (alloc->getBlock() == op->getBlock() && op->isBeforeInBlock(alloc))
+    alloc->moveBefore(op);
+  OpBuilder b(op);
+  if (written)
+    rounded = reshapeLike(b, op.getLoc(), rounded, written, /*inverse=*/false);
+  return std::make_pair(rounding, rounded);
+}
+
 void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
               AccrueDType exact, func::FuncOp gemm) {
   OpBuilder b(op);
@@ -679,7 +744,7 @@ void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
         loc, offset, constant(type.getElementTypeBitWidth() / 8));
     return b.createOrFold<arith::AddIOp>(loc, base, bytes);
   };
-  int64_t types = int64_t(plan.inputType) | int64_t(ACCRUE_DTYPE_FLOAT32) << 8 |
+  int64_t types = int64_t(plan.inputType) | int64_t(plan.outputType) << 8 |
                   int64_t(exact) << 16;
   Value beta;
   switch (start) {
@@ -777,7 +842,7 @@ struct CudaContractionsToGemmPass
         FailureOr<Plan> plan = planGemm(op, *matchContraction(op));
         if (failed(plan))
           continue; // stays a kernel
-        if (compactBatchInput(rewriter, op, *matchContraction(op), *plan))
+        if (compactBatchInputs(rewriter, op, *matchContraction(op), *plan))
           plan = planGemm(op, *matchContraction(op));
         if (failed(plan))
           return signalPassFailure();
@@ -786,7 +851,35 @@ struct CudaContractionsToGemmPass
             fill.erase();
             start = Start::Zero;
           }
+        // A product rounded to bf16 or f16: the GEMM writes the rounded
+        // values, in half the bytes, and the f32 buffer goes.
+        std::optional<std::pair<linalg::GenericOp, Value>> rounding;
+        if (start == Start::Zero)
+          rounding = roundingAfter(op);
+        Value out = op.getDpsInits()[0];
+        if (rounding) {
+          Value rounded = rounding->second;
+          int64_t offset;
+          plan->buffers[C] = rounded;
+          if (failed(cast<MemRefType>(rounded.getType())
+                         .getStridesAndOffset(plan->strides[C], offset)))
+            return signalPassFailure();
+          plan->outputType =
+              *gemmType(cast<MemRefType>(rounded.getType()).getElementType());
+        }
         emitGemm(op, *plan, start, precision, gemmFunction(module));
+        if (rounding) {
+          // The f32 buffer and the view the contraction wrote it through.
+          rounding->first.erase();
+          for (Operation *dead = out.getDefiningOp();
+               dead && dead->use_empty();) {
+            Operation *source = dead->getNumOperands()
+                                    ? dead->getOperand(0).getDefiningOp()
+                                    : nullptr;
+            dead->erase();
+            dead = source;
+          }
+        }
       }
     }
   }

@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -32,23 +33,31 @@ using namespace accrue::cuda;
 
 namespace {
 
-/// The bf16 or f16 tensor `value` widens to f32, if it is the result of an
-/// elementwise op doing only that.
-Value widenedFrom(Value value) {
-  auto op = value.getDefiningOp<linalg::GenericOp>();
+/// The one op of elementwise `op`'s body, if `op` applies it to its one
+/// input at each point (one init, identity maps) and yields its result.
+Operation *onlyOpOf(linalg::GenericOp op) {
   if (!op || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 0 ||
       !llvm::all_of(op.getIndexingMapsArray(),
                     [](AffineMap map) { return map.isIdentity(); }))
     return nullptr;
   Block &body = op.getRegion().front();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  auto ext = yield.getOperand(0).getDefiningOp<arith::ExtFOp>();
-  if (!ext || ext.getIn() != body.getArgument(0) || !ext.getType().isF32() ||
-      &body.front() != ext.getOperation())
+  Value yielded = body.getTerminator()->getOperand(0);
+  Operation *only = yielded.getDefiningOp();
+  if (!only || &body.front() != only || only->getNumOperands() != 1 ||
+      only->getOperand(0) != body.getArgument(0))
     return nullptr;
-  Type narrow = ext.getIn().getType();
-  if (!narrow.isBF16() && !narrow.isF16())
+  return only;
+}
+
+bool isNarrowFloat(Type type) { return type.isBF16() || type.isF16(); }
+
+/// The bf16 or f16 tensor `value` widens to f32, if it is the result of an
+/// elementwise op doing only that.
+Value widenedFrom(Value value) {
+  auto op = value.getDefiningOp<linalg::GenericOp>();
+  auto ext = dyn_cast_or_null<arith::ExtFOp>(onlyOpOf(op));
+  if (!ext || !ext.getType().isF32() || !isNarrowFloat(ext.getIn().getType()))
     return nullptr;
   return op.getDpsInputs()[0];
 }
@@ -92,6 +101,21 @@ struct FoldWidenedInputs : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// Whether `op` only rounds a zero-started contraction's f32 result (its
+/// only use) to bf16 or f16: nn-to-linalg's low-precision product, whose
+/// GEMM can write the rounded values itself (cuda-contractions-to-gemm).
+bool roundsContraction(linalg::GenericOp op) {
+  auto trunc = dyn_cast_or_null<arith::TruncFOp>(onlyOpOf(op));
+  if (!op.hasPureTensorSemantics() || !trunc ||
+      !trunc.getIn().getType().isF32() || !isNarrowFloat(trunc.getType()))
+    return false;
+  Value product = op.getDpsInputs()[0];
+  auto contraction = product.getDefiningOp<linalg::GenericOp>();
+  return contraction && product.hasOneUse() &&
+         accrue::codegen::matchContraction(contraction) &&
+         accrue::codegen::isZeroFill(contraction.getDpsInits()[0]);
+}
+
 struct CudaFoldIntoContractionsPass
     : public accrue::cuda::impl::CudaFoldIntoContractionsBase<
           CudaFoldIntoContractionsPass> {
@@ -115,6 +139,26 @@ struct CudaFoldIntoContractionsPass
           continue;
         OpBuilder b(contraction);
         use->set(b.clone(*fill)->getResult(0));
+      }
+    });
+    // A product rounded to bf16 or f16 as soon as it is computed: the
+    // rounding stays apart from what reads the rounded values (fusion
+    // leaves it), for the GEMM to do. Its product gets an empty tensor of
+    // its own: one CSE merged with others would bufferize into a buffer
+    // that later ops reuse, which the GEMM could then not drop.
+    getOperation().walk([](linalg::GenericOp op) {
+      if (!roundsContraction(op))
+        return;
+      op->setAttr(accrue::codegen::kGemmRoundingAttr,
+                  UnitAttr::get(op.getContext()));
+      auto fill = op.getDpsInputs()[0]
+                      .getDefiningOp<linalg::GenericOp>()
+                      .getDpsInits()[0]
+                      .getDefiningOp<linalg::FillOp>();
+      auto empty = fill.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>();
+      if (empty && !empty->hasOneUse()) {
+        OpBuilder b(fill);
+        fill.getDpsInitsMutable()[0].set(b.clone(*empty)->getResult(0));
       }
     });
   }

@@ -714,6 +714,9 @@ KernelReport cuda::buildKernelReport(func::FuncOp step,
         types && (*types >> 16 & 0xff)
             ? accrueDTypeName(static_cast<AccrueDType>(*types >> 16 & 0xff))
             : gemm.inputType;
+    gemm.outputType =
+        types ? accrueDTypeName(static_cast<AccrueDType>(*types >> 8 & 0xff))
+              : "?";
     std::tie(gemm.launchesPerMicroBatch, gemm.launchesPerStepOutside) =
         multiplicity(call, host);
     report.gemms.push_back(gemm);

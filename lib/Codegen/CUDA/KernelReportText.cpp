@@ -122,6 +122,7 @@ llvm::json::Value KernelReport::toJson() const {
         {"batch", gemm.batch},
         {"input_type", gemm.inputType},
         {"multiply_type", gemm.multiplyType},
+        {"output_type", gemm.outputType},
         {"launches_per_micro_batch", gemm.launchesPerMicroBatch},
         {"launches_per_step", gemm.launchesPerStep(k)}});
   }

@@ -34,6 +34,9 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertTrainToLinalg());
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCudaJoinSliceSums());
+  // Before fusion, which would merge a product's widened inputs and its
+  // rounding into their neighbours; again after CSE below.
+  pm.addNestedPass<func::FuncOp>(createCudaFoldIntoContractions());
   if (options.fuseElementwise)
     pm.addPass(createFuseElementwise());
   pm.addNestedPass<func::FuncOp>(createCudaTensorizeScalars());

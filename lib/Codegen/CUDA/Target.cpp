@@ -87,6 +87,9 @@ public:
            " cuda needs one (scripts/setup installs it), or set " +
            settingRef("cuda_toolkit");
   }
+  // An elementwise kernel's time is its bytes: recomputing a GELU's erf in
+  // the backward costs nothing next to storing and reloading it.
+  bool recomputesFusedElementwise() const override { return true; }
   void
   buildBufferizationPipeline(OpPassManager &pm,
                              const LoweringOptions &options) const override {

@@ -1,5 +1,6 @@
 //===- FuseElementwise.cpp - fusion without recomputation -------*- C++ -*-===//
 
+#include "accrue/Codegen/Common/Contractions.h"
 #include "accrue/Codegen/Common/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -13,14 +14,17 @@ namespace accrue {
 } // namespace accrue
 
 using namespace mlir;
+using namespace accrue;
 
 namespace {
 
 /// Fuse a single-use producer only where the consumer reads each of its
-/// values once (a permutation of all the consumer's loops).
+/// values once (a permutation of all the consumer's loops), and never a
+/// rounding a GEMM will do (codegen::kGemmRoundingAttr).
 bool fusesWithoutRecompute(OpOperand *fused) {
   Operation *producer = fused->get().getDefiningOp();
-  if (!producer || !producer->hasOneUse())
+  if (!producer || !producer->hasOneUse() ||
+      producer->hasAttr(codegen::kGemmRoundingAttr))
     return false;
   auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
   if (!consumer)

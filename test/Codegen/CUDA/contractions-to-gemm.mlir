@@ -464,3 +464,75 @@ func.func @not_gemms(%a: memref<4x3xf32>, %v: memref<5xf32>, %b: memref<3x5xf32,
   }
   return
 }
+
+// -----
+
+// A zero-started product rounded to bf16 (the rounding marked by
+// cuda-fold-into-contractions) through a collapsed view: the GEMM writes
+// the bf16 buffer itself through the same view (types = bf16 inputs | bf16
+// output << 8 = 7 | 7 << 8 = 1799), and the rounding and the f32 buffer
+// go. The second product's rounded buffer is read between the product and
+// its rounding: it keeps its f32 output (types = 7) and the rounding.
+// (The first's rounded buffer is returned, so that it stays.)
+
+// CHECK-LABEL: func @rounded_output
+// CHECK-SAME: (%[[A:.+]]: memref<2x2x3xbf16>, %[[B:.+]]: memref<3x5xbf16>, %{{.+}}: memref<4x5xbf16>)
+// CHECK-NOT: memref<2x2x5xf32>
+// CHECK: %[[Y:.+]] = memref.alloc() : memref<2x2x5xbf16>
+// CHECK: %[[YV:.+]] = memref.collapse_shape %[[Y]] {{\[}}[0, 1], [2]] : memref<2x2x5xbf16> into memref<4x5xbf16>
+// CHECK: %[[PY:.+]] = memref.extract_aligned_pointer_as_index %[[YV]]
+// CHECK: call @accrue_gemm(%c1, %c4, %c5, %c3, %{{.+}}, %[[PY]], %c5, %c1, %c0, %c1799, %{{.+}})
+// CHECK-NOT: memref<2x2x5xf32>
+// CHECK: memref.alloc() : memref<4x5xf32>
+// CHECK: call @accrue_gemm({{.*}}, %c7, %{{.+}})
+// CHECK: linalg.generic {{.+}} attrs = {accrue.gemm_rounding}
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @rounded_output(%a: memref<2x2x3xbf16>, %b: memref<3x5xbf16>, %o: memref<4x5xbf16>) -> memref<2x2x5xbf16> attributes {train.abi = [{train.name = "a", train.role = #train.role<batch>}, {train.name = "b", train.role = #train.role<batch>}, {train.name = "o", train.role = #train.role<batch>}]} {
+  %zero = arith.constant 0.0 : f32
+  %av = memref.collapse_shape %a [[0, 1], [2]] : memref<2x2x3xbf16> into memref<4x3xbf16>
+  %p = memref.alloc() : memref<2x2x5xf32>
+  %pv = memref.collapse_shape %p [[0, 1], [2]] : memref<2x2x5xf32> into memref<4x5xf32>
+  linalg.fill ins(%zero : f32) outs(%pv : memref<4x5xf32>)
+  linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%av, %b : memref<4x3xbf16>, memref<3x5xbf16>) outs(%pv : memref<4x5xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xw = arith.extf %x : bf16 to f32
+    %yw = arith.extf %y : bf16 to f32
+    %m = arith.mulf %xw, %yw : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  %y = memref.alloc() : memref<2x2x5xbf16>
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%p : memref<2x2x5xf32>) outs(%y : memref<2x2x5xbf16>) attrs = {accrue.gemm_rounding} {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  }
+  // The second: its rounded buffer %z is copied out between the product
+  // and its rounding.
+  %z = memref.alloc() : memref<4x5xbf16>
+  %q = memref.alloc() : memref<4x5xf32>
+  linalg.fill ins(%zero : f32) outs(%q : memref<4x5xf32>)
+  linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%av, %b : memref<4x3xbf16>, memref<3x5xbf16>) outs(%q : memref<4x5xf32>) {
+  ^bb0(%x: bf16, %y2: bf16, %acc: f32):
+    %xw = arith.extf %x : bf16 to f32
+    %yw = arith.extf %y2 : bf16 to f32
+    %m = arith.mulf %xw, %yw : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %z, %o : memref<4x5xbf16> to memref<4x5xbf16>
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%q : memref<4x5xf32>) outs(%z : memref<4x5xbf16>) attrs = {accrue.gemm_rounding} {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  }
+  return %y : memref<2x2x5xbf16>
+}

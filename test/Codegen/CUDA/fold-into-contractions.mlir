@@ -216,3 +216,82 @@ func.func @widened_inputs(%a: tensor<4x3xbf16>, %b: tensor<3x5xbf16>, %c: tensor
   } -> tensor<4x5xf32>
   return %r, %r2 : tensor<4x5xf32>, tensor<4x5xf32>
 }
+
+// -----
+
+// A zero-started product whose only use rounds it to bf16 (nn-to-linalg's
+// low-precision matmul): the rounding is marked for the GEMM to do
+// (accrue.gemm_rounding), and the product's fill gets an empty tensor of
+// its own (the one it shared with another op would bufferize into a buffer
+// both use). A product with a second use, and one added to a given tensor,
+// are rounded by kernels as before.
+
+// CHECK-LABEL: func @rounded_products
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<4x5xf32>
+// CHECK: %[[OWN:.+]] = tensor.empty() : tensor<4x5xf32>
+// CHECK: %[[F:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[OWN]] : tensor<4x5xf32>)
+// CHECK: %[[P:.+]] = linalg.generic {{.+}} outs(%[[F]] : tensor<4x5xf32>)
+// CHECK: linalg.generic {{.+}} ins(%[[P]] : tensor<4x5xf32>) outs(%{{.+}} : tensor<4x5xbf16>) attrs = {accrue.gemm_rounding}
+// CHECK: %[[Q:.+]] = linalg.generic {{.+}} outs(%{{.+}} : tensor<4x5xf32>)
+// CHECK: linalg.generic {{.+}} ins(%[[Q]] : tensor<4x5xf32>) outs(%{{.+}} : tensor<4x5xbf16>) {
+// CHECK: %[[R:.+]] = linalg.generic {{.+}} outs(%{{.+}} : tensor<4x5xf32>)
+// CHECK: linalg.generic {{.+}} ins(%[[R]] : tensor<4x5xf32>) outs(%{{.+}} : tensor<4x5xbf16>) {
+// CHECK: linalg.generic {{.+}} ins(%[[E]] : tensor<4x5xf32>)
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+func.func @rounded_products(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>, %c: tensor<4x5xf32>) -> (tensor<4x5xbf16>, tensor<4x5xbf16>, tensor<4x5xf32>, tensor<4x5xbf16>, tensor<4x5xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x5xf32>
+  %eb = tensor.empty() : tensor<4x5xbf16>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %p = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<4x3xf32>, tensor<3x5xf32>) outs(%init : tensor<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  %pb = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%p : tensor<4x5xf32>) outs(%eb : tensor<4x5xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x5xbf16>
+  // Used twice.
+  %init2 = linalg.fill ins(%zero : f32) outs(%e : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %q = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<4x3xf32>, tensor<3x5xf32>) outs(%init2 : tensor<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  %qb = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%q : tensor<4x5xf32>) outs(%eb : tensor<4x5xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x5xbf16>
+  // Added to %c.
+  %r = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<4x3xf32>, tensor<3x5xf32>) outs(%c : tensor<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  %rb = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%r : tensor<4x5xf32>) outs(%eb : tensor<4x5xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x5xbf16>
+  %other = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%e : tensor<4x5xf32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<4x5xf32>
+  return %pb, %qb, %q, %rb, %other : tensor<4x5xbf16>, tensor<4x5xbf16>, tensor<4x5xf32>, tensor<4x5xbf16>, tensor<4x5xf32>
+}

@@ -119,6 +119,8 @@ struct GemmCall {
   /// that hold such values (cuBLASLt's fast 16-bit compute), else
   /// inputType.
   std::string multiplyType;
+  /// D's: f32, or the bf16 or f16 it rounds its f32 sum to.
+  std::string outputType;
   int64_t launchesPerStep(int64_t accumulationSteps) const {
     return launchesPerMicroBatch * accumulationSteps + launchesPerStepOutside;
   }

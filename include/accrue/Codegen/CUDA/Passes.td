@@ -163,7 +163,14 @@ def CudaFoldIntoContractions
     leaves one contraction for `cuda-contractions-to-gemm`.
     A zero fill several contractions start from is cloned for each, so
     that each bufferizes into a zero-filled buffer of its own rather than
-    a copy.
+    a copy. An elementwise op that only rounds a zero-started
+    contraction's f32 result (its only use) to bf16 or f16 is marked
+    `accrue.gemm_rounding`: `fuse-elementwise` fuses it into nothing, and
+    `cuda-contractions-to-gemm` has the GEMM write the rounded values. Its
+    contraction's fill gets an empty tensor of its own (a shared one would
+    bufferize into a buffer later ops reuse). Runs before elementwise
+    fusion as well, so that widenings fold in before fusion merges them
+    into their producers.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
@@ -244,11 +251,16 @@ def CudaContractionsToGemm
     lays them out contiguously; unit stride along rows or columns) becomes
     a call of `accrue_gemm` with the operands' addresses and strides. Batch
     loops that do not collapse run as host loops around the call, unless
-    only one input keeps them apart (attention's samples and heads in two
-    strides): that input is copied first into a buffer of its own with the
-    batch dimensions outermost, in the output's order (its innermost
+    only inputs keep them apart (attention's samples and heads in two
+    strides): each such input is copied first into a buffer of its own with
+    the batch dimensions outermost, in the output's order (its innermost
     dimension stays innermost), and one call takes the whole batch. A
-    zero fill right before it becomes beta = 0. A product added only into
+    zero fill right before it becomes beta = 0. A zero-started product
+    whose rounding to bf16 or f16 cuda-fold-into-contractions marked
+    (`accrue.gemm_rounding`), in a buffer of its own that only the rounding
+    reads, is written rounded by the GEMM into the rounding's output (a
+    buffer of its own, not an input, unused between the two): the f32
+    buffer and the rounding go. A product added only into
     a part of the gradient accumulator is written there directly: beta = 0
     on the first micro-batch and 1 after when it is the only writer of that
     part, else 1; the temporary and the add disappear. bf16 and f16 inputs

@@ -21,6 +21,12 @@
 
 namespace accrue::codegen {
 
+/// Marks the generic that rounds a contraction's f32 result to bf16 or f16
+/// where the target's GEMM writes the rounded values itself (CUDA):
+/// fuse-elementwise fuses it into nothing, so that it stays next to the
+/// contraction.
+inline constexpr llvm::StringLiteral kGemmRoundingAttr = "accrue.gemm_rounding";
+
 /// A multiply-accumulate generic: inputs `lhs` and `rhs` (operand numbers),
 /// the element types the product is formed from (the inputs' own, which
 /// the body may widen to the output's f32).

@@ -39,6 +39,9 @@ using RecomputeFn = function_ref<bool(Operation *)>;
 struct RecomputePolicy {
   /// Everything between the forward's cuts (see findCuts).
   bool segments = false;
+  /// Elementwise ops that fusion keeps in registers (see
+  /// findFusedElementwise).
+  bool elementwise = false;
   /// The ops of the ONNX nodes whose names match.
   const llvm::Regex *nodes = nullptr;
 };
@@ -110,6 +113,59 @@ void findCuts(Block &body, ArrayRef<Operation *> forwardOps,
   }
 }
 
+/// The forward's elementwise ops whose results only other elementwise ops
+/// of the forward read (so that fusion keeps them in registers and only the
+/// backward would have them stored), that apply a function to one tensor
+/// and constants, and whose tensor the backward reads anyway: an argument,
+/// a value the backward uses itself, or the result of another such op. A
+/// GELU's x / sqrt(2), erf of it and 1 + that are recomputed from the
+/// GELU's input, as PyTorch's fused kernels save only their inputs. Ops of
+/// two tensors stay (a LayerNorm's normalized rows, the centred rows times
+/// 1 / sqrt(var + eps)): recomputed, they would be a product's operand
+/// again (gamma's gradient, a GEMM over the rows) and its own kernel.
+DenseSet<Operation *> findFusedElementwise(ArrayRef<Operation *> forwardOps,
+                                           Operation *terminator) {
+  DenseSet<Operation *> forward(forwardOps.begin(), forwardOps.end());
+  DenseSet<Operation *> found;
+  auto elementwise = [](Operation *op) {
+    return op->hasTrait<nn::trait::Elementwise>() && op->getNumResults() == 1;
+  };
+  auto constant = [](Value value) {
+    Operation *def = value.getDefiningOp();
+    return def && def->hasTrait<OpTrait::ConstantLike>();
+  };
+  auto available = [&](Value value) {
+    if (isa<BlockArgument>(value) || found.contains(value.getDefiningOp()))
+      return true;
+    return llvm::any_of(value.getUsers(), [&](Operation *user) {
+      return !forward.contains(user) && user != terminator;
+    });
+  };
+  for (Operation *op : forwardOps) {
+    if (!elementwise(op))
+      continue;
+    // Read by forward elementwise ops at their own shape: a value they
+    // broadcast (a row's 1 / sqrt(var + eps)) is small and kept.
+    Value result = op->getResult(0);
+    auto shape = [](Value v) {
+      return cast<ShapedType>(v.getType()).getShape();
+    };
+    bool fused = llvm::all_of(result.getUsers(), [&](Operation *user) {
+      return !forward.contains(user) ||
+             (elementwise(user) && shape(user->getResult(0)) == shape(result));
+    });
+    if (!fused || llvm::is_contained(result.getUsers(), terminator))
+      continue;
+    SmallVector<Value> tensors;
+    for (Value operand : op->getOperands())
+      if (!constant(operand))
+        tensors.push_back(operand);
+    if (tensors.size() == 1 && available(tensors.front()))
+      found.insert(op);
+  }
+  return found;
+}
+
 /// Clones each forward op that `recompute` selects and the backward uses
 /// just before its first backward use, and points the backward's uses at
 /// the clone. Visiting the forward last to first, a clone's selected
@@ -150,8 +206,11 @@ int64_t recomputeInBackward(ArrayRef<Operation *> forwardOps,
   for (Operation *clone : clones)
     for (OpOperand &operand : clone->getOpOperands()) {
       Value value = operand.get();
-      if (cloned.contains(value.getDefiningOp()) ||
-          !isa<RankedTensorType>(value.getType()))
+      // A constant needs none: merged or not, it is the same constant (and
+      // a barrier would keep a cast of it from folding).
+      Operation *def = value.getDefiningOp();
+      if (cloned.contains(def) || !isa<RankedTensorType>(value.getType()) ||
+          (def && def->hasTrait<OpTrait::ConstantLike>()))
         continue;
       Operation *&barrier = barriers[value];
       if (!barrier) {
@@ -239,8 +298,13 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp callee,
   DenseSet<Value> activations, cuts;
   if (policy.segments)
     findCuts(body, forwardOps, wrt, varied, activations, cuts);
+  DenseSet<Operation *> fusedElementwise;
+  if (policy.elementwise)
+    fusedElementwise = findFusedElementwise(forwardOps, ret);
   auto recompute = [&](Operation *op) {
     if (policy.nodes && namedBy(op, *policy.nodes))
+      return true;
+    if (fusedElementwise.contains(op))
       return true;
     // Between cuts: ops computing differentiated activations other than a
     // cut (masks computed from the inputs alone are small and kept).
@@ -284,6 +348,7 @@ struct TrainAutodiffPass
     }
     RecomputePolicy policy;
     policy.segments = recomputeSegments;
+    policy.elementwise = recomputeElementwise;
     policy.nodes = nodes ? &*nodes : nullptr;
     int64_t recomputed = 0;
     SymbolTable symbols(module);

@@ -29,6 +29,25 @@ namespace {
 
 enum class Precision { Low, FP32, Widest, Keep };
 
+/// Whether `op` is the bias add of a Linear as the exporters spell it over
+/// inputs of rank 3 and more: an add of a matmul's result (its only use)
+/// and a vector along its last dimension.
+bool isLinearBias(Operation *op) {
+  if (!isa<nn::AddOp>(op))
+    return false;
+  for (int64_t i : {0, 1}) {
+    Value product = op->getOperand(i), bias = op->getOperand(1 - i);
+    auto matmul = product.getDefiningOp<nn::MatMulOp>();
+    auto biasType = dyn_cast<RankedTensorType>(bias.getType());
+    auto productType = cast<RankedTensorType>(product.getType());
+    if (matmul && product.hasOneUse() && biasType && biasType.getRank() == 1 &&
+        productType.getRank() >= 1 &&
+        biasType.getDimSize(0) == productType.getShape().back())
+      return true;
+  }
+  return false;
+}
+
 /// torch.autocast's classes, for nn ops.
 Precision classify(Operation *op) {
   if (isa<nn::MatMulOp, nn::GemmOp, nn::ConvOp>(op))
@@ -82,6 +101,8 @@ LogicalResult autocast(func::FuncOp function, FloatType low) {
     Precision precision = classify(&op);
     if (precision == Precision::Keep)
       continue;
+    // Before its operands are cast.
+    bool linearBias = isLinearBias(&op);
     Type element;
     if (precision == Precision::Low) {
       element = low;
@@ -89,9 +110,19 @@ LogicalResult autocast(func::FuncOp function, FloatType low) {
       element = f32;
     } else {
       // The widest float operand; ops without float operands keep theirs.
+      // As in PyTorch's type promotion, a scalar (a tensor of rank 0) does
+      // not widen a tensor of higher rank: bf16 scores times an f32 scale
+      // stay bf16.
+      bool tensorOperand = llvm::any_of(op.getOperands(), [](Value v) {
+        return nn::isFloatTensor(v) &&
+               cast<RankedTensorType>(v.getType()).getRank() > 0;
+      });
       for (Value operand : op.getOperands())
         if (nn::isFloatTensor(operand)) {
-          Type e = cast<RankedTensorType>(operand.getType()).getElementType();
+          auto type = cast<RankedTensorType>(operand.getType());
+          if (tensorOperand && type.getRank() == 0)
+            continue;
+          Type e = type.getElementType();
           if (!element ||
               e.getIntOrFloatBitWidth() > element.getIntOrFloatBitWidth())
             element = e;
@@ -107,6 +138,19 @@ LogicalResult autocast(func::FuncOp function, FloatType low) {
     for (Value result : op.getResults())
       if (nn::isFloatTensor(result))
         result.setType(withElement(result.getType(), element));
+    // torch.nn.Linear's result is in the low precision, its bias added in
+    // fp32 before the rounding (a GEMM's bias epilogue): the add runs at
+    // the widest precision of the low-precision product and the fp32 bias,
+    // and its result is rounded. What follows (a GELU, attention's heads)
+    // then runs in the low precision, and the bias's gradient is summed in
+    // fp32.
+    if (linearBias && element != low) {
+      Value result = op.getResult(0);
+      b.setInsertionPointAfter(&op);
+      auto rounded = nn::CastOp::create(
+          b, op.getLoc(), withElement(result.getType(), low), result);
+      result.replaceAllUsesExcept(rounded, rounded);
+    }
   }
 
   // The loss, and any other result, keeps its declared type.

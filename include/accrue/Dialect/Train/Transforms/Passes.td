@@ -12,7 +12,12 @@ def TrainMixedPrecision : Pass<"train-mixed-precision", "::mlir::ModuleOp"> {
     torch.autocast runs a model: matmuls, Gemms and convolutions take
     low-precision operands (casting fp32 parameters and activations);
     exp, log, pow, softmax, log-softmax, sums, means and the losses run in
-    fp32; every other op runs in the widest precision of its operands. The
+    fp32; every other op runs in the widest precision of its operands, a
+    scalar (rank 0) not widening a tensor of higher rank, as in PyTorch's
+    type promotion. A matmul's bias add (an add of a matmul's only use and
+    a vector along its last dimension: torch.nn.Linear over rank-3 inputs
+    as the exporters write it) runs in fp32, its result rounded to the low
+    precision, as the Linear's GEMM adds its bias before rounding. The
     loss stays fp32. Parameters remain fp32 arguments (master weights),
     cast where used, so their gradients, the accumulator and the optimizer
     state stay fp32; the casts' adjoints bring low-precision gradients back
@@ -168,9 +173,15 @@ def TrainAutodiff : Pass<"train-autodiff", "::mlir::ModuleOp"> {
     backward, and the backward recomputes one segment at a time, just
     before it differentiates it.
     `recompute-nodes` selects the ops of the ONNX nodes whose names (the
-    ops' locations) the regex matches in full. Every nn op is deterministic
-    (Dropout's mask is a hash of its position), so the gradients are the
-    same values either way.
+    ops' locations) the regex matches in full. `recompute-elementwise`
+    selects the elementwise ops whose results only elementwise ops of the
+    forward read (fusion keeps them in registers; only the backward would
+    have them stored) and that apply a function to one tensor and
+    constants, a tensor the backward has anyway: an argument, a value the
+    backward reads itself, or the result of another selected op (a GELU's
+    x / sqrt(2), its erf and 1 + erf, recomputed from the GELU's input).
+    Every nn op is deterministic (Dropout's mask is a hash of its
+    position), so the gradients are the same values either way.
   }];
   let options = [
     Option<"recomputeSegments", "recompute-segments", "bool", "false",
@@ -178,6 +189,9 @@ def TrainAutodiff : Pass<"train-autodiff", "::mlir::ModuleOp"> {
            "them in the backward">,
     Option<"recomputeNodes", "recompute-nodes", "std::string", "\"\"",
            "Recompute the ops of ONNX nodes whose names match this regex">,
+    Option<"recomputeElementwise", "recompute-elementwise", "bool", "false",
+           "Recompute the elementwise ops that fusion keeps in registers "
+           "from what the backward reads anyway">,
   ];
   let statistics = [
     Statistic<"numRecomputed", "recomputed", "Ops recomputed in the backward">,
