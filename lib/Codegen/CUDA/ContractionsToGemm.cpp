@@ -650,8 +650,6 @@ func::FuncOp gemmFunction(ModuleOp module) {
   return function;
 }
 
-/// Replaces `op` by a call of the GEMM entry; its f32 inputs hold values
-/// exact in `exact` (f32 when nothing narrower).
 /// The rounding of zero-started contraction `op`'s result to bf16 or f16
 /// that cuda-fold-into-contractions marked (kGemmRoundingAttr), if the GEMM
 /// can write its output instead: `op` writes a buffer of its own (maybe
@@ -705,6 +703,8 @@ roundingAfter(linalg::GenericOp op) {
   return std::make_pair(rounding, rounded);
 }
 
+/// Replaces `op` by a call of the GEMM entry; its f32 inputs hold values
+/// exact in `exact` (f32 when nothing narrower).
 void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
               AccrueDType exact, func::FuncOp gemm) {
   OpBuilder b(op);

@@ -134,6 +134,7 @@ DenseSet<Operation *> findFusedElementwise(ArrayRef<Operation *> forwardOps,
     Operation *def = value.getDefiningOp();
     return def && def->hasTrait<OpTrait::ConstantLike>();
   };
+  auto shape = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
   auto available = [&](Value value) {
     if (isa<BlockArgument>(value) || found.contains(value.getDefiningOp()))
       return true;
@@ -147,9 +148,6 @@ DenseSet<Operation *> findFusedElementwise(ArrayRef<Operation *> forwardOps,
     // Read by forward elementwise ops at their own shape: a value they
     // broadcast (a row's 1 / sqrt(var + eps)) is small and kept.
     Value result = op->getResult(0);
-    auto shape = [](Value v) {
-      return cast<ShapedType>(v.getType()).getShape();
-    };
     bool fused = llvm::all_of(result.getUsers(), [&](Operation *user) {
       return !forward.contains(user) ||
              (elementwise(user) && shape(user->getResult(0)) == shape(result));

@@ -39,9 +39,9 @@ bool isLinearBias(Operation *op) {
     Value product = op->getOperand(i), bias = op->getOperand(1 - i);
     auto matmul = product.getDefiningOp<nn::MatMulOp>();
     auto biasType = dyn_cast<RankedTensorType>(bias.getType());
-    auto productType = cast<RankedTensorType>(product.getType());
-    if (matmul && product.hasOneUse() && biasType && biasType.getRank() == 1 &&
-        productType.getRank() >= 1 &&
+    auto productType = dyn_cast<RankedTensorType>(product.getType());
+    if (matmul && product.hasOneUse() && biasType && productType &&
+        biasType.getRank() == 1 && productType.getRank() >= 1 &&
         biasType.getDimSize(0) == productType.getShape().back())
       return true;
   }
