@@ -105,8 +105,10 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
  * x/y/z), where `name` points to "<kernel name>\0<ONNX node>\0", and ends
  * with ACCRUE_EMU_LAUNCH_END_FUNCTION(); each thread starts with
  * ACCRUE_EMU_THREAD_FUNCTION(block x/y/z, thread x/y/z) (again at each
- * phase of a kernel run in phases at its shuffles: the thread goes on
- * where it left off) and each global
+ * phase of a kernel run in phases at its shuffles and barriers: the
+ * thread goes on where it left off), ACCRUE_EMU_BARRIER_FUNCTION() is
+ * called when every thread of a block has reached a barrier (before the
+ * block's threads enter the phase after it), and each global
  * access calls ACCRUE_EMU_ACCESS_FUNCTION(site, root, offset, address,
  * bytes, flags): `site` its index among the kernel's accesses (the kernel
  * report's order), `root` the buffer it falls in (a step argument's number,
@@ -117,6 +119,7 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
 #define ACCRUE_EMU_LAUNCH_END_FUNCTION "accrue_emu_launch_end"
 #define ACCRUE_EMU_THREAD_FUNCTION "accrue_emu_thread"
 #define ACCRUE_EMU_ACCESS_FUNCTION "accrue_emu_access"
+#define ACCRUE_EMU_BARRIER_FUNCTION "accrue_emu_barrier"
 #define ACCRUE_EMU_STORE 1
 #define ACCRUE_EMU_IN_BOUNDS 2
 #define ACCRUE_EMU_ELEMENT_SHIFT 8

@@ -1,8 +1,10 @@
 //===- EmulateKernels.cpp - run kernels as host loops -----------*- C++ -*-===//
 //
 // Each gpu.launch becomes loops over its blocks and threads; a kernel with
-// shuffles, loops over its blocks and, for each phase between shuffles,
-// over the block's threads. With
+// shuffles or barriers, loops over its blocks and, for each phase between
+// them, over the block's threads: every thread of a block has run a phase
+// before any runs the next, as a barrier guarantees (and as the lanes of
+// a warp exchange values at a shuffle). With
 // count-accesses the loops also report every global access to the
 // runtime's counter (the counting emulator, StepABI.h): the accesses are
 // instrumented inside the launch body first, then the body is cloned into
@@ -36,7 +38,7 @@ namespace {
 
 /// The runtime entries of the counting emulator, declared once per module.
 struct CounterEntries {
-  func::FuncOp launch, launchEnd, thread, access;
+  func::FuncOp launch, launchEnd, thread, access, barrier;
 
   static CounterEntries declare(ModuleOp module) {
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
@@ -53,7 +55,8 @@ struct CounterEntries {
     return {declare(ACCRUE_EMU_LAUNCH_FUNCTION, 8),
             declare(ACCRUE_EMU_LAUNCH_END_FUNCTION, 0),
             declare(ACCRUE_EMU_THREAD_FUNCTION, 6),
-            declare(ACCRUE_EMU_ACCESS_FUNCTION, 6)};
+            declare(ACCRUE_EMU_ACCESS_FUNCTION, 6),
+            declare(ACCRUE_EMU_BARRIER_FUNCTION, 0)};
   }
 };
 
@@ -303,16 +306,25 @@ struct CudaEmulateKernelsPass
   /// per thread of the block (constants are cloned instead), and a
   /// shuffle reads the value its partner lane kept: each lane of a warp
   /// ran the phases before it. The thread entry of the counting emulator
-  /// is called again at the start of each phase.
+  /// is called again at the start of each phase, and its barrier entry
+  /// once per block before a phase a barrier starts.
   LogicalResult emulatePhases(OpBuilder &b, Location loc, gpu::LaunchOp launch,
                               ArrayRef<SmallVector<Operation *>> phases,
                               ArrayRef<Value> extents, ArrayRef<Value> ids,
-                              IRMapping &mapping) {
+                              IRMapping &mapping,
+                              const std::optional<CounterEntries> &entries) {
     Block &body = launch.getBody().front();
     DenseMap<Operation *, unsigned> phaseOf;
     for (auto [k, phase] : llvm::enumerate(phases))
       for (Operation *op : phase)
         phaseOf[op] = k;
+    // The kept values live on the stack for the launch: an alloca scope
+    // frees them when it ends.
+    auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
+    Block *scopeBody = b.createBlock(&scope.getBodyRegion());
+    b.setInsertionPointToStart(scopeBody);
+    memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
+    b.setInsertionPointToStart(scopeBody);
     Value blockThreads = arith::MulIOp::create(
         b, loc, arith::MulIOp::create(b, loc, extents[3], extents[4]),
         extents[5]);
@@ -333,8 +345,8 @@ struct CudaEmulateKernelsPass
           }
           if (!BaseMemRefType::isValidElementType(result.getType()))
             return op->emitError("cannot emulate a kernel that keeps this "
-                                 "value across a shuffle");
-          Value buffer = memref::AllocOp::create(
+                                 "value across a shuffle or a barrier");
+          Value buffer = memref::AllocaOp::create(
               b, loc, MemRefType::get({ShapedType::kDynamic}, result.getType()),
               ValueRange{blockThreads});
           kept[result] = {buffer, k};
@@ -348,12 +360,14 @@ struct CudaEmulateKernelsPass
 
     // Blocks, then each phase's threads.
     nestLoops(b, loc, extents, ids, 0, 3, mapping, [&](OpBuilder &nb) {
-      for (unsigned k = 0; k < phases.size(); ++k)
+      for (unsigned k = 0; k < phases.size(); ++k) {
+        if (entries && isa<gpu::BarrierOp>(phases[k].front()))
+          func::CallOp::create(nb, loc, entries->barrier, ValueRange{});
         runPhase(nb, loc, k, phases[k], extents, ids, mapping, kept, constants,
                  threadCall, warp, blockThreads);
+      }
     });
-    for (auto &entry : kept)
-      memref::DeallocOp::create(b, loc, entry.second.first);
+    b.setInsertionPointAfter(scope);
     return success();
   }
 
@@ -390,6 +404,8 @@ struct CudaEmulateKernelsPass
         nb.clone(*threadCall, mapping);
       }
       for (Operation *op : phase) {
+        if (isa<gpu::BarrierOp>(op))
+          continue; // the phases are the barrier
         auto shuffle = dyn_cast<gpu::ShuffleOp>(op);
         if (!shuffle) {
           nb.clone(*op, mapping);
@@ -428,7 +444,7 @@ struct CudaEmulateKernelsPass
       partner = offset;
       break;
     case gpu::ShuffleMode::DOWN:
-      partner = arith::XOrIOp::create(b, loc, lane, offset);
+      partner = arith::AddIOp::create(b, loc, lane, offset);
       break;
     case gpu::ShuffleMode::UP:
       partner = arith::SubIOp::create(b, loc, lane, offset);
@@ -489,21 +505,21 @@ struct CudaEmulateKernelsPass
                                       block.z}))
       mapping.map(arg, value);
     Block &body = launch.getBody().front();
-    WalkResult nested = body.walk([&](gpu::ShuffleOp shuffle) {
-      if (shuffle->getBlock() == &body)
+    WalkResult nested = body.walk([&](Operation *op) {
+      if (!isa<gpu::ShuffleOp, gpu::BarrierOp>(op) || op->getBlock() == &body)
         return WalkResult::advance();
-      shuffle.emitError("cannot emulate a shuffle inside a branch or a loop: "
-                        "every lane of a warp must reach it");
+      op->emitError("cannot emulate a shuffle or a barrier inside a branch "
+                    "or a loop: every thread of the block must reach it");
       return WalkResult::interrupt();
     });
     if (nested.wasInterrupted())
       return failure();
-    // The body's phases: a shuffle starts a phase, which runs after every
-    // thread of the block has run the phases before (the warp's lanes have
-    // all computed the value it exchanges).
+    // The body's phases: a shuffle or a barrier starts a phase, which runs
+    // after every thread of the block has run the phases before (the
+    // warp's lanes have all computed the value a shuffle exchanges).
     SmallVector<SmallVector<Operation *>> phases(1);
     for (Operation &op : body.without_terminator()) {
-      if (isa<gpu::ShuffleOp>(op))
+      if (isa<gpu::ShuffleOp, gpu::BarrierOp>(op))
         phases.emplace_back();
       phases.back().push_back(&op);
     }
@@ -514,7 +530,8 @@ struct CudaEmulateKernelsPass
                     nb.clone(op, mapping);
                 });
     } else {
-      if (failed(emulatePhases(b, loc, launch, phases, extents, ids, mapping)))
+      if (failed(emulatePhases(b, loc, launch, phases, extents, ids, mapping,
+                               entries)))
         return failure();
     }
     if (entries)

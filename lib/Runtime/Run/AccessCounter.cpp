@@ -63,7 +63,7 @@ void AccessCounter::launch(int64_t index, const char *text,
   }
   int64_t threads = blockThreads * grid[0] * grid[1] * grid[2];
   kernel->threads += threads;
-  threadId = -1, warp = -1, chain = 0, launchChain = 0;
+  threadId = -1, warp = -1, chain = 0, launchChain = 0, epoch = 0;
   threadChains.assign(threads, 0);
 }
 
@@ -183,32 +183,59 @@ AccessCounter::Shadow &AccessCounter::shadow(uint64_t address) {
   return lastShadow[address & (kPageBytes - 1)];
 }
 
+void AccessCounter::barrier() {
+  if (kernel)
+    ++epoch;
+}
+
 void AccessCounter::checkRace(int64_t index, int64_t root, int64_t offset,
                               int64_t address, int64_t bytes,
                               int64_t elementBytes, bool store) {
   int32_t self = int32_t(threadId);
+  int32_t block = int32_t(threadId / blockThreads);
+  // Whether thread `other`'s access in epoch `when` is ordered before
+  // this one: a thread of this block, a barrier ago.
+  auto ordered = [&](int32_t other, int32_t when) {
+    return other / blockThreads == block && when < epoch;
+  };
   for (int64_t at = 0; at < bytes; at += elementBytes) {
     Shadow &entry = shadow(uint64_t(address + at));
     std::string other;
-    if (entry.writer >= 0 && entry.writer != self)
+    if (entry.writer >= 0 && entry.writer != self &&
+        !ordered(entry.writer, entry.writeEpoch))
       other = threadName(entry.writer) + " writes";
-    else if (store && entry.reader == -2)
+    else if (store && entry.readerBlock == -2)
+      other = "threads of other blocks read";
+    else if (store && entry.readerBlock >= 0 && entry.readerBlock != block)
+      other = entry.reader >= 0
+                  ? threadName(entry.reader) + " reads"
+                  : "threads of block " + std::to_string(entry.readerBlock) +
+                        " read";
+    else if (store && entry.readEpoch == epoch && entry.reader == -2)
       other = "other threads read";
-    else if (store && entry.reader >= 0 && entry.reader != self)
+    else if (store && entry.readEpoch == epoch && entry.reader >= 0 &&
+             entry.reader != self)
       other = threadName(entry.reader) + " reads";
     if (!other.empty()) {
       fail("a data race in " + where(index, root, offset + at) + ": " +
            threadName(self) + (store ? " writes" : " reads") +
            " the element that " + other +
-           ", in one launch (its threads run in no order)");
+           ", in one launch (its threads run in no order" +
+           (epoch > 0 ? " between barriers)" : ")"));
       return;
     }
-    if (store)
+    if (store) {
       entry.writer = self;
-    else if (entry.reader == -1)
+      entry.writeEpoch = epoch;
+      continue;
+    }
+    entry.readerBlock =
+        entry.readerBlock == -1 || entry.readerBlock == block ? block : -2;
+    if (entry.readEpoch != epoch || entry.reader == -1)
       entry.reader = self;
     else if (entry.reader != self)
       entry.reader = -2;
+    entry.readEpoch = epoch;
   }
 }
 
@@ -372,6 +399,8 @@ void accrue_emu_thread(int64_t bx, int64_t by, int64_t bz, int64_t tx,
   const int64_t ids[6] = {bx, by, bz, tx, ty, tz};
   counter().thread(ids);
 }
+
+void accrue_emu_barrier() { counter().barrier(); }
 
 void accrue_emu_access(int64_t site, int64_t root, int64_t offset,
                        int64_t address, int64_t bytes, int64_t flags) {

@@ -9,7 +9,9 @@
 // (what DRAM would move at best) and the longest chain of accesses of one
 // thread. It also checks what the emulation assumes: no two threads of one
 // launch write one byte, or one reads a byte another writes (the GPU runs
-// them in no order), and every access lies inside the view it indexes.
+// them in no order), unless both are threads of one block and a barrier
+// of that block lies between the two accesses, and every access lies
+// inside the view it indexes.
 // Sectors are counted from the start of each buffer, so the profile does
 // not depend on where the host allocated it, nor on the thread count (the
 // emulated kernels run on one thread).
@@ -41,6 +43,8 @@ public:
   void thread(const int64_t ids[6]);
   void access(int64_t site, int64_t root, int64_t offset, int64_t address,
               int64_t bytes, int64_t flags);
+  /// Every thread of the current block has reached a barrier.
+  void barrier();
   void launchEnd();
 
   /// The first race or out-of-bounds access since the last call, if any.
@@ -70,9 +74,16 @@ private:
   struct Lane {
     int64_t root, offset, bytes;
   };
-  /// Who touched a byte in this launch: thread ids, -1 none, -2 several.
+  /// Who touched a byte in this launch, and in which epoch (the barriers
+  /// the launch had passed): the last writer, the readers of the last
+  /// epoch anything read it in (a thread id, -1 none, -2 several) and the
+  /// block of every reader so far (-1 none, -2 several blocks). Blocks run
+  /// one after another, so only a thread of the same block can have
+  /// touched a byte in an earlier epoch than the current one and still be
+  /// ordered with it.
   struct Shadow {
-    int32_t writer, reader;
+    int32_t writer, reader, readerBlock;
+    int32_t writeEpoch, readEpoch;
   };
 
   Site &site(int64_t index);
@@ -93,6 +104,8 @@ private:
   Kernel *kernel = nullptr;
   int64_t blockThreads = 1, blockDims[3] = {1, 1, 1}, gridDims[3] = {1, 1, 1};
   int64_t threadId = -1, warp = -1, chain = 0, launchChain = 0;
+  /// The barriers passed in this launch, by any block.
+  int32_t epoch = 0;
   /// Each thread's chain so far in the launch: a kernel run in phases (at
   /// its shuffles) enters each thread once per phase, and its chain goes
   /// on where the last phase left it.

@@ -12,6 +12,9 @@
 // RUN: %if !sanitizer %{ mlir-runner %t/lowered.mlir -e clean -entry-point-result=void -shared-libs=%accrue_capi_lib %}
 // RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e write_write -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=WW %}
 // RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e read_write -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=RW %}
+// RUN: %if !sanitizer %{ mlir-runner %t/lowered.mlir -e exchange -entry-point-result=void -shared-libs=%accrue_capi_lib %}
+// RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e missing_barrier -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=NOBAR %}
+// RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e across_blocks -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=BLOCKS %}
 // RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e out_of_bounds -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=OOB %}
 
 // The launch names its kernel and node, each thread its ids, and each
@@ -39,6 +42,12 @@
 
 // WW: accrue: a data race in kernel k0_seeded (ONNX node 'seeded'), access 0 to 'step argument 0' at byte 0: thread 1 of block 0 writes the element that thread 0 of block 0 writes, in one launch (its threads run in no order)
 // RW: accrue: a data race in kernel k0_shifted (ONNX node 'shifted'), access 1 to 'step argument 0' at byte 4: thread 1 of block 0 writes the element that thread 0 of block 0 reads, in one launch
+// A barrier orders the accesses of one block's threads: what one thread
+// writes, another reads after the barrier, and writes again after the
+// next. Without the barrier, or across blocks (which no barrier orders),
+// that is a race.
+// NOBAR: accrue: a data race in kernel k0_unsynced (ONNX node 'unsynced'), access 1 to 'step argument 1' at byte 4: thread 1 of block 0 writes the element that thread 0 of block 0 reads, in one launch (its threads run in no order)
+// BLOCKS: accrue: a data race in kernel k0_neighbour_block (ONNX node 'neighbour_block'), access 1 to 'step argument 1' at byte 128: thread 0 of block 1 reads the element that thread 31 of block 0 writes, in one launch (its threads run in no order between barriers)
 // OOB: accrue: an out-of-bounds load in kernel k0_past_the_end (ONNX node 'past_the_end'), access 0 to 'step argument 0' at byte 256: thread 63 of block 0 reads outside the view it indexes (the access is skipped)
 
 //--- kernels.mlir
@@ -126,6 +135,98 @@ func.func @out_of_bounds() {
   %x = memref.alloc() : memref<64xf32>
   %y = memref.alloc() : memref<64xf32>
   call @past_the_end_kernel(%x, %y) : (memref<64xf32>, memref<64xf32>) -> ()
+  return
+}
+
+// Two blocks of 32 threads: thread t of block b writes y[32b + t], then
+// (after a barrier) reads y[32b + (t + 1) % 32] into x, then (after
+// another) reads and writes y[32b + t] again, which its neighbour read.
+func.func @exchange_kernel(%x: memref<64xf32>, %y: memref<64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c32 = arith.constant 32 : index
+  %one = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %base = arith.muli %bx, %sx : index
+    %i = arith.addi %base, %tx : index
+    memref.store %one, %y[%i] : memref<64xf32>
+    gpu.barrier
+    %next = arith.addi %tx, %c1 : index
+    %wrapped = arith.remui %next, %sx : index
+    %j = arith.addi %base, %wrapped : index
+    %v = memref.load %y[%j] : memref<64xf32>
+    memref.store %v, %x[%i] : memref<64xf32>
+    gpu.barrier
+    %own = memref.load %y[%i] : memref<64xf32>
+    %sum = arith.addf %v, %own : f32
+    memref.store %sum, %y[%i] : memref<64xf32>
+    gpu.terminator
+  } loc(fused<"exchange">["exchange"])
+  return
+}
+
+func.func @exchange() {
+  %x = memref.alloc() : memref<64xf32>
+  %y = memref.alloc() : memref<64xf32>
+  call @exchange_kernel(%x, %y) : (memref<64xf32>, memref<64xf32>) -> ()
+  return
+}
+
+// The same exchange without its first barrier.
+func.func @unsynced_kernel(%x: memref<64xf32>, %y: memref<64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c32 = arith.constant 32 : index
+  %one = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %base = arith.muli %bx, %sx : index
+    %i = arith.addi %base, %tx : index
+    %next = arith.addi %tx, %c1 : index
+    %wrapped = arith.remui %next, %sx : index
+    %j = arith.addi %base, %wrapped : index
+    %v = memref.load %y[%j] : memref<64xf32>
+    memref.store %one, %y[%i] : memref<64xf32>
+    memref.store %v, %x[%i] : memref<64xf32>
+    gpu.terminator
+  } loc(fused<"unsynced">["unsynced"])
+  return
+}
+
+func.func @missing_barrier() {
+  %x = memref.alloc() : memref<64xf32>
+  %y = memref.alloc() : memref<64xf32>
+  call @unsynced_kernel(%x, %y) : (memref<64xf32>, memref<64xf32>) -> ()
+  return
+}
+
+// The exchange with the next thread of the launch: thread i writes
+// y[i + 1] and, after a barrier, reads y[i], so thread 0 of block 1 reads
+// what thread 31 of block 0 wrote, which no barrier orders.
+func.func @neighbour_block_kernel(%x: memref<64xf32>, %y: memref<65xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c32 = arith.constant 32 : index
+  %one = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %base = arith.muli %bx, %sx : index
+    %i = arith.addi %base, %tx : index
+    %next = arith.addi %i, %c1 : index
+    memref.store %one, %y[%next] : memref<65xf32>
+    gpu.barrier
+    %v = memref.load %y[%i] : memref<65xf32>
+    memref.store %v, %x[%i] : memref<64xf32>
+    gpu.terminator
+  } loc(fused<"neighbour_block">["neighbour_block"])
+  return
+}
+
+func.func @across_blocks() {
+  %x = memref.alloc() : memref<64xf32>
+  %y = memref.alloc() : memref<65xf32>
+  call @neighbour_block_kernel(%x, %y) : (memref<64xf32>, memref<65xf32>) -> ()
   return
 }
 
