@@ -18,6 +18,7 @@
 #include "accrue/Codegen/CUDA/KernelReport.h"
 #include "accrue/Codegen/CUDA/Passes.h"
 
+#include "BufferOps.h"
 #include "WarpReductions.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -38,35 +39,7 @@ namespace {
 /// The buffer a view looks into: a memref.alloc, a global or a block
 /// argument (the step's arguments are distinct buffers).
 using accrue::cuda::viewRoot;
-
-/// Whether `op` may join a kernel: an elementwise linalg op on buffers of
-/// static loop ranges (no warp reduction, no reduction loops) whose body
-/// writes no memory.
-bool isFusible(linalg::LinalgOp op) {
-  if (!op || !op.hasPureBufferSemantics() || op.getNumReductionLoops() != 0 ||
-      op.getNumDpsInits() == 0 || op->hasAttr(accrue::cuda::kWarpLanes) ||
-      llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic) ||
-      !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
-        return map.isProjectedPermutation(/*allowZeroInResults=*/true);
-      }))
-    return false;
-  WalkResult writes = op->getRegion(0).walk([](Operation *nested) {
-    auto effects = dyn_cast<MemoryEffectOpInterface>(nested);
-    if (effects ? effects.hasEffect<MemoryEffects::Write>()
-                : !nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
-      return WalkResult::interrupt();
-    return WalkResult::advance();
-  });
-  return !writes.wasInterrupted();
-}
-
-/// Whether `op` is a warp reduction (cuda-split-reductions' form, its
-/// lanes' loop last) on buffers of static ranges: an epilogue may join it.
-bool isWarpReduction(linalg::LinalgOp op) {
-  return op && op->hasAttr(accrue::cuda::kWarpLanes) &&
-         isa<linalg::GenericOp>(op) && op.hasPureBufferSemantics() &&
-         llvm::none_of(op.getStaticLoopRanges(), ShapedType::isDynamic);
-}
+using namespace accrue::cuda;
 
 /// The buffers `op`'s body reads itself (a first stage's loop over a row),
 /// at elements of other points.
@@ -80,27 +53,6 @@ SmallVector<Value> bodyBuffers(linalg::LinalgOp op) {
   return buffers;
 }
 
-/// Whether an input of `op` is read strided along the loop its first
-/// output is contiguous in (a transpose, which cuda-form-kernels tiles).
-bool isTranspose(linalg::LinalgOp op) {
-  AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  if (out.getNumResults() == 0)
-    return false;
-  auto innerExpr = dyn_cast<AffineDimExpr>(out.getResults().back());
-  if (!innerExpr)
-    return true;
-  unsigned inner = innerExpr.getPosition();
-  for (OpOperand *input : op.getDpsInputOperands()) {
-    AffineMap map = op.getMatchingIndexingMap(input);
-    if (map.getNumResults() == 0 || !map.isFunctionOfDim(inner))
-      continue;
-    auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
-    if (!last || last.getPosition() != inner)
-      return true;
-  }
-  return false;
-}
-
 /// How two ops become one: the fused op's loops (B's, or a warp
 /// reduction A's, whose points B's loops are) and each op's point of them
 /// (a loop of one iteration may have no counterpart: it reads as 0).
@@ -111,29 +63,6 @@ struct Plan {
   /// the lanes', which B's maps do not use.
   bool epilogue = false;
 };
-
-/// The element of its root buffer that `map` (of loops of extents
-/// `ranges`) reaches through the view `buffer`: offset + sum of stride x
-/// index, as one expression of the loops, loops of one iteration read as
-/// 0; null where the view's layout is not static.
-AffineExpr elementOf(Value buffer, AffineMap map, ArrayRef<int64_t> ranges) {
-  auto type = cast<MemRefType>(buffer.getType());
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)) ||
-      ShapedType::isDynamic(offset) ||
-      llvm::any_of(strides, ShapedType::isDynamic))
-    return {};
-  MLIRContext *context = map.getContext();
-  AffineExpr element = getAffineConstantExpr(offset, context);
-  for (auto [k, expr] : llvm::enumerate(map.getResults()))
-    element = element + expr * strides[k];
-  SmallVector<AffineExpr> dims;
-  for (auto [d, range] : llvm::enumerate(ranges))
-    dims.push_back(range == 1 ? getAffineConstantExpr(0, context)
-                              : getAffineDimExpr(d, context));
-  return simplifyAffineExpr(element.replaceDims(dims), ranges.size(), 0);
-}
 
 /// A buffer operand of an op, its map in the fused op's loops.
 struct Access {
@@ -597,73 +526,6 @@ FailureOr<linalg::GenericOp> fuse(RewriterBase &rewriter, linalg::LinalgOp a,
   rewriter.eraseOp(b);
   rewriter.eraseOp(a);
   return fused;
-}
-
-/// Whether `op`, between two ops to fuse, may stay where it is: it has no
-/// memory effects (views, index arithmetic, constants) or only allocates.
-bool staysBetween(Operation &op) {
-  if (isa<memref::AllocOp>(op))
-    return true;
-  return isMemoryEffectFree(&op) && op.getNumRegions() == 0;
-}
-
-/// The elements of its root the view `value` spans, first and last, from
-/// its static layout; all of them where that is not static.
-std::pair<int64_t, int64_t> spanOf(Value value) {
-  auto type = cast<MemRefType>(value.getType());
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (!type.hasStaticShape() ||
-      failed(type.getStridesAndOffset(strides, offset)) ||
-      ShapedType::isDynamic(offset) ||
-      llvm::any_of(strides, [](int64_t stride) {
-        return ShapedType::isDynamic(stride) || stride < 0;
-      }))
-    return {0, std::numeric_limits<int64_t>::max()};
-  int64_t last = offset;
-  for (auto [size, stride] : llvm::zip(type.getShape(), strides))
-    last += (size - 1) * stride;
-  return {offset, last};
-}
-
-/// The box of its root's indices the view `value` covers, where it is a
-/// static unit-stride subview of the root, reshaped perhaps (a reshape
-/// keeps the elements): per dimension the first index and the extent.
-std::optional<SmallVector<std::pair<int64_t, int64_t>>> boxOf(Value value) {
-  while (isa_and_present<memref::ExpandShapeOp, memref::CollapseShapeOp>(
-      value.getDefiningOp()))
-    value = cast<ViewLikeOpInterface>(value.getDefiningOp()).getViewSource();
-  auto subview = value.getDefiningOp<memref::SubViewOp>();
-  if (!subview || subview.getSource() != viewRoot(value) ||
-      !subview.hasUnitStride() ||
-      llvm::any_of(subview.getStaticOffsets(), ShapedType::isDynamic) ||
-      llvm::any_of(subview.getStaticSizes(), ShapedType::isDynamic) ||
-      subview.getSourceType().getRank() !=
-          static_cast<int64_t>(subview.getStaticSizes().size()))
-    return std::nullopt;
-  SmallVector<std::pair<int64_t, int64_t>> box;
-  for (auto [offset, size] :
-       llvm::zip(subview.getStaticOffsets(), subview.getStaticSizes()))
-    box.push_back({offset, size});
-  return box;
-}
-
-/// Whether views `x` and `y` may reach a common element.
-bool mayOverlap(Value x, Value y) {
-  if (viewRoot(x) != viewRoot(y))
-    return false;
-  // Boxes of one buffer (a split's parts, columns side by side) meet
-  // where they meet along every dimension.
-  auto boxX = boxOf(x), boxY = boxOf(y);
-  if (boxX && boxY && boxX->size() == boxY->size()) {
-    for (auto [a, b] : llvm::zip(*boxX, *boxY))
-      if (a.first + a.second <= b.first || b.first + b.second <= a.first)
-        return false;
-    return true;
-  }
-  auto [firstX, lastX] = spanOf(x);
-  auto [firstY, lastY] = spanOf(y);
-  return firstX <= lastY && firstY <= lastX;
 }
 
 /// The buffers `op` and the ops it holds read, and those they may write
