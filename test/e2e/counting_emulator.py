@@ -2,8 +2,9 @@
 # --count-accesses; accrue-train --kernel-profile) on every model of
 # cuda_emulated.py, checked against what does not come from its code:
 # - every model trains with its accesses counted: no two threads of a
-#   launch write one element or read what another writes, and no access
-#   leaves its view (a run that breaks either fails naming the node); the
+#   launch write one element or read what another writes (unless a barrier
+#   of their block lies between: the row groups), and no access leaves its
+#   view (a run that breaks either fails naming the node); the
 #   losses are the uncounted emulated step's (the counted one is the same
 #   program; LLVM vectorizes it differently, so they agree to rounding);
 # - on the test GPT, the profile's launches per kernel are the static
@@ -104,6 +105,14 @@ for kernel in wide_profile["kernels"]:
         warp_kernels += 1
 assert warp_kernels >= 6, warp_kernels
 print("wide: %d warp reductions, their counted chains the report's" % warp_kernels)
+# Row groups: the warp reductions and row maps of a row share a kernel,
+# with a block barrier between them; a lane reads what lane 0 of its warp
+# stored and the elements other lanes wrote, only across a barrier (the
+# counter fails a run that reads across no barrier, naming the node).
+_, rows_profile = counted("wide, row groups", wide, wide_data, 2, 1, accumulation_steps=2,
+                          optimizer="none", row_groups=True)
+assert rows_profile["totals"]["launches"] < wide_profile["totals"]["launches"], \
+    (rows_profile["totals"], wide_profile["totals"])
 
 # The embedding's gradient by sorted rows (micro-batches of 16 x 8 = 128
 # tokens): the keys written at their ranks and the segments' sums written

@@ -39,10 +39,11 @@ def export(name, module, samples):
     return zoo.export_with_data(module, samples, rng, out, name)
 
 
-def both(tag, model, data, micro_batch, steps, ranks=1, extra=(), **flags):
+def both(tag, model, data, micro_batch, steps, ranks=1, extra=(),
+         targets=("cpu", "cuda-emulated"), **flags):
     """Trains the CPU and the emulated CUDA artifact; returns both results."""
     results = []
-    for target in ("cpu", "cuda-emulated"):
+    for target in targets:
         name = "%s_%s" % (tag, target)
         art = e2e.compile_model(model, os.path.join(out, name), micro_batch,
                                 target=target, **flags)
@@ -133,8 +134,15 @@ for kind in ("gru", "lstm"):
 # Rows of 128 (LayerNorm) and 300 (the logits' softmax) elements: split
 # reductions with a warp of threads per row.
 wide, wide_data = export("wide", zoo.GPT(5, vocab=300, d=128, heads=2, layers=1), 8)
-same("wide gpt gradients", *both("wide", wide, wide_data, 2, 1, accumulation_steps=2,
-                                 optimizer="none"))
+wide_cpu, wide_emulated = both("wide", wide, wide_data, 2, 1, accumulation_steps=2,
+                               optimizer="none")
+same("wide gpt gradients", wide_cpu, wide_emulated)
+# Row groups (--row-groups): each LayerNorm's and softmax's warp reductions
+# and the row maps between them in one kernel, with block barriers, which
+# the emulator runs in phases.
+(wide_rows,) = both("wide_rows", wide, wide_data, 2, 1, accumulation_steps=2,
+                    optimizer="none", targets=("cuda-emulated",), row_groups=True)
+same("wide gpt gradients, row groups", wide_cpu, wide_rows)
 
 # The embedding's gradient by sorted rows (cuda-sort-gather-grads, 64
 # tokens or more): micro-batches of 16 x 8 tokens, most of them one id

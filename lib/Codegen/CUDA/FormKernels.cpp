@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -264,7 +265,7 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
   return success();
 }
 
-/// Replaces the warp reduction `op` (kWarpLanes, buffer semantics) by a
+/// A warp reduction (kWarpLanes, buffer semantics) taken apart for a
 /// kernel of a warp per output point: lane l computes the body up to its
 /// last combine (its share of the point, from the identity), five xor
 /// shuffles combine the lanes' values (every lane ends with the same
@@ -274,26 +275,61 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
 /// (a warp past the last point folds nothing, from the identity). An
 /// epilogue (cuda-fuse-kernels: the body's ops after the combine, with the
 /// op's further inputs and outputs) runs in lane 0 on the point's value.
-LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
-                             int64_t blockSize) {
+struct WarpReduction {
+  /// `op`'s parts; an error on `op` where it is not of that form.
+  static FailureOr<WarpReduction> get(linalg::GenericOp op);
+
+  /// The work of the warp of `point` (`lane` its thread's lane, `valid`
+  /// whether the point is one of `op`'s), at the insertion point in a
+  /// launch of a warp per point; `ranges` are `op`'s loop ranges.
+  void emit(RewriterBase &rewriter, Location loc, ArrayRef<Range> ranges,
+            Value point, Value lane, Value valid);
+
+  /// The epilogue: what the body computes after the combine.
+  bool inEpilogue(Operation &bodyOp) const {
+    return combine->isBeforeInBlock(&bodyOp) && &bodyOp != yield;
+  }
+  /// Its inputs and the old values of its outputs: the op's arguments but
+  /// the lanes' and the running value.
+  bool epilogueArg(unsigned number) const {
+    return number > 0 && number != numInputs;
+  }
+
+  linalg::GenericOp op;
+  linalg::YieldOp yield;
+  Operation *combine = nullptr;
+  unsigned numInputs = 0;
+  BlockArgument outArg;
+  arith::AtomicRMWKind kind;
+  /// Whether the combine takes the running value first.
+  bool outFirst = false;
+  /// The running value (the output, or the constant lane 0 starts from),
+  /// the lane's share, and that constant.
+  Value acc, share, start;
+  Operation *startDef = nullptr;
+  /// Whether the constant is defined in the body (cloned where lane 0
+  /// uses it).
+  bool startInBody = false;
+};
+
+FailureOr<WarpReduction> WarpReduction::get(linalg::GenericOp op) {
+  WarpReduction w;
+  w.op = op;
   Block &opBody = op.getRegion().front();
-  auto yield = cast<linalg::YieldOp>(opBody.getTerminator());
-  Operation *combine = yield.getOperand(0).getDefiningOp();
+  w.yield = cast<linalg::YieldOp>(opBody.getTerminator());
+  auto yield = w.yield;
+  Operation *combine = w.combine = yield.getOperand(0).getDefiningOp();
   unsigned numLoops = op.getNumLoops();
-  unsigned numInputs = op.getNumDpsInputs();
+  unsigned numInputs = w.numInputs = op.getNumDpsInputs();
   BlockArgument lanesArg = opBody.getArgument(0);
-  BlockArgument outArg = opBody.getArgument(numInputs);
+  BlockArgument outArg = w.outArg = opBody.getArgument(numInputs);
   std::optional<arith::AtomicRMWKind> kind =
       combine ? combinerKind(combine) : std::nullopt;
-  // The epilogue: what the body computes after the combine.
-  auto inEpilogue = [&](Operation &bodyOp) {
-    return combine->isBeforeInBlock(&bodyOp) && &bodyOp != yield;
-  };
-  // Its inputs and the old values of its outputs: the op's arguments but
-  // the lanes' and the running value.
-  auto epilogueArg = [&](unsigned number) {
-    return number > 0 && number != numInputs;
-  };
+  if (!kind)
+    return op.emitError("malformed warp reduction");
+  w.kind = *kind;
+  auto inEpilogue = [&](Operation &bodyOp) { return w.inEpilogue(bodyOp); };
+  auto epilogueArg = [&](unsigned number) { return w.epilogueArg(number); };
   bool epilogueArgsUnused =
       llvm::all_of(opBody.getArguments(), [&](BlockArgument arg) {
         return !epilogueArg(arg.getArgNumber()) ||
@@ -336,44 +372,33 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
     auto select = v.getDefiningOp<arith::SelectOp>();
     return v == outArg || (select && select.getFalseValue() == outArg);
   };
-  bool outFirst = isAccumulator(combine->getOperand(0));
-  Value acc = combine->getOperand(outFirst ? 0 : 1);
-  Value share = combine->getOperand(outFirst ? 1 : 0);
+  bool outFirst = w.outFirst = isAccumulator(combine->getOperand(0));
+  Value acc = w.acc = combine->getOperand(outFirst ? 0 : 1);
+  Value share = w.share = combine->getOperand(outFirst ? 1 : 0);
   if (!isAccumulator(acc) || isAccumulator(share))
     return op.emitError("malformed warp reduction");
-  Value start;
+  Value &start = w.start;
   if (auto select = acc.getDefiningOp<arith::SelectOp>())
     start = select.getTrueValue();
   // (A constant the body defines itself is cloned where lane 0 uses it.)
-  Operation *startDef = start ? start.getDefiningOp() : nullptr;
-  bool startInBody = start && start.getParentRegion() == &op.getRegion();
+  Operation *startDef = w.startDef = start ? start.getDefiningOp() : nullptr;
+  bool startInBody = w.startInBody =
+      start && start.getParentRegion() == &op.getRegion();
   if (startInBody && !(startDef && startDef->hasTrait<OpTrait::ConstantLike>()))
     return op.emitError("malformed warp reduction");
+  return w;
+}
 
-  Location loc = FusedLoc::get(op.getContext(), {op.getLoc()},
-                               rewriter.getStringAttr(kernelTag(op)));
-  rewriter.setInsertionPoint(op);
-  SmallVector<Range, 4> ranges =
-      cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(rewriter, loc);
-  // The points: every loop but the lanes'.
+void WarpReduction::emit(RewriterBase &rewriter, Location loc,
+                         ArrayRef<Range> ranges, Value point, Value lane,
+                         Value valid) {
+  Block &opBody = op.getRegion().front();
+  unsigned numLoops = op.getNumLoops();
   SmallVector<unsigned> pointDims =
       llvm::to_vector(llvm::seq<unsigned>(0, numLoops - 1));
-  auto [points, staticPoints] = extentProduct(rewriter, loc, ranges, pointDims);
-  int64_t threads = blockSize;
-  if (staticPoints && *staticPoints * kWarpSize < blockSize)
-    threads = std::max<int64_t>(*staticPoints, 1) * kWarpSize;
-  Value warpSize = arith::ConstantIndexOp::create(rewriter, loc, kWarpSize);
-  Value blockDim = arith::ConstantIndexOp::create(rewriter, loc, threads);
-  Value blocks = arith::CeilDivUIOp::create(
-      rewriter, loc, arith::MulIOp::create(rewriter, loc, points, warpSize),
-      blockDim);
-  Value thread = createLinearLaunch(rewriter, loc, blocks, blockDim);
-  Value point = arith::DivUIOp::create(rewriter, loc, thread, warpSize);
-  Value lane = arith::RemUIOp::create(rewriter, loc, thread, warpSize);
-  Value valid = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
-                                      point, points);
+  Value start = this->start;
   Type type = share.getType();
-  Value identity = arith::getIdentityValue(*kind, type, rewriter, loc);
+  Value identity = arith::getIdentityValue(kind, type, rewriter, loc);
 
   // This lane's share, in a branch the warp takes or skips as a whole.
   auto branch = scf::IfOp::create(rewriter, loc, TypeRange{type}, valid,
@@ -411,7 +436,7 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
     Value other = gpu::ShuffleOp::create(rewriter, loc, value, offset,
                                          kWarpSize, gpu::ShuffleMode::XOR)
                       .getShuffleResult();
-    value = arith::getReductionOp(*kind, rewriter, loc, value, other);
+    value = arith::getReductionOp(kind, rewriter, loc, value, other);
   }
 
   // Lane 0 of a warp of a point writes it.
@@ -433,8 +458,8 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
                    : memref::LoadOp::create(rewriter, loc, init->get(), indices)
                          .getResult();
   Value result = outFirst
-                     ? arith::getReductionOp(*kind, rewriter, loc, into, value)
-                     : arith::getReductionOp(*kind, rewriter, loc, value, into);
+                     ? arith::getReductionOp(kind, rewriter, loc, into, value)
+                     : arith::getReductionOp(kind, rewriter, loc, value, into);
   memref::StoreOp::create(rewriter, loc, result, init->get(), indices);
   // The epilogue, at the point, on its value: as the last lane computes it
   // (its inputs and outputs loaded at the point once).
@@ -471,7 +496,165 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
         rewriter, loc, mapping.lookupOrDefault(yield.getOperand(k)), out->get(),
         applyMap(rewriter, loc, maps[out->getOperandNumber()], ivs));
   }
+  // What follows in the launch (the next member of a row group) runs in
+  // every lane.
+  rewriter.setInsertionPointAfter(store);
+}
+
+/// A launch of a warp per point of `ranges`' loops but the last, at the
+/// insertion point, which moves into its body: the thread's point, its
+/// lane, and whether the point is one of them.
+std::tuple<Value, Value, Value> createWarpLaunch(RewriterBase &rewriter,
+                                                 Location loc,
+                                                 ArrayRef<Range> ranges,
+                                                 int64_t blockSize) {
+  // The points: every loop but the lanes'.
+  SmallVector<unsigned> pointDims =
+      llvm::to_vector(llvm::seq<unsigned>(0, ranges.size() - 1));
+  auto [points, staticPoints] = extentProduct(rewriter, loc, ranges, pointDims);
+  int64_t threads = blockSize;
+  if (staticPoints && *staticPoints * kWarpSize < blockSize)
+    threads = std::max<int64_t>(*staticPoints, 1) * kWarpSize;
+  Value warpSize = arith::ConstantIndexOp::create(rewriter, loc, kWarpSize);
+  Value blockDim = arith::ConstantIndexOp::create(rewriter, loc, threads);
+  Value blocks = arith::CeilDivUIOp::create(
+      rewriter, loc, arith::MulIOp::create(rewriter, loc, points, warpSize),
+      blockDim);
+  Value thread = createLinearLaunch(rewriter, loc, blocks, blockDim);
+  Value point = arith::DivUIOp::create(rewriter, loc, thread, warpSize);
+  Value lane = arith::RemUIOp::create(rewriter, loc, thread, warpSize);
+  Value valid = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                      point, points);
+  return {point, lane, valid};
+}
+
+/// Replaces the warp reduction `op` by a kernel of a warp per output
+/// point (WarpReduction).
+LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
+                             int64_t blockSize) {
+  FailureOr<WarpReduction> warp = WarpReduction::get(op);
+  if (failed(warp))
+    return failure();
+  Location loc = FusedLoc::get(op.getContext(), {op.getLoc()},
+                               rewriter.getStringAttr(kernelTag(op)));
+  rewriter.setInsertionPoint(op);
+  SmallVector<Range, 4> ranges =
+      cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(rewriter, loc);
+  auto [point, lane, valid] =
+      createWarpLaunch(rewriter, loc, ranges, blockSize);
+  warp->emit(rewriter, loc, ranges, point, lane, valid);
   rewriter.eraseOp(op);
+  return success();
+}
+
+/// The body of the elementwise op `op` at the point `ivs`: its operands
+/// loaded there, its results stored there.
+void emitElementwiseBody(OpBuilder &b, Location loc, linalg::GenericOp op,
+                         ArrayRef<Value> ivs) {
+  IRMapping mapping;
+  Block &body = op.getRegion().front();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  for (auto [k, operand] : llvm::enumerate(op->getOperands())) {
+    BlockArgument arg = body.getArgument(k);
+    if (!isa<MemRefType>(operand.getType())) {
+      mapping.map(arg, operand); // a scalar input
+      continue;
+    }
+    if (!arg.use_empty())
+      mapping.map(arg, memref::LoadOp::create(b, loc, operand,
+                                              applyMap(b, loc, maps[k], ivs)));
+  }
+  for (Operation &bodyOp : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
+      mapping.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(bodyOp, mapping);
+  }
+  for (auto [k, yielded] :
+       llvm::enumerate(body.getTerminator()->getOperands())) {
+    OpOperand *init = op.getDpsInitOperand(k);
+    memref::StoreOp::create(
+        b, loc, mapping.lookupOrDefault(yielded), init->get(),
+        applyMap(b, loc, maps[init->getOperandNumber()], ivs));
+  }
+}
+
+/// The row map `op` (an elementwise op whose last loop is its row) for
+/// the warp of `point`, at the insertion point in a launch of a warp per
+/// point: lane l takes the row's elements l, l + 32, ... (the warp reads
+/// 32 neighbours at once). `ranges` are `op`'s loop ranges.
+void emitRowMap(RewriterBase &rewriter, Location loc, linalg::GenericOp op,
+                ArrayRef<Range> ranges, Value point, Value lane, Value valid) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  auto branch = scf::IfOp::create(rewriter, loc, valid, false);
+  rewriter.setInsertionPointToStart(branch.thenBlock());
+  unsigned numLoops = op.getNumLoops();
+  SmallVector<Value> ivs(numLoops);
+  delinearize(rewriter, loc, point, ranges,
+              llvm::to_vector(llvm::seq<unsigned>(0, numLoops - 1)), ivs);
+  Value row =
+      getValueOrCreateConstantIndexOp(rewriter, loc, ranges.back().size);
+  Value step = arith::ConstantIndexOp::create(rewriter, loc, kWarpSize);
+  scf::ForOp::create(rewriter, loc, lane, row, step, ValueRange{},
+                     [&](OpBuilder &b, Location, Value iv, ValueRange) {
+                       ivs.back() = iv;
+                       emitElementwiseBody(b, loc, op, ivs);
+                       scf::YieldOp::create(b, loc);
+                     });
+}
+
+/// Replaces the members of a row group (kRowGroup: warp reductions and
+/// row maps over the same points, in order, nothing with memory effects
+/// between them) by one kernel of a warp per point: the warp does each
+/// member's work for its point in turn, with a block barrier between two
+/// (what one member writes and a later one touches lies in the warp's own
+/// rows, cuda-group-rows made sure). What lies between the members (views,
+/// constants) moves before the kernel.
+LogicalResult formRowGroup(RewriterBase &rewriter,
+                           ArrayRef<linalg::GenericOp> members,
+                           int64_t blockSize, bool barriers) {
+  SmallVector<std::optional<WarpReduction>> warps;
+  for (linalg::GenericOp op : members) {
+    warps.emplace_back();
+    if (!op->hasAttr(accrue::cuda::kWarpLanes))
+      continue;
+    FailureOr<WarpReduction> warp = WarpReduction::get(op);
+    if (failed(warp))
+      return failure();
+    warps.back() = *warp;
+  }
+  Operation *first = members.front(), *last = members.back();
+  for (Operation *op = first->getNextNode(), *next; op != last; op = next) {
+    next = op->getNextNode();
+    if (llvm::is_contained(members, op))
+      continue;
+    if (!isMemoryEffectFree(op))
+      return op->emitError("an op with memory effects inside a row group");
+    op->moveBefore(first);
+  }
+  SmallVector<Location> locs;
+  for (linalg::GenericOp op : members)
+    locs.push_back(op.getLoc());
+  Location loc = FusedLoc::get(first->getContext(), locs,
+                               rewriter.getStringAttr(kernelTag(members[0])));
+  rewriter.setInsertionPoint(first);
+  SmallVector<SmallVector<Range, 4>> ranges;
+  for (linalg::GenericOp op : members)
+    ranges.push_back(cast<linalg::LinalgOp>(op.getOperation())
+                         .createLoopRanges(rewriter, loc));
+  auto [point, lane, valid] =
+      createWarpLaunch(rewriter, loc, ranges.front(), blockSize);
+  for (auto [k, op] : llvm::enumerate(members)) {
+    if (k > 0 && barriers)
+      gpu::BarrierOp::create(rewriter, loc);
+    if (warps[k])
+      warps[k]->emit(rewriter, loc, ranges[k], point, lane, valid);
+    else
+      emitRowMap(rewriter, loc, op, ranges[k], point, lane, valid);
+  }
+  for (linalg::GenericOp op : members)
+    rewriter.eraseOp(op);
   return success();
 }
 
@@ -696,7 +879,20 @@ struct CudaFormKernelsPass
       if (isa<linalg::LinalgOp, memref::CopyOp>(op))
         ops.push_back(op);
     });
-    for (Operation *op : ops) {
+    for (auto it = ops.begin(); it != ops.end(); ++it) {
+      Operation *op = *it;
+      // A row group: its members follow in `ops`.
+      if (Attribute group = op->getAttr(accrue::cuda::kRowGroup)) {
+        SmallVector<linalg::GenericOp> members;
+        for (; it != ops.end() &&
+               (*it)->getAttr(accrue::cuda::kRowGroup) == group;
+             ++it)
+          members.push_back(cast<linalg::GenericOp>(*it));
+        --it;
+        if (failed(formRowGroup(rewriter, members, blockSize, rowBarriers)))
+          return signalPassFailure();
+        continue;
+      }
       rewriter.setInsertionPoint(op);
       if (auto copy = dyn_cast<memref::CopyOp>(op)) {
         auto linalgCopy = linalg::CopyOp::create(

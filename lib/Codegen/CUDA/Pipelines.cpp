@@ -59,8 +59,11 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
 
 void buildCUDAKernelPipeline(OpPassManager &pm,
                              const LoweringOptions &options) {
-  if (options.fuseElementwise)
+  if (options.fuseElementwise) {
     pm.addNestedPass<func::FuncOp>(createCudaFuseKernels());
+    if (options.cuda.rowGroups)
+      pm.addNestedPass<func::FuncOp>(createCudaGroupRows());
+  }
   pm.addNestedPass<func::FuncOp>(createCudaPlanWorkspace());
   pm.addNestedPass<func::FuncOp>(createCudaFormKernels());
   pm.addPass(createCanonicalizerPass());

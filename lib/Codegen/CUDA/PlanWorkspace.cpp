@@ -5,7 +5,9 @@
 // end of the last op that uses it (or a view of it), where an op is taken
 // at the level of the allocation's block, so a buffer allocated before a
 // loop and used inside it lives through the whole loop. Buffers with
-// disjoint lifetimes may share bytes (first fit, largest first). A buffer
+// disjoint lifetimes may share bytes (first fit, largest first); the ops of
+// a row group (cuda-group-rows) run as one kernel, so a buffer any of them
+// uses lives through all of them. A buffer
 // allocated in a loop body gets the same offset in every iteration, which
 // is why the workspace does not grow with the number of micro-batches.
 //
@@ -14,6 +16,8 @@
 #include "accrue/Codegen/CUDA/Passes.h"
 
 #include "accrue/Dialect/Train/IR/Train.h"
+
+#include "WarpReductions.h"
 
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -54,19 +58,45 @@ struct CudaPlanWorkspacePass
     auto abi = step->getAttrOfType<ArrayAttr>(train::StepAttrs::kABI);
     if (!abi || step.isExternal())
       return;
-    // Positions: every op in pre-order, and the last position inside it.
+    // Positions: every op in pre-order, and the last position inside it;
+    // the ops of a row group (its members and what lies between them)
+    // all span the group: they run as one kernel.
     DenseMap<Operation *, std::pair<int64_t, int64_t>> positions;
     int64_t next = 0;
-    std::function<void(Operation *)> number = [&](Operation *op) {
+    std::function<void(Block &)> numberBlock;
+    auto number = [&](Operation *op) {
       int64_t first = next++;
       for (Region &region : op->getRegions())
         for (Block &block : region)
-          for (Operation &inner : block)
-            number(&inner);
+          numberBlock(block);
       positions[op] = {first, next - 1};
     };
-    for (Operation &op : step.getBody().front())
-      number(&op);
+    numberBlock = [&](Block &block) {
+      DenseMap<Attribute, Operation *> lastMember;
+      for (Operation &op : block)
+        if (Attribute group = op.getAttr(cuda::kRowGroup))
+          lastMember[group] = &op;
+      for (Operation *op = &block.front(); op; op = op->getNextNode()) {
+        Attribute group = op->getAttr(cuda::kRowGroup);
+        if (!group) {
+          number(op);
+          continue;
+        }
+        Operation *first = op, *last = lastMember[group];
+        for (;; op = op->getNextNode()) {
+          number(op);
+          if (op == last)
+            break;
+        }
+        int64_t begin = positions[first].first, end = positions[last].second;
+        for (Operation *member = first;; member = member->getNextNode()) {
+          positions[member] = {begin, end};
+          if (member == last)
+            break;
+        }
+      }
+    };
+    numberBlock(step.getBody().front());
 
     SmallVector<Buffer> buffers;
     SmallVector<Operation *> deallocs;

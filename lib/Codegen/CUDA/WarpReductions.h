@@ -2,7 +2,9 @@
 //
 // cuda-split-reductions marks a row reduction that a warp computes
 // together; cuda-form-kernels forms it (each lane folds its share, then an
-// xor butterfly of shuffles combines the lanes). Private to the two passes.
+// xor butterfly of shuffles combines the lanes); cuda-group-rows puts
+// such reductions and the row maps between them in one kernel. Private to
+// the CUDA codegen passes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +29,15 @@ constexpr llvm::StringLiteral kWarpLanes = "accrue.warp_lanes";
 
 /// The lanes of a warp.
 constexpr int64_t kWarpSize = 32;
+
+/// Integer attribute (the group's number) on the linalg.generic members of
+/// a row group (cuda-group-rows): warp reductions and row maps over the
+/// same points that follow each other, with nothing with memory effects
+/// between them. cuda-form-kernels makes one kernel of a group, a warp per
+/// point running the members in order with a block barrier between them;
+/// cuda-plan-workspace keeps every buffer a member touches live through
+/// the whole group.
+constexpr llvm::StringLiteral kRowGroup = "accrue.row_group";
 
 /// The kind of `op` if it is a combining operation reductions are split
 /// over (add, mul, max, min; floating point or integer).

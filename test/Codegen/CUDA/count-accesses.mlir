@@ -16,6 +16,12 @@
 // RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e missing_barrier -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=NOBAR %}
 // RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e across_blocks -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=BLOCKS %}
 // RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e out_of_bounds -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=OOB %}
+// A row group's kernel (cuda-form-kernels), with its barrier and, seeded,
+// without it:
+// RUN: %if !sanitizer %{ accrue-opt %t/group.mlir -cuda-form-kernels -cuda-emulate-kernels=count-accesses --accrue-lower-cpu > %t/group-lowered.mlir %}
+// RUN: %if !sanitizer %{ mlir-runner %t/group-lowered.mlir -e main -entry-point-result=void -shared-libs=%accrue_capi_lib %}
+// RUN: %if !sanitizer %{ accrue-opt %t/group.mlir -cuda-form-kernels=row-barriers=false -cuda-emulate-kernels=count-accesses --accrue-lower-cpu > %t/seeded-lowered.mlir %}
+// RUN: %if !sanitizer %{ not mlir-runner %t/seeded-lowered.mlir -e main -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=SEEDED %}
 
 // The launch names its kernel and node, each thread its ids, and each
 // access its site, buffer, offset, address, size and flags (element bytes
@@ -48,6 +54,10 @@
 // that is a race.
 // NOBAR: accrue: a data race in kernel k0_unsynced (ONNX node 'unsynced'), access 1 to 'step argument 1' at byte 4: thread 1 of block 0 writes the element that thread 0 of block 0 reads, in one launch (its threads run in no order)
 // BLOCKS: accrue: a data race in kernel k0_neighbour_block (ONNX node 'neighbour_block'), access 1 to 'step argument 1' at byte 128: thread 0 of block 1 reads the element that thread 31 of block 0 writes, in one launch (its threads run in no order between barriers)
+// A row group's members share a kernel: the row map's lanes read the sum
+// lane 0 of their warp stored, which only the barrier between the members
+// orders.
+// SEEDED: accrue: a data race in kernel k0__ln_LayerNormalization (ONNX node '/ln/LayerNormalization'), access {{[0-9]+}} to 'step argument 2' at byte 0: thread 1 of block 0 reads the element that thread 0 of block 0 writes, in one launch (its threads run in no order)
 // OOB: accrue: an out-of-bounds load in kernel k0_past_the_end (ONNX node 'past_the_end'), access 0 to 'step argument 0' at byte 256: thread 63 of block 0 reads outside the view it indexes (the access is skipped)
 
 //--- kernels.mlir
@@ -240,5 +250,54 @@ func.func @step(%x: memref<4xf32>, %y: memref<4xf32>) {
     memref.copy %x, %y : memref<4xf32> to memref<4xf32>
     gpu.terminator
   }
+  return
+}
+
+//--- group.mlir
+// LayerNorm's mean and x - mean over 4 rows of 64 as one row group.
+#lane = affine_map<(d0, d1) -> (d1)>
+#point = affine_map<(d0, d1) -> (d0)>
+#row = affine_map<(d0, d1) -> (d0, d1)>
+func.func @group(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %sum: memref<4xf32>,
+                 %y: memref<4x64xf32>) {
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%sum : memref<4xf32>)
+      attrs = {accrue.warp_lanes, accrue.row_group = 0 : i64} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%s = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %x[%r, %i] : memref<4x64xf32>
+      %t = arith.addf %v, %s : f32
+      scf.yield %t : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %total = arith.addf %share, %start : f32
+    linalg.yield %total : f32
+  } loc(callsite("/ln/LayerNormalization"("m.onnx":0:0) at "m.onnx":0:0))
+  linalg.generic {indexing_maps = [#row, #point, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sum : memref<4x64xf32>, memref<4xf32>) outs(%y : memref<4x64xf32>)
+      attrs = {accrue.row_group = 0 : i64} {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    linalg.yield %d : f32
+  } loc(callsite("/ln/LayerNormalization"("m.onnx":0:0) at "m.onnx":0:0))
+  return
+}
+
+func.func @main() {
+  %x = memref.alloc() : memref<4x64xf32>
+  %lanes = memref.alloc() : memref<32xi8>
+  %sum = memref.alloc() : memref<4xf32>
+  %y = memref.alloc() : memref<4x64xf32>
+  call @group(%x, %lanes, %sum, %y) : (memref<4x64xf32>, memref<32xi8>, memref<4xf32>, memref<4x64xf32>) -> ()
   return
 }

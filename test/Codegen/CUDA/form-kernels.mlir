@@ -508,3 +508,67 @@ func.func @warp_epilogue(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %g: memref
   }
   return
 }
+
+// -----
+
+// A row group (cuda-group-rows): one kernel of a warp per point, here 4
+// rows as 128 threads. The reduction's warp sums its row and lane 0
+// stores it; after a block barrier the row map's lanes take the row's
+// elements lane, lane + 32, reading the sum lane 0 stored.
+
+// CHECK-LABEL: func @row_group
+// CHECK-SAME: (%[[X:.+]]: memref<4x64xf32>, %[[LANES:.+]]: memref<32xi8>, %[[SUM:.+]]: memref<4xf32>, %[[Y:.+]]: memref<4x64xf32>)
+// CHECK: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %c128{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}})
+// CHECK:   %[[ROW:.+]] = arith.divui %[[TX]], %c32
+// CHECK:   %[[LANE:.+]] = arith.remui %[[TX]], %c32
+// CHECK:   %[[VALID:.+]] = arith.cmpi ult, %[[ROW]], %c4
+// CHECK:   gpu.shuffle xor
+// CHECK:   scf.if
+// CHECK:     memref.store %{{.+}}, %[[SUM]]
+// CHECK:   }
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.if %[[VALID]] {
+// CHECK:     scf.for %[[J:.+]] = %[[LANE]] to %c64{{.*}} step %c32
+// CHECK:       %[[XV:.+]] = memref.load %[[X]][%[[R:.+]], %[[J]]]
+// CHECK:       %[[SV:.+]] = memref.load %[[SUM]][%[[R]]]
+// CHECK:       %[[D:.+]] = arith.subf %[[XV]], %[[SV]]
+// CHECK:       memref.store %[[D]], %[[Y]][%[[R]], %[[J]]]
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+#lane = affine_map<(d0, d1) -> (d1)>
+#point = affine_map<(d0, d1) -> (d0)>
+#row = affine_map<(d0, d1) -> (d0, d1)>
+func.func @row_group(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %sum: memref<4xf32>,
+                     %y: memref<4x64xf32>) {
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%sum : memref<4xf32>)
+      attrs = {accrue.warp_lanes, accrue.row_group = 0 : i64} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%s = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %x[%r, %i] : memref<4x64xf32>
+      %t = arith.addf %v, %s : f32
+      scf.yield %t : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %total = arith.addf %share, %start : f32
+    linalg.yield %total : f32
+  }
+  linalg.generic {indexing_maps = [#row, #point, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sum : memref<4x64xf32>, memref<4xf32>) outs(%y : memref<4x64xf32>)
+      attrs = {accrue.row_group = 0 : i64} {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    linalg.yield %d : f32
+  }
+  return
+}

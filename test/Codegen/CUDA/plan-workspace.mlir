@@ -34,3 +34,21 @@ func.func @train_step(%p: memref<16xf32>) attributes {train.abi = [{train.name =
   }
   return
 }
+
+// -----
+
+// The ops of a row group run as one kernel: %a, last used by the group's
+// first op, and %b, allocated after it, both live through the whole group
+// and may not share bytes (apart, %b would reuse %a's).
+
+// CHECK-LABEL: func @row_group
+// CHECK: memref.view %{{.+}}[%c0{{.*}}][] : memref<2048xi8> to memref<256xf32>
+// CHECK: memref.view %{{.+}}[%c1024{{.*}}][] : memref<2048xi8> to memref<256xf32>
+func.func @row_group(%p: memref<256xf32>) attributes {train.abi = [{train.name = "params", train.role = #train.role<params>}]} {
+  %a = memref.alloc() : memref<256xf32>
+  linalg.copy {accrue.row_group = 0 : i64} ins(%p : memref<256xf32>) outs(%a : memref<256xf32>)
+  %b = memref.alloc() : memref<256xf32>
+  linalg.copy {accrue.row_group = 0 : i64} ins(%p : memref<256xf32>) outs(%b : memref<256xf32>)
+  linalg.copy ins(%b : memref<256xf32>) outs(%p : memref<256xf32>)
+  return
+}

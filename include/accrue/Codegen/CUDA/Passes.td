@@ -331,6 +331,29 @@ def CudaFuseKernels : Pass<"cuda-fuse-kernels", "::mlir::func::FuncOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def CudaGroupRows : Pass<"cuda-group-rows", "::mlir::func::FuncOp"> {
+  let summary = "Mark the warp reductions and row maps of one row as one "
+                "kernel";
+  let description = [{
+    On buffers, after cuda-fuse-kernels: a maximal run of warp reductions
+    and row maps (elementwise ops, not transposes, whose last loop is the
+    row) that follow each other in a block, with nothing with memory
+    effects between them, over the same points (their loops of more than
+    one iteration but the last), at least one of them a warp reduction,
+    becomes a row group: each member gets `accrue.row_group` (the group's
+    number). cuda-form-kernels makes one kernel of a group, a warp per
+    point running the members in order with a block barrier between them,
+    and cuda-plan-workspace keeps every buffer a member touches live
+    through the group. A member joins only where every element it and an
+    earlier member may both access, one of them writing, lies in the rows
+    of one point (the same row stride R, both windows within R elements),
+    so that no warp touches what another writes: the barrier orders only
+    one block's threads. A LayerNorm (mean, x - mean, variance,
+    normalization) and a softmax (mask, max, sum, division) are then one
+    kernel each, forward and backward.
+  }];
+}
+
 def CudaPlanWorkspace : Pass<"cuda-plan-workspace", "::mlir::func::FuncOp"> {
   let summary = "Place every temporary in one device workspace";
   let description = [{
@@ -374,14 +397,20 @@ def CudaFormKernels : Pass<"cuda-form-kernels", "::mlir::func::FuncOp"> {
     independent iterations (an embedding's gradient: features inside the
     tokens), one thread per iteration and range of the result's rows (at
     most 64 ranges, the grid's y dimension), each updating only its rows:
-    every element still sums its terms in the loop's order. Kernels use
-    no shared memory and no barriers.
+    every element still sums its terms in the loop's order. The members of
+    a row group (cuda-group-rows) become one kernel of a warp per point:
+    each member's work for the warp's point in turn (a row map's lanes take
+    the row's elements lane, lane + 32, ...), a block barrier (`gpu.barrier`)
+    between two. Kernels use no shared memory.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", "256",
            "Threads per block">,
     Option<"maxBlocks", "max-blocks", "int64_t", "4096",
            "Blocks of a streaming kernel's grid-stride loop (at most)">,
+    Option<"rowBarriers", "row-barriers", "bool", "true",
+           "A barrier between a row group's members (false only to test "
+           "that the race checker catches a missing one)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",

@@ -1,0 +1,275 @@
+// RUN: accrue-opt %s -split-input-file -cuda-group-rows | FileCheck %s
+
+// A LayerNorm over 4 rows of 64: the mean (a warp reduction), x - mean, the
+// sum of squares (a warp reduction reading the row of x - mean) and the
+// normalization are one row group: every element one of them writes and
+// another touches lies in its point's row (the row stride is 64 for the
+// rows, 1 for the per-row values), and gamma, read by every row, is not
+// written.
+
+// CHECK-LABEL: func @layernorm
+// CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 0 : i64, accrue.warp_lanes}
+// CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 0 : i64}
+// CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 0 : i64, accrue.warp_lanes}
+// CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 0 : i64}
+#lane = affine_map<(d0, d1) -> (d1)>
+#point = affine_map<(d0, d1) -> (d0)>
+#row = affine_map<(d0, d1) -> (d0, d1)>
+#gamma = affine_map<(d0, d1) -> (d1)>
+func.func @layernorm(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %g: memref<64xf32>,
+                     %y: memref<4x64xf32>) {
+  %mean = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%mean : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%s = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %x[%r, %i] : memref<4x64xf32>
+      %t = arith.addf %v, %s : f32
+      scf.yield %t : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %sum = arith.addf %share, %start : f32
+    linalg.yield %sum : f32
+  }
+  %d = memref.alloc() : memref<4x64xf32>
+  linalg.generic {indexing_maps = [#row, #point, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %mean : memref<4x64xf32>, memref<4xf32>) outs(%d : memref<4x64xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %s = arith.subf %a, %m : f32
+    linalg.yield %s : f32
+  }
+  %var = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%var : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%s = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %d[%r, %i] : memref<4x64xf32>
+      %q = arith.mulf %v, %v : f32
+      %t = arith.addf %q, %s : f32
+      scf.yield %t : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %sum = arith.addf %share, %start : f32
+    linalg.yield %sum : f32
+  }
+  linalg.generic {indexing_maps = [#row, #point, #gamma, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%d, %var, %g : memref<4x64xf32>, memref<4xf32>, memref<64xf32>) outs(%y : memref<4x64xf32>) {
+  ^bb0(%a: f32, %v: f32, %w: f32, %o: f32):
+    %n = arith.mulf %a, %v : f32
+    %s = arith.mulf %n, %w : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The second reduction reads row 0 of what the row map writes at every
+// point: another warp's row. The group ends before it, and it starts the
+// next with the row map after it.
+
+// CHECK-LABEL: func @other_row
+// CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 0 : i64, accrue.warp_lanes}
+// CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 0 : i64}
+// CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 1 : i64, accrue.warp_lanes}
+// CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 1 : i64}
+#lane = affine_map<(d0, d1) -> (d1)>
+#point = affine_map<(d0, d1) -> (d0)>
+#row = affine_map<(d0, d1) -> (d0, d1)>
+func.func @other_row(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %y: memref<4x32xf32>) {
+  %mean = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%mean : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %id = arith.constant 0.0 : f32
+    %v = memref.load %x[%r, %l] : memref<4x32xf32>
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %sum = arith.addf %v, %start : f32
+    linalg.yield %sum : f32
+  }
+  %d = memref.alloc() : memref<4x32xf32>
+  linalg.generic {indexing_maps = [#row, #point, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %mean : memref<4x32xf32>, memref<4xf32>) outs(%d : memref<4x32xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %s = arith.subf %a, %m : f32
+    linalg.yield %s : f32
+  }
+  %var = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%var : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %c0 = arith.constant 0 : index
+    %id = arith.constant 0.0 : f32
+    %v = memref.load %d[%c0, %l] : memref<4x32xf32>
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %sum = arith.addf %v, %start : f32
+    linalg.yield %sum : f32
+  }
+  linalg.generic {indexing_maps = [#row, #point, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%d, %var : memref<4x32xf32>, memref<4xf32>) outs(%y : memref<4x32xf32>) {
+  ^bb0(%a: f32, %v: f32, %o: f32):
+    %n = arith.mulf %a, %v : f32
+    linalg.yield %n : f32
+  }
+  return
+}
+
+// -----
+
+// Views of one buffer 32 elements apart: the row map writes the rows of
+// the first, the reduction reads those of the second, whose row p spans
+// the second half of the first's row p and the first half of its row
+// p + 1. No group.
+
+// CHECK-LABEL: func @shifted_rows
+// CHECK-NOT: accrue.row_group
+#lane = affine_map<(d0, d1) -> (d1)>
+#point = affine_map<(d0, d1) -> (d0)>
+#row = affine_map<(d0, d1) -> (d0, d1)>
+func.func @shifted_rows(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %out: memref<4xf32>) {
+  %buffer = memref.alloc() : memref<288xf32>
+  %first = memref.reinterpret_cast %buffer to offset: [0], sizes: [4, 64], strides: [64, 1]
+      : memref<288xf32> to memref<4x64xf32, strided<[64, 1]>>
+  %second = memref.reinterpret_cast %buffer to offset: [32], sizes: [4, 64], strides: [64, 1]
+      : memref<288xf32> to memref<4x64xf32, strided<[64, 1], offset: 32>>
+  linalg.generic {indexing_maps = [#row, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x64xf32>) outs(%first : memref<4x64xf32, strided<[64, 1]>>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%out : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %id = arith.constant 0.0 : f32
+    %v = memref.load %second[%r, %l] : memref<4x64xf32, strided<[64, 1], offset: 32>>
+    %is0 = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %is0, %id, %acc : f32
+    %sum = arith.addf %v, %start : f32
+    linalg.yield %sum : f32
+  }
+  return
+}
+
+// -----
+
+// A reduction followed by rows longer than a warp takes (4,096 elements),
+// by other points, or by something with memory effects; a single point:
+// no group.
+
+// CHECK-LABEL: func @apart
+// CHECK-NOT: accrue.row_group
+#lane = affine_map<(d0, d1) -> (d1)>
+#point = affine_map<(d0, d1) -> (d0)>
+#row = affine_map<(d0, d1) -> (d0, d1)>
+#lane3 = affine_map<(d0, d1, d2) -> (d2)>
+#point3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func private @opaque()
+func.func @apart(%x: memref<4x32xf32>, %long: memref<4x4096xf32>, %wide: memref<8x32xf32>,
+                 %one: memref<1x32xf32>, %lanes: memref<32xi8>, %s: memref<4xf32>,
+                 %s1: memref<1x1xf32>, %y: memref<4x32xf32>, %ylong: memref<4x4096xf32>,
+                 %ywide: memref<8x32xf32>, %y1: memref<1x32xf32>) {
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%s : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %id = arith.constant 0.0 : f32
+    %v = memref.load %x[%r, %l] : memref<4x32xf32>
+    %is0 = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %is0, %id, %acc : f32
+    %sum = arith.addf %v, %start : f32
+    linalg.yield %sum : f32
+  }
+  linalg.generic {indexing_maps = [#row, #point, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%long, %s : memref<4x4096xf32>, memref<4xf32>) outs(%ylong : memref<4x4096xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    linalg.yield %d : f32
+  }
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%s : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %id = arith.constant 0.0 : f32
+    %v = memref.load %x[%r, %l] : memref<4x32xf32>
+    %is0 = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %is0, %id, %acc : f32
+    %sum = arith.addf %v, %start : f32
+    linalg.yield %sum : f32
+  }
+  linalg.generic {indexing_maps = [#row, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%wide : memref<8x32xf32>) outs(%ywide : memref<8x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%s : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %id = arith.constant 0.0 : f32
+    %v = memref.load %x[%r, %l] : memref<4x32xf32>
+    %is0 = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %is0, %id, %acc : f32
+    %sum = arith.addf %v, %start : f32
+    linalg.yield %sum : f32
+  }
+  func.call @opaque() : () -> ()
+  linalg.generic {indexing_maps = [#row, #point, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : memref<4x32xf32>, memref<4xf32>) outs(%y : memref<4x32xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    linalg.yield %d : f32
+  }
+  linalg.generic {indexing_maps = [#lane3, #point3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%s1 : memref<1x1xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 2 : index
+    %c0 = arith.constant 0 : index
+    %id = arith.constant 0.0 : f32
+    %v = memref.load %one[%c0, %l] : memref<1x32xf32>
+    %is0 = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %is0, %id, %acc : f32
+    %sum = arith.addf %v, %start : f32
+    linalg.yield %sum : f32
+  }
+  linalg.generic {indexing_maps = [#row, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%one : memref<1x32xf32>) outs(%y1 : memref<1x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  return
+}
