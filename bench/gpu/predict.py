@@ -35,7 +35,7 @@ launch cost; the optimizer is torch.optim.AdamW(foreach=True) after
 clip_grad_norm_, as the check runs it.
 
 usage: bench/gpu/predict.py [--build build] [--gpts gpt10m,gpt100m]
-                            [--counted] [--out DIR]
+                            [--counted] [--out DIR] [--flag=--row-groups]
 """
 import argparse
 import json
@@ -283,7 +283,7 @@ def compile_report(compiler, model, art, extra):
     return json.load(open(os.path.join(art, "step.json")))["kernel_report"]
 
 
-def counted_totals(build, name, layers, out):
+def counted_totals(build, name, layers, out, flags=()):
     """The counting emulator's totals of a `layers`-block model at `name`'s
     width, one optimizer step."""
     spec = dict(cases.GPTS[name], layers=layers)
@@ -293,7 +293,7 @@ def counted_totals(build, name, layers, out):
     art = os.path.join(out, tag + "_counted")
     compiler = os.path.join(build, "bin", "accrue-compile")
     report = compile_report(compiler, model, art, ["--target", "cuda-emulated",
-                                                   "--count-accesses"])
+                                                   "--count-accesses"] + list(flags))
     data = os.path.join(out, tag + ".npz")
     np.savez(data, **module.data(cases.BENCH_B * cases.BENCH_K, np.random.default_rng(1)))
     profile = os.path.join(out, tag + ".profile.json")
@@ -309,12 +309,13 @@ def predict(args, name, out):
     module = cases.gpt(name)
     model = export(name, module, out)
     report = compile_report(compiler, model, os.path.join(out, name),
-                            ["--target", "cuda", "--cuda-arch", "sm_90", "--kernel-report=json"])
+                            ["--target", "cuda", "--cuda-arch", "sm_90", "--kernel-report=json"] +
+                            args.flag)
     ours = accrue_totals(report)
     counted = None
     if args.counted:
-        one = counted_totals(args.build, name, 1, out)
-        two = counted_totals(args.build, name, 2, out)
+        one = counted_totals(args.build, name, 1, out, args.flag)
+        two = counted_totals(args.build, name, 2, out, args.flag)
         counted = one.scaled(two, cases.GPTS[name]["layers"] - 1)
     torch.manual_seed(0)
     data = module.data(cases.BENCH_B, np.random.default_rng(2))
@@ -337,6 +338,9 @@ def main():
     parser.add_argument("--counted", action="store_true",
                         help="also extrapolate from counted 1- and 2-block models")
     parser.add_argument("--out")
+    parser.add_argument("--flag", action="append", default=[],
+                        help="a further accrue-compile flag for Accrue's step "
+                             "(--flag=--row-groups)")
     args = parser.parse_args()
     out = args.out or tempfile.mkdtemp(prefix="accrue-predict-")
     os.makedirs(out, exist_ok=True)

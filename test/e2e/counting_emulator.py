@@ -89,7 +89,7 @@ for kind in ("gru", "lstm"):
     counted(kind, rnn, rnn_data, 2, 1, **common)
 wide, wide_data = export("wide", zoo.GPT(5, vocab=300, d=128, heads=2, layers=1), 8)
 wide_art, wide_profile = counted("wide", wide, wide_data, 2, 1, accumulation_steps=2,
-                                 optimizer="none")
+                                 optimizer="none", no_row_groups=True)
 # Its row reductions over 128 features and 300 logits are warp reductions
 # (lane 0 stores the row's value): run in phases at their shuffles, every
 # lane's chain goes on across the phases, so lane 0's, the longest, is its
@@ -105,12 +105,14 @@ for kernel in wide_profile["kernels"]:
         warp_kernels += 1
 assert warp_kernels >= 6, warp_kernels
 print("wide: %d warp reductions, their counted chains the report's" % warp_kernels)
-# Row groups: the warp reductions and row maps of a row share a kernel,
-# with a block barrier between them; a lane reads what lane 0 of its warp
-# stored and the elements other lanes wrote, only across a barrier (the
-# counter fails a run that reads across no barrier, naming the node).
+# Row groups (the default; --no-row-groups above): the row reductions and
+# row maps of a row share a kernel of a block per row, with block barriers
+# between them and between a reduction's warps' values in workgroup memory
+# and thread 0's fold of them; a thread reads what another thread of its
+# block wrote only across a barrier (the counter fails a run that reads
+# across none, naming the node).
 _, rows_profile = counted("wide, row groups", wide, wide_data, 2, 1, accumulation_steps=2,
-                          optimizer="none", row_groups=True)
+                          optimizer="none")
 assert rows_profile["totals"]["launches"] < wide_profile["totals"]["launches"], \
     (rows_profile["totals"], wide_profile["totals"])
 

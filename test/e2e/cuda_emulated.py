@@ -137,12 +137,14 @@ wide, wide_data = export("wide", zoo.GPT(5, vocab=300, d=128, heads=2, layers=1)
 wide_cpu, wide_emulated = both("wide", wide, wide_data, 2, 1, accumulation_steps=2,
                                optimizer="none")
 same("wide gpt gradients", wide_cpu, wide_emulated)
-# Row groups (--row-groups): each LayerNorm's and softmax's warp reductions
-# and the row maps between them in one kernel, with block barriers, which
-# the emulator runs in phases.
-(wide_rows,) = both("wide_rows", wide, wide_data, 2, 1, accumulation_steps=2,
-                    optimizer="none", targets=("cuda-emulated",), row_groups=True)
-same("wide gpt gradients, row groups", wide_cpu, wide_rows)
+# Each LayerNorm's and softmax's row reductions and the row maps between
+# them are one kernel of a block per row (row groups): its warps share a
+# row through workgroup memory, with block barriers, which the emulator
+# runs in phases. Apart (--no-row-groups), a kernel each, warp reductions
+# a warp per row.
+(wide_apart,) = both("wide_apart", wide, wide_data, 2, 1, accumulation_steps=2,
+                     optimizer="none", targets=("cuda-emulated",), no_row_groups=True)
+same("wide gpt gradients, no row groups", wide_cpu, wide_apart)
 
 # The embedding's gradient by sorted rows (cuda-sort-gather-grads, 64
 # tokens or more): micro-batches of 16 x 8 tokens, most of them one id

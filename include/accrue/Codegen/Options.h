@@ -47,11 +47,9 @@ struct CUDALoweringOptions {
   /// races and out-of-bounds accesses.
   bool countAccesses = false;
   /// Row groups (cuda-group-rows): a LayerNorm's or a softmax's warp
-  /// reductions and the row maps between them as one kernel of a warp per
-  /// row. Off by default: it cuts the bytes the kernels move, but a warp's
-  /// lanes then loop over every member's row, and the roofline model
-  /// predicts the longer per-thread chains cost more than the bytes save.
-  bool rowGroups = false;
+  /// reductions and the row maps between them as one kernel of a block
+  /// per row.
+  bool rowGroups = true;
 };
 
 /// Where a step runs and how it is lowered there.

@@ -318,13 +318,7 @@ struct CudaEmulateKernelsPass
     for (auto [k, phase] : llvm::enumerate(phases))
       for (Operation *op : phase)
         phaseOf[op] = k;
-    // The kept values live on the stack for the launch: an alloca scope
-    // frees them when it ends.
-    auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
-    Block *scopeBody = b.createBlock(&scope.getBodyRegion());
-    b.setInsertionPointToStart(scopeBody);
-    memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
-    b.setInsertionPointToStart(scopeBody);
+    // The kept values live on the stack, in the launch's alloca scope.
     Value blockThreads = arith::MulIOp::create(
         b, loc, arith::MulIOp::create(b, loc, extents[3], extents[4]),
         extents[5]);
@@ -367,7 +361,6 @@ struct CudaEmulateKernelsPass
                  threadCall, warp, blockThreads);
       }
     });
-    b.setInsertionPointAfter(scope);
     return success();
   }
 
@@ -470,11 +463,28 @@ struct CudaEmulateKernelsPass
   /// Blocks, then threads, z outermost; the body runs once per thread.
   LogicalResult emulate(gpu::LaunchOp launch, unsigned index,
                         const std::optional<CounterEntries> &entries) {
-    if (launch.getAsyncToken() || !launch.getWorkgroupAttributions().empty())
-      return launch.emitError("cannot emulate an asynchronous kernel or one "
-                              "with shared memory");
+    if (launch.getAsyncToken())
+      return launch.emitError("cannot emulate an asynchronous kernel");
     OpBuilder b(launch);
     Location loc = launch.getLoc();
+    // Workgroup memory: a buffer on the stack for the launch, which each
+    // block in turn uses (the GPU leaves its contents undefined at a
+    // block's start); the launch's alloca scope frees it.
+    auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
+    b.createBlock(&scope.getBodyRegion());
+    memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
+    b.setInsertionPointToStart(&scope.getBodyRegion().front());
+    SmallVector<std::pair<BlockArgument, Value>> shared;
+    for (BlockArgument arg : launch.getWorkgroupAttributions()) {
+      auto type = cast<MemRefType>(arg.getType());
+      if (!type.hasStaticShape())
+        return launch.emitError("cannot emulate shared memory of a dynamic "
+                                "shape");
+      shared.push_back(
+          {arg, memref::AllocaOp::create(
+                    b, loc,
+                    MemRefType::get(type.getShape(), type.getElementType()))});
+    }
     gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
     gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
     if (entries) {
@@ -496,6 +506,8 @@ struct CudaEmulateKernelsPass
     SmallVector<Value> ids{blockIds.z,  blockIds.y,  blockIds.x,
                            threadIds.z, threadIds.y, threadIds.x};
     IRMapping mapping;
+    for (auto [arg, buffer] : shared)
+      mapping.map(arg, buffer);
     gpu::KernelDim3 gridArgs = launch.getGridSize();
     gpu::KernelDim3 blockArgs = launch.getBlockSize();
     for (auto [arg, value] :

@@ -265,6 +265,15 @@ LogicalResult formKernel(RewriterBase &rewriter, linalg::GenericOp op,
   return success();
 }
 
+/// The warps of a block that share each point (the block form of a row
+/// group): this thread's warp, their count, and the workgroup memory
+/// where each warp leaves its value.
+struct BlockWarps {
+  Value warp;
+  int64_t warps;
+  Value shared;
+};
+
 /// A warp reduction (kWarpLanes, buffer semantics) taken apart for a
 /// kernel of a warp per output point: lane l computes the body up to its
 /// last combine (its share of the point, from the identity), five xor
@@ -283,7 +292,8 @@ struct WarpReduction {
   /// whether the point is one of `op`'s), at the insertion point in a
   /// launch of a warp per point; `ranges` are `op`'s loop ranges.
   void emit(RewriterBase &rewriter, Location loc, ArrayRef<Range> ranges,
-            Value point, Value lane, Value valid);
+            Value point, Value lane, Value valid,
+            const BlockWarps *block = nullptr);
 
   /// The epilogue: what the body computes after the combine.
   bool inEpilogue(Operation &bodyOp) const {
@@ -310,6 +320,13 @@ struct WarpReduction {
   /// Whether the constant is defined in the body (cloned where lane 0
   /// uses it).
   bool startInBody = false;
+  /// The loop over a lane's elements (l, l + 32, ...) that folds its share
+  /// from the identity, if the share is one (from 0 in steps of 1 to
+  /// `shareTrips`), and whether the share may be split over the warps of
+  /// a block (that loop, or no loop: one element a lane).
+  scf::ForOp shareLoop;
+  int64_t shareTrips = 1;
+  bool splitsOverWarps = false;
 };
 
 FailureOr<WarpReduction> WarpReduction::get(linalg::GenericOp op) {
@@ -386,12 +403,32 @@ FailureOr<WarpReduction> WarpReduction::get(linalg::GenericOp op) {
       start && start.getParentRegion() == &op.getRegion();
   if (startInBody && !(startDef && startDef->hasTrait<OpTrait::ConstantLike>()))
     return op.emitError("malformed warp reduction");
+  auto loop = share.getDefiningOp<scf::ForOp>();
+  if (!loop || loop->getBlock() != &opBody) {
+    w.splitsOverWarps = !loop && llvm::none_of(opBody, [](Operation &bodyOp) {
+      return isa<LoopLikeOpInterface>(bodyOp);
+    });
+    return w;
+  }
+  OpBuilder b(op);
+  Attribute init;
+  std::optional<int64_t> trips = getConstantIntValue(loop.getUpperBound());
+  if (loop.getNumResults() == 1 && trips &&
+      isConstantIntValue(loop.getLowerBound(), 0) &&
+      isConstantIntValue(loop.getStep(), 1) &&
+      matchPattern(loop.getInitArgs()[0], m_Constant(&init)) &&
+      init == arith::getIdentityValueAttr(w.kind, share.getType(), b,
+                                          op.getLoc())) {
+    w.shareLoop = loop;
+    w.shareTrips = *trips;
+    w.splitsOverWarps = true;
+  }
   return w;
 }
 
 void WarpReduction::emit(RewriterBase &rewriter, Location loc,
                          ArrayRef<Range> ranges, Value point, Value lane,
-                         Value valid) {
+                         Value valid, const BlockWarps *block) {
   Block &opBody = op.getRegion().front();
   unsigned numLoops = op.getNumLoops();
   SmallVector<unsigned> pointDims =
@@ -413,6 +450,9 @@ void WarpReduction::emit(RewriterBase &rewriter, Location loc,
     rewriter.setInsertionPointToStart(branch.thenBlock());
     pointLoops();
     ivs.back() = lane;
+    Value warps =
+        block ? arith::ConstantIndexOp::create(rewriter, loc, block->warps)
+              : Value();
     IRMapping mapping;
     mapping.map(outArg, identity); // read by the last combine only
     for (Operation &bodyOp : opBody.without_terminator()) {
@@ -425,7 +465,23 @@ void WarpReduction::emit(RewriterBase &rewriter, Location loc,
       }
       rewriter.clone(bodyOp, mapping);
     }
-    scf::YieldOp::create(rewriter, loc, mapping.lookup(share));
+    Value laneShare = mapping.lookup(share);
+    if (block) {
+      // Warp w folds the iterations w, w + warps, ... of the lane's loop
+      // (or, without one, warp 0 the lane's element).
+      if (shareLoop) {
+        auto loop = laneShare.getDefiningOp<scf::ForOp>();
+        loop.setLowerBound(block->warp);
+        loop.setStep(warps);
+      } else {
+        Value firstWarp = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::eq, block->warp,
+            arith::ConstantIndexOp::create(rewriter, loc, 0));
+        laneShare = arith::SelectOp::create(rewriter, loc, firstWarp, laneShare,
+                                            identity);
+      }
+    }
+    scf::YieldOp::create(rewriter, loc, laneShare);
     rewriter.setInsertionPointToStart(branch.elseBlock());
     scf::YieldOp::create(rewriter, loc, identity);
   }
@@ -440,13 +496,41 @@ void WarpReduction::emit(RewriterBase &rewriter, Location loc,
   }
 
   // Lane 0 of a warp of a point writes it.
-  Value first =
-      arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, lane,
-                            arith::ConstantIndexOp::create(rewriter, loc, 0));
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                      lane, zero);
+  if (block) {
+    // The warps of the block leave their values in workgroup memory;
+    // after a barrier, thread 0 folds them in order (the same sum for a
+    // given block size) and stores the point.
+    auto leave = scf::IfOp::create(rewriter, loc, first,
+                                   /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(leave.thenBlock());
+      memref::StoreOp::create(rewriter, loc, value, block->shared,
+                              ValueRange{block->warp});
+    }
+    gpu::BarrierOp::create(rewriter, loc);
+    first = arith::AndIOp::create(
+        rewriter, loc, first,
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                              block->warp, zero));
+  }
   auto store = scf::IfOp::create(
       rewriter, loc, arith::AndIOp::create(rewriter, loc, first, valid),
       /*withElseRegion=*/false);
   rewriter.setInsertionPointToStart(store.thenBlock());
+  if (block) {
+    value =
+        memref::LoadOp::create(rewriter, loc, block->shared, ValueRange{zero});
+    for (int64_t w = 1; w < block->warps; ++w)
+      value = arith::getReductionOp(
+          kind, rewriter, loc, value,
+          memref::LoadOp::create(
+              rewriter, loc, block->shared,
+              ValueRange{arith::ConstantIndexOp::create(rewriter, loc, w)}));
+  }
   pointLoops();
   OpOperand *init = op.getDpsInitOperand(0);
   SmallVector<Value> indices =
@@ -548,10 +632,11 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
 }
 
 /// The body of the elementwise op `op` at the point `ivs`: its operands
-/// loaded there, its results stored there.
+/// loaded there (but the block arguments `loaded` maps), its results
+/// stored there.
 void emitElementwiseBody(OpBuilder &b, Location loc, linalg::GenericOp op,
-                         ArrayRef<Value> ivs) {
-  IRMapping mapping;
+                         ArrayRef<Value> ivs, const IRMapping &loaded = {}) {
+  IRMapping mapping = loaded;
   Block &body = op.getRegion().front();
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   for (auto [k, operand] : llvm::enumerate(op->getOperands())) {
@@ -560,7 +645,7 @@ void emitElementwiseBody(OpBuilder &b, Location loc, linalg::GenericOp op,
       mapping.map(arg, operand); // a scalar input
       continue;
     }
-    if (!arg.use_empty())
+    if (!arg.use_empty() && !mapping.contains(arg))
       mapping.map(arg, memref::LoadOp::create(b, loc, operand,
                                               applyMap(b, loc, maps[k], ivs)));
   }
@@ -581,11 +666,14 @@ void emitElementwiseBody(OpBuilder &b, Location loc, linalg::GenericOp op,
 }
 
 /// The row map `op` (an elementwise op whose last loop is its row) for
-/// the warp of `point`, at the insertion point in a launch of a warp per
-/// point: lane l takes the row's elements l, l + 32, ... (the warp reads
-/// 32 neighbours at once). `ranges` are `op`'s loop ranges.
+/// the threads of `point`, at the insertion point in a launch of `stride`
+/// threads per point: the thread `first` takes the row's elements first,
+/// first + stride, ... (a warp reads 32 neighbours at once). Operands the
+/// row does not index are loaded once, before the loop. `ranges` are
+/// `op`'s loop ranges.
 void emitRowMap(RewriterBase &rewriter, Location loc, linalg::GenericOp op,
-                ArrayRef<Range> ranges, Value point, Value lane, Value valid) {
+                ArrayRef<Range> ranges, Value point, Value first,
+                int64_t stride, Value valid) {
   OpBuilder::InsertionGuard guard(rewriter);
   auto branch = scf::IfOp::create(rewriter, loc, valid, false);
   rewriter.setInsertionPointToStart(branch.thenBlock());
@@ -595,35 +683,67 @@ void emitRowMap(RewriterBase &rewriter, Location loc, linalg::GenericOp op,
               llvm::to_vector(llvm::seq<unsigned>(0, numLoops - 1)), ivs);
   Value row =
       getValueOrCreateConstantIndexOp(rewriter, loc, ranges.back().size);
-  Value step = arith::ConstantIndexOp::create(rewriter, loc, kWarpSize);
-  scf::ForOp::create(rewriter, loc, lane, row, step, ValueRange{},
+  Value step = arith::ConstantIndexOp::create(rewriter, loc, stride);
+  // What the row does not index, loaded once.
+  IRMapping invariant;
+  Block &body = op.getRegion().front();
+  for (OpOperand &operand : op->getOpOperands()) {
+    BlockArgument arg = body.getArgument(operand.getOperandNumber());
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    if (op.isDpsInput(&operand) && !arg.use_empty() &&
+        isa<MemRefType>(operand.get().getType()) &&
+        !map.isFunctionOfDim(numLoops - 1)) {
+      ivs.back() = first; // unused by the map
+      invariant.map(arg,
+                    memref::LoadOp::create(rewriter, loc, operand.get(),
+                                           applyMap(rewriter, loc, map, ivs)));
+    }
+  }
+  scf::ForOp::create(rewriter, loc, first, row, step, ValueRange{},
                      [&](OpBuilder &b, Location, Value iv, ValueRange) {
                        ivs.back() = iv;
-                       emitElementwiseBody(b, loc, op, ivs);
+                       emitElementwiseBody(b, loc, op, ivs, invariant);
                        scf::YieldOp::create(b, loc);
                      });
 }
 
 /// Replaces the members of a row group (kRowGroup: warp reductions and
 /// row maps over the same points, in order, nothing with memory effects
-/// between them) by one kernel of a warp per point: the warp does each
-/// member's work for its point in turn, with a block barrier between two
-/// (what one member writes and a later one touches lies in the warp's own
-/// rows, cuda-group-rows made sure). What lies between the members (views,
-/// constants) moves before the kernel.
+/// between them) by one kernel: each point's threads do each member's
+/// work for the point in turn, with a block barrier between two (what one
+/// member writes and a later one touches lies in the point's own rows,
+/// cuda-group-rows made sure). Where every warp reduction's share splits
+/// over warps, a block of up to `blockSize` threads takes a point (as
+/// many warps as the longest member has elements a lane, 32 a warp): its
+/// warps fold a share of each reduction, leave their values in workgroup
+/// memory and thread 0 folds those in order; a row map's threads take
+/// every (warps x 32)-th element. Otherwise a block of one warp takes a
+/// point. What lies between the members (views, constants) moves before
+/// the kernel.
 LogicalResult formRowGroup(RewriterBase &rewriter,
                            ArrayRef<linalg::GenericOp> members,
                            int64_t blockSize, bool barriers) {
   SmallVector<std::optional<WarpReduction>> warps;
+  bool splits = true;
+  int64_t elementsPerLane = 1;
   for (linalg::GenericOp op : members) {
     warps.emplace_back();
-    if (!op->hasAttr(accrue::cuda::kWarpLanes))
+    if (!op->hasAttr(accrue::cuda::kWarpLanes)) {
+      elementsPerLane = std::max<int64_t>(
+          elementsPerLane,
+          llvm::divideCeil(op.getStaticLoopRanges().back(), kWarpSize));
       continue;
+    }
     FailureOr<WarpReduction> warp = WarpReduction::get(op);
     if (failed(warp))
       return failure();
+    splits = splits && warp->splitsOverWarps;
+    elementsPerLane = std::max(elementsPerLane, warp->shareTrips);
     warps.back() = *warp;
   }
+  int64_t blockWarps =
+      splits ? std::clamp<int64_t>(elementsPerLane, 1, blockSize / kWarpSize)
+             : 1;
   Operation *first = members.front(), *last = members.back();
   for (Operation *op = first->getNextNode(), *next; op != last; op = next) {
     next = op->getNextNode();
@@ -643,15 +763,49 @@ LogicalResult formRowGroup(RewriterBase &rewriter,
   for (linalg::GenericOp op : members)
     ranges.push_back(cast<linalg::LinalgOp>(op.getOperation())
                          .createLoopRanges(rewriter, loc));
-  auto [point, lane, valid] =
-      createWarpLaunch(rewriter, loc, ranges.front(), blockSize);
+  // A block per point, with workgroup memory for each reduction's warps
+  // where there are several.
+  SmallVector<unsigned> pointDims =
+      llvm::to_vector(llvm::seq<unsigned>(0, ranges.front().size() - 1));
+  Value points = extentProduct(rewriter, loc, ranges.front(), pointDims).first;
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  Value threads =
+      arith::ConstantIndexOp::create(rewriter, loc, blockWarps * kWarpSize);
+  auto workgroup = gpu::AddressSpaceAttr::get(rewriter.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  SmallVector<Type> shared;
+  for (std::optional<WarpReduction> &warp : warps)
+    if (warp && blockWarps > 1)
+      shared.push_back(MemRefType::get({blockWarps}, warp->share.getType(),
+                                       MemRefLayoutAttrInterface(), workgroup));
+  auto launch =
+      gpu::LaunchOp::create(rewriter, loc, points, one, one, threads, one, one,
+                            nullptr, nullptr, ValueRange{}, shared);
+  Block &body = launch.getBody().front();
+  rewriter.setInsertionPointToStart(&body);
+  gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.setInsertionPointToStart(&body);
+  Value point = launch.getBlockIds().x;
+  Value thread = launch.getThreadIds().x;
+  Value warpSize = arith::ConstantIndexOp::create(rewriter, loc, kWarpSize);
+  Value warp = arith::DivUIOp::create(rewriter, loc, thread, warpSize);
+  Value lane = arith::RemUIOp::create(rewriter, loc, thread, warpSize);
+  Value valid = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
+  unsigned nextShared = 0;
   for (auto [k, op] : llvm::enumerate(members)) {
     if (k > 0 && barriers)
       gpu::BarrierOp::create(rewriter, loc);
-    if (warps[k])
-      warps[k]->emit(rewriter, loc, ranges[k], point, lane, valid);
-    else
-      emitRowMap(rewriter, loc, op, ranges[k], point, lane, valid);
+    if (!warps[k]) {
+      emitRowMap(rewriter, loc, op, ranges[k], point, thread,
+                 blockWarps * kWarpSize, valid);
+      continue;
+    }
+    std::optional<BlockWarps> block;
+    if (blockWarps > 1)
+      block = BlockWarps{warp, blockWarps,
+                         launch.getWorkgroupAttributions()[nextShared++]};
+    warps[k]->emit(rewriter, loc, ranges[k], point, lane, valid,
+                   block ? &*block : nullptr);
   }
   for (linalg::GenericOp op : members)
     rewriter.eraseOp(op);

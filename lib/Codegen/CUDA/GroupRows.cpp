@@ -8,11 +8,11 @@
 // neighbours in a block, nothing with memory effects between them, over
 // the same points (the loops of more than one iteration but the last: a
 // warp reduction's lanes, a row map's row), and at least one of them a
-// warp reduction. cuda-form-kernels makes one kernel of a group: a warp
+// warp reduction. cuda-form-kernels makes one kernel of a group: a block
 // per point runs the members in order, with a block barrier between them.
 //
-// That is the same computation only where no warp touches what another
-// warp of the kernel writes: the barrier orders one block's threads, not
+// That is the same computation only where no block touches what another
+// block of the kernel writes: the barrier orders one block's threads, not
 // the blocks. So a member joins a group only if every element it and an
 // earlier member access, one of them writing, lies in the rows of one
 // point: each such access reaches, at point p (row-major index L(p) over
@@ -180,14 +180,14 @@ std::optional<Rows> rowsOfLoad(const Member &member, memref::LoadOp load) {
   return rowsOf(member, constant, coefficients, free);
 }
 
-/// The longest row a row map's warp takes: 64 elements a lane, as a warp
-/// reduction's (cuda-split-reductions' lane-elements).
+/// The longest row a row map takes: 64 elements a lane of a warp, as a
+/// warp reduction's (cuda-split-reductions' lane-elements).
 constexpr int64_t kMaxRowElements = 64 * kWarpSize;
 
 /// `op` as a member, where it is a warp reduction or a row map (an
 /// elementwise op, not a transpose, over rows of at most kMaxRowElements)
-/// on static buffers, with more than one point (a kernel of one warp would
-/// be a row map's whole parallelism).
+/// on static buffers, with more than one point (a kernel of one block
+/// would be a row map's whole parallelism).
 std::optional<Member> memberOf(Operation &op) {
   auto generic = dyn_cast<linalg::GenericOp>(op);
   if (!generic || generic.getNumLoops() == 0)
@@ -232,7 +232,7 @@ std::optional<Member> memberOf(Operation &op) {
   return member;
 }
 
-/// Whether no warp of a kernel running `member` after `earlier` would
+/// Whether no block of a kernel running `member` after `earlier` would
 /// touch what another writes: every pair of their accesses that may meet,
 /// one of them writing, stays within the rows of one point.
 bool joins(ArrayRef<Member> earlier, const Member &member) {

@@ -615,7 +615,10 @@ Value cuda::viewRoot(Value memref) {
 }
 
 bool cuda::isKernelLocal(gpu::LaunchOp launch, Value memref) {
-  Operation *def = viewRoot(memref).getDefiningOp();
+  Value root = viewRoot(memref);
+  if (llvm::is_contained(launch.getWorkgroupAttributions(), root))
+    return true;
+  Operation *def = root.getDefiningOp();
   return def && isa<memref::AllocaOp>(def) && launch->isAncestor(def);
 }
 

@@ -50,9 +50,9 @@ public:
                "longest chain of a thread)",
                options.cuda.countAccesses);
     table.flag("row_groups",
-               "Run the warp reductions of a row and the elementwise ops "
-               "between them (a LayerNorm, a softmax) as one kernel of a "
-               "warp per row (targets cuda and cuda-emulated)",
+               "Run the row reductions of a LayerNorm or a softmax and the "
+               "elementwise ops between them as one kernel of a block per "
+               "row (off: a kernel each)",
                options.cuda.rowGroups);
   }
   std::optional<std::string>
@@ -75,9 +75,6 @@ public:
       return settingRef("count_accesses") +
              " counts the accesses of emulated kernels: it needs " +
              settingRef("target") + " cuda-emulated";
-    if (options.cuda.rowGroups && options.target == ACCRUE_TARGET_CPU)
-      return settingRef("row_groups") + " forms GPU kernels: it needs " +
-             settingRef("target") + " cuda or cuda-emulated";
     return std::nullopt;
   }
   std::optional<std::string>

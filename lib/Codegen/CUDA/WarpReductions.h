@@ -33,8 +33,8 @@ constexpr int64_t kWarpSize = 32;
 /// Integer attribute (the group's number) on the linalg.generic members of
 /// a row group (cuda-group-rows): warp reductions and row maps over the
 /// same points that follow each other, with nothing with memory effects
-/// between them. cuda-form-kernels makes one kernel of a group, a warp per
-/// point running the members in order with a block barrier between them;
+/// between them. cuda-form-kernels makes one kernel of a group, a block
+/// per point running the members in order with a barrier between them;
 /// cuda-plan-workspace keeps every buffer a member touches live through
 /// the whole group.
 constexpr llvm::StringLiteral kRowGroup = "accrue.row_group";

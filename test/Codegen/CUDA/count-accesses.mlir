@@ -54,10 +54,11 @@
 // that is a race.
 // NOBAR: accrue: a data race in kernel k0_unsynced (ONNX node 'unsynced'), access 1 to 'step argument 1' at byte 4: thread 1 of block 0 writes the element that thread 0 of block 0 reads, in one launch (its threads run in no order)
 // BLOCKS: accrue: a data race in kernel k0_neighbour_block (ONNX node 'neighbour_block'), access 1 to 'step argument 1' at byte 128: thread 0 of block 1 reads the element that thread 31 of block 0 writes, in one launch (its threads run in no order between barriers)
-// A row group's members share a kernel: the row map's lanes read the sum
-// lane 0 of their warp stored, which only the barrier between the members
-// orders.
-// SEEDED: accrue: a data race in kernel k0__ln_LayerNormalization (ONNX node '/ln/LayerNormalization'), access {{[0-9]+}} to 'step argument 2' at byte 0: thread 1 of block 0 reads the element that thread 0 of block 0 writes, in one launch (its threads run in no order)
+// A row group's members share a kernel: the row map's threads read the
+// sum thread 0 of their block stored, which only the barrier between the
+// members orders (the reduction's own barrier, between its warps' values
+// and thread 0's fold of them, comes before that store).
+// SEEDED: accrue: a data race in kernel k0__ln_LayerNormalization (ONNX node '/ln/LayerNormalization'), access {{[0-9]+}} to 'step argument 2' at byte 0: thread 1 of block 0 reads the element that thread 0 of block 0 writes, in one launch (its threads run in no order between barriers)
 // OOB: accrue: an out-of-bounds load in kernel k0_past_the_end (ONNX node 'past_the_end'), access 0 to 'step argument 0' at byte 256: thread 63 of block 0 reads outside the view it indexes (the access is skipped)
 
 //--- kernels.mlir

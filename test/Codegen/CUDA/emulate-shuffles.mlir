@@ -149,3 +149,47 @@ func.func @shuffle_down(%x: memref<64xf32>, %y: memref<64xf32>) {
   }
   return
 }
+
+// -----
+
+// Workgroup (shared) memory is a stack buffer of the launch, which each
+// block in turn uses: thread t stores its value at t, and after the
+// barrier reads thread 31 - t's.
+
+// CHECK-LABEL: func @shared
+// CHECK-SAME: (%[[X:.+]]: memref<64xf32>, %[[Y:.+]]: memref<64xf32>)
+// CHECK: %[[SMEM:.+]] = memref.alloca() : memref<32xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c2
+// CHECK:   scf.for %[[T1:.+]] = %c0 to %c32
+// CHECK:     %[[V:.+]] = memref.load %[[X]]
+// CHECK:     memref.store %[[V]], %[[SMEM]][%[[T1]]]
+// CHECK:   }
+// CHECK:   scf.for %[[T2:.+]] = %c0 to %c32
+// CHECK:     %[[MIRROR:.+]] = arith.subi %c31, %[[T2]]
+// CHECK:     %[[W:.+]] = memref.load %[[SMEM]][%[[MIRROR]]]
+// CHECK:     memref.store %[[W]], %[[Y]]
+// CHECK:   }
+// CHECK: }
+// CHECK-NOT: gpu.barrier
+func.func @shared(%x: memref<64xf32>, %y: memref<64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c31 = arith.constant 31 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1)
+             workgroup(%smem : memref<32xf32, #gpu.address_space<workgroup>>) {
+    %base = arith.muli %bx, %sx : index
+    %i = arith.addi %base, %tx : index
+    %v = memref.load %x[%i] : memref<64xf32>
+    memref.store %v, %smem[%tx] : memref<32xf32, #gpu.address_space<workgroup>>
+    gpu.barrier
+    %mirror = arith.subi %c31, %tx : index
+    %w = memref.load %smem[%mirror] : memref<32xf32, #gpu.address_space<workgroup>>
+    %base2 = arith.muli %bx, %sx : index
+    %j = arith.addi %base2, %tx : index
+    memref.store %w, %y[%j] : memref<64xf32>
+    gpu.terminator
+  }
+  return
+}

@@ -511,28 +511,44 @@ func.func @warp_epilogue(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %g: memref
 
 // -----
 
-// A row group (cuda-group-rows): one kernel of a warp per point, here 4
-// rows as 128 threads. The reduction's warp sums its row and lane 0
-// stores it; after a block barrier the row map's lanes take the row's
-// elements lane, lane + 32, reading the sum lane 0 stored.
+// A row group (cuda-group-rows): one kernel of a block per point, here 4
+// rows of 64, 2 elements a lane: 2 warps a block. Each warp folds its
+// share of the row (warp w the lane loop's iterations w, w + 2, ...),
+// combines its lanes with shuffles and leaves its value in workgroup
+// memory; after a barrier thread 0 folds the warps' values in order and
+// stores the sum. After a block barrier, the row map's threads take the
+// row's elements t and t + 64 (here t only), reading the sum once.
 
 // CHECK-LABEL: func @row_group
 // CHECK-SAME: (%[[X:.+]]: memref<4x64xf32>, %[[LANES:.+]]: memref<32xi8>, %[[SUM:.+]]: memref<4xf32>, %[[Y:.+]]: memref<4x64xf32>)
-// CHECK: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %c128{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}})
-// CHECK:   %[[ROW:.+]] = arith.divui %[[TX]], %c32
+// CHECK: gpu.launch blocks(%[[BX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %c4{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %c64{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) workgroup(%[[WARPS:.+]] : memref<2xf32, #gpu.address_space<workgroup>>)
+// CHECK:   %[[WARP:.+]] = arith.divui %[[TX]], %c32
 // CHECK:   %[[LANE:.+]] = arith.remui %[[TX]], %c32
-// CHECK:   %[[VALID:.+]] = arith.cmpi ult, %[[ROW]], %c4
-// CHECK:   gpu.shuffle xor
-// CHECK:   scf.if
-// CHECK:     memref.store %{{.+}}, %[[SUM]]
+// CHECK:   %[[SHARE:.+]] = scf.for %{{.+}} = %[[WARP]] to %c2{{.*}} step %c2
+// CHECK:     memref.load %[[X]]
+// CHECK:   gpu.shuffle xor %[[SHARE]], %c16
+// CHECK:   %[[S1:.+]], %{{.+}} = gpu.shuffle xor %[[V2:.+]], %c1{{.*}}, %c32{{.*}} : f32
+// CHECK:   %[[V1:.+]] = arith.addf %[[V2]], %[[S1]] : f32
+// CHECK:   %[[FIRST:.+]] = arith.cmpi eq, %[[LANE]], %c0
+// CHECK:   scf.if %[[FIRST]] {
+// CHECK:     memref.store %[[V1]], %[[WARPS]][%[[WARP]]]
 // CHECK:   }
 // CHECK-NEXT: gpu.barrier
-// CHECK-NEXT: scf.if %[[VALID]] {
-// CHECK:     scf.for %[[J:.+]] = %[[LANE]] to %c64{{.*}} step %c32
-// CHECK:       %[[XV:.+]] = memref.load %[[X]][%[[R:.+]], %[[J]]]
-// CHECK:       %[[SV:.+]] = memref.load %[[SUM]][%[[R]]]
-// CHECK:       %[[D:.+]] = arith.subf %[[XV]], %[[SV]]
-// CHECK:       memref.store %[[D]], %[[Y]][%[[R]], %[[J]]]
+// CHECK:   %[[WARP0:.+]] = arith.cmpi eq, %[[WARP]], %c0
+// CHECK:   %[[THREAD0:.+]] = arith.andi %[[FIRST]], %[[WARP0]]
+// CHECK:   scf.if %[[THREAD0]] {
+// CHECK:     %[[W0:.+]] = memref.load %[[WARPS]][%c0]
+// CHECK:     %[[W1:.+]] = memref.load %[[WARPS]][%c1]
+// CHECK:     %[[BOTH:.+]] = arith.addf %[[W0]], %[[W1]]
+// CHECK:     %[[TOTAL:.+]] = arith.addf %[[BOTH]], %cst
+// CHECK:     memref.store %[[TOTAL]], %[[SUM]]
+// CHECK:   }
+// CHECK-NEXT: gpu.barrier
+// CHECK:   %[[SV:.+]] = memref.load %[[SUM]][%[[R:.+]]]
+// CHECK:   scf.for %[[J:.+]] = %[[TX]] to %c64{{.*}} step %c64
+// CHECK:     %[[XV:.+]] = memref.load %[[X]][%[[R]], %[[J]]]
+// CHECK:     %[[D:.+]] = arith.subf %[[XV]], %[[SV]]
+// CHECK:     memref.store %[[D]], %[[Y]][%[[R]], %[[J]]]
 // CHECK: gpu.terminator
 // CHECK-NOT: gpu.launch
 #lane = affine_map<(d0, d1) -> (d1)>

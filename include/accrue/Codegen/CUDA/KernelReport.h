@@ -164,7 +164,7 @@ std::optional<GlobalAccess> asGlobalAccess(mlir::Operation *op);
 mlir::Value viewRoot(mlir::Value memref);
 
 /// Whether `memref` is (a view of) memory `launch` allocates for itself:
-/// registers, not global memory.
+/// registers or its workgroup (shared) memory, not global memory.
 bool isKernelLocal(mlir::gpu::LaunchOp launch, mlir::Value memref);
 
 /// The global loads and stores of `launch` (memref and vector loads and

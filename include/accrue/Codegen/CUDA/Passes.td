@@ -341,13 +341,13 @@ def CudaGroupRows : Pass<"cuda-group-rows", "::mlir::func::FuncOp"> {
     effects between them, over the same points (their loops of more than
     one iteration but the last), at least one of them a warp reduction,
     becomes a row group: each member gets `accrue.row_group` (the group's
-    number). cuda-form-kernels makes one kernel of a group, a warp per
+    number). cuda-form-kernels makes one kernel of a group, a block per
     point running the members in order with a block barrier between them,
     and cuda-plan-workspace keeps every buffer a member touches live
     through the group. A member joins only where every element it and an
     earlier member may both access, one of them writing, lies in the rows
     of one point (the same row stride R, both windows within R elements),
-    so that no warp touches what another writes: the barrier orders only
+    so that no block touches what another writes: the barrier orders only
     one block's threads. A LayerNorm (mean, x - mean, variance,
     normalization) and a softmax (mask, max, sum, division) are then one
     kernel each, forward and backward.
@@ -398,10 +398,15 @@ def CudaFormKernels : Pass<"cuda-form-kernels", "::mlir::func::FuncOp"> {
     tokens), one thread per iteration and range of the result's rows (at
     most 64 ranges, the grid's y dimension), each updating only its rows:
     every element still sums its terms in the loop's order. The members of
-    a row group (cuda-group-rows) become one kernel of a warp per point:
-    each member's work for the warp's point in turn (a row map's lanes take
-    the row's elements lane, lane + 32, ...), a block barrier (`gpu.barrier`)
-    between two. Kernels use no shared memory.
+    a row group (cuda-group-rows) become one kernel of a block per point:
+    each member's work for the block's point in turn, a block barrier
+    (`gpu.barrier`) between two; a reduction's warps each fold a share of
+    the row (warp w the lane loop's iterations w, w + W, ...) and leave
+    their values in workgroup memory, which thread 0 folds in order after
+    a barrier; a row map's threads take the row's elements t, t + 32 W,
+    .... W is the most elements a lane of a member takes, at most
+    `block-size` / 32 (a reduction whose share does not split over warps
+    makes it 1).
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", "256",
