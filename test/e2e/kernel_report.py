@@ -285,6 +285,16 @@ assert grouped_totals["kernels_per_micro_batch"] <= 48 and \
     wide_totals["kernels_per_micro_batch"] - grouped_totals["kernels_per_micro_batch"] >= 20 \
     and grouped_totals["footprint_bytes_per_micro_batch"] <= \
     0.85 * wide_totals["footprint_bytes_per_micro_batch"], (grouped_totals, wide_totals)
+# Their PTX (workgroup memory, barriers) assembles for sm_80 and sm_90
+# with no spills.
+proc = subprocess.run([e2e.tool("accrue-compile"), wide_model, "-o", os.path.join(out, "wide_ptx"),
+                       "--micro-batch", "2", "--target", "cuda", "--cuda-arch", "sm_80,sm_90",
+                       "--kernel-report=json"], capture_output=True, text=True)
+assert proc.returncode == 0, proc.stderr
+assert json.loads(proc.stdout)["ptx_totals"]["kernels_spilling"] == 0, \
+    json.loads(proc.stdout)["ptx_totals"]
+with open(os.path.join(out, "wide_ptx", "kernels.sm_80.ptx")) as f:
+    assert "bar.sync" in f.read()
 
 # From 64 tokens a micro-batch on, the token embedding's gradient sorts its
 # tokens by row (cuda-sort-gather-grads): at 16 x 8 = 128 tokens, one
