@@ -24,15 +24,11 @@ namespace {
 /// its static layout; all of them where that is not static.
 std::pair<int64_t, int64_t> spanOf(Value value) {
   auto type = cast<MemRefType>(value.getType());
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (!type.hasStaticShape() ||
-      failed(type.getStridesAndOffset(strides, offset)) ||
-      ShapedType::isDynamic(offset) ||
-      llvm::any_of(strides, [](int64_t stride) {
-        return ShapedType::isDynamic(stride) || stride < 0;
-      }))
+  auto layout = cuda::staticLayout(value);
+  if (!type.hasStaticShape() || !layout ||
+      llvm::any_of(layout->first, [](int64_t stride) { return stride < 0; }))
     return {0, std::numeric_limits<int64_t>::max()};
+  auto &[strides, offset] = *layout;
   int64_t last = offset;
   for (auto [size, stride] : llvm::zip(type.getShape(), strides))
     last += (size - 1) * stride;
@@ -106,15 +102,24 @@ bool cuda::isTranspose(linalg::LinalgOp op) {
   return false;
 }
 
-AffineExpr cuda::elementOf(Value buffer, AffineMap map,
-                           ArrayRef<int64_t> ranges) {
-  auto type = cast<MemRefType>(buffer.getType());
+std::optional<std::pair<SmallVector<int64_t>, int64_t>>
+cuda::staticLayout(Value memref) {
   SmallVector<int64_t> strides;
   int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)) ||
+  if (failed(cast<MemRefType>(memref.getType())
+                 .getStridesAndOffset(strides, offset)) ||
       ShapedType::isDynamic(offset) ||
       llvm::any_of(strides, ShapedType::isDynamic))
+    return std::nullopt;
+  return std::make_pair(strides, offset);
+}
+
+AffineExpr cuda::elementOf(Value buffer, AffineMap map,
+                           ArrayRef<int64_t> ranges) {
+  auto layout = staticLayout(buffer);
+  if (!layout)
     return {};
+  auto &[strides, offset] = *layout;
   MLIRContext *context = map.getContext();
   AffineExpr element = getAffineConstantExpr(offset, context);
   for (auto [k, expr] : llvm::enumerate(map.getResults()))

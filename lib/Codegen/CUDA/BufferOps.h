@@ -27,6 +27,10 @@ bool isWarpReduction(mlir::linalg::LinalgOp op);
 /// output is contiguous in (a transpose, which cuda-form-kernels tiles).
 bool isTranspose(mlir::linalg::LinalgOp op);
 
+/// The strides and offset of the view `memref`, where they are static.
+std::optional<std::pair<llvm::SmallVector<int64_t>, int64_t>>
+staticLayout(mlir::Value memref);
+
 /// The element of its root buffer that `map` (of loops of extents
 /// `ranges`) reaches through the view `buffer`: offset + sum of stride x
 /// index, as one expression of the loops, loops of one iteration read as

@@ -57,6 +57,17 @@ SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
   return indices;
 }
 
+void cloneBodyAt(OpBuilder &b, Block &body, ValueRange ivs,
+                 IRMapping &mapping) {
+  for (Operation &bodyOp : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
+      mapping.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(bodyOp, mapping);
+  }
+}
+
 /// A gpu.launch of `blocks` x `threads` at the insertion point (threads
 /// and blocks along x; `rows` rows of blocks along y where given), which
 /// moves into its body; returns the thread's linear index along x there.
@@ -649,13 +660,7 @@ void emitElementwiseBody(OpBuilder &b, Location loc, linalg::GenericOp op,
       mapping.map(arg, memref::LoadOp::create(b, loc, operand,
                                               applyMap(b, loc, maps[k], ivs)));
   }
-  for (Operation &bodyOp : body.without_terminator()) {
-    if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
-      mapping.map(index.getResult(), ivs[index.getDim()]);
-      continue;
-    }
-    b.clone(bodyOp, mapping);
-  }
+  cloneBodyAt(b, body, ivs, mapping);
   for (auto [k, yielded] :
        llvm::enumerate(body.getTerminator()->getOperands())) {
     OpOperand *init = op.getDpsInitOperand(k);

@@ -139,23 +139,10 @@ std::optional<Rows> rowsOf(const Member &member, int64_t constant,
   return rows;
 }
 
-/// The static strides and offset of view `buffer`.
-std::optional<std::pair<SmallVector<int64_t>, int64_t>> layoutOf(Value buffer) {
-  auto type = cast<MemRefType>(buffer.getType());
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (!type.hasStaticShape() ||
-      failed(type.getStridesAndOffset(strides, offset)) ||
-      ShapedType::isDynamic(offset) ||
-      llvm::any_of(strides, ShapedType::isDynamic))
-    return std::nullopt;
-  return std::make_pair(strides, offset);
-}
-
 /// The rows the load `load` in `member`'s body reaches.
 std::optional<Rows> rowsOfLoad(const Member &member, memref::LoadOp load) {
-  auto layout = layoutOf(load.getMemRef());
-  if (!layout)
+  auto layout = staticLayout(load.getMemRef());
+  if (!layout || !load.getMemRefType().hasStaticShape())
     return std::nullopt;
   auto [strides, offset] = *layout;
   ArrayRef<int64_t> shape = load.getMemRefType().getShape();

@@ -12,6 +12,7 @@
 #define ACCRUE_LIB_CODEGEN_CUDA_KERNELFORMS_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <string>
@@ -22,6 +23,11 @@ namespace accrue::cuda::forms {
 llvm::SmallVector<mlir::Value> applyMap(mlir::OpBuilder &b, mlir::Location loc,
                                         mlir::AffineMap map,
                                         mlir::ValueRange ivs);
+
+/// Clones the ops of a linalg op's body `body` (but its terminator) at the
+/// point `ivs` of its loops: `linalg.index d` is `ivs[d]`.
+void cloneBodyAt(mlir::OpBuilder &b, mlir::Block &body, mlir::ValueRange ivs,
+                 mlir::IRMapping &mapping);
 
 /// A gpu.launch of `blocks` x `threads` at the insertion point (threads
 /// and blocks along x; `rows` rows of blocks along y where given), which

@@ -323,13 +323,7 @@ LogicalResult formTransposeKernel(RewriterBase &rewriter, linalg::GenericOp op,
                                rewriter, loc, operand,
                                applyMap(rewriter, loc, maps[k], point)));
       }
-      for (Operation &bodyOp : opBody.without_terminator()) {
-        if (auto indexOp = dyn_cast<linalg::IndexOp>(bodyOp)) {
-          mapping.map(indexOp.getResult(), point[indexOp.getDim()]);
-          continue;
-        }
-        rewriter.clone(bodyOp, mapping);
-      }
+      cloneBodyAt(rewriter, opBody, point, mapping);
       results.push_back(
           mapping.lookupOrDefault(opBody.getTerminator()->getOperand(0)));
     }
