@@ -379,9 +379,10 @@ FailureOr<linalg::GenericOp> fuse(RewriterBase &rewriter, linalg::LinalgOp a,
       return o.get() == buffer && mapOf(b, o) == map;
     });
     // B writes the element through another view: A's store would be lost.
+    OpOperand &mine = out;
     bool rewrittenElsewhere =
         !rewritten && llvm::any_of(b.getDpsInitsMutable(),
-                                   [&](OpOperand &o) { return same(out, o); });
+                                   [&](OpOperand &o) { return same(mine, o); });
     if (rewrittenElsewhere) {
       if (plan.epilogue || a.payloadUsesValueFromOperand(&out))
         return failure();

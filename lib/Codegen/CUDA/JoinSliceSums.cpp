@@ -83,7 +83,7 @@ struct JoinSliceSum : OpRewritePattern<linalg::GenericOp> {
     Block *body = op.getBlock();
     SmallVector<BlockArgument> summed;
     if (!sumsArguments(body->getTerminator()->getOperand(0), summed) ||
-        summed.size() != op.getNumDpsInputs() ||
+        static_cast<int64_t>(summed.size()) != op.getNumDpsInputs() ||
         llvm::any_of(summed, [&](BlockArgument arg) {
           return arg.getArgNumber() >= op.getNumDpsInputs();
         }))
