@@ -333,8 +333,10 @@ struct WarpReduction {
   bool startInBody = false;
   /// The loop over a lane's elements (l, l + 32, ...) that folds its share
   /// from the identity, if the share is one (from 0 in steps of 1 to
-  /// `shareTrips`), and whether the share may be split over the warps of
-  /// a block (that loop, or no loop: one element a lane).
+  /// `shareTrips`, each iteration combining its element into the running
+  /// value and nothing else reading it), and whether the share may be
+  /// split over the warps of a block (that loop, or no loop: one element a
+  /// lane).
   scf::ForOp shareLoop;
   int64_t shareTrips = 1;
   bool splitsOverWarps = false;
@@ -424,12 +426,32 @@ FailureOr<WarpReduction> WarpReduction::get(linalg::GenericOp op) {
   OpBuilder b(op);
   Attribute init;
   std::optional<int64_t> trips = getConstantIntValue(loop.getUpperBound());
+  // Each iteration folds its element into the running value with the
+  // combiner (perhaps only where a select lets it): the iterations may be
+  // split over warps and their values combined after.
+  auto foldsEach = [&] {
+    BlockArgument running = loop.getRegionIterArgs()[0];
+    Value next = loop.getBody()->getTerminator()->getOperand(0);
+    Operation *fold = next.getDefiningOp();
+    if (auto select = dyn_cast_or_null<arith::SelectOp>(fold)) {
+      if (select.getFalseValue() != running)
+        return false;
+      fold = select.getTrueValue().getDefiningOp();
+    }
+    return fold && fold->getBlock() == loop.getBody() &&
+           combinerKind(fold) == w.kind &&
+           llvm::is_contained(fold->getOperands(), running) &&
+           llvm::all_of(running.getUsers(), [&](Operation *user) {
+             return user == fold || user == next.getDefiningOp();
+           });
+  };
   if (loop.getNumResults() == 1 && trips &&
       isConstantIntValue(loop.getLowerBound(), 0) &&
       isConstantIntValue(loop.getStep(), 1) &&
       matchPattern(loop.getInitArgs()[0], m_Constant(&init)) &&
       init == arith::getIdentityValueAttr(w.kind, share.getType(), b,
-                                          op.getLoc())) {
+                                          op.getLoc()) &&
+      foldsEach()) {
     w.shareLoop = loop;
     w.shareTrips = *trips;
     w.splitsOverWarps = true;
@@ -747,14 +769,15 @@ LogicalResult formRowGroup(RewriterBase &rewriter,
     warps.back() = *warp;
   }
   int64_t blockWarps =
-      splits ? std::clamp<int64_t>(elementsPerLane, 1, blockSize / kWarpSize)
+      splits ? std::clamp<int64_t>(elementsPerLane, 1,
+                                   std::max<int64_t>(blockSize / kWarpSize, 1))
              : 1;
   Operation *first = members.front(), *last = members.back();
   for (Operation *op = first->getNextNode(), *next; op != last; op = next) {
     next = op->getNextNode();
     if (llvm::is_contained(members, op))
       continue;
-    if (!isMemoryEffectFree(op))
+    if (!isMemoryEffectFree(op) && !isa<memref::AllocOp>(op))
       return op->emitError("an op with memory effects inside a row group");
     op->moveBefore(first);
   }

@@ -201,11 +201,13 @@ std::optional<Member> memberOf(Operation &op) {
     member.accesses.push_back(access);
   }
   // What the body accesses itself: loads (a warp reduction's row), and
-  // anything else as an unknown write.
+  // anything else as an unknown write; but its own stack buffers.
   WalkResult walk = generic.getRegion().walk([&](Operation *nested) {
     for (Value operand : nested->getOperands()) {
-      if (!isa<MemRefType>(operand.getType()) ||
-          generic->isAncestor(operand.getParentRegion()->getParentOp()))
+      if (!isa<MemRefType>(operand.getType()))
+        continue;
+      if (auto local = viewRoot(operand).getDefiningOp<memref::AllocaOp>();
+          local && generic->isAncestor(local))
         continue;
       auto load = dyn_cast<memref::LoadOp>(nested);
       if (!load)

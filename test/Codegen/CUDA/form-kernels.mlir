@@ -588,3 +588,55 @@ func.func @row_group(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %sum: memref<4
   }
   return
 }
+
+// -----
+
+// A reduction whose lane loop does more than fold each element into the
+// running value (here it halves it first) cannot split its iterations
+// over warps: the group takes a block of one warp per point, without
+// workgroup memory.
+
+// CHECK-LABEL: func @row_group_unsplit
+// CHECK: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c4{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c32{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) {
+// CHECK:   scf.for %{{.+}} = %c0{{.*}} to %c2{{.*}} step %c1
+// CHECK-NOT: workgroup
+// CHECK: gpu.terminator
+#lane = affine_map<(d0, d1) -> (d1)>
+#point = affine_map<(d0, d1) -> (d0)>
+#row = affine_map<(d0, d1) -> (d0, d1)>
+func.func @row_group_unsplit(%x: memref<4x64xf32>, %lanes: memref<32xi8>,
+                             %sum: memref<4xf32>, %y: memref<4x64xf32>) {
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%sum : memref<4xf32>)
+      attrs = {accrue.warp_lanes, accrue.row_group = 0 : i64} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %half = arith.constant 0.5 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%s = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %x[%r, %i] : memref<4x64xf32>
+      %h = arith.mulf %s, %half : f32
+      %t = arith.addf %v, %h : f32
+      scf.yield %t : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %total = arith.addf %share, %start : f32
+    linalg.yield %total : f32
+  }
+  linalg.generic {indexing_maps = [#row, #point, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sum : memref<4x64xf32>, memref<4xf32>) outs(%y : memref<4x64xf32>)
+      attrs = {accrue.row_group = 0 : i64} {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    linalg.yield %d : f32
+  }
+  return
+}

@@ -1,4 +1,5 @@
 // RUN: accrue-opt %s -split-input-file -cuda-group-rows | FileCheck %s
+// RUN: accrue-opt %s -split-input-file -cuda-group-rows -cuda-form-kernels | FileCheck %s --check-prefix=FORMED
 
 // A LayerNorm over 4 rows of 64: the mean (a warp reduction), x - mean, the
 // sum of squares (a warp reduction reading the row of x - mean) and the
@@ -8,6 +9,13 @@
 // written.
 
 // CHECK-LABEL: func @layernorm
+// cuda-form-kernels makes one kernel of it; the allocations between its
+// members move before it.
+// FORMED-LABEL: func @layernorm
+// FORMED-COUNT-3: memref.alloc
+// FORMED: gpu.launch
+// FORMED-NOT: gpu.launch
+// FORMED-LABEL: func @other_row
 // CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 0 : i64, accrue.warp_lanes}
 // CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 0 : i64}
 // CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 0 : i64, accrue.warp_lanes}
