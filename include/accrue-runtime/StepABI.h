@@ -114,7 +114,10 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
  * report's order), `root` the buffer it falls in (a step argument's number,
  * or ACCRUE_EMU_ROOT_OTHER plus an index), `offset` its byte offset in that
  * buffer, `address` its host address, `bytes` its size, and `flags` the
- * ACCRUE_EMU_* bits with the element size in bits 8-15. */
+ * ACCRUE_EMU_* bits with the element size in bits 8-15. An access to the
+ * block's workgroup (shared) memory has ACCRUE_EMU_SHARED, site -1 and
+ * root ACCRUE_EMU_ROOT_SHARED plus the buffer's index: it is checked for
+ * races among the block's threads, not counted as memory traffic. */
 #define ACCRUE_EMU_LAUNCH_FUNCTION "accrue_emu_launch"
 #define ACCRUE_EMU_LAUNCH_END_FUNCTION "accrue_emu_launch_end"
 #define ACCRUE_EMU_THREAD_FUNCTION "accrue_emu_thread"
@@ -122,8 +125,10 @@ typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
 #define ACCRUE_EMU_BARRIER_FUNCTION "accrue_emu_barrier"
 #define ACCRUE_EMU_STORE 1
 #define ACCRUE_EMU_IN_BOUNDS 2
+#define ACCRUE_EMU_SHARED 4
 #define ACCRUE_EMU_ELEMENT_SHIFT 8
 #define ACCRUE_EMU_ROOT_OTHER 1000000
+#define ACCRUE_EMU_ROOT_SHARED 2000000
 
 /* CUDA steps: step.so embeds its kernels as one PTX bundle, the argument of
  * the mgpuModuleLoadJIT call its constructors make: a header (the magic,

@@ -97,7 +97,8 @@ public:
   AccessInstrumenter(CounterEntries entries, func::FuncOp step)
       : entries(entries), step(step) {}
 
-  LogicalResult instrument(gpu::LaunchOp launch) {
+  /// `shared`: the stack buffers standing for its workgroup memory.
+  LogicalResult instrument(gpu::LaunchOp launch, ArrayRef<Value> shared) {
     Block &body = launch.getBody().front();
     OpBuilder b = OpBuilder::atBlockBegin(&body);
     Location loc = launch.getLoc();
@@ -134,14 +135,23 @@ public:
     });
     if (unknown.wasInterrupted())
       return failure();
-    for (auto [site, access] : llvm::enumerate(accesses))
-      instrumentAccess(access, site);
+    // Sites in the kernel report's order, which has no workgroup memory.
+    int64_t site = 0;
+    for (const accrue::cuda::GlobalAccess &access : accesses) {
+      const Value *buffer =
+          llvm::find(shared, accrue::cuda::viewRoot(access.memref));
+      if (buffer == shared.end())
+        instrumentAccess(access, site++, std::nullopt);
+      else
+        instrumentAccess(access, -1, buffer - shared.begin());
+    }
     return success();
   }
 
 private:
-  void instrumentAccess(const accrue::cuda::GlobalAccess &access,
-                        int64_t site) {
+  /// `sharedIndex`: the workgroup buffer the access falls in, if it does.
+  void instrumentAccess(const accrue::cuda::GlobalAccess &access, int64_t site,
+                        std::optional<int64_t> sharedIndex) {
     Operation *op = access.op;
     Value memref = access.memref;
     ValueRange indices = access.indices;
@@ -198,13 +208,18 @@ private:
         b, loc,
         constantI64(b, loc,
                     (isStore ? ACCRUE_EMU_STORE : 0) |
+                        (sharedIndex ? ACCRUE_EMU_SHARED : 0) |
                         (elementBytes << ACCRUE_EMU_ELEMENT_SHIFT)),
         arith::ShLIOp::create(
             b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), inBounds),
             constantI64(b, loc, 1)));
     func::CallOp::create(
         b, loc, entries.access,
-        ValueRange{constantI64(b, loc, site), constantI64(b, loc, rootId(root)),
+        ValueRange{constantI64(b, loc, site),
+                   constantI64(b, loc,
+                               sharedIndex
+                                   ? ACCRUE_EMU_ROOT_SHARED + *sharedIndex
+                                   : rootId(root)),
                    toI64(b, loc, offset), toI64(b, loc, address),
                    constantI64(b, loc, elementBytes * width), flags});
 
@@ -266,7 +281,9 @@ struct CudaEmulateKernelsPass
       AccessInstrumenter instrumenter(entries ? *entries : CounterEntries(),
                                       function);
       for (auto [index, launch] : llvm::enumerate(launches)) {
-        if (entries && failed(instrumenter.instrument(launch)))
+        FailureOr<SmallVector<Value>> shared = placeShared(launch);
+        if (failed(shared) ||
+            (entries && failed(instrumenter.instrument(launch, *shared))))
           return signalPassFailure();
         if (failed(emulate(launch, index, entries)))
           return signalPassFailure();
@@ -275,6 +292,32 @@ struct CudaEmulateKernelsPass
   }
 
   std::optional<SymbolTable> symbols;
+
+  /// Puts `launch` in an alloca scope (which frees what its emulation
+  /// keeps on the stack) and gives each workgroup (shared) buffer a stack
+  /// buffer there, before the launch, which each block in turn uses (the
+  /// GPU leaves its contents undefined at a block's start); returns those.
+  FailureOr<SmallVector<Value>> placeShared(gpu::LaunchOp launch) {
+    OpBuilder b(launch);
+    Location loc = launch.getLoc();
+    auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
+    b.createBlock(&scope.getBodyRegion());
+    memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
+    launch->moveBefore(scope.getBodyRegion().front().getTerminator());
+    b.setInsertionPoint(launch);
+    SmallVector<Value> shared;
+    for (BlockArgument arg : launch.getWorkgroupAttributions()) {
+      auto type = cast<MemRefType>(arg.getType());
+      if (!type.hasStaticShape())
+        return launch.emitError("cannot emulate shared memory of a dynamic "
+                                "shape");
+      Value buffer = memref::AllocaOp::create(
+          b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+      arg.replaceAllUsesWith(buffer);
+      shared.push_back(buffer);
+    }
+    return shared;
+  }
 
   /// "<name>\0<node>\0" of kernel `index`, as a constant global.
   memref::GlobalOp kernelNameGlobal(gpu::LaunchOp launch, unsigned index) {
@@ -467,24 +510,6 @@ struct CudaEmulateKernelsPass
       return launch.emitError("cannot emulate an asynchronous kernel");
     OpBuilder b(launch);
     Location loc = launch.getLoc();
-    // Workgroup memory: a buffer on the stack for the launch, which each
-    // block in turn uses (the GPU leaves its contents undefined at a
-    // block's start); the launch's alloca scope frees it.
-    auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
-    b.createBlock(&scope.getBodyRegion());
-    memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
-    b.setInsertionPointToStart(&scope.getBodyRegion().front());
-    SmallVector<std::pair<BlockArgument, Value>> shared;
-    for (BlockArgument arg : launch.getWorkgroupAttributions()) {
-      auto type = cast<MemRefType>(arg.getType());
-      if (!type.hasStaticShape())
-        return launch.emitError("cannot emulate shared memory of a dynamic "
-                                "shape");
-      shared.push_back(
-          {arg, memref::AllocaOp::create(
-                    b, loc,
-                    MemRefType::get(type.getShape(), type.getElementType()))});
-    }
     gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
     gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
     if (entries) {
@@ -506,8 +531,6 @@ struct CudaEmulateKernelsPass
     SmallVector<Value> ids{blockIds.z,  blockIds.y,  blockIds.x,
                            threadIds.z, threadIds.y, threadIds.x};
     IRMapping mapping;
-    for (auto [arg, buffer] : shared)
-      mapping.map(arg, buffer);
     gpu::KernelDim3 gridArgs = launch.getGridSize();
     gpu::KernelDim3 blockArgs = launch.getBlockSize();
     for (auto [arg, value] :

@@ -102,6 +102,21 @@ void AccessCounter::access(int64_t index, int64_t root, int64_t offset,
                            int64_t address, int64_t bytes, int64_t flags) {
   if (!kernel)
     return;
+  if (flags & ACCRUE_EMU_SHARED) {
+    // The block's own memory: no traffic, only its threads' order.
+    bool store = flags & ACCRUE_EMU_STORE;
+    if (!(flags & ACCRUE_EMU_IN_BOUNDS)) {
+      fail(std::string("an out-of-bounds ") + (store ? "store" : "load") +
+           " in " + where(-1, root, offset) + ": " + threadName(threadId) +
+           (store ? " writes" : " reads") +
+           " outside the view it indexes (the access is skipped)");
+      return;
+    }
+    int64_t elementBytes = (flags >> ACCRUE_EMU_ELEMENT_SHIFT) & 0xff;
+    checkRace(-1, root, offset, address, bytes,
+              std::max<int64_t>(elementBytes, 1), store, /*shared=*/true);
+    return;
+  }
   Site &s = site(index);
   bool store = flags & ACCRUE_EMU_STORE;
   s.store = store;
@@ -190,7 +205,7 @@ void AccessCounter::barrier() {
 
 void AccessCounter::checkRace(int64_t index, int64_t root, int64_t offset,
                               int64_t address, int64_t bytes,
-                              int64_t elementBytes, bool store) {
+                              int64_t elementBytes, bool store, bool shared) {
   int32_t self = int32_t(threadId);
   int32_t block = int32_t(threadId / blockThreads);
   // Whether thread `other`'s access in epoch `when` is ordered before
@@ -200,6 +215,13 @@ void AccessCounter::checkRace(int64_t index, int64_t root, int64_t offset,
   };
   for (int64_t at = 0; at < bytes; at += elementBytes) {
     Shadow &entry = shadow(uint64_t(address + at));
+    // Each block has workgroup memory of its own (the emulator reuses one
+    // buffer for the blocks it runs in turn): what an earlier block did
+    // there is no other thread's access.
+    if (shared &&
+        ((entry.writer >= 0 && entry.writer / blockThreads != block) ||
+         (entry.readerBlock != -1 && entry.readerBlock != block)))
+      entry = Shadow{-1, -1, -1, -1, -1};
     std::string other;
     if (entry.writer >= 0 && entry.writer != self &&
         !ordered(entry.writer, entry.writeEpoch))
@@ -256,15 +278,22 @@ void AccessCounter::launchEnd() {
 std::string AccessCounter::where(int64_t index, int64_t root,
                                  int64_t offset) const {
   std::string text = "kernel " + kernel->name + " (ONNX node '" + kernel->node +
-                     "'), access " + std::to_string(index);
+                     "'), " +
+                     (index < 0 ? std::string("an access")
+                                : "access " + std::to_string(index));
   const std::vector<Site> &sites = kernel->sites;
-  std::string buffer = size_t(index) < sites.size() ? sites[index].buffer : "";
+  std::string buffer =
+      index >= 0 && size_t(index) < sites.size() ? sites[index].buffer : "";
   if (buffer.empty())
-    buffer = root < ACCRUE_EMU_ROOT_OTHER
-                 ? "step argument " + std::to_string(root)
-                 : "buffer " + std::to_string(root - ACCRUE_EMU_ROOT_OTHER);
+    buffer =
+        root >= ACCRUE_EMU_ROOT_SHARED
+            ? "shared memory " + std::to_string(root - ACCRUE_EMU_ROOT_SHARED)
+        : root < ACCRUE_EMU_ROOT_OTHER
+            ? "step argument " + std::to_string(root)
+            : "buffer " + std::to_string(root - ACCRUE_EMU_ROOT_OTHER);
   text += " to '" + buffer + "'";
-  if (size_t(index) < sites.size() && !sites[index].parameter.empty())
+  if (index >= 0 && size_t(index) < sites.size() &&
+      !sites[index].parameter.empty())
     text += " (" + sites[index].parameter + ")";
   return text + " at byte " + std::to_string(offset);
 }

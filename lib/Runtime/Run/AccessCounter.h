@@ -88,8 +88,11 @@ private:
 
   Site &site(int64_t index);
   void flushWarp();
+  /// `shared`: an access to the block's workgroup memory, which no other
+  /// block's threads see.
   void checkRace(int64_t site, int64_t root, int64_t offset, int64_t address,
-                 int64_t bytes, int64_t elementBytes, bool store);
+                 int64_t bytes, int64_t elementBytes, bool store,
+                 bool shared = false);
   Shadow &shadow(uint64_t address);
   std::string where(int64_t site, int64_t root, int64_t offset) const;
   std::string threadName(int64_t id) const;

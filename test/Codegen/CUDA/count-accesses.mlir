@@ -16,6 +16,8 @@
 // RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e missing_barrier -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=NOBAR %}
 // RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e across_blocks -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=BLOCKS %}
 // RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e out_of_bounds -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=OOB %}
+// RUN: %if !sanitizer %{ mlir-runner %t/lowered.mlir -e shared_exchange -entry-point-result=void -shared-libs=%accrue_capi_lib %}
+// RUN: %if !sanitizer %{ not mlir-runner %t/lowered.mlir -e shared_unsynced -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=SHARED %}
 // A row group's kernel (cuda-form-kernels), with its barrier and, seeded,
 // without it:
 // RUN: %if !sanitizer %{ accrue-opt %t/group.mlir -cuda-form-kernels -cuda-emulate-kernels=count-accesses --accrue-lower-cpu > %t/group-lowered.mlir %}
@@ -59,6 +61,11 @@
 // members orders (the reduction's own barrier, between its warps' values
 // and thread 0's fold of them, comes before that store).
 // SEEDED: accrue: a data race in kernel k0__ln_LayerNormalization (ONNX node '/ln/LayerNormalization'), access {{[0-9]+}} to 'step argument 2' at byte 0: thread 1 of block 0 reads the element that thread 0 of block 0 writes, in one launch (its threads run in no order between barriers)
+// Workgroup (shared) memory is each block's own: the emulator reuses one
+// buffer for the blocks it runs in turn, and what one block did there is
+// no race with the next; within a block, only a barrier orders its
+// threads' accesses.
+// SHARED: accrue: a data race in kernel k0_mirror (ONNX node 'mirror'), an access to 'shared memory 0' at byte 64: thread 16 of block 0 writes the element that thread 15 of block 0 reads, in one launch (its threads run in no order)
 // OOB: accrue: an out-of-bounds load in kernel k0_past_the_end (ONNX node 'past_the_end'), access 0 to 'step argument 0' at byte 256: thread 63 of block 0 reads outside the view it indexes (the access is skipped)
 
 //--- kernels.mlir
@@ -238,6 +245,65 @@ func.func @across_blocks() {
   %x = memref.alloc() : memref<64xf32>
   %y = memref.alloc() : memref<65xf32>
   call @neighbour_block_kernel(%x, %y) : (memref<64xf32>, memref<65xf32>) -> ()
+  return
+}
+
+// Thread t of each of two blocks stores x[32b + t] at t of the block's
+// shared memory and, after the barrier (or, unsynced, without it), reads
+// the element thread 31 - t stored (unsynced, thread 15 reads element 16
+// before thread 16 writes it).
+func.func @mirror_kernel(%x: memref<64xf32>, %y: memref<64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c31 = arith.constant 31 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1)
+             workgroup(%smem : memref<32xf32, #gpu.address_space<workgroup>>) {
+    %base = arith.muli %bx, %sx : index
+    %i = arith.addi %base, %tx : index
+    %v = memref.load %x[%i] : memref<64xf32>
+    memref.store %v, %smem[%tx] : memref<32xf32, #gpu.address_space<workgroup>>
+    gpu.barrier
+    %mirror = arith.subi %c31, %tx : index
+    %w = memref.load %smem[%mirror] : memref<32xf32, #gpu.address_space<workgroup>>
+    memref.store %w, %y[%i] : memref<64xf32>
+    gpu.terminator
+  } loc(fused<"mirror">["mirror"])
+  return
+}
+
+func.func @unsynced_mirror_kernel(%x: memref<64xf32>, %y: memref<64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c31 = arith.constant 31 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1)
+             workgroup(%smem : memref<32xf32, #gpu.address_space<workgroup>>) {
+    %base = arith.muli %bx, %sx : index
+    %i = arith.addi %base, %tx : index
+    %v = memref.load %x[%i] : memref<64xf32>
+    memref.store %v, %smem[%tx] : memref<32xf32, #gpu.address_space<workgroup>>
+    %mirror = arith.subi %c31, %tx : index
+    %w = memref.load %smem[%mirror] : memref<32xf32, #gpu.address_space<workgroup>>
+    memref.store %w, %y[%i] : memref<64xf32>
+    gpu.terminator
+  } loc(fused<"mirror">["mirror"])
+  return
+}
+
+func.func @shared_exchange() {
+  %x = memref.alloc() : memref<64xf32>
+  %y = memref.alloc() : memref<64xf32>
+  call @mirror_kernel(%x, %y) : (memref<64xf32>, memref<64xf32>) -> ()
+  return
+}
+
+func.func @shared_unsynced() {
+  %x = memref.alloc() : memref<64xf32>
+  %y = memref.alloc() : memref<64xf32>
+  call @unsynced_mirror_kernel(%x, %y) : (memref<64xf32>, memref<64xf32>) -> ()
   return
 }
 
