@@ -1,10 +1,11 @@
 //===- KernelForms.h - the kernel forms of cuda-form-kernels ----*- C++ -*-===//
 //
 // cuda-form-kernels turns each linalg op on buffers into a gpu.launch of
-// one of several forms: one thread per point (FormKernels.cpp), and the
-// forms with vector accesses (VectorKernels.cpp): the streaming form of
-// rank-1 elementwise ops and the tiled form of transposes. Private to the
-// pass.
+// one of several forms: one thread per point (FormKernels.cpp), the forms
+// with vector accesses (VectorKernels.cpp): the streaming form of rank-1
+// elementwise ops and the tiled form of transposes, and the forms of a row
+// per warp or block (RowKernels.cpp): warp reductions and row groups.
+// Private to the pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +55,44 @@ mlir::LogicalResult formStreamingKernel(mlir::RewriterBase &rewriter,
 mlir::LogicalResult formTransposeKernel(mlir::RewriterBase &rewriter,
                                         mlir::linalg::GenericOp op,
                                         int64_t blockSize);
+
+/// The product of the extents of `ranges`' loops `dims` at the insertion
+/// point, and its value when they are all constants.
+std::pair<mlir::Value, std::optional<int64_t>>
+extentProduct(mlir::RewriterBase &rewriter, mlir::Location loc,
+              llvm::ArrayRef<mlir::Range> ranges,
+              llvm::ArrayRef<unsigned> dims);
+
+/// Sets `ivs[d]` for the loops `dims` of `ranges` to the point the linear
+/// index `linear` is, row-major over them.
+void delinearize(mlir::RewriterBase &rewriter, mlir::Location loc,
+                 mlir::Value linear, llvm::ArrayRef<mlir::Range> ranges,
+                 llvm::ArrayRef<unsigned> dims,
+                 llvm::MutableArrayRef<mlir::Value> ivs);
+
+/// Replaces the warp reduction `op` by a kernel of a warp per output
+/// point (WarpReduction).
+mlir::LogicalResult formWarpKernel(mlir::RewriterBase &rewriter,
+                                   mlir::linalg::GenericOp op,
+                                   int64_t blockSize);
+
+/// Replaces the members of a row group (kRowGroup: warp reductions and
+/// row maps over the same points, in order, nothing with memory effects
+/// between them) by one kernel: each point's threads do each member's
+/// work for the point in turn, with a block barrier between two (what one
+/// member writes and a later one touches lies in the point's own rows,
+/// cuda-group-rows made sure). Where every warp reduction's share splits
+/// over warps, a block of up to `blockSize` threads takes a point (as
+/// many warps as the longest member has elements a lane, 32 a warp): its
+/// warps fold a share of each reduction, leave their values in workgroup
+/// memory and thread 0 folds those in order; a row map's threads take
+/// every (warps x 32)-th element. Otherwise a block of one warp takes a
+/// point. What lies between the members (views, constants) moves before
+/// the kernel.
+mlir::LogicalResult
+formRowGroup(mlir::RewriterBase &rewriter,
+             llvm::ArrayRef<mlir::linalg::GenericOp> members, int64_t blockSize,
+             bool barriers);
 
 } // namespace accrue::cuda::forms
 
