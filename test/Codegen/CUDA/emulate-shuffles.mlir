@@ -193,3 +193,19 @@ func.func @shared(%x: memref<64xf32>, %y: memref<64xf32>) {
   }
   return
 }
+
+// -----
+
+// Shared memory of a dynamic shape (a launch's dynamic shared memory)
+// cannot be placed on the stack.
+
+func.func @dynamic_shared(%n: index) {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{cannot emulate shared memory of a dynamic shape}}
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1)
+             workgroup(%smem : memref<?xf32, #gpu.address_space<workgroup>>) {
+    gpu.terminator
+  }
+  return
+}
