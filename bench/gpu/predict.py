@@ -34,7 +34,11 @@ each op that launches a kernel costed as one kernel by the same model
 launch cost; the optimizer is torch.optim.AdamW(foreach=True) after
 clip_grad_norm_, as the check runs it.
 
-usage: bench/gpu/predict.py [--build build] [--gpts gpt10m,gpt100m]
+The test suite's CNN (test/e2e/models/zoo.py: two 3x3 convolutions, the
+second grouped and strided) is predicted with --cnn, at micro-batch 16
+(K = 4, bf16, AdamW + clipping), as its earlier predictions were.
+
+usage: bench/gpu/predict.py [--build build] [--gpts gpt10m,gpt100m] [--cnn]
                             [--counted] [--out DIR] [--flag=--row-groups]
 """
 import argparse
@@ -68,6 +72,7 @@ CHAIN_LATENCY_S = 0.25e-6       # a dependent global access (L2 hit to DRAM)
 CUBLAS_PEAK_FRACTION = 0.7      # cuBLASLt on large, full-wave shapes
 EAGER_OP_S = 6e-6               # PyTorch eager per op: dispatcher + launch
 TILE = 128                      # cuBLASLt's tile edge for the wave model
+CNN_B = 16                      # the CNN's micro-batch (its earlier predictions')
 
 
 def gemm_seconds(m, n, k, batch, element_bytes, low_precision, output_bytes=4):
@@ -273,8 +278,8 @@ def export(name, module, out):
     return model
 
 
-def compile_report(compiler, model, art, extra):
-    cmd = [compiler, model, "-o", art, "--micro-batch", str(cases.BENCH_B),
+def compile_report(compiler, model, art, extra, micro_batch=cases.BENCH_B):
+    cmd = [compiler, model, "-o", art, "--micro-batch", str(micro_batch),
            "--accumulation-steps", str(cases.BENCH_K), "--precision", "bf16",
            "--optimizer", "adamw", "--clip-norm", "1"] + extra
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -306,19 +311,20 @@ def counted_totals(build, name, layers, out, flags=()):
 def predict(args, name, out):
     import torch
     compiler = os.path.join(args.build, "bin", "accrue-compile")
-    module = cases.gpt(name)
+    module, micro_batch = ((zoo.CNN(2), CNN_B) if name == "cnn"
+                           else (cases.gpt(name), cases.BENCH_B))
     model = export(name, module, out)
     report = compile_report(compiler, model, os.path.join(out, name),
                             ["--target", "cuda", "--cuda-arch", "sm_90", "--kernel-report=json"] +
-                            args.flag)
+                            args.flag, micro_batch)
     ours = accrue_totals(report)
     counted = None
-    if args.counted:
+    if args.counted and name != "cnn":
         one = counted_totals(args.build, name, 1, out, args.flag)
         two = counted_totals(args.build, name, 2, out, args.flag)
         counted = one.scaled(two, cases.GPTS[name]["layers"] - 1)
     torch.manual_seed(0)
-    data = module.data(cases.BENCH_B, np.random.default_rng(2))
+    data = module.data(micro_batch, np.random.default_rng(2))
     eager = eager_totals(eager_trace(module, data, cases.BENCH_K))
     return ours, counted, eager
 
@@ -335,6 +341,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"))
     parser.add_argument("--gpts", default="gpt10m,gpt100m")
+    parser.add_argument("--cnn", action="store_true",
+                        help="also the test suite's CNN (micro-batch %d)" % CNN_B)
     parser.add_argument("--counted", action="store_true",
                         help="also extrapolate from counted 1- and 2-block models")
     parser.add_argument("--out")
@@ -345,12 +353,13 @@ def main():
     out = args.out or tempfile.mkdtemp(prefix="accrue-predict-")
     os.makedirs(out, exist_ok=True)
     print("PREDICTED H200 optimizer step (a roofline model, not a measurement): "
-          "b=%d, K=%d, bf16, AdamW + clipping; ms per step" % (cases.BENCH_B, cases.BENCH_K))
+          "b=%d (the CNN %d), K=%d, bf16, AdamW + clipping; ms per step"
+          % (cases.BENCH_B, CNN_B, cases.BENCH_K))
     print()
     print("| model | predicted ms | kernels | GEMMs | unique GB | launch-bound ms "
           "| bandwidth-bound ms | chain-bound ms | GEMM ms |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for name in args.gpts.split(","):
+    for name in args.gpts.split(",") + (["cnn"] if args.cnn else []):
         ours, counted, eager = predict(args, name, out)
         print(row("%s Accrue (static report)" % name, ours))
         if counted:

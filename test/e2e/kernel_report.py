@@ -403,6 +403,45 @@ for k in json.loads(printed128)["kernels"]:
         assert all(a["sector_efficiency"] is None or a["sector_efficiency"] >= 0.8
                    for a in k["accesses"]), (k["name"], k["accesses"])
 
+# The test suite's CNN (b = 16, bf16): every convolution's products are
+# GEMM calls over its columns (im2col) reading bf16 (the padding and the
+# columns move bf16 values): conv1's forward and weight gradient (its
+# input is the data: no input gradient), conv2's forward and input
+# gradient (a call per group: the samples are the GEMM's batch, which the
+# weight does not have) and its weight gradient (one call over both
+# groups, summing over samples and pixels from copies laid out for it).
+# The weight gradients were direct kernels, a thread per weight summing
+# b x 8 x 8 products: 2,050 memory operations in one thread.
+CNN_B = 16
+cnn_module = zoo.CNN(2)
+cnn_model = os.path.join(out, "cnn.onnx")
+zoo.export(cnn_module, cnn_module.data(4, rng), cnn_model, 17)
+proc = subprocess.run([e2e.tool("accrue-compile"), cnn_model, "-o", os.path.join(out, "cnn"),
+                       "--micro-batch", str(CNN_B), "--accumulation-steps", "4",
+                       "--precision", "bf16", "--clip-norm", "1", "--target", "cuda",
+                       "--cuda-arch", "sm_90", "--kernel-report=json"],
+                      capture_output=True, text=True)
+assert proc.returncode == 0, proc.stderr
+cnn_report = json.loads(proc.stdout)
+conv_gemms = collections.defaultdict(list)
+for g in cnn_report["gemms"]:
+    if "conv" in g["node"]:
+        assert g["input_type"] == "bf16" and g["multiply_type"] == "bf16", g
+        conv_gemms[g["node"]] += [(g["batch"], g["m"], g["n"], g["k"])] * \
+            g["launches_per_micro_batch"]
+# Shapes from the model: conv1 2 -> 4 channels, 3 x 3, 8 x 8 pixels; conv2
+# 4 -> 6 channels in 2 groups (2 -> 3 each), stride 2: 2 x 2 pixels.
+assert sorted(conv_gemms["/conv1/Conv"]) == sorted([
+    (CNN_B, 4, 8 * 8, 2 * 9),          # Y = W x columns, per sample
+    (1, 4, 2 * 9, CNN_B * 8 * 8)]), conv_gemms  # dW = dY x columns^T
+assert sorted(conv_gemms["/conv2/Conv"]) == sorted([
+    (CNN_B, 3, 2 * 2, 2 * 9)] * 2 + [  # forward, per group
+    (CNN_B, 2 * 9, 2 * 2, 3)] * 2 + [  # input gradient's columns, per group
+    (2, 3, 2 * 9, CNN_B * 2 * 2)]), conv_gemms  # weight gradient, both groups
+cnn_totals = cnn_report["totals"]
+assert cnn_totals["max_memory_ops_per_thread"] <= 111, cnn_totals
+assert cnn_totals["kernels_per_micro_batch"] <= 59, cnn_totals
+
 # The CPU has no kernels to report.
 proc = subprocess.run([e2e.tool("accrue-compile"), model, "-o", os.path.join(out, "cpu"),
                        "--micro-batch", str(B), "--kernel-report"],

@@ -28,6 +28,8 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
+#include <limits>
+
 namespace accrue::cuda {
 #define GEN_PASS_DEF_CUDACONTRACTIONSTOGEMM
 #include "accrue/Codegen/CUDA/Passes.h.inc"
@@ -307,6 +309,9 @@ struct Plan {
   /// Batch loops that do not collapse with the GEMM's batch dimension,
   /// run by the host around the call.
   SmallVector<int64_t> hostLoops;
+  /// Whether the K loops do not collapse into one dimension: the plan is
+  /// usable only once the inputs are copied so that they do.
+  bool splitReduction = false;
   SmallVector<int64_t> ranges;
   AccrueDType inputType = ACCRUE_DTYPE_FLOAT32;
   /// C's: f32, or the bf16 or f16 a zero-started GEMM rounds its sum to.
@@ -325,17 +330,34 @@ std::optional<AccrueDType> gemmType(Type type) {
 
 /// Whether loop `outer` is laid out right outside loop `inner` in every
 /// operand of `plan` that has them (but those in the bit mask `ignored`,
-/// bit x for operand x): the two collapse into one dimension.
+/// bit x for operand x): the two collapse into one dimension. An operand
+/// that has one of them but not the other (a batch loop only the output
+/// and one input have) does not collapse them.
 bool collapsible(const Plan &plan, int64_t outer, int64_t inner,
                  unsigned ignored = 0) {
   if (ShapedType::isDynamic(plan.ranges[inner]))
     return false;
-  for (int x = A; x <= C; ++x)
-    if (!(ignored & 1u << x) && plan.position[x][outer] >= 0 &&
-        plan.strides[x][plan.position[x][outer]] !=
-            plan.strides[x][plan.position[x][inner]] * plan.ranges[inner])
+  for (int x = A; x <= C; ++x) {
+    int64_t o = plan.position[x][outer], i = plan.position[x][inner];
+    if (ignored & 1u << x || (o < 0 && i < 0))
+      continue;
+    if (o < 0 || i < 0 ||
+        plan.strides[x][o] != plan.strides[x][i] * plan.ranges[inner])
       return false;
+  }
   return true;
+}
+
+/// `loops` (sorted) split into runs whose neighbours collapse.
+SmallVector<SmallVector<int64_t>> collapsingRuns(const Plan &plan,
+                                                 ArrayRef<int64_t> loops) {
+  SmallVector<SmallVector<int64_t>> runs;
+  for (int64_t loop : loops) {
+    if (runs.empty() || !collapsible(plan, runs.back().back(), loop))
+      runs.emplace_back();
+    runs.back().push_back(loop);
+  }
+  return runs;
 }
 
 FailureOr<Plan> planGemm(linalg::GenericOp op, const Contraction &c) {
@@ -390,24 +412,57 @@ FailureOr<Plan> planGemm(linalg::GenericOp op, const Contraction &c) {
   }
   if (plan.loops[K].empty())
     return failure();
-  for (int kind = Batch; kind < NumKinds; ++kind) {
-    OperandIndex order = kind == K ? A : C;
+  // A loop of one iteration adds nothing to any address: it goes, unless
+  // its kind has no other (a dimension of size 1).
+  for (SmallVector<int64_t> &loops : plan.loops)
+    if (llvm::any_of(loops,
+                     [&](int64_t loop) { return plan.ranges[loop] != 1; }))
+      llvm::erase_if(loops,
+                     [&](int64_t loop) { return plan.ranges[loop] == 1; });
+  auto byPosition = [&](OperandIndex x) {
+    return [&plan, x](int64_t l, int64_t r) {
+      return plan.position[x][l] < plan.position[x][r];
+    };
+  };
+  // M and N: the innermost loops that collapse are the dimension; the
+  // loops outside them are batch loops that one input does not have (a
+  // convolution's samples for its weight: batch stride 0).
+  for (int kind : {M, N}) {
     SmallVector<int64_t> &loops = plan.loops[kind];
-    llvm::sort(loops, [&](int64_t x, int64_t y) {
-      return plan.position[order][x] < plan.position[order][y];
-    });
-    // The innermost loops that collapse are the dimension; batch loops
-    // outside them become host loops around the call.
-    size_t first = loops.empty() ? 0 : loops.size() - 1;
-    while (first > 0 && collapsible(plan, loops[first - 1], loops[first]))
-      --first;
-    if (first > 0) {
-      if (kind != Batch)
-        return failure();
-      plan.hostLoops.assign(loops.begin(), loops.begin() + first);
-      loops.erase(loops.begin(), loops.begin() + first);
-    }
+    if (loops.empty())
+      continue;
+    llvm::sort(loops, byPosition(C));
+    SmallVector<SmallVector<int64_t>> runs = collapsingRuns(plan, loops);
+    loops = runs.pop_back_val();
+    for (ArrayRef<int64_t> run : runs)
+      llvm::append_range(plan.loops[Batch], run);
   }
+  // K: the loops must collapse (or the inputs be copied so that they do,
+  // compactReductionInputs).
+  llvm::sort(plan.loops[K], byPosition(A));
+  if (collapsingRuns(plan, plan.loops[K]).size() > 1)
+    plan.splitReduction = true;
+  // Batch: the run of collapsing loops with the most iterations (the
+  // innermost of equals) is the GEMM's batch dimension; the other batch
+  // loops become host loops around the call.
+  SmallVector<int64_t> &batch = plan.loops[Batch];
+  llvm::sort(batch, byPosition(C));
+  SmallVector<SmallVector<int64_t>> runs = collapsingRuns(plan, batch);
+  auto iterations = [&](ArrayRef<int64_t> run) {
+    int64_t product = 1;
+    for (int64_t loop : run)
+      product = ShapedType::isDynamic(plan.ranges[loop])
+                    ? std::numeric_limits<int64_t>::max()
+                    : product * plan.ranges[loop];
+    return product;
+  };
+  size_t chosen = runs.empty() ? 0 : runs.size() - 1;
+  for (size_t r = 0; r < runs.size(); ++r)
+    if (iterations(runs[r]) > iterations(runs[chosen]))
+      chosen = r;
+  batch.clear();
+  for (size_t r = 0; r < runs.size(); ++r)
+    llvm::append_range(r == chosen ? batch : plan.hostLoops, runs[r]);
   // Each matrix needs unit stride along its rows or its columns (or a
   // dimension of size 1).
   auto groupSize = [&](int kind) {
@@ -434,11 +489,14 @@ FailureOr<Plan> planGemm(linalg::GenericOp op, const Contraction &c) {
   return plan;
 }
 
-/// The batch loops of `plan`: the host loops, then the GEMM's batch
-/// dimension's, in C's order.
+/// The batch loops of `plan` (the host loops and the GEMM's batch
+/// dimension's), in C's order.
 SmallVector<int64_t> batchLoops(const Plan &plan) {
   SmallVector<int64_t> loops(plan.hostLoops);
   llvm::append_range(loops, plan.loops[Batch]);
+  llvm::sort(loops, [&](int64_t l, int64_t r) {
+    return plan.position[C][l] < plan.position[C][r];
+  });
   return loops;
 }
 
@@ -452,41 +510,12 @@ bool batchCollapses(const Plan &plan, ArrayRef<int64_t> loops,
   return true;
 }
 
-/// When the batch loops of `op`'s GEMM collapse in its output but not in
-/// one or both of its inputs (attention's products reading [batch,
-/// sequence, heads, dim] through a transpose: samples and heads in two
-/// strides), copies each such input into a buffer of its own with the
-/// batch dimensions outermost, in the output's order, and the others after
-/// them as they were, so that one strided batched call does what a call
-/// per host loop iteration did (a copy kernel instead of 7 more calls for
-/// the 10M GPT's 8 samples). Returns whether it did.
-bool compactBatchInputs(RewriterBase &rewriter, linalg::GenericOp op,
-                        const Contraction &c, const Plan &plan) {
-  if (plan.hostLoops.empty())
-    return false;
-  SmallVector<int64_t> loops = batchLoops(plan);
-  if (!batchCollapses(plan, loops, 1u << A | 1u << B))
-    return false;
-  // Each input to copy, with the new order of its dimensions: the batch
-  // loops', then the rest.
-  SmallVector<std::pair<int, SmallVector<int64_t>>> copies;
-  for (int x : {A, B}) {
-    if (batchCollapses(plan, loops, 0b111u & ~(1u << x)))
-      continue;
-    auto type = cast<MemRefType>(plan.buffers[x].getType());
-    if (!type.hasStaticShape())
-      return false;
-    SmallVector<int64_t> order;
-    for (int64_t loop : loops)
-      order.push_back(plan.position[x][loop]);
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      if (!llvm::is_contained(order, d))
-        order.push_back(d);
-    // The innermost dimension stays innermost (the GEMM's unit stride).
-    if (order.back() != type.getRank() - 1)
-      return false;
-    copies.emplace_back(x, std::move(order));
-  }
+/// Copies the inputs of `op` in `copies` (A or B, with the order of its
+/// dimensions in the copy: copy dimension k is the input's `order[k]`) into
+/// buffers of their own, and makes `op` read the copies.
+void copyInputs(RewriterBase &rewriter, linalg::GenericOp op,
+                const Contraction &c, const Plan &plan,
+                ArrayRef<std::pair<int, SmallVector<int64_t>>> copies) {
   Location loc = op.getLoc();
   MLIRContext *ctx = op.getContext();
   rewriter.setInsertionPoint(op);
@@ -526,6 +555,85 @@ bool compactBatchInputs(RewriterBase &rewriter, linalg::GenericOp op,
       op->setOperand(input, compact);
     op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
   });
+}
+
+/// The order of input `x`'s dimensions with those of `loops` moved, in
+/// that order, to the front (`last`: to the back); empty if `x` does not
+/// have them all or its shape is not static.
+SmallVector<int64_t> orderWith(const Plan &plan, int x, ArrayRef<int64_t> loops,
+                               bool last) {
+  auto type = cast<MemRefType>(plan.buffers[x].getType());
+  if (!type.hasStaticShape() ||
+      llvm::any_of(loops, [&](int64_t l) { return plan.position[x][l] < 0; }))
+    return {};
+  SmallVector<int64_t> moved, order;
+  for (int64_t loop : loops)
+    moved.push_back(plan.position[x][loop]);
+  if (!last)
+    order = moved;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (!llvm::is_contained(moved, d))
+      order.push_back(d);
+  if (last)
+    llvm::append_range(order, moved);
+  return order;
+}
+
+/// When the batch loops of `op`'s GEMM collapse in its output but not in
+/// one or both of its inputs (attention's products reading [batch,
+/// sequence, heads, dim] through a transpose: samples and heads in two
+/// strides), copies each such input into a buffer of its own with the
+/// batch dimensions outermost, in the output's order, and the others after
+/// them as they were, so that one strided batched call does what a call
+/// per host loop iteration did (a copy kernel instead of 7 more calls for
+/// the 10M GPT's 8 samples). Returns whether it did.
+bool compactBatchInputs(RewriterBase &rewriter, linalg::GenericOp op,
+                        const Contraction &c, const Plan &plan) {
+  if (plan.hostLoops.empty())
+    return false;
+  SmallVector<int64_t> loops = batchLoops(plan);
+  if (!batchCollapses(plan, loops, 1u << A | 1u << B))
+    return false;
+  SmallVector<std::pair<int, SmallVector<int64_t>>> copies;
+  for (int x : {A, B}) {
+    if (batchCollapses(plan, loops, 0b111u & ~(1u << x)))
+      continue;
+    // A batch loop the input does not have (its batch stride is 0) cannot
+    // be laid out by copying it.
+    SmallVector<int64_t> order = orderWith(plan, x, loops, /*last=*/false);
+    // The innermost dimension stays innermost (the GEMM's unit stride).
+    if (order.empty() ||
+        order.back() !=
+            cast<MemRefType>(plan.buffers[x].getType()).getRank() - 1)
+      return false;
+    copies.emplace_back(x, std::move(order));
+  }
+  copyInputs(rewriter, op, c, plan, copies);
+  return true;
+}
+
+/// When the K loops of `op`'s GEMM do not collapse in an input (a
+/// convolution's weight gradient, summed over samples and output pixels
+/// laid out [samples, channels, pixels]), copies each such input into a
+/// buffer of its own with the K dimensions innermost, in A's order, so that
+/// one call sums over all of them. Returns whether it did.
+bool compactReductionInputs(RewriterBase &rewriter, linalg::GenericOp op,
+                            const Contraction &c, const Plan &plan) {
+  ArrayRef<int64_t> loops = plan.loops[K];
+  SmallVector<std::pair<int, SmallVector<int64_t>>> copies;
+  for (int x : {A, B}) {
+    unsigned others = 0b111u & ~(1u << x);
+    bool collapses = true;
+    for (size_t i = 0; i + 1 < loops.size(); ++i)
+      collapses &= collapsible(plan, loops[i], loops[i + 1], others);
+    if (collapses)
+      continue;
+    SmallVector<int64_t> order = orderWith(plan, x, loops, /*last=*/true);
+    if (order.empty())
+      return false;
+    copies.emplace_back(x, std::move(order));
+  }
+  copyInputs(rewriter, op, c, plan, copies);
   return true;
 }
 
@@ -779,6 +887,8 @@ void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
         scf::ForOp::create(b, loc, constant(0), loopSize(loop), constant(1));
     b.setInsertionPointToStart(hostLoop.getBody());
     for (int x = A; x <= C; ++x) {
+      if (plan.position[x][loop] < 0)
+        continue; // an input the loop does not index
       auto type = cast<MemRefType>(plan.buffers[x].getType());
       int64_t bytes = plan.strides[x][plan.position[x][loop]] *
                       (type.getElementTypeBitWidth() / 8);
@@ -842,6 +952,14 @@ struct CudaContractionsToGemmPass
         FailureOr<Plan> plan = planGemm(op, *matchContraction(op));
         if (failed(plan))
           continue; // stays a kernel
+        if (plan->splitReduction) {
+          if (!compactReductionInputs(rewriter, op, *matchContraction(op),
+                                      *plan))
+            continue; // stays a kernel
+          plan = planGemm(op, *matchContraction(op));
+          if (failed(plan) || plan->splitReduction)
+            return signalPassFailure();
+        }
         if (compactBatchInputs(rewriter, op, *matchContraction(op), *plan))
           plan = planGemm(op, *matchContraction(op));
         if (failed(plan))

@@ -101,6 +101,133 @@ struct FoldWidenedInputs : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// `narrow` (bf16 or f16) widened to f32 by an elementwise op, as
+/// widenedFrom recognizes.
+Value widen(PatternRewriter &rewriter, Location loc, Value narrow) {
+  auto type = cast<RankedTensorType>(narrow.getType());
+  auto wide = type.clone(rewriter.getF32Type());
+  Value empty = tensor::EmptyOp::create(rewriter, loc, wide.getShape(),
+                                        wide.getElementType());
+  AffineMap identity = rewriter.getMultiDimIdentityMap(type.getRank());
+  return linalg::GenericOp::create(
+             rewriter, loc, TypeRange{wide}, ValueRange{narrow},
+             ValueRange{empty}, ArrayRef<AffineMap>{identity, identity},
+             SmallVector<utils::IteratorType>(type.getRank(),
+                                              utils::IteratorType::parallel),
+             [](OpBuilder &b, Location l, ValueRange args) {
+               linalg::YieldOp::create(
+                   b, l,
+                   arith::ExtFOp::create(b, l, b.getF32Type(), args[0])
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+/// Whether `op` only copies its one input (through any maps): its body
+/// yields the input's element.
+bool isCopy(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  return op.getNumDpsInputs() == 1 && op.getNumDpsInits() == 1 &&
+         op.getNumReductionLoops() == 0 && llvm::hasSingleElement(body) &&
+         body.getTerminator()->getOperand(0) == body.getArgument(0);
+}
+
+/// Whether every use of `value`, through data movement that
+/// SinkWidening moves (and its results' uses), is an input of a
+/// contraction: widening after the movement then leaves no widening
+/// kernel behind once the contractions read the narrow values.
+bool feedsContractions(Value value) {
+  for (OpOperand &use : value.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto generic = dyn_cast<linalg::GenericOp>(user)) {
+      std::optional<accrue::codegen::Contraction> c =
+          accrue::codegen::matchContraction(generic);
+      if (c && (use.getOperandNumber() == c->lhs ||
+                use.getOperandNumber() == c->rhs))
+        continue;
+    }
+    auto copy = dyn_cast<linalg::GenericOp>(user);
+    if (!(isa<tensor::PadOp, tensor::CollapseShapeOp, tensor::ExpandShapeOp>(
+              user) ||
+          (copy && isCopy(copy))) ||
+        !feedsContractions(user->getResult(0)))
+      return false;
+  }
+  return true;
+}
+
+/// Data movement of widened values, movement(widen(x)) -> widen(movement
+/// (x)), where what the movement feeds is only contractions: a
+/// convolution's padding and columns (im2col) of a bf16 input, a reshaped
+/// bf16 weight. The movement then moves bf16 values (half the bytes), and
+/// the widening reaches the contractions, where FoldWidenedInputs folds it
+/// into their bodies (the GEMM reads bf16). Moves by a tensor.pad with a
+/// constant exact in the narrow type, a reshape, or a generic whose body
+/// only yields its one input (any maps).
+struct SinkWidening : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp widening,
+                                PatternRewriter &rewriter) const override {
+    Value narrow = widenedFrom(widening.getResult(0));
+    if (!narrow || widening.getResult(0).use_empty() ||
+        !feedsContractions(widening.getResult(0)))
+      return failure();
+    Type element = getElementTypeOrSelf(narrow.getType());
+    bool moved = false;
+    for (OpOperand &use :
+         llvm::make_early_inc_range(widening.getResult(0).getUses())) {
+      Operation *user = use.getOwner();
+      rewriter.setInsertionPoint(user);
+      Location loc = user->getLoc();
+      Value result;
+      if (auto pad = dyn_cast<tensor::PadOp>(user)) {
+        auto value = dyn_cast_or_null<arith::ConstantFloatOp>(
+            pad.getConstantPaddingValue().getDefiningOp());
+        if (!value)
+          continue;
+        APFloat padding = value.value();
+        bool inexact = false;
+        padding.convert(cast<FloatType>(element).getFloatSemantics(),
+                        APFloat::rmNearestTiesToEven, &inexact);
+        if (inexact)
+          continue;
+        Value constant = arith::ConstantFloatOp::create(
+            rewriter, loc, cast<FloatType>(element), padding);
+        result = tensor::PadOp::create(
+            rewriter, loc, pad.getResultType().clone(element), narrow,
+            pad.getMixedLowPad(), pad.getMixedHighPad(), constant,
+            pad.getNofold());
+      } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(user)) {
+        result = tensor::CollapseShapeOp::create(
+            rewriter, loc, narrow, collapse.getReassociationIndices());
+      } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(user)) {
+        result = tensor::ExpandShapeOp::create(
+            rewriter, loc, expand.getResultType().clone(element), narrow,
+            expand.getReassociationIndices(), expand.getMixedOutputShape());
+      } else if (auto copy = dyn_cast<linalg::GenericOp>(user)) {
+        if (!isCopy(copy))
+          continue; // a contraction
+        auto type = cast<RankedTensorType>(copy.getResult(0).getType());
+        Value empty =
+            tensor::EmptyOp::create(rewriter, loc, type.getShape(), element);
+        result = linalg::GenericOp::create(
+                     rewriter, loc, TypeRange{type.clone(element)},
+                     ValueRange{narrow}, ValueRange{empty},
+                     copy.getIndexingMapsArray(), copy.getIteratorTypesArray(),
+                     [](OpBuilder &b, Location l, ValueRange args) {
+                       linalg::YieldOp::create(b, l, args[0]);
+                     })
+                     .getResult(0);
+      } else {
+        continue;
+      }
+      rewriter.replaceOp(user, widen(rewriter, loc, result));
+      moved = true;
+    }
+    return success(moved);
+  }
+};
+
 /// Whether `op` only rounds a zero-started contraction's f32 result (its
 /// only use) to bf16 or f16: nn-to-linalg's low-precision product, whose
 /// GEMM can write the rounded values itself (cuda-contractions-to-gemm).
@@ -122,7 +249,7 @@ struct CudaFoldIntoContractionsPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     accrue::codegen::populateFoldIntoContractionsPatterns(patterns);
-    patterns.add<FoldWidenedInputs>(&getContext());
+    patterns.add<FoldWidenedInputs, SinkWidening>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     // A zero fill that several contractions start from (CSE merges them)

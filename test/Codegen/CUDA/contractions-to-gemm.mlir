@@ -536,3 +536,142 @@ func.func @rounded_output(%a: memref<2x2x3xbf16>, %b: memref<3x5xbf16>, %o: memr
   }
   return %y : memref<2x2x5xbf16>
 }
+
+// -----
+
+// A convolution over its columns (im2col), Y[n, g, f, p] += W[g, f, kk] *
+// Col[n, g, kk, p] with one group: the samples are N loops that do not
+// collapse with the pixels (the filters lie between them in Y), so they
+// become the GEMM's batch, which the weight does not have (batch stride
+// 0); the group's loop of one iteration goes. One call of 16.
+
+// CHECK-LABEL: func @conv_forward
+// CHECK-NOT: scf.for
+// CHECK: call @accrue_gemm(%c16, %c4, %c64, %c18, %{{.+}}, %c18, %c1, %c0, %{{.+}}, %c64, %c1, %c1152, %{{.+}}, %c64, %c1, %c256, %c0, %{{.+}})
+// CHECK-NOT: call @accrue_gemm
+#fw = affine_map<(n, g, f, kk, p) -> (g, f, kk)>
+#fc = affine_map<(n, g, f, kk, p) -> (n, g, kk, p)>
+#fy = affine_map<(n, g, f, kk, p) -> (n, g, f, p)>
+func.func @conv_forward(%w: memref<1x4x18xf32>, %col: memref<16x1x18x64xf32>, %y: memref<16x1x4x64xf32>) attributes {train.abi = [{train.name = "w", train.role = #train.role<batch>}, {train.name = "col", train.role = #train.role<batch>}, {train.name = "y", train.role = #train.role<batch>}]} {
+  linalg.generic {indexing_maps = [#fw, #fc, #fy], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]}
+      ins(%w, %col : memref<1x4x18xf32>, memref<16x1x18x64xf32>) outs(%y : memref<16x1x4x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Two groups: the samples (16, absent from the weight) and the groups (2)
+// do not collapse into one batch dimension, since the weight has only
+// one of them. The larger, the samples, is the GEMM's batch; the groups a
+// host loop moving A by 54 floats (216 bytes), B by 72 (288) and C by 12
+// (48).
+
+// CHECK-LABEL: func @grouped_conv
+// CHECK: scf.for %[[G:.+]] = %c0 to %c2 step %c1
+// CHECK-DAG: arith.muli %[[G]], %c216
+// CHECK-DAG: arith.muli %[[G]], %c288
+// CHECK-DAG: arith.muli %[[G]], %c48
+// CHECK: call @accrue_gemm(%c16, %c3, %c4, %c18, %{{.+}}, %c18, %c1, %c0, %{{.+}}, %c4, %c1, %c144, %{{.+}}, %c4, %c1, %c24, %c0, %{{.+}})
+// CHECK-NOT: call @accrue_gemm
+#gw = affine_map<(n, g, f, kk, p) -> (g, f, kk)>
+#gc = affine_map<(n, g, f, kk, p) -> (n, g, kk, p)>
+#gy = affine_map<(n, g, f, kk, p) -> (n, g, f, p)>
+func.func @grouped_conv(%w: memref<2x3x18xf32>, %col: memref<16x2x18x4xf32>, %y: memref<16x2x3x4xf32>) attributes {train.abi = [{train.name = "w", train.role = #train.role<batch>}, {train.name = "col", train.role = #train.role<batch>}, {train.name = "y", train.role = #train.role<batch>}]} {
+  linalg.generic {indexing_maps = [#gw, #gc, #gy], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]}
+      ins(%w, %col : memref<2x3x18xf32>, memref<16x2x18x4xf32>) outs(%y : memref<16x2x3x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A convolution's weight gradient, dW[g, f, kk] += dY[n, g, f, p] *
+// Col[n, g, kk, p]: the sum runs over samples and pixels, which do not
+// collapse in either input (channels lie between them). Both inputs are
+// copied with the summed dimensions innermost (dY as [g, f, n, p], the
+// columns as [g, kk, n, p]), and one call of 2 groups sums over all 64.
+
+// CHECK-DAG: #[[$DY:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d0, d1, d3)>
+// CHECK-LABEL: func @conv_weight_gradient
+// CHECK-SAME: (%[[DY:.+]]: memref<16x2x3x4xf32>, %[[COL:.+]]: memref<16x2x18x4xf32>
+// CHECK: %[[CDY:.+]] = memref.alloc() : memref<2x3x16x4xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[$DY]], #{{.+}}], {{.*}} ins(%[[DY]] : {{.+}}) outs(%[[CDY]] :
+// CHECK: %[[CCOL:.+]] = memref.alloc() : memref<2x18x16x4xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[$DY]], #{{.+}}], {{.*}} ins(%[[COL]] : {{.+}}) outs(%[[CCOL]] :
+// CHECK-NOT: scf.for
+// CHECK-DAG: %[[PA:.+]] = memref.extract_aligned_pointer_as_index %[[CDY]]
+// CHECK-DAG: %[[PB:.+]] = memref.extract_aligned_pointer_as_index %[[CCOL]]
+// CHECK: call @accrue_gemm(%c2, %c3, %c18, %c64, %[[PA]], %c64, %c1, %c192, %[[PB]], %c1, %c64, %c1152, %{{.+}}, %c18, %c1, %c54, %c0, %{{.+}})
+// CHECK-NOT: call @accrue_gemm
+#wdy = affine_map<(g, f, kk, n, p) -> (n, g, f, p)>
+#wcol = affine_map<(g, f, kk, n, p) -> (n, g, kk, p)>
+#wdw = affine_map<(g, f, kk, n, p) -> (g, f, kk)>
+func.func @conv_weight_gradient(%dy: memref<16x2x3x4xf32>, %col: memref<16x2x18x4xf32>, %dw: memref<2x3x18xf32>) attributes {train.abi = [{train.name = "dy", train.role = #train.role<batch>}, {train.name = "col", train.role = #train.role<batch>}, {train.name = "dw", train.role = #train.role<batch>}]} {
+  linalg.generic {indexing_maps = [#wdy, #wcol, #wdw], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%dy, %col : memref<16x2x3x4xf32>, memref<16x2x18x4xf32>) outs(%dw : memref<2x3x18xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Two samples of four groups: the groups are the GEMM's batch and the
+// samples, which the weight does not have, a host loop that moves only B
+// (by 288 floats, 1152 bytes) and C (by 48, 192 bytes).
+
+// CHECK-LABEL: func @grouped_conv_few_samples
+// CHECK-SAME: (%[[W:.+]]: memref<4x3x18xf32>,
+// CHECK: %[[PW:.+]] = memref.extract_aligned_pointer_as_index %[[W]]
+// CHECK: scf.for %[[N:.+]] = %c0 to %c2 step %c1
+// CHECK-DAG: arith.muli %[[N]], %c1152
+// CHECK-DAG: arith.muli %[[N]], %c192
+// CHECK: call @accrue_gemm(%c4, %c3, %c4, %c18, %[[PW]], %c18, %c1, %c54, %{{.+}}, %c4, %c1, %c72, %{{.+}}, %c4, %c1, %c12, %c0, %{{.+}})
+#hw = affine_map<(n, g, f, kk, p) -> (g, f, kk)>
+#hc = affine_map<(n, g, f, kk, p) -> (n, g, kk, p)>
+#hy = affine_map<(n, g, f, kk, p) -> (n, g, f, p)>
+func.func @grouped_conv_few_samples(%w: memref<4x3x18xf32>, %col: memref<2x4x18x4xf32>, %y: memref<2x4x3x4xf32>) attributes {train.abi = [{train.name = "w", train.role = #train.role<batch>}, {train.name = "col", train.role = #train.role<batch>}, {train.name = "y", train.role = #train.role<batch>}]} {
+  linalg.generic {indexing_maps = [#hw, #hc, #hy], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]}
+      ins(%w, %col : memref<4x3x18xf32>, memref<2x4x18x4xf32>) outs(%y : memref<2x4x3x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A weight gradient over outputs of one pixel: the pixels' loop of one
+// iteration goes, and the samples alone are K, strided in both inputs (3
+// and 18) with unit stride along M and N: one call, nothing copied.
+
+// CHECK-LABEL: func @unit_reduction_loop
+// CHECK-NOT: memref.alloc
+// CHECK: call @accrue_gemm(%c1, %c3, %c18, %c16, %{{.+}}, %c1, %c3, %c0, %{{.+}}, %c18, %c1, %c0, %{{.+}}, %c18, %c1, %c0, %c0, %{{.+}})
+#udy = affine_map<(f, kk, n, p) -> (n, f, p)>
+#ucol = affine_map<(f, kk, n, p) -> (n, kk, p)>
+#udw = affine_map<(f, kk, n, p) -> (f, kk)>
+func.func @unit_reduction_loop(%dy: memref<16x3x1xf32>, %col: memref<16x18x1xf32>, %dw: memref<3x18xf32>) attributes {train.abi = [{train.name = "dy", train.role = #train.role<batch>}, {train.name = "col", train.role = #train.role<batch>}, {train.name = "dw", train.role = #train.role<batch>}]} {
+  linalg.generic {indexing_maps = [#udy, #ucol, #udw], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%dy, %col : memref<16x3x1xf32>, memref<16x18x1xf32>) outs(%dw : memref<3x18xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}

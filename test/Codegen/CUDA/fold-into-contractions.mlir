@@ -295,3 +295,140 @@ func.func @rounded_products(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>, %c: tensor
   } -> tensor<4x5xf32>
   return %pb, %qb, %q, %rb, %other : tensor<4x5xbf16>, tensor<4x5xbf16>, tensor<4x5xf32>, tensor<4x5xbf16>, tensor<4x5xf32>
 }
+
+// -----
+
+// A bf16 convolution as nn-to-linalg writes it: the input widened, padded
+// and laid out as columns (im2col), the weight widened and reshaped, then
+// an f32 contraction. The widenings move past the padding (its zero is
+// exact in bf16), the columns' copy and the reshapes, so those move bf16
+// values, and then fold into the contraction, which reads bf16.
+
+// CHECK-LABEL: func @widened_columns
+// CHECK-SAME: (%[[X:.+]]: tensor<2x1x3x3xbf16>, %[[W:.+]]: tensor<3x1x2x2xbf16>)
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant 0.000000e+00 : bf16
+// CHECK-DAG: %[[PAD:.+]] = tensor.pad %[[X]] low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK-DAG: tensor.yield %[[ZERO]] : bf16
+// CHECK-DAG: %[[COLS:.+]] = linalg.generic {{.+}} ins(%[[PAD]] : tensor<2x1x5x5xbf16>) outs(%{{.+}} : tensor<2x1x2x2x4x4xbf16>)
+// CHECK-DAG: %[[C:.+]] = tensor.collapse_shape %[[COLS]] {{.+}} into tensor<2x4x16xbf16>
+// CHECK-DAG: %[[WM:.+]] = tensor.collapse_shape %[[W]] {{.+}} into tensor<3x4xbf16>
+// CHECK: linalg.generic {{.+}} ins(%[[WM]], %[[C]] : tensor<3x4xbf16>, tensor<2x4x16xbf16>)
+// CHECK-NOT: arith.extf {{.+}} : bf16 to f32
+// CHECK: arith.extf
+// CHECK: arith.extf
+// CHECK: arith.mulf
+// CHECK-NOT: arith.extf
+// CHECK: return
+#x4 = affine_map<(n, c, i, j, h, w) -> (n, c, h + i, w + j)>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#id6 = affine_map<(n, c, i, j, h, w) -> (n, c, i, j, h, w)>
+#cw = affine_map<(n, f, kk, p) -> (f, kk)>
+#cc = affine_map<(n, f, kk, p) -> (n, kk, p)>
+#cy = affine_map<(n, f, kk, p) -> (n, f, p)>
+func.func @widened_columns(%x: tensor<2x1x3x3xbf16>, %w: tensor<3x1x2x2xbf16>) -> tensor<2x3x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ex = tensor.empty() : tensor<2x1x3x3xf32>
+  %wx = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2x1x3x3xbf16>) outs(%ex : tensor<2x1x3x3xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<2x1x3x3xf32>
+  %ew = tensor.empty() : tensor<3x1x2x2xf32>
+  %ww = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%w : tensor<3x1x2x2xbf16>) outs(%ew : tensor<3x1x2x2xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<3x1x2x2xf32>
+  %padded = tensor.pad %wx low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    tensor.yield %zero : f32
+  } : tensor<2x1x3x3xf32> to tensor<2x1x5x5xf32>
+  %e6 = tensor.empty() : tensor<2x1x2x2x4x4xf32>
+  %cols = linalg.generic {indexing_maps = [#x4, #id6], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%padded : tensor<2x1x5x5xf32>) outs(%e6 : tensor<2x1x2x2x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<2x1x2x2x4x4xf32>
+  %c = tensor.collapse_shape %cols [[0], [1, 2, 3], [4, 5]] : tensor<2x1x2x2x4x4xf32> into tensor<2x4x16xf32>
+  %wm = tensor.collapse_shape %ww [[0], [1, 2, 3]] : tensor<3x1x2x2xf32> into tensor<3x4xf32>
+  %o = tensor.empty() : tensor<2x3x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%o : tensor<2x3x16xf32>) -> tensor<2x3x16xf32>
+  %y = linalg.generic {indexing_maps = [#cw, #cc, #cy], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+      ins(%wm, %c : tensor<3x4xf32>, tensor<2x4x16xf32>) outs(%init : tensor<2x3x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x3x16xf32>
+  return %y : tensor<2x3x16xf32>
+}
+
+// -----
+
+// What stays: padding with a value bf16 cannot hold (0.1), and a widened
+// input that something other than data movement and contractions also
+// reads (its widening would stay, beside a second one).
+
+// CHECK-LABEL: func @widened_kept
+// CHECK: tensor.pad %{{.+}} low[1] high[1]
+// CHECK: tensor.yield %{{.+}} : f32
+// CHECK: tensor.pad %{{.+}} low[1] high[1]
+// CHECK: tensor.yield %{{.+}} : f32
+// CHECK-NOT: : bf16)
+// CHECK: return
+#i1 = affine_map<(d0) -> (d0)>
+#pm = affine_map<(m, k) -> (k)>
+#pv = affine_map<(m, k) -> (m, k)>
+#po = affine_map<(m, k) -> (m)>
+func.func @widened_kept(%x: tensor<4xbf16>, %w: tensor<3x6xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %tenth = arith.constant 0.1 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %wx = linalg.generic {indexing_maps = [#i1, #i1], iterator_types = ["parallel"]}
+      ins(%x : tensor<4xbf16>) outs(%e : tensor<4xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<4xf32>
+  %p1 = tensor.pad %wx low[1] high[1] {
+  ^bb0(%i: index):
+    tensor.yield %tenth : f32
+  } : tensor<4xf32> to tensor<6xf32>
+  %o = tensor.empty() : tensor<3xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%o : tensor<3xf32>) -> tensor<3xf32>
+  %y1 = linalg.generic {indexing_maps = [#pm, #pv, #po], iterator_types = ["parallel", "reduction"]}
+      ins(%p1, %w : tensor<6xf32>, tensor<3x6xf32>) outs(%init : tensor<3xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<3xf32>
+  %e2 = tensor.empty() : tensor<4xf32>
+  %wx2 = linalg.generic {indexing_maps = [#i1, #i1], iterator_types = ["parallel"]}
+      ins(%x : tensor<4xbf16>) outs(%e2 : tensor<4xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<4xf32>
+  %p2 = tensor.pad %wx2 low[1] high[1] {
+  ^bb0(%i: index):
+    tensor.yield %zero : f32
+  } : tensor<4xf32> to tensor<6xf32>
+  %init2 = linalg.fill ins(%zero : f32) outs(%o : tensor<3xf32>) -> tensor<3xf32>
+  %y2 = linalg.generic {indexing_maps = [#pm, #pv, #po], iterator_types = ["parallel", "reduction"]}
+      ins(%p2, %w : tensor<6xf32>, tensor<3x6xf32>) outs(%init2 : tensor<3xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<3xf32>
+  %neg = linalg.generic {indexing_maps = [#i1, #i1], iterator_types = ["parallel"]}
+      ins(%wx2 : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = arith.negf %in : f32
+    linalg.yield %n : f32
+  } -> tensor<4xf32>
+  return %y1, %y2, %neg : tensor<3xf32>, tensor<3xf32>, tensor<4xf32>
+}
