@@ -84,6 +84,13 @@ counted("mse sgd", mse, mse_data, 4, 2, accumulation_steps=2, optimizer="sgd", l
 counted("mse fp16", mse, mse_data, 4, 3, precision="fp16", loss_scale="dynamic", **common)
 cnn, cnn_data = export("cnn", zoo.CNN(2), 32)
 counted("cnn", cnn, cnn_data, 2, 1, **common)
+# Micro-batch 16: the convolutions' GEMMs take the samples as their batch,
+# the weight gradients' inputs are copied with samples and pixels
+# innermost; bf16: the padding and the columns move bf16.
+counted("cnn micro-batch 16", cnn, cnn_data, 16, 1, accumulation_steps=2,
+        optimizer="adamw", lr=0.01, weight_decay=0.01, clip_norm=0.5)
+counted("cnn bf16", cnn, cnn_data, 16, 1, accumulation_steps=2, optimizer="none",
+        precision="bf16")
 for kind in ("gru", "lstm"):
     rnn, rnn_data = export(kind, zoo.RecurrentClassifier(6, kind), 16)
     counted(kind, rnn, rnn_data, 2, 1, **common)

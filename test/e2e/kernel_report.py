@@ -440,7 +440,10 @@ assert sorted(conv_gemms["/conv2/Conv"]) == sorted([
     (2, 3, 2 * 9, CNN_B * 2 * 2)]), conv_gemms  # weight gradient, both groups
 cnn_totals = cnn_report["totals"]
 assert cnn_totals["max_memory_ops_per_thread"] <= 111, cnn_totals
-assert cnn_totals["kernels_per_micro_batch"] <= 59, cnn_totals
+# 65 kernels a micro-batch with direct convolutions; 59 with GEMMs; 50
+# once col2im's copies of a window onto itself went (CSE after
+# bufferization).
+assert cnn_totals["kernels_per_micro_batch"] <= 50, cnn_totals
 
 # The CPU has no kernels to report.
 proc = subprocess.run([e2e.tool("accrue-compile"), model, "-o", os.path.join(out, "cpu"),

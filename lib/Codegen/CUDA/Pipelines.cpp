@@ -52,6 +52,11 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
   // After the last CSE: recomputed ops stay apart from their forward copies.
   pm.addNestedPass<func::FuncOp>(train::createTrainStripRecomputeBarriers());
   pm.addPass(bufferization::createOneShotBufferizePass());
+  // Identical views merge, so that a copy bufferization leaves between two
+  // views of the same elements (an insert_slice of what was computed in
+  // place: col2im's window adds) copies a view onto itself, which
+  // canonicalization erases.
+  pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCudaContractionsToGemm());
   pm.addPass(createCanonicalizerPass());
