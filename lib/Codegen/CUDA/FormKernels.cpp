@@ -506,7 +506,8 @@ struct CudaFormKernelsPass
              ++it)
           members.push_back(cast<linalg::GenericOp>(*it));
         --it;
-        if (failed(formRowGroup(rewriter, members, blockSize, rowBarriers)))
+        if (failed(formRowGroup(rewriter, members, blockSize,
+                                {rowBarriers, reductionBarriers})))
           return signalPassFailure();
         continue;
       }

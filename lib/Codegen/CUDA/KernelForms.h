@@ -88,11 +88,19 @@ mlir::LogicalResult formWarpKernel(mlir::RewriterBase &rewriter,
 /// memory and thread 0 folds those in order; a row map's threads take
 /// every (warps x 32)-th element. Otherwise a block of one warp takes a
 /// point. What lies between the members (views, constants) moves before
-/// the kernel.
+/// the kernel. `barriers` leaves some out only to test that the race
+/// checker catches a missing one.
+struct RowGroupBarriers {
+  /// Between two members.
+  bool betweenMembers = true;
+  /// Inside a reduction, between its warps' values in workgroup memory and
+  /// thread 0's fold of them.
+  bool inReductions = true;
+};
 mlir::LogicalResult
 formRowGroup(mlir::RewriterBase &rewriter,
              llvm::ArrayRef<mlir::linalg::GenericOp> members, int64_t blockSize,
-             bool barriers);
+             RowGroupBarriers barriers = {});
 
 } // namespace accrue::cuda::forms
 

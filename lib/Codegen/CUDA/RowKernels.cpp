@@ -34,6 +34,8 @@ struct BlockWarps {
   Value warp;
   int64_t warps;
   Value shared;
+  /// Whether a barrier orders the warps' values before thread 0's fold.
+  bool barrier = true;
 };
 
 /// A warp reduction (kWarpLanes, buffer semantics) taken apart for a
@@ -295,7 +297,8 @@ void WarpReduction::emit(RewriterBase &rewriter, Location loc,
       memref::StoreOp::create(rewriter, loc, value, block->shared,
                               ValueRange{block->warp});
     }
-    gpu::BarrierOp::create(rewriter, loc);
+    if (block->barrier)
+      gpu::BarrierOp::create(rewriter, loc);
     first = arith::AndIOp::create(
         rewriter, loc, first,
         arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
@@ -504,7 +507,7 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
 /// the kernel.
 LogicalResult formRowGroup(RewriterBase &rewriter,
                            ArrayRef<linalg::GenericOp> members,
-                           int64_t blockSize, bool barriers) {
+                           int64_t blockSize, RowGroupBarriers barriers) {
   SmallVector<std::optional<WarpReduction>> warps;
   bool splits = true;
   int64_t elementsPerLane = 1;
@@ -576,7 +579,7 @@ LogicalResult formRowGroup(RewriterBase &rewriter,
   Value valid = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
   unsigned nextShared = 0;
   for (auto [k, op] : llvm::enumerate(members)) {
-    if (k > 0 && barriers)
+    if (k > 0 && barriers.betweenMembers)
       gpu::BarrierOp::create(rewriter, loc);
     if (!warps[k]) {
       emitRowMap(rewriter, loc, op, ranges[k], point, thread,
@@ -586,7 +589,8 @@ LogicalResult formRowGroup(RewriterBase &rewriter,
     std::optional<BlockWarps> block;
     if (blockWarps > 1)
       block = BlockWarps{warp, blockWarps,
-                         launch.getWorkgroupAttributions()[nextShared++]};
+                         launch.getWorkgroupAttributions()[nextShared++],
+                         barriers.inReductions};
     warps[k]->emit(rewriter, loc, ranges[k], point, lane, valid,
                    block ? &*block : nullptr);
   }

@@ -24,6 +24,8 @@
 // RUN: %if !sanitizer %{ mlir-runner %t/group-lowered.mlir -e main -entry-point-result=void -shared-libs=%accrue_capi_lib %}
 // RUN: %if !sanitizer %{ accrue-opt %t/group.mlir -cuda-form-kernels=row-barriers=false -cuda-emulate-kernels=count-accesses --accrue-lower-cpu > %t/seeded-lowered.mlir %}
 // RUN: %if !sanitizer %{ not mlir-runner %t/seeded-lowered.mlir -e main -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=SEEDED %}
+// RUN: %if !sanitizer %{ accrue-opt %t/group.mlir -cuda-form-kernels=reduction-barriers=false -cuda-emulate-kernels=count-accesses --accrue-lower-cpu > %t/seeded-reduction-lowered.mlir %}
+// RUN: %if !sanitizer %{ not mlir-runner %t/seeded-reduction-lowered.mlir -e main -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=SEEDED-REDUCTION %}
 
 // The launch names its kernel and node, each thread its ids, and each
 // access its site, buffer, offset, address, size and flags (element bytes
@@ -61,6 +63,10 @@
 // members orders (the reduction's own barrier, between its warps' values
 // and thread 0's fold of them, comes before that store).
 // SEEDED: accrue: a data race in kernel k0__ln_LayerNormalization (ONNX node '/ln/LayerNormalization'), access {{[0-9]+}} to 'step argument 2' at byte 0: thread 1 of block 0 reads the element that thread 0 of block 0 writes, in one launch (its threads run in no order between barriers)
+// Inside the reduction, thread 0 folds the values its block's warps left
+// in workgroup memory, which only the reduction's own barrier orders
+// (seeded: left out).
+// SEEDED-REDUCTION: accrue: a data race in kernel k0__ln_LayerNormalization (ONNX node '/ln/LayerNormalization'), an access to 'shared memory 0' at byte 4: thread 32 of block 0 writes the element that thread 0 of block 0 reads, in one launch (its threads run in no order)
 // Workgroup (shared) memory is each block's own: the emulator reuses one
 // buffer for the blocks it runs in turn, and what one block did there is
 // no race with the next; within a block, only a barrier orders its

@@ -416,6 +416,10 @@ def CudaFormKernels : Pass<"cuda-form-kernels", "::mlir::func::FuncOp"> {
     Option<"rowBarriers", "row-barriers", "bool", "true",
            "A barrier between a row group's members (false only to test "
            "that the race checker catches a missing one)">,
+    Option<"reductionBarriers", "reduction-barriers", "bool", "true",
+           "A barrier inside a row group's reductions, between the warps' "
+           "values in workgroup memory and thread 0's fold (false only to "
+           "test that the race checker catches a missing one)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",
