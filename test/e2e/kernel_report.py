@@ -119,9 +119,16 @@ assert all(k["launches_per_micro_batch"] == 1 for k in kernels
            if k["node"] == "/wte/Gather"), [k for k in kernels if k["node"] == "/wte/Gather"]
 assert totals["loop_invariant_kernels_per_micro_batch"] == 0, totals
 
-# LayerNorm's statistics as 1x1xd GEMMs.
+# No GEMM sums a dot product per row (M = N = 1): LayerNorm's and
+# softmax's backward sum a row's products as reductions (here, rows of 16:
+# a thread per row of the b x T rows; from 32 elements a warp, in the row
+# groups); they were 1 x 1 x d GEMMs. The LayerNorm scales' gradients, a
+# dot product per column over the b x T rows, are still GEMMs (adding
+# into the accumulator).
 thin = [g for g in report["gemms"] if g["m"] == 1 and g["n"] == 1]
-assert any(g["node"].endswith("LayerNormalization") and g["k"] == D for g in thin), thin
+assert thin and all(g["batch"] == D and g["k"] == B * T for g in thin), thin
+assert any(k["node"].endswith("LayerNormalization") and k["trip_count"] == D
+           and k["threads"] == B * T for k in kernels), [k["name"] for k in kernels]
 assert totals["gemms_with_m_or_n_1"] == len([g for g in report["gemms"]
                                              if g["m"] == 1 or g["n"] == 1])
 
@@ -176,9 +183,13 @@ assert all(g["output_type"] == "f32" for g in report["gemms"]), report["gemms"]
 # 140 since the gradients' accumulations join the kernels computing the
 # gradients and a split's gradient is its parts written into one tensor
 # (cuda-join-slice-sums), each by the kernel computing it; 136 since the
-# GEMMs round their products to bf16 themselves.
-assert bf16_totals["gemm_calls_per_micro_batch"] <= 51, bf16_totals
-assert bf16_totals["kernels_per_micro_batch"] <= 136, bf16_totals
+# GEMMs round their products to bf16 themselves. Since the dot products
+# per row (M = N = 1: LayerNorm's and softmax's backward) are reductions,
+# 7 GEMM calls fewer (51 -> 44) for 2 more kernels (136 -> 138: rows of 16
+# are a thread per row here, apart from the row groups; from 32 elements
+# they join them).
+assert bf16_totals["gemm_calls_per_micro_batch"] <= 44, bf16_totals
+assert bf16_totals["kernels_per_micro_batch"] <= 138, bf16_totals
 attention = [g for g in products if g["batch"] > 1]
 assert attention and all(g["batch"] == B * 2 and g["launches_per_micro_batch"] == 1
                          for g in attention), attention
@@ -260,8 +271,10 @@ accumulations = [k["name"] for k in wide_kernels
                  any(a["buffer"] == "grads" and a["op"] == "store" for a in k["accesses"])]
 assert len(accumulations) <= 8, accumulations
 # LayerNorm's mean and variance in each of its three forwards, two of its
-# backwards' sums; softmax's maximum and sum; the loss's maximum and sum.
-assert warps == {"LayerNormalization": 9, "Softmax": 2, "SoftmaxCrossEntropyLoss": 2}, warps
+# backwards' sums; softmax's maximum and sum; the loss's maximum and sum;
+# and the dot products per row that were GEMMs: each LayerNorm backward's
+# sum of dy x gamma x xhat, softmax's backward's sum of dy x y.
+assert warps == {"LayerNormalization": 12, "Softmax": 3, "SoftmaxCrossEntropyLoss": 2}, warps
 # Each forward's mean is divided by n, and its variance made 1 / sqrt(var +
 # eps) (and sqrt(var + eps), kept for the backward), in their warps.
 assert epilogues["LayerNormalization"] >= 6, epilogues
@@ -376,9 +389,10 @@ assert totals["kernels_dividing_by_parameters"] == 0, totals
 # the accumulations and the split's parts joined their producers, 109
 # until attention's products copied both their inputs into samples-and-
 # heads-outermost order where both need it (4 copy kernels for 4 fewer
-# GEMM calls: 63 -> 59).
-assert totals["kernels_per_micro_batch"] <= 113, totals
-assert totals["gemm_calls_per_micro_batch"] <= 59, totals
+# GEMM calls: 63 -> 59); 115 since the dot products per row are
+# reductions (a thread per row of 16 here), for 7 GEMM calls fewer (52).
+assert totals["kernels_per_micro_batch"] <= 115, totals
+assert totals["gemm_calls_per_micro_batch"] <= 52, totals
 # The longest chain: it was the embedding gradient's 4 b T d = 1024, then
 # the gradient norm's second stage (one thread over 437 partials); now a
 # full reduction's thread, 64 elements of two loads each, and its
@@ -389,10 +403,14 @@ assert totals["max_memory_ops_per_thread"] <= 129, totals
 # and the reductions into fills started from constants, 159 until
 # cuda-fuse-kernels, 139 until the accumulations joined their producers,
 # 115 until attention's products copied both inputs (4 copy kernels for
-# 60 fewer GEMM calls, 231 -> 171: a call per sample and product before).
-assert json.loads(printed128)["totals"]["kernels_per_micro_batch"] <= 119, \
+# 60 fewer GEMM calls, 231 -> 171: a call per sample and product before);
+# 59 since the batch dimension of a GEMM whose batch loops do not
+# collapse is their largest run (the 16 samples, not the 2 heads: a call
+# per head instead of one per sample); 52 since the dot products per row
+# are reductions (119 -> 121 kernels).
+assert json.loads(printed128)["totals"]["kernels_per_micro_batch"] <= 121, \
     json.loads(printed128)["totals"]
-assert json.loads(printed128)["totals"]["gemm_calls_per_micro_batch"] <= 171, \
+assert json.loads(printed128)["totals"]["gemm_calls_per_micro_batch"] <= 52, \
     json.loads(printed128)["totals"]
 # And every kernel there over 64 KB (the MLP's, the transposes', the
 # attention's) uses at least 80% of the sectors it moves (the 10M and
@@ -402,6 +420,27 @@ for k in json.loads(printed128)["kernels"]:
     if k["footprint_bytes"] > 65536:
         assert all(a["sector_efficiency"] is None or a["sector_efficiency"] >= 0.8
                    for a in k["accesses"]), (k["name"], k["accesses"])
+
+# RMSNorm (x / sqrt(mean(x^2) + eps) x scale, as LLaMA-style models write
+# it) in a GPT of width 128 (b x T = 16 rows): its forward and backward
+# row sums of products are reductions, a warp's, and each RMSNorm's
+# forward (with the residual add before it) and backward is one kernel of
+# a block per row (4 warps: 128 elements, 32 a warp); no row's dot product
+# is a GEMM.
+rms_module = zoo.GPT(5, vocab=300, d=128, heads=2, layers=1, norm="rms")
+rms_model = os.path.join(out, "rms.onnx")
+zoo.export(rms_module, rms_module.data(4, rng), rms_model, 17)
+proc = subprocess.run([e2e.tool("accrue-compile"), rms_model, "-o", os.path.join(out, "rms"),
+                       "--micro-batch", "2", "--target", "cuda-emulated",
+                       "--kernel-report=json"], capture_output=True, text=True)
+assert proc.returncode == 0, proc.stderr
+rms_report = json.loads(proc.stdout)
+rms_rows = 2 * rms_module.block
+row_blocks = [k["name"] for k in rms_report["kernels"] if k["launches_per_micro_batch"]
+              and k["grid"] == [rms_rows, 1, 1] and k["block"] == [128, 1, 1]]
+assert len(row_blocks) == 2 * 3, row_blocks  # 3 RMSNorms, forward and backward
+assert not [g for g in rms_report["gemms"] if g["m"] == 1 and g["n"] == 1 and
+            g["batch"] == rms_rows], rms_report["gemms"]
 
 # The test suite's CNN (b = 16, bf16): every convolution's products are
 # GEMM calls over its columns (im2col) reading bf16 (the padding and the

@@ -348,6 +348,26 @@ struct Limits {
       minRowElements, warpElements, laneElements;
 };
 
+/// Whether `op` is a product that is no GEMM: every output point sums the
+/// products of elements both inputs hold at that point (every parallel
+/// loop indexes both inputs: M = N = 1) along contiguous rows, a dot
+/// product per row, as RMSNorm's forward and LayerNorm's, RMSNorm's and
+/// softmax's backward sum a row's products. Such a product is a row
+/// reduction (a warp's, in their row groups). A column's (a LayerNorm
+/// scale's gradient) stays a GEMM, which adds into the accumulator itself.
+bool isDotProducts(linalg::GenericOp op) {
+  std::optional<codegen::Contraction> c = codegen::matchContraction(op);
+  if (!c || !isRowReduction(op))
+    return false;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  for (auto [loop, iterator] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (iterator == utils::IteratorType::parallel &&
+        (!maps[c->lhs].isFunctionOfDim(loop) ||
+         !maps[c->rhs].isFunctionOfDim(loop)))
+      return false;
+  return true;
+}
+
 /// Splits a reduction into deterministic stages. A row reduction (or a
 /// full one) of 32-bit elements of at least `warpElements` and at most 32
 /// x `laneElements` elements becomes a warp reduction (warpReduction).
@@ -366,8 +386,9 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
   auto outType = cast<RankedTensorType>(op.getDpsInits()[0].getType());
   int64_t count = loops->count;
   bool full = outType.getRank() == 0;
-  // Products (a * b summed) are GEMMs for cuda-contractions-to-gemm.
-  if (!full && codegen::matchContraction(op))
+  // Products (a * b summed) are GEMMs for cuda-contractions-to-gemm, but
+  // for dot products.
+  if (!full && codegen::matchContraction(op) && !isDotProducts(op))
     return failure();
   auto combiner = findCombiner(op);
   if (!combiner)
@@ -500,7 +521,8 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
 /// reading the filled buffer: a kernel fewer, and nothing to read.
 LogicalResult foldFillInit(RewriterBase &rewriter, linalg::GenericOp op) {
   std::optional<ReductionLoops> loops = reductionLoops(op);
-  if (!loops || op->hasAttr(cuda::kWarpLanes) || codegen::matchContraction(op))
+  if (!loops || op->hasAttr(cuda::kWarpLanes) ||
+      (codegen::matchContraction(op) && !isDotProducts(op)))
     return failure();
   linalg::FillOp fill = constantFill(op.getDpsInits()[0]);
   if (!fill)

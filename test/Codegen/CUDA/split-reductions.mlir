@@ -348,3 +348,44 @@ func.func @from_fill(%x: tensor<8x16xf32>, %a: tensor<8x16xf32>, %b: tensor<16x4
   } -> tensor<8x4xf32>
   return %r, %p : tensor<8xf32>, tensor<8x4xf32>
 }
+
+// -----
+
+// A dot product per row (sum of x * y along contiguous rows: M = N = 1,
+// LayerNorm's and softmax's backward, RMSNorm's sum of squares) is a
+// reduction, not a GEMM: rows of 64 become a warp reduction. A dot product
+// per column (a LayerNorm scale's gradient, summed over rows) stays a
+// contraction for cuda-contractions-to-gemm, which adds into the
+// accumulator itself.
+
+// CHECK-LABEL: func @dot_products
+// CHECK-SAME: (%[[X:.+]]: tensor<4x64xf32>, %[[Y:.+]]: tensor<4x64xf32>, %[[U:.+]]: tensor<256x64xf32>, %[[V:.+]]: tensor<256x64xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.+}} : tensor<32xi8>) outs(%{{.+}} : tensor<4xf32>) {{.*}}{accrue.warp_lanes}
+// CHECK:   scf.for
+// CHECK:     tensor.extract %[[X]]
+// CHECK:     tensor.extract %[[Y]]
+// CHECK:     arith.mulf
+// CHECK-NOT: accrue.warp_lanes
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[U]], %[[V]] : tensor<256x64xf32>, tensor<256x64xf32>) outs(%{{.+}} : tensor<64xf32>)
+// CHECK-NOT: linalg.generic
+#dx = affine_map<(d0, d1) -> (d0, d1)>
+#dr = affine_map<(d0, d1) -> (d0)>
+#cx = affine_map<(d0, d1) -> (d1, d0)>
+#cr = affine_map<(d0, d1) -> (d0)>
+func.func @dot_products(%x: tensor<4x64xf32>, %y: tensor<4x64xf32>, %u: tensor<256x64xf32>, %v: tensor<256x64xf32>, %r: tensor<4xf32>, %c: tensor<64xf32>) -> (tensor<4xf32>, tensor<64xf32>) {
+  %rows = linalg.generic {indexing_maps = [#dx, #dx, #dr], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %y : tensor<4x64xf32>, tensor<4x64xf32>) outs(%r : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  %cols = linalg.generic {indexing_maps = [#cx, #cx, #cr], iterator_types = ["parallel", "reduction"]}
+      ins(%u, %v : tensor<256x64xf32>, tensor<256x64xf32>) outs(%c : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  return %rows, %cols : tensor<4xf32>, tensor<64xf32>
+}

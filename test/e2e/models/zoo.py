@@ -53,16 +53,34 @@ class CNN(nn.Module):
                 "y": rng.integers(0, 3, samples).astype(np.int64)}
 
 
-class Block(nn.Module):
-    """Pre-LayerNorm transformer block: causal self-attention, GELU MLP."""
+class RMSNorm(nn.Module):
+    """RMSNorm as LLaMA-style models write it (PyTorch 1.13 has no module
+    for it): x / sqrt(mean(x^2) + eps) times a learned scale."""
 
-    def __init__(self, d, heads, trilu):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(1.0 + 0.1 * torch.randn(d))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def norm_layer(kind, d):
+    return RMSNorm(d) if kind == "rms" else nn.LayerNorm(d)
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block (LayerNorm, or RMSNorm with norm="rms"):
+    causal self-attention, GELU MLP."""
+
+    def __init__(self, d, heads, trilu, norm="layer"):
         super().__init__()
         self.heads, self.trilu = heads, trilu
-        self.ln1 = nn.LayerNorm(d)
+        self.ln1 = norm_layer(norm, d)
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
-        self.ln2 = nn.LayerNorm(d)
+        self.ln2 = norm_layer(norm, d)
         self.fc1 = nn.Linear(d, 4 * d)
         self.fc2 = nn.Linear(4 * d, d)
 
@@ -92,14 +110,14 @@ class GPT(nn.Module):
     padding (-100)."""
 
     def __init__(self, seed, vocab=17, d=16, heads=2, layers=2, block=8,
-                 tied=True, dropout=0.0, trilu=True, loss="mean"):
+                 tied=True, dropout=0.0, trilu=True, loss="mean", norm="layer"):
         super().__init__()
         torch.manual_seed(seed)
         self.wte = nn.Embedding(vocab, d)
         self.wpe = nn.Embedding(block, d)
         self.drop = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList(Block(d, heads, trilu) for _ in range(layers))
-        self.ln = nn.LayerNorm(d)
+        self.blocks = nn.ModuleList(Block(d, heads, trilu, norm) for _ in range(layers))
+        self.ln = norm_layer(norm, d)
         self.tied = tied
         if not tied:
             self.head = nn.Linear(d, vocab, bias=False)
