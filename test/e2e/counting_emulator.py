@@ -155,6 +155,13 @@ counted("dropout", dropout, dropout_data, 2, 1, **common)
 bn, bn_data = export("bn", zoo.BatchNormCNN(12), 20)
 counted("bn", bn, bn_data, 2, 2, **common)
 
+# Softmax's rows of 64 in workgroup memory (bf16): the members' accesses
+# there are checked for races among the block's threads.
+rows64, rows64_data = export("rows64", zoo.GPT(7, vocab=96, d=64, heads=2, layers=1,
+                                               block=64), 8)
+counted("gpt bf16 rows of 64", rows64, rows64_data, 2, 1, accumulation_steps=2,
+        optimizer="none", precision="bf16")
+
 # The test GPT (padded tokens, a partial last window), with its kernel
 # report.
 B, T, D = 2, 8, 16  # zoo.GPT's defaults: block 8, width 16

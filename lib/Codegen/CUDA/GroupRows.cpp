@@ -32,8 +32,10 @@
 #include "BufferOps.h"
 #include "WarpReductions.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 namespace accrue::cuda {
@@ -221,6 +223,123 @@ std::optional<Member> memberOf(Operation &op) {
   return member;
 }
 
+/// The most bytes of one point's rows of a buffer, and of all a group's
+/// buffers, kept in a block's workgroup memory (of the 48 KB a block may
+/// have statically).
+constexpr int64_t kMaxLocalRowBytes = 16 * 1024;
+constexpr int64_t kMaxLocalGroupBytes = 32 * 1024;
+
+/// Whether `op` reads the old value of its init `init` (a row map's block
+/// argument used; a warp reduction's used but by the select of the
+/// constant lane 0 starts from, which replaces it).
+bool readsOldValue(linalg::GenericOp op, OpOperand &init) {
+  BlockArgument arg = op.getMatchingBlockArgument(&init);
+  return llvm::any_of(arg.getUsers(), [&](Operation *user) {
+    auto select = dyn_cast<arith::SelectOp>(user);
+    return !isWarpReduction(op) || !select || select.getFalseValue() != arg ||
+           !matchPattern(select.getTrueValue(), m_Constant());
+  });
+}
+
+/// The groups (by their index in `groupOf`) whose members use `value`,
+/// through views; nullopt if something else uses it.
+std::optional<llvm::SmallSetVector<int64_t, 4>>
+groupsUsing(Value value, const DenseMap<Operation *, int64_t> &groupOf) {
+  llvm::SmallSetVector<int64_t, 4> groups;
+  for (OpOperand &use : value.getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<ViewLikeOpInterface>(user)) {
+      for (Value result : user->getResults()) {
+        auto nested = groupsUsing(result, groupOf);
+        if (!nested)
+          return std::nullopt;
+        groups.insert(nested->begin(), nested->end());
+      }
+      continue;
+    }
+    while (user && !groupOf.contains(user))
+      user = user->getParentOp();
+    if (!user)
+      return std::nullopt;
+    groups.insert(groupOf.lookup(user));
+  }
+  return groups;
+}
+
+/// The row stride R of `root` in the group `run`, where the group may keep
+/// a point's rows of it in workgroup memory: the first member to touch it
+/// writes it without reading what it held, and every access reaches, at
+/// each point, elements [R L(p), R L(p) + R).
+std::optional<int64_t> localStride(ArrayRef<Member> run, Value root) {
+  std::optional<int64_t> stride;
+  bool first = true;
+  for (const Member &m : run) {
+    bool touches = false;
+    for (const RowAccess &access : m.accesses) {
+      if (viewRoot(access.buffer) != root)
+        continue;
+      touches = true;
+      if (!access.rows || access.rows->base < 0 ||
+          access.rows->base + access.rows->span > access.rows->stride ||
+          (stride && *stride != access.rows->stride) ||
+          (first && !access.writes))
+        return std::nullopt;
+      stride = access.rows->stride;
+    }
+    if (touches && first)
+      for (OpOperand &init : linalg::GenericOp(m.op).getDpsInitsMutable())
+        if (viewRoot(init.get()) == root && readsOldValue(m.op, init))
+          return std::nullopt;
+    first = first && !touches;
+  }
+  return stride;
+}
+
+/// Marks (kRowLocal) each allocation of static shape that only row groups
+/// touch, where each of them may keep a point's rows of it in workgroup
+/// memory (localStride): no group reads what another wrote there, and
+/// what a group's members pass each other through it stays in the block.
+void markRowLocal(ArrayRef<SmallVector<Member>> groups, Builder &builder) {
+  DenseMap<Operation *, int64_t> groupOf;
+  llvm::SetVector<Value> roots;
+  for (auto [g, run] : llvm::enumerate(groups))
+    for (const Member &m : run) {
+      groupOf[m.op] = g;
+      for (const RowAccess &access : m.accesses)
+        if (auto alloc =
+                viewRoot(access.buffer).getDefiningOp<memref::AllocOp>())
+          roots.insert(alloc);
+    }
+  DenseMap<int64_t, int64_t> groupBytes;
+  for (Value root : roots) {
+    auto type = cast<MemRefType>(root.getType());
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+        !type.getElementType().isIntOrFloat())
+      continue;
+    auto users = groupsUsing(root, groupOf);
+    if (!users)
+      continue;
+    SmallVector<int64_t> mark, order(users->begin(), users->end());
+    llvm::sort(order);
+    for (int64_t g : order) {
+      std::optional<int64_t> stride = localStride(groups[g], root);
+      int64_t bytes = stride ? *stride * type.getElementTypeBitWidth() / 8 : 0;
+      if (!stride || bytes > kMaxLocalRowBytes ||
+          groupBytes[g] + bytes > kMaxLocalGroupBytes) {
+        mark.clear();
+        break;
+      }
+      mark.append({g, *stride});
+    }
+    if (mark.empty())
+      continue;
+    for (size_t k = 0; k < mark.size(); k += 2)
+      groupBytes[mark[k]] += mark[k + 1] * type.getElementTypeBitWidth() / 8;
+    root.getDefiningOp()->setAttr(kRowLocal,
+                                  builder.getDenseI64ArrayAttr(mark));
+  }
+}
+
 /// Whether no block of a kernel running `member` after `earlier` would
 /// touch what another writes: every pair of their accesses that may meet,
 /// one of them writing, stays within the rows of one point.
@@ -245,15 +364,15 @@ struct CudaGroupRowsPass
     : public accrue::cuda::impl::CudaGroupRowsBase<CudaGroupRowsPass> {
   void runOnOperation() override {
     Builder builder(&getContext());
-    int64_t groups = 0;
+    SmallVector<SmallVector<Member>> groups;
     SmallVector<Member> run;
     auto close = [&] {
       bool warp = llvm::any_of(
           run, [](const Member &m) { return isWarpReduction(m.op); });
       if (run.size() >= 2 && warp) {
         for (Member &m : run)
-          m.op->setAttr(kRowGroup, builder.getI64IntegerAttr(groups));
-        ++groups;
+          m.op->setAttr(kRowGroup, builder.getI64IntegerAttr(groups.size()));
+        groups.push_back(run);
       }
       run.clear();
     };
@@ -278,6 +397,7 @@ struct CudaGroupRowsPass
       }
       close();
     });
+    markRowLocal(groups, builder);
   }
 };
 

@@ -106,7 +106,8 @@ struct CudaPlanWorkspacePass
         return WalkResult::advance();
       }
       auto alloc = dyn_cast<memref::AllocOp>(op);
-      if (!alloc)
+      // A row group's own rows live in its kernel's workgroup memory.
+      if (!alloc || alloc->hasAttr(cuda::kRowLocal))
         return WalkResult::advance();
       std::optional<int64_t> bytes = sizeInBytes(alloc.getType());
       if (!bytes) {

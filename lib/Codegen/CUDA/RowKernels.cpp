@@ -8,6 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "accrue/Codegen/CUDA/KernelReport.h"
+
+#include "BufferOps.h"
 #include "KernelForms.h"
 #include "WarpReductions.h"
 
@@ -19,6 +22,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 using namespace accrue::cuda::forms;
@@ -427,6 +431,96 @@ void emitElementwiseBody(OpBuilder &b, Location loc, linalg::GenericOp op,
   }
 }
 
+/// The allocations only the row group `members` touches (kRowLocal, of
+/// its group), with their row strides, in the order the members reach
+/// them.
+SmallVector<std::pair<memref::AllocOp, int64_t>>
+rowLocalBuffers(ArrayRef<linalg::GenericOp> members) {
+  Attribute group = members.front()->getAttr(accrue::cuda::kRowGroup);
+  SmallVector<std::pair<memref::AllocOp, int64_t>> locals;
+  auto consider = [&](Value memref) {
+    auto alloc =
+        accrue::cuda::viewRoot(memref).getDefiningOp<memref::AllocOp>();
+    auto mark =
+        alloc ? alloc->getAttrOfType<DenseI64ArrayAttr>(accrue::cuda::kRowLocal)
+              : nullptr;
+    if (!mark || !group ||
+        llvm::is_contained(llvm::make_first_range(locals), alloc))
+      return;
+    for (size_t k = 0; k + 1 < mark.size(); k += 2)
+      if (mark[k] == cast<IntegerAttr>(group).getInt())
+        locals.emplace_back(alloc, mark[k + 1]);
+  };
+  for (linalg::GenericOp op : members)
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (isa<MemRefType>(operand.getType()))
+          consider(operand);
+    });
+  return locals;
+}
+
+/// Moves the accesses `launch` makes to `alloc` (through views) into
+/// `shared`, the block's copy of its point's `stride` elements: the
+/// element at offset e of `alloc` is shared[e - stride x `point`]. The
+/// allocation and its views go.
+void keepInWorkgroupMemory(RewriterBase &rewriter, gpu::LaunchOp launch,
+                           memref::AllocOp alloc, int64_t stride, Value shared,
+                           Value point) {
+  SmallVector<Operation *> accesses;
+  launch.getBody().walk([&](Operation *op) {
+    if (isa<memref::LoadOp, memref::StoreOp>(op) &&
+        accrue::cuda::viewRoot(isa<memref::LoadOp>(op)
+                                   ? cast<memref::LoadOp>(op).getMemRef()
+                                   : cast<memref::StoreOp>(op).getMemRef()) ==
+            alloc.getResult())
+      accesses.push_back(op);
+  });
+  for (Operation *op : accesses) {
+    auto load = dyn_cast<memref::LoadOp>(op);
+    auto store = dyn_cast<memref::StoreOp>(op);
+    Value memref = load ? load.getMemRef() : store.getMemRef();
+    ValueRange indices = load ? load.getIndices() : store.getIndices();
+    // cuda-group-rows marked only buffers whose views have static layouts.
+    auto [strides, offset] = *accrue::cuda::staticLayout(memref);
+    rewriter.setInsertionPoint(op);
+    Location loc = op->getLoc();
+    Value element = arith::ConstantIndexOp::create(rewriter, loc, offset);
+    for (auto [index, s] : llvm::zip(indices, strides))
+      element = arith::AddIOp::create(
+          rewriter, loc, element,
+          arith::MulIOp::create(
+              rewriter, loc, index,
+              arith::ConstantIndexOp::create(rewriter, loc, s)));
+    Value local = arith::SubIOp::create(
+        rewriter, loc, element,
+        arith::MulIOp::create(
+            rewriter, loc, point,
+            arith::ConstantIndexOp::create(rewriter, loc, stride)));
+    if (load)
+      rewriter.replaceOpWithNewOp<memref::LoadOp>(load, shared,
+                                                  ValueRange{local});
+    else
+      rewriter.replaceOpWithNewOp<memref::StoreOp>(
+          store, store.getValueToStore(), shared, ValueRange{local});
+  }
+  // The views, then the allocation, once nothing uses them (another
+  // group's members may still).
+  std::function<void(Value)> erase = [&](Value value) {
+    for (Operation *user : llvm::make_early_inc_range(value.getUsers())) {
+      if (!isa<ViewLikeOpInterface>(user))
+        continue;
+      for (Value result : user->getResults())
+        erase(result);
+      if (user->use_empty())
+        rewriter.eraseOp(user);
+    }
+  };
+  erase(alloc.getResult());
+  if (alloc->use_empty())
+    rewriter.eraseOp(alloc);
+}
+
 /// The row map `op` (an elementwise op whose last loop is its row) for
 /// the threads of `point`, at the insertion point in a launch of `stride`
 /// threads per point: the thread `first` takes the row's elements first,
@@ -564,6 +658,14 @@ LogicalResult formRowGroup(RewriterBase &rewriter,
     if (warp && blockWarps > 1)
       shared.push_back(MemRefType::get({blockWarps}, warp->share.getType(),
                                        MemRefLayoutAttrInterface(), workgroup));
+  // The group's own buffers (kRowLocal): a point's rows of each in
+  // workgroup memory, after the reductions'.
+  SmallVector<std::pair<memref::AllocOp, int64_t>> locals =
+      rowLocalBuffers(members);
+  unsigned firstLocal = shared.size();
+  for (auto [alloc, stride] : locals)
+    shared.push_back(MemRefType::get({stride}, alloc.getType().getElementType(),
+                                     MemRefLayoutAttrInterface(), workgroup));
   auto launch =
       gpu::LaunchOp::create(rewriter, loc, points, one, one, threads, one, one,
                             nullptr, nullptr, ValueRange{}, shared);
@@ -596,6 +698,10 @@ LogicalResult formRowGroup(RewriterBase &rewriter,
   }
   for (linalg::GenericOp op : members)
     rewriter.eraseOp(op);
+  for (auto [k, local] : llvm::enumerate(locals))
+    keepInWorkgroupMemory(rewriter, launch, local.first, local.second,
+                          launch.getWorkgroupAttributions()[firstLocal + k],
+                          point);
   return success();
 }
 

@@ -39,6 +39,15 @@ constexpr int64_t kWarpSize = 32;
 /// the whole group.
 constexpr llvm::StringLiteral kRowGroup = "accrue.row_group";
 
+/// [group, row stride, group, row stride, ...] on an allocation that only
+/// row groups touch (cuda-group-rows), each group's first member to touch
+/// it writing it: at each point a group's members reach elements [R L(p),
+/// R L(p) + R) of it (R the row stride, L the point's row-major index).
+/// cuda-form-kernels keeps a point's R elements in the block's workgroup
+/// memory instead, and cuda-plan-workspace gives the allocation no
+/// workspace.
+constexpr llvm::StringLiteral kRowLocal = "accrue.row_local";
+
 /// The kind of `op` if it is a combining operation reductions are split
 /// over (add, mul, max, min; floating point or integer).
 std::optional<mlir::arith::AtomicRMWKind> combinerKind(mlir::Operation *op);

@@ -26,6 +26,13 @@
 // RUN: %if !sanitizer %{ not mlir-runner %t/seeded-lowered.mlir -e main -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=SEEDED %}
 // RUN: %if !sanitizer %{ accrue-opt %t/group.mlir -cuda-form-kernels=reduction-barriers=false -cuda-emulate-kernels=count-accesses --accrue-lower-cpu > %t/seeded-reduction-lowered.mlir %}
 // RUN: %if !sanitizer %{ not mlir-runner %t/seeded-reduction-lowered.mlir -e main -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=SEEDED-REDUCTION %}
+// A group whose mean is its own (cuda-group-rows: workgroup memory): clean
+// with its barriers; without the one between the members, the row map's
+// threads read the mean thread 0 leaves there unordered.
+// RUN: %if !sanitizer %{ accrue-opt %t/local.mlir -cuda-group-rows -cuda-form-kernels -cuda-emulate-kernels=count-accesses --accrue-lower-cpu > %t/local-lowered.mlir %}
+// RUN: %if !sanitizer %{ mlir-runner %t/local-lowered.mlir -e main -entry-point-result=void -shared-libs=%accrue_capi_lib %}
+// RUN: %if !sanitizer %{ accrue-opt %t/local.mlir -cuda-group-rows -cuda-form-kernels=row-barriers=false -cuda-emulate-kernels=count-accesses --accrue-lower-cpu > %t/local-seeded.mlir %}
+// RUN: %if !sanitizer %{ not mlir-runner %t/local-seeded.mlir -e main -entry-point-result=void -shared-libs=%accrue_capi_lib 2>&1 | FileCheck %s --check-prefix=LOCAL %}
 
 // The launch names its kernel and node, each thread its ids, and each
 // access its site, buffer, offset, address, size and flags (element bytes
@@ -67,6 +74,7 @@
 // in workgroup memory, which only the reduction's own barrier orders
 // (seeded: left out).
 // SEEDED-REDUCTION: accrue: a data race in kernel k0__ln_LayerNormalization (ONNX node '/ln/LayerNormalization'), an access to 'shared memory 0' at byte 4: thread 32 of block 0 writes the element that thread 0 of block 0 reads, in one launch (its threads run in no order)
+// LOCAL: accrue: a data race in kernel k0__ln_LayerNormalization (ONNX node '/ln/LayerNormalization'), an access to 'shared memory 1' at byte 0: thread 1 of block 0 reads the element that thread 0 of block 0 writes, in one launch (its threads run in no order between barriers)
 // Workgroup (shared) memory is each block's own: the emulator reuses one
 // buffer for the blocks it runs in turn, and what one block did there is
 // no race with the next; within a block, only a barrier orders its
@@ -372,5 +380,52 @@ func.func @main() {
   %sum = memref.alloc() : memref<4xf32>
   %y = memref.alloc() : memref<4x64xf32>
   call @group(%x, %lanes, %sum, %y) : (memref<4x64xf32>, memref<32xi8>, memref<4xf32>, memref<4x64xf32>) -> ()
+  return
+}
+
+//--- local.mlir
+// LayerNorm's mean over 4 rows of 64 (an allocation only the group uses)
+// and x - mean.
+#lane = affine_map<(d0, d1) -> (d1)>
+#point = affine_map<(d0, d1) -> (d0)>
+#row = affine_map<(d0, d1) -> (d0, d1)>
+func.func @group(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %y: memref<4x64xf32>) {
+  %mean = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%mean : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%s = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %x[%r, %i] : memref<4x64xf32>
+      %t = arith.addf %v, %s : f32
+      scf.yield %t : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %total = arith.addf %share, %start : f32
+    linalg.yield %total : f32
+  } loc(callsite("/ln/LayerNormalization"("m.onnx":0:0) at "m.onnx":0:0))
+  linalg.generic {indexing_maps = [#row, #point, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %mean : memref<4x64xf32>, memref<4xf32>) outs(%y : memref<4x64xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    linalg.yield %d : f32
+  } loc(callsite("/ln/LayerNormalization"("m.onnx":0:0) at "m.onnx":0:0))
+  return
+}
+
+func.func @main() {
+  %x = memref.alloc() : memref<4x64xf32>
+  %lanes = memref.alloc() : memref<32xi8>
+  %y = memref.alloc() : memref<4x64xf32>
+  call @group(%x, %lanes, %y) : (memref<4x64xf32>, memref<32xi8>, memref<4x64xf32>) -> ()
   return
 }

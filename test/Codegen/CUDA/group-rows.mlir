@@ -8,16 +8,32 @@
 // rows, 1 for the per-row values), and gamma, read by every row, is not
 // written.
 
+// The mean, x - mean and the variance are buffers only the group touches,
+// each written by the first member that touches it: they are marked
+// row-local ([group, row stride]) and cuda-form-kernels keeps a point's
+// rows of each in the block's workgroup memory (1, 64 and 1 elements,
+// after the two reductions' warps' values), indexed by the element less
+// 64 (or 1) x the block's point; no allocation is left.
+
 // CHECK-LABEL: func @layernorm
-// cuda-form-kernels makes one kernel of it; the allocations between its
-// members move before it.
 // FORMED-LABEL: func @layernorm
-// FORMED-COUNT-3: memref.alloc
-// FORMED: gpu.launch
+// FORMED-NOT: memref.alloc
+// FORMED: gpu.launch blocks(%[[POINT:[^,]+]], {{.+}} workgroup({{.+}} : memref<2xf32, #gpu.address_space<workgroup>>, {{.+}} : memref<2xf32, #gpu.address_space<workgroup>>, %[[MEAN:.+]] : memref<1xf32, #gpu.address_space<workgroup>>, %[[D:.+]] : memref<64xf32, #gpu.address_space<workgroup>>, %[[VAR:.+]] : memref<1xf32, #gpu.address_space<workgroup>>)
+// FORMED: memref.store %{{.+}}, %[[MEAN]][%{{.+}}]
+// FORMED: memref.load %[[MEAN]]
+// FORMED: %[[ROW:.+]] = arith.muli %[[POINT]], %c64
+// FORMED: %[[AT:.+]] = arith.subi %{{.+}}, %[[ROW]]
+// FORMED: memref.store %{{.+}}, %[[D]][%[[AT]]]
+// FORMED: memref.load %[[D]]
+// FORMED: memref.store %{{.+}}, %[[VAR]]
+// FORMED: memref.load %[[VAR]]
 // FORMED-NOT: gpu.launch
-// FORMED-LABEL: func @other_row
+// FORMED-LABEL: func @kept
+// CHECK: memref.alloc() {accrue.row_local = array<i64: 0, 1>} : memref<4xf32>
 // CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 0 : i64, accrue.warp_lanes}
+// CHECK: memref.alloc() {accrue.row_local = array<i64: 0, 64>} : memref<4x64xf32>
 // CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 0 : i64}
+// CHECK: memref.alloc() {accrue.row_local = array<i64: 0, 1>} : memref<4xf32>
 // CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 0 : i64, accrue.warp_lanes}
 // CHECK: linalg.generic {{.+}} attrs = {accrue.row_group = 0 : i64}
 #lane = affine_map<(d0, d1) -> (d1)>
@@ -86,6 +102,236 @@ func.func @layernorm(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %g: memref<64x
     %n = arith.mulf %a, %v : f32
     %s = arith.mulf %n, %w : f32
     linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// What stays in global memory: x - mean, which its first member adds to
+// what it held (its allocation moves before the kernel), and the variance,
+// read after the group. The mean is the group's own.
+
+// CHECK-LABEL: func @kept
+// CHECK: memref.alloc() {accrue.row_local = array<i64: 0, 1>} : memref<4xf32>
+// CHECK: memref.alloc() : memref<4x64xf32>
+// CHECK: memref.alloc() : memref<4xf32>
+// FORMED-COUNT-2: memref.alloc
+// FORMED: gpu.launch {{.+}} workgroup({{.+}} : memref<2xf32, #gpu.address_space<workgroup>>, {{.+}} : memref<2xf32, #gpu.address_space<workgroup>>, {{.+}} : memref<1xf32, #gpu.address_space<workgroup>>) {
+#klane = affine_map<(d0, d1) -> (d1)>
+#kpoint = affine_map<(d0, d1) -> (d0)>
+#krow = affine_map<(d0, d1) -> (d0, d1)>
+func.func @kept(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %out: memref<4xf32>) {
+  %mean = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#klane, #kpoint], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%mean : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%s = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %x[%r, %i] : memref<4x64xf32>
+      %t = arith.addf %v, %s : f32
+      scf.yield %t : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %sum = arith.addf %share, %start : f32
+    linalg.yield %sum : f32
+  }
+  %d = memref.alloc() : memref<4x64xf32>
+  linalg.generic {indexing_maps = [#krow, #kpoint, #krow], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %mean : memref<4x64xf32>, memref<4xf32>) outs(%d : memref<4x64xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %s = arith.subf %a, %m : f32
+    %t = arith.addf %s, %o : f32
+    linalg.yield %t : f32
+  }
+  %var = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#klane, #kpoint], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%var : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%s = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %d[%r, %i] : memref<4x64xf32>
+      %q = arith.mulf %v, %v : f32
+      %t = arith.addf %q, %s : f32
+      scf.yield %t : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %sum = arith.addf %share, %start : f32
+    linalg.yield %sum : f32
+  }
+  memref.copy %var, %out : memref<4xf32> to memref<4xf32>
+  return
+}
+
+// -----
+
+// Two groups, apart (a call between them): the first writes x - mean, the
+// second reads it. Its rows cross from one kernel to the other, so they
+// stay in global memory; each group's own reduction is local to it.
+
+// CHECK-LABEL: func @across_groups
+// CHECK: memref.alloc() {accrue.row_local = array<i64: 0, 1>} : memref<4xf32>
+// CHECK: memref.alloc() : memref<4x64xf32>
+// CHECK: memref.alloc() {accrue.row_local = array<i64: 1, 1>} : memref<4xf32>
+#alane = affine_map<(d0, d1) -> (d1)>
+#apoint = affine_map<(d0, d1) -> (d0)>
+#arow = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @opaque_between()
+func.func @across_groups(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %y: memref<4x64xf32>) {
+  %mean = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#alane, #apoint], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%mean : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%s = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %x[%r, %i] : memref<4x64xf32>
+      %t = arith.addf %v, %s : f32
+      scf.yield %t : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %sum = arith.addf %share, %start : f32
+    linalg.yield %sum : f32
+  }
+  %d = memref.alloc() : memref<4x64xf32>
+  linalg.generic {indexing_maps = [#arow, #apoint, #arow], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %mean : memref<4x64xf32>, memref<4xf32>) outs(%d : memref<4x64xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %s = arith.subf %a, %m : f32
+    linalg.yield %s : f32
+  }
+  func.call @opaque_between() : () -> ()
+  %var = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#alane, #apoint], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%var : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%s = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %d[%r, %i] : memref<4x64xf32>
+      %q = arith.mulf %v, %v : f32
+      %t = arith.addf %q, %s : f32
+      scf.yield %t : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %sum = arith.addf %share, %start : f32
+    linalg.yield %sum : f32
+  }
+  linalg.generic {indexing_maps = [#arow, #apoint, #arow], iterator_types = ["parallel", "parallel"]}
+      ins(%d, %var : memref<4x64xf32>, memref<4xf32>) outs(%y : memref<4x64xf32>) {
+  ^bb0(%a: f32, %v: f32, %o: f32):
+    %n = arith.mulf %a, %v : f32
+    linalg.yield %n : f32
+  }
+  return
+}
+
+// -----
+
+// One buffer two groups use (bufferization gives equal temporaries one
+// allocation), each writing it before reading it: no group reads what the
+// other wrote, so each keeps its rows in its own workgroup memory
+// ([group, stride] for both).
+
+// CHECK-LABEL: func @reused_by_groups
+// CHECK: memref.alloc() {accrue.row_local = array<i64: 0, 64, 1, 64>} : memref<4x64xf32>
+#rlane = affine_map<(d0, d1) -> (d1)>
+#rpoint = affine_map<(d0, d1) -> (d0)>
+#rrow = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @opaque_apart()
+func.func @reused_by_groups(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %s0: memref<4xf32>, %s1: memref<4xf32>) {
+  %t = memref.alloc() : memref<4x64xf32>
+  linalg.generic {indexing_maps = [#rrow, #rrow], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x64xf32>) outs(%t : memref<4x64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [#rlane, #rpoint], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%s0 : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%s = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %t[%r, %i] : memref<4x64xf32>
+      %u = arith.addf %v, %s : f32
+      scf.yield %u : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %sum = arith.addf %share, %start : f32
+    linalg.yield %sum : f32
+  }
+  func.call @opaque_apart() : () -> ()
+  linalg.generic {indexing_maps = [#rrow, #rrow], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x64xf32>) outs(%t : memref<4x64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    %f = arith.addf %e, %e : f32
+    linalg.yield %f : f32
+  }
+  linalg.generic {indexing_maps = [#rlane, #rpoint], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%s1 : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%s = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %t[%r, %i] : memref<4x64xf32>
+      %u = arith.addf %v, %s : f32
+      scf.yield %u : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %sum = arith.addf %share, %start : f32
+    linalg.yield %sum : f32
   }
   return
 }

@@ -351,6 +351,16 @@ def CudaGroupRows : Pass<"cuda-group-rows", "::mlir::func::FuncOp"> {
     one block's threads. A LayerNorm (mean, x - mean, variance,
     normalization) and a softmax (mask, max, sum, division) are then one
     kernel each, forward and backward.
+
+    An allocation only row groups use, where each group's first member to
+    touch it writes it without reading what it held and every access of a
+    group reaches, at each point p, elements [R L(p), R L(p) + R) of it (R
+    its row stride, L the point's row-major index), is marked
+    `accrue.row_local` ([group, R, ...]): no group reads what another
+    wrote there, so cuda-form-kernels keeps each point's R elements in its
+    block's workgroup memory (up to 16 KB a buffer and 32 KB a group) and
+    cuda-plan-workspace gives it no workspace: softmax's fp32 masked
+    scores, LayerNorm's per-row statistics.
   }];
 }
 
@@ -363,6 +373,8 @@ def CudaPlanWorkspace : Pass<"cuda-plan-workspace", "::mlir::func::FuncOp"> {
     share memory, and the micro-batch loop's temporaries reuse the same
     offsets in every iteration, so the workspace depends on the micro-batch
     size, not on the number of micro-batches. `memref.dealloc` disappears.
+    An allocation a row group keeps in workgroup memory (`accrue.row_local`,
+    cuda-group-rows) is left to cuda-form-kernels.
     The runtime allocates the workspace once; nothing is allocated while
     a step runs (which a CUDA graph could not replay).
   }];
