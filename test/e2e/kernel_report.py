@@ -221,8 +221,12 @@ assert column_stages >= 8, column_stages
 # maximum and sum over 32, the loss's over 96) are one kernel each, a warp
 # a row: lane l folds the row's elements l, l + 32, ... (a warp reads 32
 # neighbours at once), shuffles combine the lanes, and lane 0 stores the
-# row's value. Each thread runs ceil(n / 32) loads of each operand and one
-# store; there is no second stage reading partials.
+# row's value; where a lane would fold several (ceil(n / 32) > 1), a block
+# of that many warps (at most 8) takes the row, warp w the lane's
+# elements w, w + W, ..., and thread 0 folds the warps' values from
+# workgroup memory. Each thread runs ceil(ceil(n / 32) / W) loads of each
+# operand, and one thread the store; there is no second stage reading
+# partials.
 wide = zoo.GPT(6, vocab=96, d=64, heads=2, layers=1, block=32)
 wide_model = os.path.join(out, "wide.onnx")
 zoo.export(wide, wide.data(8, rng), wide_model, 17)
@@ -246,12 +250,14 @@ for k in wide_kernels:
     if op not in rows or not stores or any(a["active_lanes"] != 1 for a in stores):
         continue
     count, n = rows[op]
-    if k["threads"] != 32 * count:
+    per_lane = -(-n // 32)
+    warps_a_row = min(per_lane, 8)
+    if k["threads"] != 32 * warps_a_row * count:
         continue
     loads = [a for a in k["accesses"] if a["op"] == "load"]
     row = [a for a in loads if a["active_lanes"] == 32]
     once = [a for a in loads if a["active_lanes"] == 1]
-    assert k["trip_count"] == -(-n // 32) and row and all(
+    assert k["trip_count"] == -(-per_lane // warps_a_row) and row and all(
         a["pattern"] in ("coalesced", "broadcast") and
         a["executions_per_thread"] == k["trip_count"] for a in row), k
     assert len(row) + len(once) == len(loads) and all(

@@ -447,7 +447,7 @@ rowLocalBuffers(ArrayRef<linalg::GenericOp> members) {
     if (!mark || !group ||
         llvm::is_contained(llvm::make_first_range(locals), alloc))
       return;
-    for (size_t k = 0; k + 1 < mark.size(); k += 2)
+    for (int64_t k = 0; k + 1 < mark.size(); k += 2)
       if (mark[k] == cast<IntegerAttr>(group).getInt())
         locals.emplace_back(alloc, mark[k + 1]);
   };
@@ -574,6 +574,10 @@ LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
   FailureOr<WarpReduction> warp = WarpReduction::get(op);
   if (failed(warp))
     return failure();
+  // A lane that would fold several elements: a block of as many warps
+  // per point shares them (a row group of one), each lane one share.
+  if (warp->splitsOverWarps && warp->shareTrips > 1)
+    return formRowGroup(rewriter, {op}, blockSize);
   Location loc = FusedLoc::get(op.getContext(), {op.getLoc()},
                                rewriter.getStringAttr(kernelTag(op)));
   rewriter.setInsertionPoint(op);
@@ -625,7 +629,8 @@ LogicalResult formRowGroup(RewriterBase &rewriter,
                                    std::max<int64_t>(blockSize / kWarpSize, 1))
              : 1;
   Operation *first = members.front(), *last = members.back();
-  for (Operation *op = first->getNextNode(), *next; op != last; op = next) {
+  for (Operation *op = first == last ? last : first->getNextNode(), *next;
+       op != last; op = next) {
     next = op->getNextNode();
     if (llvm::is_contained(members, op))
       continue;

@@ -358,15 +358,15 @@ func.func @transpose_left_alone(%x: memref<17x16xf32>, %y: memref<16x17xf32>,
 // -----
 
 // A warp reduction (cuda-split-reductions' accrue.warp_lanes): a warp per
-// output point, here 4 rows of 64 as 128 threads. Lane l folds its share
-// (the body up to its last combine) where the warp has a point, from the
-// identity where it has none; five xor shuffles, outside any branch so
-// that every lane reaches them, combine the lanes; lane 0 of a warp with
-// a point combines the result with the constant lane 0 starts from and
-// stores it. The placeholder input is not read.
+// output point, here 4 rows of 32 as 128 threads. Lane l folds its share
+// (the body up to its last combine: its element) where the warp has a
+// point, from the identity where it has none; five xor shuffles, outside
+// any branch so that every lane reaches them, combine the lanes; lane 0
+// of a warp with a point combines the result with the constant lane 0
+// starts from and stores it. The placeholder input is not read.
 
 // CHECK-LABEL: func @warp
-// CHECK-SAME: (%[[X:.+]]: memref<4x64xf32>, %[[LANES:.+]]: memref<32xi8>, %[[OUT:.+]]: memref<4xf32>)
+// CHECK-SAME: (%[[X:.+]]: memref<4x32xf32>, %[[LANES:.+]]: memref<32xi8>, %[[OUT:.+]]: memref<4xf32>)
 // CHECK-DAG: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
 // CHECK: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %c128{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}})
 // CHECK-NOT: %[[LANES]]
@@ -374,7 +374,6 @@ func.func @transpose_left_alone(%x: memref<17x16xf32>, %y: memref<16x17xf32>,
 // CHECK:   %[[LANE:.+]] = arith.remui %[[TX]], %c32
 // CHECK:   %[[VALID:.+]] = arith.cmpi ult, %[[ROW]], %c4
 // CHECK:   %[[SHARE:.+]] = scf.if %[[VALID]] -> (f32) {
-// CHECK:     scf.for %{{.+}} = %c0{{.*}} to %c2
 // CHECK:       memref.load %[[X]]
 // CHECK:   } else {
 // CHECK:     scf.yield %[[ZERO]] : f32
@@ -396,9 +395,50 @@ func.func @transpose_left_alone(%x: memref<17x16xf32>, %y: memref<16x17xf32>,
 // CHECK: gpu.terminator
 #lane = affine_map<(d0, d1) -> (d1)>
 #point = affine_map<(d0, d1) -> (d0)>
-func.func @warp(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %out: memref<4xf32>) {
+func.func @warp(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %out: memref<4xf32>) {
   %zero = arith.constant 0.0 : f32
   linalg.generic {indexing_maps = [#lane, #point], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%out : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %share = memref.load %x[%r, %l] : memref<4x32xf32>
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %zero, %acc : f32
+    %sum = arith.addf %share, %start : f32
+    linalg.yield %sum : f32
+  }
+  return
+}
+
+// -----
+
+// A warp reduction whose lanes would each fold several elements (rows of
+// 64: 2 a lane) takes a block of as many warps per point instead (a row
+// group of one member): 4 blocks of 64 threads, warp w folding the lane
+// loop's iterations w, w + 2, ...; each warp's lanes combine by shuffles
+// and leave the warp's value in workgroup memory, and after a barrier
+// thread 0 folds them in order and stores the point.
+
+// CHECK-LABEL: func @warp_block
+// CHECK-SAME: (%[[X:.+]]: memref<4x64xf32>, %[[LANES:.+]]: memref<32xi8>, %[[OUT:.+]]: memref<4xf32>)
+// CHECK: gpu.launch blocks({{.+}}) in (%{{.+}} = %c4{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %c64{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) workgroup(%[[WARPS:.+]] : memref<2xf32, #gpu.address_space<workgroup>>)
+// CHECK:   %[[WARP:.+]] = arith.divui %[[TX]], %c32
+// CHECK:   scf.for %{{.+}} = %[[WARP]] to %c2{{.*}} step %c2
+// CHECK:     memref.load %[[X]]
+// CHECK:   gpu.shuffle xor
+// CHECK:   memref.store %{{.+}}, %[[WARPS]][%[[WARP]]]
+// CHECK:   gpu.barrier
+// CHECK:   memref.load %[[WARPS]][%c0
+// CHECK:   memref.load %[[WARPS]][%c1
+// CHECK:   memref.store %{{.+}}, %[[OUT]]
+// CHECK: gpu.terminator
+#lanew = affine_map<(d0, d1) -> (d1)>
+#pointw = affine_map<(d0, d1) -> (d0)>
+func.func @warp_block(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %out: memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [#lanew, #pointw], iterator_types = ["parallel", "reduction"]}
       ins(%lanes : memref<32xi8>) outs(%out : memref<4xf32>) attrs = {accrue.warp_lanes} {
   ^bb0(%in: i8, %acc: f32):
     %l = linalg.index 1 : index
