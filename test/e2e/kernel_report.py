@@ -187,9 +187,10 @@ assert all(g["output_type"] == "f32" for g in report["gemms"]), report["gemms"]
 # per row (M = N = 1: LayerNorm's and softmax's backward) are reductions,
 # 7 GEMM calls fewer (51 -> 44) for 2 more kernels (136 -> 138: rows of 16
 # are a thread per row here, apart from the row groups; from 32 elements
-# they join them).
+# they join them); 136 since reductions recompute the widening of what
+# they read (the bias gradients' of their bf16 gradient).
 assert bf16_totals["gemm_calls_per_micro_batch"] <= 44, bf16_totals
-assert bf16_totals["kernels_per_micro_batch"] <= 138, bf16_totals
+assert bf16_totals["kernels_per_micro_batch"] <= 136, bf16_totals
 attention = [g for g in products if g["batch"] > 1]
 assert attention and all(g["batch"] == B * 2 and g["launches_per_micro_batch"] == 1
                          for g in attention), attention

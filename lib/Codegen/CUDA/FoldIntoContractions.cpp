@@ -228,6 +228,44 @@ struct SinkWidening : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// contraction(a, b) widening bf16 (or f16) a in its body while b is f32
+/// (elementwise fusion recomputed a widening there) -> contraction(widen
+/// (a), b): a GEMM's A and B share a type, so the f32 GEMM reads a's
+/// widened copy, as before the fusion.
+struct UnfoldMixedWidening : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<accrue::codegen::Contraction> c =
+        accrue::codegen::matchContraction(op);
+    if (!op.hasPureTensorSemantics() || !c || c->lhsElement == c->rhsElement ||
+        !(c->lhsElement.isF32() || c->rhsElement.isF32()))
+      return failure();
+    unsigned narrow = c->lhsElement.isF32() ? c->rhs : c->lhs;
+    SmallVector<Value> inputs(op.getDpsInputs());
+    inputs[narrow] = widen(rewriter, op.getLoc(), inputs[narrow]);
+    auto unfolded = linalg::GenericOp::create(
+        rewriter, op.getLoc(), op.getResultTypes(), inputs, op.getDpsInits(),
+        op.getIndexingMapsArray(), op.getIteratorTypesArray(),
+        [&](OpBuilder &bb, Location loc, ValueRange args) {
+          Block &old = op.getRegion().front();
+          IRMapping mapping;
+          for (auto [k, arg] : llvm::enumerate(args))
+            mapping.map(old.getArgument(k), arg);
+          for (Operation &bodyOp : old) {
+            auto ext = dyn_cast<arith::ExtFOp>(bodyOp);
+            if (ext && ext.getIn() == old.getArgument(narrow)) {
+              mapping.map(ext.getResult(), args[narrow]);
+              continue;
+            }
+            bb.clone(bodyOp, mapping);
+          }
+        });
+    rewriter.replaceOp(op, unfolded.getResults());
+    return success();
+  }
+};
+
 /// Whether `op` only rounds a zero-started contraction's f32 result (its
 /// only use) to bf16 or f16: nn-to-linalg's low-precision product, whose
 /// GEMM can write the rounded values itself (cuda-contractions-to-gemm).
@@ -249,7 +287,8 @@ struct CudaFoldIntoContractionsPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     accrue::codegen::populateFoldIntoContractionsPatterns(patterns);
-    patterns.add<FoldWidenedInputs, SinkWidening>(&getContext());
+    patterns.add<FoldWidenedInputs, SinkWidening, UnfoldMixedWidening>(
+        &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     // A zero fill that several contractions start from (CSE merges them)

@@ -38,7 +38,7 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
   // rounding into their neighbours; again after CSE below.
   pm.addNestedPass<func::FuncOp>(createCudaFoldIntoContractions());
   if (options.fuseElementwise)
-    pm.addPass(createFuseElementwise());
+    pm.addPass(createFuseElementwise({/*recomputeCasts=*/true}));
   pm.addNestedPass<func::FuncOp>(createCudaTensorizeScalars());
   pm.addNestedPass<func::FuncOp>(createCudaSplitReductions());
   // The scalar glue is now rank-0 elementwise ops: fuse its chains.

@@ -18,6 +18,23 @@ using namespace accrue;
 
 namespace {
 
+/// Whether `op` only casts its one input at each point (an elementwise
+/// op of one arith cast on identity maps): recomputing it where its
+/// values are read costs a conversion, not a pass over memory.
+bool isCast(Operation *op) {
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0 ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return false;
+  Block &body = generic.getRegion().front();
+  Operation *only = body.getTerminator()->getOperand(0).getDefiningOp();
+  return only && &body.front() == only &&
+         isa<arith::ExtFOp, arith::TruncFOp>(only) &&
+         only->getOperand(0) == body.getArgument(0);
+}
+
 /// Fuse a single-use producer only where the consumer reads each of its
 /// values once (a permutation of all the consumer's loops), and never a
 /// rounding a GEMM will do (codegen::kGemmRoundingAttr).
@@ -34,10 +51,23 @@ bool fusesWithoutRecompute(OpOperand *fused) {
 
 struct FuseElementwisePass
     : accrue::impl::FuseElementwiseBase<FuseElementwisePass> {
+  using Base::Base;
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
     linalg::ControlFusionFn control = fusesWithoutRecompute;
+    if (recomputeCasts)
+      control = [](OpOperand *fused) {
+        Operation *producer = fused->get().getDefiningOp();
+        // A widening into a contraction stays for
+        // cuda-fold-into-contractions, which reads the narrow operand.
+        auto consumer = dyn_cast<linalg::GenericOp>(fused->getOwner());
+        bool castIntoLinalg = isCast(producer) &&
+                              !producer->hasAttr(codegen::kGemmRoundingAttr) &&
+                              consumer && consumer.getNumReductionLoops() > 0 &&
+                              !codegen::matchContraction(consumer);
+        return castIntoLinalg || fusesWithoutRecompute(fused);
+      };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
     tensor::populateBubbleUpExpandShapePatterns(patterns);

@@ -432,3 +432,32 @@ func.func @widened_kept(%x: tensor<4xbf16>, %w: tensor<3x6xf32>) -> (tensor<3xf3
   } -> tensor<4xf32>
   return %y1, %y2, %neg : tensor<3xf32>, tensor<3xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A contraction that widens one bf16 input in its body while the other is
+// f32 (elementwise fusion recomputed a widening into what became a
+// contraction: a LayerNorm scale's gradient, sum over rows of dy x xhat):
+// a GEMM's A and B share a type, so the bf16 input is widened into an f32
+// tensor again, which the contraction reads as it is.
+
+// CHECK-LABEL: func @mixed_widening
+// CHECK-SAME: (%[[DY:.+]]: tensor<16x8xbf16>, %[[XHAT:.+]]: tensor<16x8xf32>
+// CHECK: %[[W:.+]] = linalg.generic {{.*}} ins(%[[DY]] : tensor<16x8xbf16>) outs(%{{.+}} : tensor<16x8xf32>)
+// CHECK:   arith.extf
+// CHECK: linalg.generic {{.*}} ins(%[[W]], %[[XHAT]] : tensor<16x8xf32>, tensor<16x8xf32>)
+// CHECK-NOT: arith.extf
+// CHECK: return
+#md = affine_map<(c, r) -> (r, c)>
+#mo = affine_map<(c, r) -> (c)>
+func.func @mixed_widening(%dy: tensor<16x8xbf16>, %xhat: tensor<16x8xf32>, %g: tensor<8xf32>) -> tensor<8xf32> {
+  %r = linalg.generic {indexing_maps = [#md, #md, #mo], iterator_types = ["parallel", "reduction"]}
+      ins(%dy, %xhat : tensor<16x8xbf16>, tensor<16x8xf32>) outs(%g : tensor<8xf32>) {
+  ^bb0(%a: bf16, %b: f32, %o: f32):
+    %w = arith.extf %a : bf16 to f32
+    %p = arith.mulf %w, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}

@@ -22,6 +22,14 @@ def FuseElementwise : Pass<"fuse-elementwise"> {
     every value of those loops, and the consumer would no longer be a plain
     contraction that `vectorize-contractions` handles.
   }];
+  let options = [
+    Option<"recomputeCasts", "recompute-casts", "bool", "false",
+           "Also fuse a producer that only casts its input (a widening "
+           "of bf16 to f32) into every reduction that reads it (not a "
+           "contraction), however many: each recomputes the cast, and the "
+           "cast's own result (a copy in the wider type) goes where "
+           "nothing else reads it">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::affine::AffineDialect"];
