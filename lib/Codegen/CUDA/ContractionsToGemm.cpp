@@ -360,6 +360,68 @@ SmallVector<SmallVector<int64_t>> collapsingRuns(const Plan &plan,
   return runs;
 }
 
+/// Of `plan`'s batch loops (sorted by C's position), the run of collapsing
+/// loops with the most iterations (the innermost of equals; a dynamic
+/// extent counts as the most) stays the GEMM's batch dimension; the other
+/// runs become host loops around the call.
+void chooseBatchRun(Plan &plan) {
+  SmallVector<SmallVector<int64_t>> runs =
+      collapsingRuns(plan, plan.loops[Batch]);
+  auto iterations = [&](ArrayRef<int64_t> run) {
+    int64_t product = 1;
+    for (int64_t loop : run) {
+      if (ShapedType::isDynamic(plan.ranges[loop]) ||
+          product > std::numeric_limits<int64_t>::max() / plan.ranges[loop])
+        return std::numeric_limits<int64_t>::max();
+      product *= plan.ranges[loop];
+    }
+    return product;
+  };
+  size_t chosen = runs.empty() ? 0 : runs.size() - 1;
+  for (size_t r = runs.size(); r-- > 0;)
+    if (iterations(runs[r]) > iterations(runs[chosen]))
+      chosen = r;
+  plan.loops[Batch].clear();
+  for (size_t r = 0; r < runs.size(); ++r)
+    llvm::append_range(r == chosen ? plan.loops[Batch] : plan.hostLoops,
+                       runs[r]);
+}
+
+/// Sorts `plan`'s loops of each kind into the GEMM's dimensions: loops of
+/// one iteration go (they add nothing to any address) unless their kind
+/// has no other; of M's and N's loops, the innermost that collapse are the
+/// dimension and the loops outside them batch loops that one input does
+/// not have (a convolution's samples for its weight: batch stride 0); K's
+/// must collapse (else splitReduction: compactReductionInputs copies the
+/// inputs so that they do); then chooseBatchRun.
+void collapseLoops(Plan &plan) {
+  for (SmallVector<int64_t> &loops : plan.loops)
+    if (llvm::any_of(loops,
+                     [&](int64_t loop) { return plan.ranges[loop] != 1; }))
+      llvm::erase_if(loops,
+                     [&](int64_t loop) { return plan.ranges[loop] == 1; });
+  auto byPosition = [&](OperandIndex x) {
+    return [&plan, x](int64_t l, int64_t r) {
+      return plan.position[x][l] < plan.position[x][r];
+    };
+  };
+  for (int kind : {M, N}) {
+    SmallVector<int64_t> &loops = plan.loops[kind];
+    if (loops.empty())
+      continue;
+    llvm::sort(loops, byPosition(C));
+    SmallVector<SmallVector<int64_t>> runs = collapsingRuns(plan, loops);
+    loops = runs.pop_back_val();
+    for (ArrayRef<int64_t> run : runs)
+      llvm::append_range(plan.loops[Batch], run);
+  }
+  llvm::sort(plan.loops[K], byPosition(A));
+  if (collapsingRuns(plan, plan.loops[K]).size() > 1)
+    plan.splitReduction = true;
+  llvm::sort(plan.loops[Batch], byPosition(C));
+  chooseBatchRun(plan);
+}
+
 FailureOr<Plan> planGemm(linalg::GenericOp op, const Contraction &c) {
   Plan plan;
   plan.buffers[A] = op.getDpsInputs()[c.lhs];
@@ -412,57 +474,7 @@ FailureOr<Plan> planGemm(linalg::GenericOp op, const Contraction &c) {
   }
   if (plan.loops[K].empty())
     return failure();
-  // A loop of one iteration adds nothing to any address: it goes, unless
-  // its kind has no other (a dimension of size 1).
-  for (SmallVector<int64_t> &loops : plan.loops)
-    if (llvm::any_of(loops,
-                     [&](int64_t loop) { return plan.ranges[loop] != 1; }))
-      llvm::erase_if(loops,
-                     [&](int64_t loop) { return plan.ranges[loop] == 1; });
-  auto byPosition = [&](OperandIndex x) {
-    return [&plan, x](int64_t l, int64_t r) {
-      return plan.position[x][l] < plan.position[x][r];
-    };
-  };
-  // M and N: the innermost loops that collapse are the dimension; the
-  // loops outside them are batch loops that one input does not have (a
-  // convolution's samples for its weight: batch stride 0).
-  for (int kind : {M, N}) {
-    SmallVector<int64_t> &loops = plan.loops[kind];
-    if (loops.empty())
-      continue;
-    llvm::sort(loops, byPosition(C));
-    SmallVector<SmallVector<int64_t>> runs = collapsingRuns(plan, loops);
-    loops = runs.pop_back_val();
-    for (ArrayRef<int64_t> run : runs)
-      llvm::append_range(plan.loops[Batch], run);
-  }
-  // K: the loops must collapse (or the inputs be copied so that they do,
-  // compactReductionInputs).
-  llvm::sort(plan.loops[K], byPosition(A));
-  if (collapsingRuns(plan, plan.loops[K]).size() > 1)
-    plan.splitReduction = true;
-  // Batch: the run of collapsing loops with the most iterations (the
-  // innermost of equals) is the GEMM's batch dimension; the other batch
-  // loops become host loops around the call.
-  SmallVector<int64_t> &batch = plan.loops[Batch];
-  llvm::sort(batch, byPosition(C));
-  SmallVector<SmallVector<int64_t>> runs = collapsingRuns(plan, batch);
-  auto iterations = [&](ArrayRef<int64_t> run) {
-    int64_t product = 1;
-    for (int64_t loop : run)
-      product = ShapedType::isDynamic(plan.ranges[loop])
-                    ? std::numeric_limits<int64_t>::max()
-                    : product * plan.ranges[loop];
-    return product;
-  };
-  size_t chosen = runs.empty() ? 0 : runs.size() - 1;
-  for (size_t r = 0; r < runs.size(); ++r)
-    if (iterations(runs[r]) > iterations(runs[chosen]))
-      chosen = r;
-  batch.clear();
-  for (size_t r = 0; r < runs.size(); ++r)
-    llvm::append_range(r == chosen ? batch : plan.hostLoops, runs[r]);
+  collapseLoops(plan);
   // Each matrix needs unit stride along its rows or its columns (or a
   // dimension of size 1).
   auto groupSize = [&](int kind) {
@@ -957,13 +969,19 @@ struct CudaContractionsToGemmPass
                                       *plan))
             continue; // stays a kernel
           plan = planGemm(op, *matchContraction(op));
-          if (failed(plan) || plan->splitReduction)
+          if (failed(plan) || plan->splitReduction) {
+            op.emitError("its inputs, copied with the summed dimensions "
+                         "innermost, do not make a GEMM");
             return signalPassFailure();
+          }
         }
         if (compactBatchInputs(rewriter, op, *matchContraction(op), *plan))
           plan = planGemm(op, *matchContraction(op));
-        if (failed(plan))
+        if (failed(plan)) {
+          op.emitError("its inputs, copied with the batch dimensions "
+                       "outermost, do not make a GEMM");
           return signalPassFailure();
+        }
         if (start == Start::Given)
           if (linalg::FillOp fill = zeroFillBefore(op)) {
             fill.erase();

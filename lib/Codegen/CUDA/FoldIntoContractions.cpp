@@ -62,6 +62,32 @@ Value widenedFrom(Value value) {
   return op.getDpsInputs()[0];
 }
 
+/// `op` on `inputs` instead of its own, its body cloned with each block
+/// argument k mapped to `argument`(k, the new block argument) (the new
+/// argument itself by default), but for the body ops `skip` maps to a
+/// value (of the new body) that stands for their result.
+linalg::GenericOp
+withInputs(PatternRewriter &rewriter, linalg::GenericOp op, ValueRange inputs,
+           function_ref<Value(OpBuilder &, Location, unsigned, Value)> argument,
+           function_ref<Value(Operation &, ValueRange)> skip = nullptr) {
+  return linalg::GenericOp::create(
+      rewriter, op.getLoc(), op.getResultTypes(), inputs, op.getDpsInits(),
+      op.getIndexingMapsArray(), op.getIteratorTypesArray(),
+      [&](OpBuilder &bb, Location loc, ValueRange args) {
+        Block &old = op.getRegion().front();
+        IRMapping mapping;
+        for (auto [k, arg] : llvm::enumerate(args))
+          mapping.map(old.getArgument(k), argument(bb, loc, k, arg));
+        for (Operation &bodyOp : old) {
+          if (Value stands = skip ? skip(bodyOp, args) : Value()) {
+            mapping.map(bodyOp.getResult(0), stands);
+            continue;
+          }
+          bb.clone(bodyOp, mapping);
+        }
+      });
+}
+
 /// contraction(widen(a), widen(b)) -> contraction(a, b) widening in its
 /// body (matchContraction's widened factors): the GEMM reads a and b in
 /// their own type. Both or neither: a GEMM's A and B share a type.
@@ -81,22 +107,15 @@ struct FoldWidenedInputs : OpRewritePattern<linalg::GenericOp> {
     SmallVector<Value> inputs(op.getDpsInputs());
     inputs[c->lhs] = a;
     inputs[c->rhs] = b;
-    auto folded = linalg::GenericOp::create(
-        rewriter, op.getLoc(), op.getResultTypes(), inputs, op.getDpsInits(),
-        op.getIndexingMapsArray(), op.getIteratorTypesArray(),
-        [&](OpBuilder &bb, Location loc, ValueRange args) {
-          Block &old = op.getRegion().front();
-          IRMapping mapping;
-          for (auto [k, arg] : llvm::enumerate(args)) {
-            Value value = arg;
-            if (k == c->lhs || k == c->rhs)
-              value = arith::ExtFOp::create(bb, loc, bb.getF32Type(), arg);
-            mapping.map(old.getArgument(k), value);
-          }
-          for (Operation &bodyOp : old)
-            bb.clone(bodyOp, mapping);
-        });
-    rewriter.replaceOp(op, folded.getResults());
+    rewriter.replaceOp(op, withInputs(rewriter, op, inputs,
+                                      [&](OpBuilder &bb, Location loc,
+                                          unsigned k, Value arg) -> Value {
+                                        if (k != c->lhs && k != c->rhs)
+                                          return arg;
+                                        return arith::ExtFOp::create(
+                                            bb, loc, bb.getF32Type(), arg);
+                                      })
+                               .getResults());
     return success();
   }
 };
@@ -129,7 +148,22 @@ bool isCopy(linalg::GenericOp op) {
   Block &body = op.getRegion().front();
   return op.getNumDpsInputs() == 1 && op.getNumDpsInits() == 1 &&
          op.getNumReductionLoops() == 0 && llvm::hasSingleElement(body) &&
-         body.getTerminator()->getOperand(0) == body.getArgument(0);
+         body.getTerminator()->getOperand(0) == body.getArgument(0) &&
+         op.getIndexingMapsArray().back().isPermutation();
+}
+
+/// Whether SinkWidening may move a widening past `use`'s owner: a pad of
+/// it, a reshape of it or a copy reading it (not into it), with a static
+/// result.
+bool movesWidened(OpOperand &use) {
+  Operation *user = use.getOwner();
+  auto copy = dyn_cast<linalg::GenericOp>(user);
+  bool moves =
+      isa<tensor::PadOp, tensor::CollapseShapeOp, tensor::ExpandShapeOp>(
+          user) ||
+      (copy && isCopy(copy) && copy.isDpsInput(&use));
+  return moves && user->getNumResults() == 1 &&
+         cast<RankedTensorType>(user->getResult(0).getType()).hasStaticShape();
 }
 
 /// Whether every use of `value`, through data movement that
@@ -146,11 +180,7 @@ bool feedsContractions(Value value) {
                 use.getOperandNumber() == c->rhs))
         continue;
     }
-    auto copy = dyn_cast<linalg::GenericOp>(user);
-    if (!(isa<tensor::PadOp, tensor::CollapseShapeOp, tensor::ExpandShapeOp>(
-              user) ||
-          (copy && isCopy(copy))) ||
-        !feedsContractions(user->getResult(0)))
+    if (!movesWidened(use) || !feedsContractions(user->getResult(0)))
       return false;
   }
   return true;
@@ -168,6 +198,8 @@ struct SinkWidening : OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(linalg::GenericOp widening,
                                 PatternRewriter &rewriter) const override {
+    if (widening.getNumResults() != 1 || !widening.hasPureTensorSemantics())
+      return failure();
     Value narrow = widenedFrom(widening.getResult(0));
     if (!narrow || widening.getResult(0).use_empty() ||
         !feedsContractions(widening.getResult(0)))
@@ -180,9 +212,12 @@ struct SinkWidening : OpRewritePattern<linalg::GenericOp> {
       rewriter.setInsertionPoint(user);
       Location loc = user->getLoc();
       Value result;
+      if (!movesWidened(use))
+        continue; // a contraction reading it
       if (auto pad = dyn_cast<tensor::PadOp>(user)) {
-        auto value = dyn_cast_or_null<arith::ConstantFloatOp>(
-            pad.getConstantPaddingValue().getDefiningOp());
+        Value given = pad.getConstantPaddingValue();
+        auto value =
+            given ? given.getDefiningOp<arith::ConstantFloatOp>() : nullptr;
         if (!value)
           continue;
         APFloat padding = value.value();
@@ -205,8 +240,6 @@ struct SinkWidening : OpRewritePattern<linalg::GenericOp> {
             rewriter, loc, expand.getResultType().clone(element), narrow,
             expand.getReassociationIndices(), expand.getMixedOutputShape());
       } else if (auto copy = dyn_cast<linalg::GenericOp>(user)) {
-        if (!isCopy(copy))
-          continue; // a contraction
         auto type = cast<RankedTensorType>(copy.getResult(0).getType());
         Value empty =
             tensor::EmptyOp::create(rewriter, loc, type.getShape(), element);
@@ -243,25 +276,21 @@ struct UnfoldMixedWidening : OpRewritePattern<linalg::GenericOp> {
       return failure();
     unsigned narrow = c->lhsElement.isF32() ? c->rhs : c->lhs;
     SmallVector<Value> inputs(op.getDpsInputs());
+    if (!cast<RankedTensorType>(inputs[narrow].getType()).hasStaticShape())
+      return failure();
     inputs[narrow] = widen(rewriter, op.getLoc(), inputs[narrow]);
-    auto unfolded = linalg::GenericOp::create(
-        rewriter, op.getLoc(), op.getResultTypes(), inputs, op.getDpsInits(),
-        op.getIndexingMapsArray(), op.getIteratorTypesArray(),
-        [&](OpBuilder &bb, Location loc, ValueRange args) {
-          Block &old = op.getRegion().front();
-          IRMapping mapping;
-          for (auto [k, arg] : llvm::enumerate(args))
-            mapping.map(old.getArgument(k), arg);
-          for (Operation &bodyOp : old) {
-            auto ext = dyn_cast<arith::ExtFOp>(bodyOp);
-            if (ext && ext.getIn() == old.getArgument(narrow)) {
-              mapping.map(ext.getResult(), args[narrow]);
-              continue;
-            }
-            bb.clone(bodyOp, mapping);
-          }
-        });
-    rewriter.replaceOp(op, unfolded.getResults());
+    // The body's widening of the input is the (widened) input itself now.
+    BlockArgument narrowArg = op.getRegion().front().getArgument(narrow);
+    rewriter.replaceOp(
+        op, withInputs(
+                rewriter, op, inputs,
+                [](OpBuilder &, Location, unsigned, Value arg) { return arg; },
+                [&](Operation &bodyOp, ValueRange args) -> Value {
+                  auto ext = dyn_cast<arith::ExtFOp>(bodyOp);
+                  return ext && ext.getIn() == narrowArg ? args[narrow]
+                                                         : Value();
+                })
+                .getResults());
     return success();
   }
 };

@@ -534,7 +534,8 @@ struct CudaFormKernelsPass
         generic = *generalized;
       }
       if (generic->hasAttr(accrue::cuda::kWarpLanes)) {
-        if (failed(formWarpKernel(rewriter, generic, blockSize)))
+        if (failed(formWarpKernel(rewriter, generic, blockSize,
+                                  {rowBarriers, reductionBarriers})))
           return signalPassFailure();
         continue;
       }

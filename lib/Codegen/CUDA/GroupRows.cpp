@@ -28,6 +28,7 @@
 
 #include "accrue/Codegen/CUDA/KernelReport.h"
 #include "accrue/Codegen/CUDA/Passes.h"
+#include "accrue/Codegen/Common/Contractions.h"
 
 #include "BufferOps.h"
 #include "WarpReductions.h"
@@ -249,6 +250,13 @@ groupsUsing(Value value, const DenseMap<Operation *, int64_t> &groupOf) {
   for (OpOperand &use : value.getUses()) {
     Operation *user = use.getOwner();
     if (isa<ViewLikeOpInterface>(user)) {
+      // A view that reinterprets the elements (memref.view to another
+      // element type) is not one of the buffer's rows.
+      if (llvm::any_of(user->getResults(), [&](Value result) {
+            return getElementTypeOrSelf(result.getType()) !=
+                   getElementTypeOrSelf(value.getType());
+          }))
+        return std::nullopt;
       for (Value result : user->getResults()) {
         auto nested = groupsUsing(result, groupOf);
         if (!nested)
@@ -266,9 +274,34 @@ groupsUsing(Value value, const DenseMap<Operation *, int64_t> &groupOf) {
   return groups;
 }
 
+/// Whether `init` of `op` is all of `root` (through reshapes only) and `op`
+/// writes every element of it (its map names each dimension's loop, or 0
+/// for a unit one).
+bool writesAll(linalg::GenericOp op, OpOperand &init, Value root) {
+  Value view = init.get();
+  while (view != root) {
+    if (!isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp,
+                         memref::CastOp>(view.getDefiningOp()))
+      return false;
+    view = view.getDefiningOp()->getOperand(0);
+  }
+  auto type = cast<MemRefType>(init.get().getType());
+  std::optional<SmallVector<int64_t>> loops =
+      accrue::codegen::loopsOf(op.getMatchingIndexingMap(&init));
+  if (!loops)
+    return false;
+  llvm::SmallDenseSet<int64_t> named;
+  for (auto [dim, loop] : llvm::enumerate(*loops))
+    if ((loop < 0 && type.getDimSize(dim) != 1) ||
+        (loop >= 0 && !named.insert(loop).second))
+      return false;
+  return true;
+}
+
 /// The row stride R of `root` in the group `run`, where the group may keep
 /// a point's rows of it in workgroup memory: the first member to touch it
-/// writes it without reading what it held, and every access reaches, at
+/// writes all of it without reading what it held (so no later member
+/// reads an element the block did not write), and every access reaches, at
 /// each point, elements [R L(p), R L(p) + R).
 std::optional<int64_t> localStride(ArrayRef<Member> run, Value root) {
   std::optional<int64_t> stride;
@@ -286,10 +319,18 @@ std::optional<int64_t> localStride(ArrayRef<Member> run, Value root) {
         return std::nullopt;
       stride = access.rows->stride;
     }
-    if (touches && first)
-      for (OpOperand &init : linalg::GenericOp(m.op).getDpsInitsMutable())
-        if (viewRoot(init.get()) == root && readsOldValue(m.op, init))
+    if (touches && first) {
+      bool whole = false;
+      for (OpOperand &init : linalg::GenericOp(m.op).getDpsInitsMutable()) {
+        if (viewRoot(init.get()) != root)
+          continue;
+        if (readsOldValue(m.op, init))
           return std::nullopt;
+        whole = whole || writesAll(m.op, init, root);
+      }
+      if (!whole)
+        return std::nullopt;
+    }
     first = first && !touches;
   }
   return stride;

@@ -70,11 +70,24 @@ void delinearize(mlir::RewriterBase &rewriter, mlir::Location loc,
                  llvm::ArrayRef<unsigned> dims,
                  llvm::MutableArrayRef<mlir::Value> ivs);
 
+/// Which of a row group's barriers cuda-form-kernels emits: all but to
+/// test that the race checker catches a missing one.
+struct RowGroupBarriers {
+  /// Between two members.
+  bool betweenMembers = true;
+  /// Inside a reduction, between its warps' values in workgroup memory and
+  /// thread 0's fold of them.
+  bool inReductions = true;
+};
+
 /// Replaces the warp reduction `op` by a kernel of a warp per output
-/// point (WarpReduction).
+/// point (WarpReduction), or, where a lane would fold several elements
+/// that may be split over warps, by a block of as many warps per point
+/// (the form of a row group of one member, formRowGroup).
 mlir::LogicalResult formWarpKernel(mlir::RewriterBase &rewriter,
                                    mlir::linalg::GenericOp op,
-                                   int64_t blockSize);
+                                   int64_t blockSize,
+                                   RowGroupBarriers barriers = {});
 
 /// Replaces the members of a row group (kRowGroup: warp reductions and
 /// row maps over the same points, in order, nothing with memory effects
@@ -88,15 +101,8 @@ mlir::LogicalResult formWarpKernel(mlir::RewriterBase &rewriter,
 /// memory and thread 0 folds those in order; a row map's threads take
 /// every (warps x 32)-th element. Otherwise a block of one warp takes a
 /// point. What lies between the members (views, constants) moves before
-/// the kernel. `barriers` leaves some out only to test that the race
-/// checker catches a missing one.
-struct RowGroupBarriers {
-  /// Between two members.
-  bool betweenMembers = true;
-  /// Inside a reduction, between its warps' values in workgroup memory and
-  /// thread 0's fold of them.
-  bool inReductions = true;
-};
+/// the kernel. Buffers only the group uses (kRowLocal) are kept in the
+/// block's workgroup memory, a point's row of each.
 mlir::LogicalResult
 formRowGroup(mlir::RewriterBase &rewriter,
              llvm::ArrayRef<mlir::linalg::GenericOp> members, int64_t blockSize,

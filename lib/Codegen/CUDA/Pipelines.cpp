@@ -49,7 +49,9 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createCudaFoldIntoContractions());
   pm.addNestedPass<func::FuncOp>(createCudaHoistLoopInvariants());
   // No deallocation: every temporary becomes a view of the workspace.
-  // After the last CSE: recomputed ops stay apart from their forward copies.
+  // After the last CSE on tensors: recomputed ops stay apart from their
+  // forward copies (the CSE after bufferization merges no linalg op: they
+  // have memory effects there).
   pm.addNestedPass<func::FuncOp>(train::createTrainStripRecomputeBarriers());
   pm.addPass(bufferization::createOneShotBufferizePass());
   // Identical views merge, so that a copy bufferization leaves between two

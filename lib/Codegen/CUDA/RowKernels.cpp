@@ -1,10 +1,12 @@
 //===- RowKernels.cpp - a warp or a block per row ---------------*- C++ -*-===//
 //
 // The kernel forms of cuda-form-kernels that take a row per warp or per
-// block: a warp reduction (kWarpLanes) as a warp per output point, and a
-// row group (kRowGroup: a LayerNorm's or a softmax's reductions and the
-// row maps between them) as one kernel of a block per point, its warps
-// sharing each reduction through workgroup memory.
+// block: a warp reduction (kWarpLanes) as a warp per output point (or a
+// block of warps, where a lane would fold several elements), and a row
+// group (kRowGroup: a LayerNorm's or a softmax's reductions and the row
+// maps between them) as one kernel of a block per point, its warps
+// sharing each reduction through workgroup memory, and the rows only the
+// group uses (kRowLocal) kept there too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -568,16 +570,16 @@ void emitRowMap(RewriterBase &rewriter, Location loc, linalg::GenericOp op,
 namespace accrue::cuda::forms {
 
 /// Replaces the warp reduction `op` by a kernel of a warp per output
-/// point (WarpReduction).
+/// point (WarpReduction), or of a block of warps per point.
 LogicalResult formWarpKernel(RewriterBase &rewriter, linalg::GenericOp op,
-                             int64_t blockSize) {
+                             int64_t blockSize, RowGroupBarriers barriers) {
   FailureOr<WarpReduction> warp = WarpReduction::get(op);
   if (failed(warp))
     return failure();
   // A lane that would fold several elements: a block of as many warps
   // per point shares them (a row group of one), each lane one share.
   if (warp->splitsOverWarps && warp->shareTrips > 1)
-    return formRowGroup(rewriter, {op}, blockSize);
+    return formRowGroup(rewriter, {op}, blockSize, barriers);
   Location loc = FusedLoc::get(op.getContext(), {op.getLoc()},
                                rewriter.getStringAttr(kernelTag(op)));
   rewriter.setInsertionPoint(op);

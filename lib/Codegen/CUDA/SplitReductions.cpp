@@ -515,7 +515,8 @@ LogicalResult splitReduction(RewriterBase &rewriter, linalg::GenericOp op,
   return success();
 }
 
-/// A reduction (not a product: those are GEMMs) into a constant fill (a
+/// A reduction (not a product, which is a GEMM, but for a dot product per
+/// row: isDotProducts) into a constant fill (a
 /// sum's zeros, a maximum's -inf) folds each point's elements from that
 /// constant in its thread's registers, in the same order, instead of
 /// reading the filled buffer: a kernel fewer, and nothing to read.

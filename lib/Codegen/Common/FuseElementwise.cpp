@@ -18,10 +18,12 @@ using namespace accrue;
 
 namespace {
 
-/// Whether `op` only casts its one input at each point (an elementwise
-/// op of one arith cast on identity maps): recomputing it where its
-/// values are read costs a conversion, not a pass over memory.
-bool isCast(Operation *op) {
+/// Whether `op` only widens its one input at each point (an elementwise
+/// op of one arith.extf on identity maps): recomputing it where its
+/// values are read costs a conversion, not a pass over memory, and its
+/// readers read the narrow values. (A rounding recomputed would make them
+/// read the wide ones.)
+bool isWidening(Operation *op) {
   auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
   if (!generic || generic.getNumDpsInputs() != 1 ||
       generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0 ||
@@ -30,8 +32,7 @@ bool isCast(Operation *op) {
     return false;
   Block &body = generic.getRegion().front();
   Operation *only = body.getTerminator()->getOperand(0).getDefiningOp();
-  return only && &body.front() == only &&
-         isa<arith::ExtFOp, arith::TruncFOp>(only) &&
+  return only && &body.front() == only && isa<arith::ExtFOp>(only) &&
          only->getOperand(0) == body.getArgument(0);
 }
 
@@ -62,7 +63,7 @@ struct FuseElementwisePass
         // A widening into a contraction stays for
         // cuda-fold-into-contractions, which reads the narrow operand.
         auto consumer = dyn_cast<linalg::GenericOp>(fused->getOwner());
-        bool castIntoLinalg = isCast(producer) &&
+        bool castIntoLinalg = isWidening(producer) &&
                               !producer->hasAttr(codegen::kGemmRoundingAttr) &&
                               consumer && consumer.getNumReductionLoops() > 0 &&
                               !codegen::matchContraction(consumer);

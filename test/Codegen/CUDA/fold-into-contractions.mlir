@@ -461,3 +461,69 @@ func.func @mixed_widening(%dy: tensor<16x8xbf16>, %xhat: tensor<16x8xf32>, %g: t
   } -> tensor<8xf32>
   return %r : tensor<8xf32>
 }
+
+// -----
+
+// Nor does a widening move past padding computed in the pad's own region,
+// nor into a copy that writes it (the widened tensor as the copy's init:
+// what the copy yields is its input's, which the product reads).
+
+// CHECK-LABEL: func @widened_not_moved
+// CHECK: %[[ONES:.+]] = arith.constant dense<1.000000e+00> : tensor<2x4xf32>
+// CHECK: tensor.pad
+// CHECK: arith.addf %{{.+}}, %{{.+}} : f32
+// CHECK: tensor.yield %{{.+}} : f32
+// CHECK-NOT: tensor<6xbf16>
+// CHECK: linalg.generic {{.*}} ins(%[[ONES]], %[[ONES]] : tensor<2x4xf32>, tensor<2x4xf32>)
+#nm1 = affine_map<(d0) -> (d0)>
+#nmk = affine_map<(m, k) -> (k)>
+#nmv = affine_map<(m, k) -> (m, k)>
+#nmo = affine_map<(m, k) -> (m)>
+#nm2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @widened_not_moved(%x: tensor<4xbf16>, %w: tensor<3x6xf32>, %p: f32, %y: tensor<2x4xbf16>) -> (tensor<3xf32>, tensor<2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %wx = linalg.generic {indexing_maps = [#nm1, #nm1], iterator_types = ["parallel"]}
+      ins(%x : tensor<4xbf16>) outs(%e : tensor<4xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<4xf32>
+  %padded = tensor.pad %wx low[1] high[1] {
+  ^bb0(%i: index):
+    %v = arith.addf %p, %p : f32
+    tensor.yield %v : f32
+  } : tensor<4xf32> to tensor<6xf32>
+  %o = tensor.empty() : tensor<3xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%o : tensor<3xf32>) -> tensor<3xf32>
+  %r = linalg.generic {indexing_maps = [#nmk, #nmv, #nmo], iterator_types = ["parallel", "reduction"]}
+      ins(%padded, %w : tensor<6xf32>, tensor<3x6xf32>) outs(%init : tensor<3xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<3xf32>
+  %e2 = tensor.empty() : tensor<2x4xf32>
+  %wy = linalg.generic {indexing_maps = [#nm2, #nm2], iterator_types = ["parallel", "parallel"]}
+      ins(%y : tensor<2x4xbf16>) outs(%e2 : tensor<2x4xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<2x4xf32>
+  %f = arith.constant dense<1.0> : tensor<2x4xf32>
+  %c = linalg.generic {indexing_maps = [#nm2, #nm2], iterator_types = ["parallel", "parallel"]}
+      ins(%f : tensor<2x4xf32>) outs(%wy : tensor<2x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<2x4xf32>
+  %o2 = tensor.empty() : tensor<2xf32>
+  %init2 = linalg.fill ins(%zero : f32) outs(%o2 : tensor<2xf32>) -> tensor<2xf32>
+  %r2 = linalg.generic {indexing_maps = [#nm2, #nm2, #nmo], iterator_types = ["parallel", "reduction"]}
+      ins(%c, %f : tensor<2x4xf32>, tensor<2x4xf32>) outs(%init2 : tensor<2xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2xf32>
+  return %r, %r2 : tensor<3xf32>, tensor<2xf32>
+}

@@ -338,6 +338,52 @@ func.func @reused_by_groups(%x: memref<4x64xf32>, %lanes: memref<32xi8>, %s0: me
 
 // -----
 
+// The group's first writer covers only half of each row (a subview), and
+// the reduction reads whole rows: the other half is what the buffer held
+// before, which a block's workgroup memory would not hold. Not marked.
+
+// CHECK-LABEL: func @partial_write
+// CHECK: memref.alloc() : memref<4x64xf32>
+// CHECK: accrue.row_group = 0
+#plane = affine_map<(d0, d1) -> (d1)>
+#ppoint = affine_map<(d0, d1) -> (d0)>
+#prow = affine_map<(d0, d1) -> (d0, d1)>
+func.func @partial_write(%x: memref<4x32xf32>, %lanes: memref<32xi8>, %s: memref<4xf32>) {
+  %b = memref.alloc() : memref<4x64xf32>
+  %half = memref.subview %b[0, 0] [4, 32] [1, 1] : memref<4x64xf32> to memref<4x32xf32, strided<[64, 1]>>
+  linalg.generic {indexing_maps = [#prow, #prow], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x32xf32>) outs(%half : memref<4x32xf32, strided<[64, 1]>>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [#plane, #ppoint], iterator_types = ["parallel", "reduction"]}
+      ins(%lanes : memref<32xi8>) outs(%s : memref<4xf32>) attrs = {accrue.warp_lanes} {
+  ^bb0(%in: i8, %acc: f32):
+    %l = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %id = arith.constant 0.0 : f32
+    %share = scf.for %k = %c0 to %c2 step %c1 iter_args(%a = %id) -> (f32) {
+      %base = arith.muli %k, %c32 : index
+      %i = arith.addi %base, %l : index
+      %v = memref.load %b[%r, %i] : memref<4x64xf32>
+      %u = arith.addf %v, %a : f32
+      scf.yield %u : f32
+    }
+    %first = arith.cmpi eq, %l, %c0 : index
+    %start = arith.select %first, %id, %acc : f32
+    %sum = arith.addf %share, %start : f32
+    linalg.yield %sum : f32
+  }
+  return
+}
+
+// -----
+
 // The second reduction reads row 0 of what the row map writes at every
 // point: another warp's row. The group ends before it, and it starts the
 // next with the row map after it.

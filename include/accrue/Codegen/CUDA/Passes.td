@@ -116,9 +116,13 @@ def CudaSplitReductions
     original initial value. The split is fixed by the sizes, so the
     result is
     the same on every run. Reductions whose combining operation is not
-    recognized (add, mul, max, min) are left alone. Then every reduction
+    recognized (add, mul, max, min) are left alone. A dot product per row
+    (a product summed along the inputs' contiguous rows, every parallel
+    loop indexing both inputs: M = N = 1, as LayerNorm's, RMSNorm's and
+    softmax's backward write them) is such a reduction, not a GEMM. Then
+    every reduction
     into a constant `linalg.fill` (a sum's zeros, a maximum's -inf; split
-    or not, products aside: those are GEMMs) becomes a parallel op whose
+    or not; products aside, which are GEMMs) becomes a parallel op whose
     thread folds its point's elements from that constant in a loop of its
     own, in the same order, writing a `tensor.empty`: the fill, a kernel
     of its own, goes.
@@ -158,9 +162,15 @@ def CudaFoldIntoContractions
     only transposed writes it transposed; one whose two inputs are both
     bf16 (or both f16) tensors widened to f32 by elementwise ops (as
     nn-to-linalg widens low-precision products) reads them and widens in
-    its body, so that the GEMM reads bf16 and accumulates in f32. Each
-    rewrite removes a pass over memory (and the widened f32 copies) and
-    leaves one contraction for `cuda-contractions-to-gemm`.
+    its body, so that the GEMM reads bf16 and accumulates in f32. A
+    widening whose values only data movement carries to contractions (a
+    pad with a constant bf16 holds, a copy through any maps writing all of
+    its output, a reshape; static shapes) moves past it: a convolution's
+    padding and columns move bf16 values. A contraction that widens one
+    input in its body while the other is f32 reads a widened copy instead
+    (a GEMM's A and B share a type). Each rewrite removes a pass over
+    memory (and the widened f32 copies) and leaves one contraction for
+    `cuda-contractions-to-gemm`.
     A zero fill several contractions start from is cloned for each, so
     that each bufferizes into a zero-filled buffer of its own rather than
     a copy. An elementwise op that only rounds a zero-started
@@ -249,8 +259,15 @@ def CudaContractionsToGemm
     loops in all operands, M in A and the output, N in B and the output,
     K reduced in A and B; loops of one kind collapsing where every operand
     lays them out contiguously; unit stride along rows or columns) becomes
-    a call of `accrue_gemm` with the operands' addresses and strides. Batch
-    loops that do not collapse run as host loops around the call, unless
+    a call of `accrue_gemm` with the operands' addresses and strides. Loops
+    of one iteration are dropped. M or N loops that do not collapse with
+    the innermost ones of their kind are batch loops the other input does
+    not have (batch stride 0: a convolution's samples for its weight). K
+    loops that do not collapse (a convolution's weight gradient, over
+    samples and pixels) are made to by copying each input whose K loops
+    are apart with them innermost, in A's order. Of the batch loops, the
+    largest run that collapses (the innermost of equals) is the GEMM's
+    batch; the other batch loops run as host loops around the call, unless
     only inputs keep them apart (attention's samples and heads in two
     strides): each such input is copied first into a buffer of its own with
     the batch dimensions outermost, in the output's order (its innermost
