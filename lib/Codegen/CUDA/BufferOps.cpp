@@ -131,6 +131,17 @@ AffineExpr cuda::elementOf(Value buffer, AffineMap map,
   return simplifyAffineExpr(element.replaceDims(dims), ranges.size(), 0);
 }
 
+bool cuda::isWhole(Value view, Value base) {
+  while (view != base) {
+    Operation *op = view.getDefiningOp();
+    if (!isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp,
+                         memref::CastOp>(op))
+      return false;
+    view = op->getOperand(0);
+  }
+  return true;
+}
+
 bool cuda::staysBetween(Operation &op) {
   if (isa<memref::AllocOp>(op))
     return true;

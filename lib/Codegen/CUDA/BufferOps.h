@@ -38,6 +38,9 @@ staticLayout(mlir::Value memref);
 mlir::AffineExpr elementOf(mlir::Value buffer, mlir::AffineMap map,
                            llvm::ArrayRef<int64_t> ranges);
 
+/// Whether `view` is all of `base`: a chain of reshapes and casts of it.
+bool isWhole(mlir::Value view, mlir::Value base);
+
 /// Whether `op`, between two ops that become one kernel, may stay where it
 /// is: it has no memory effects (views, index arithmetic, constants) or
 /// only allocates.

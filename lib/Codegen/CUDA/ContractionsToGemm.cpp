@@ -25,6 +25,7 @@
 
 #include "accrue-runtime/StepABI.h"
 
+#include "BufferOps.h"
 #include "GemmPlans.h"
 
 #include "mlir/IR/Matchers.h"
@@ -325,18 +326,6 @@ bool mayWrite(Operation *scope, const ViewRoot &region) {
     return WalkResult::advance();
   });
   return result.wasInterrupted();
-}
-
-/// Whether `view` is all of `base`: a chain of reshapes and casts of it.
-bool isWhole(Value view, Value base) {
-  while (view != base) {
-    Operation *op = view.getDefiningOp();
-    if (!isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp,
-                         memref::CastOp>(op))
-      return false;
-    view = op->getOperand(0);
-  }
-  return true;
 }
 
 AccrueDType exactIn(Value operand, Operation *reader);

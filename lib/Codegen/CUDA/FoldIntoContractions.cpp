@@ -30,37 +30,11 @@ namespace accrue::cuda {
 
 using namespace mlir;
 using namespace accrue::cuda;
+using accrue::codegen::isNarrowFloat;
+using accrue::codegen::onlyOpOf;
+using accrue::codegen::widenedFrom;
 
 namespace {
-
-/// The one op of elementwise `op`'s body, if `op` applies it to its one
-/// input at each point (one init, identity maps) and yields its result.
-Operation *onlyOpOf(linalg::GenericOp op) {
-  if (!op || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() != 0 ||
-      !llvm::all_of(op.getIndexingMapsArray(),
-                    [](AffineMap map) { return map.isIdentity(); }))
-    return nullptr;
-  Block &body = op.getRegion().front();
-  Value yielded = body.getTerminator()->getOperand(0);
-  Operation *only = yielded.getDefiningOp();
-  if (!only || &body.front() != only || only->getNumOperands() != 1 ||
-      only->getOperand(0) != body.getArgument(0))
-    return nullptr;
-  return only;
-}
-
-bool isNarrowFloat(Type type) { return type.isBF16() || type.isF16(); }
-
-/// The bf16 or f16 tensor `value` widens to f32, if it is the result of an
-/// elementwise op doing only that.
-Value widenedFrom(Value value) {
-  auto op = value.getDefiningOp<linalg::GenericOp>();
-  auto ext = dyn_cast_or_null<arith::ExtFOp>(onlyOpOf(op));
-  if (!ext || !ext.getType().isF32() || !isNarrowFloat(ext.getIn().getType()))
-    return nullptr;
-  return op.getDpsInputs()[0];
-}
 
 /// `op` on `inputs` instead of its own, its body cloned with each block
 /// argument k mapped to `argument`(k, the new block argument) (the new

@@ -278,13 +278,8 @@ groupsUsing(Value value, const DenseMap<Operation *, int64_t> &groupOf) {
 /// writes every element of it (its map names each dimension's loop, or 0
 /// for a unit one).
 bool writesAll(linalg::GenericOp op, OpOperand &init, Value root) {
-  Value view = init.get();
-  while (view != root) {
-    if (!isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp,
-                         memref::CastOp>(view.getDefiningOp()))
-      return false;
-    view = view.getDefiningOp()->getOperand(0);
-  }
+  if (!isWhole(init.get(), root))
+    return false;
   auto type = cast<MemRefType>(init.get().getType());
   std::optional<SmallVector<int64_t>> loops =
       accrue::codegen::loopsOf(op.getMatchingIndexingMap(&init));

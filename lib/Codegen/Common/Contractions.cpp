@@ -76,6 +76,31 @@ bool isZeroFill(Value value) {
   return fill && matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
 }
 
+Operation *onlyOpOf(linalg::GenericOp op) {
+  if (!op || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 0 ||
+      !llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return nullptr;
+  Block &body = op.getRegion().front();
+  Value yielded = body.getTerminator()->getOperand(0);
+  Operation *only = yielded.getDefiningOp();
+  if (!only || &body.front() != only || only->getNumOperands() != 1 ||
+      only->getOperand(0) != body.getArgument(0))
+    return nullptr;
+  return only;
+}
+
+bool isNarrowFloat(Type type) { return type.isBF16() || type.isF16(); }
+
+Value widenedFrom(Value value) {
+  auto op = value.getDefiningOp<linalg::GenericOp>();
+  auto ext = dyn_cast_or_null<arith::ExtFOp>(onlyOpOf(op));
+  if (!ext || !ext.getType().isF32() || !isNarrowFloat(ext.getIn().getType()))
+    return nullptr;
+  return op.getDpsInputs()[0];
+}
+
 std::optional<AffineMap> outputToInputMap(Operation *op) {
   auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
   if (!linalgOp || linalgOp.getNumDpsInputs() != 1 ||

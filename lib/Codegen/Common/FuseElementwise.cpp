@@ -18,24 +18,6 @@ using namespace accrue;
 
 namespace {
 
-/// Whether `op` only widens its one input at each point (an elementwise
-/// op of one arith.extf on identity maps): recomputing it where its
-/// values are read costs a conversion, not a pass over memory, and its
-/// readers read the narrow values. (A rounding recomputed would make them
-/// read the wide ones.)
-bool isWidening(Operation *op) {
-  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
-  if (!generic || generic.getNumDpsInputs() != 1 ||
-      generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0 ||
-      !llvm::all_of(generic.getIndexingMapsArray(),
-                    [](AffineMap map) { return map.isIdentity(); }))
-    return false;
-  Block &body = generic.getRegion().front();
-  Operation *only = body.getTerminator()->getOperand(0).getDefiningOp();
-  return only && &body.front() == only && isa<arith::ExtFOp>(only) &&
-         only->getOperand(0) == body.getArgument(0);
-}
-
 /// Fuse a single-use producer only where the consumer reads each of its
 /// values once (a permutation of all the consumer's loops), and never a
 /// rounding a GEMM will do (codegen::kGemmRoundingAttr).
@@ -63,7 +45,11 @@ struct FuseElementwisePass
         // A widening into a contraction stays for
         // cuda-fold-into-contractions, which reads the narrow operand.
         auto consumer = dyn_cast<linalg::GenericOp>(fused->getOwner());
-        bool castIntoLinalg = isWidening(producer) &&
+        // A widening (codegen::widenedFrom): recomputed, it costs a
+        // conversion, not a pass over memory, and its readers read the
+        // narrow values.
+        bool castIntoLinalg = producer && producer->getNumResults() == 1 &&
+                              codegen::widenedFrom(producer->getResult(0)) &&
                               !producer->hasAttr(codegen::kGemmRoundingAttr) &&
                               consumer && consumer.getNumReductionLoops() > 0 &&
                               !codegen::matchContraction(consumer);

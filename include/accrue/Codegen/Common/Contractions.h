@@ -44,6 +44,18 @@ std::optional<Contraction> matchContraction(mlir::linalg::GenericOp op);
 /// nullopt if a result is anything else.
 std::optional<llvm::SmallVector<int64_t>> loopsOf(mlir::AffineMap map);
 
+/// The one op of elementwise `op`'s body, if `op` applies it to its one
+/// input at each point (one init, identity maps) and yields its result.
+mlir::Operation *onlyOpOf(mlir::linalg::GenericOp op);
+
+/// Whether `type` is bf16 or f16.
+bool isNarrowFloat(mlir::Type type);
+
+/// The bf16 or f16 tensor (or buffer) `value` widens to f32, if it is the
+/// result of an elementwise op doing only that (as nn-to-linalg widens a
+/// low-precision product's inputs); null otherwise.
+mlir::Value widenedFrom(mlir::Value value);
+
 /// Whether `value` is the result of a linalg.fill with +0.0 or -0.0.
 bool isZeroFill(mlir::Value value);
 
