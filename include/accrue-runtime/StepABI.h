@@ -40,9 +40,10 @@ extern "C" {
  * loss_scale argument also takes loss_scale_streak and reports
  * next_loss_scale and loss_scale_streak in its metrics), version 5 one
  * vocabulary of element types (accrue_gemm's operand types are AccrueDType
- * codes; bf16 was 1 and is 7). */
+ * codes; bf16 was 1 and is 7), version 6 accrue_gemm's bias-gradient
+ * epilogue (an argument more). */
 #define ACCRUE_MANIFEST_FORMAT "accrue-step"
-#define ACCRUE_MANIFEST_VERSION 5
+#define ACCRUE_MANIFEST_VERSION 6
 
 /* The step function's symbol in MLIR, and the packed entry point step.so
  * exports for it: `void _mlir_train_step(void **args)`, where args[i] points
@@ -88,16 +89,27 @@ typedef void (*AccrueAllReduceFn)(AccrueBuffer *buffer);
  * B (bits 0-7, an AccrueDType: f32, bf16 or f16), of C (bits 8-15: f32, or
  * bf16 or f16 with beta 0, the f32 sum rounded once to nearest even) and the
  * precision the inputs are exact in (bits 16-23: f32 inputs that hold bf16
- * or f16 values may be multiplied in that precision, accumulating in f32).
- * On the GPU this is cuBLASLt on the step's stream; for the emulated target,
- * a loop on the host that reads the operands the same way. */
+ * or f16 values may be multiplied in that precision, accumulating in f32)
+ * and an epilogue (bits 24-31, an AccrueGemmEpilogue; batch 1 only): the
+ * bias gradient of A, sum over k of A(i, k) for each i < m, or of B, sum
+ * over k of B(k, j) for each j < n, summed in f32 and written as m (n)
+ * contiguous f32 values at `bias` (0 without an epilogue).
+ * On the GPU this is cuBLASLt on the step's stream (the bias gradient its
+ * BGRADA/BGRADB epilogue); for the emulated target, a loop on the host that
+ * reads the operands the same way. */
 #define ACCRUE_GEMM_FUNCTION "accrue_gemm"
 typedef void (*AccrueGemmFn)(int64_t batch, int64_t m, int64_t n, int64_t k,
                              intptr_t a, int64_t aRow, int64_t aCol,
                              int64_t aBatch, intptr_t b, int64_t bRow,
                              int64_t bCol, int64_t bBatch, intptr_t c,
                              int64_t cRow, int64_t cCol, int64_t cBatch,
-                             int64_t types, float beta);
+                             int64_t types, float beta, intptr_t bias);
+
+typedef enum AccrueGemmEpilogue {
+  ACCRUE_GEMM_EPILOGUE_NONE = 0,
+  ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_A = 1,
+  ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_B = 2,
+} AccrueGemmEpilogue;
 
 /* The counting emulator (accrue-compile --count-accesses, target
  * cuda-emulated): the emulated kernels call these runtime entries. A launch

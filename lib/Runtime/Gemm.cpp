@@ -162,7 +162,7 @@ GemmPlan planGemm(int64_t batch, int64_t m, int64_t n, int64_t k, intptr_t a,
                   int64_t aRow, int64_t aCol, int64_t aBatch, intptr_t b,
                   int64_t bRow, int64_t bCol, int64_t bBatch, intptr_t c,
                   int64_t cRow, int64_t cCol, int64_t cBatch, int64_t types,
-                  float beta) {
+                  float beta, intptr_t bias) {
   auto type = [](int64_t code) {
     auto type = static_cast<AccrueDType>(code);
     if (type != ACCRUE_DTYPE_FLOAT32 && type != ACCRUE_DTYPE_BFLOAT16 &&
@@ -183,10 +183,31 @@ GemmPlan planGemm(int64_t batch, int64_t m, int64_t n, int64_t k, intptr_t a,
   plan.batch = batch;
   plan.beta = beta;
   plan.exact = type((types >> 16) & 0xff);
+  switch (static_cast<AccrueGemmEpilogue>((types >> 24) & 0xff)) {
+  case ACCRUE_GEMM_EPILOGUE_NONE:
+    break;
+  case ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_A:
+    plan.epilogue = GemmEpilogue::BiasGradientA;
+    break;
+  case ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_B:
+    plan.epilogue = GemmEpilogue::BiasGradientB;
+    break;
+  default:
+    throw Error("unknown GEMM epilogue " +
+                std::to_string((types >> 24) & 0xff));
+  }
+  if (plan.epilogue != GemmEpilogue::None && (batch != 1 || !bias))
+    throw Error("a GEMM's bias gradient needs batch 1 and an address (batch " +
+                std::to_string(batch) + ")");
+  plan.bias = bias;
   // The output is column-major: D = A B, or D^T = B^T A^T for a row-major
-  // output.
+  // output (A's rows are then B^T's columns).
   std::optional<BlasMatrix> out = columnMajor(sc);
   if (out && out->transposed) {
+    if (plan.epilogue != GemmEpilogue::None)
+      plan.epilogue = plan.epilogue == GemmEpilogue::BiasGradientA
+                          ? GemmEpilogue::BiasGradientB
+                          : GemmEpilogue::BiasGradientA;
     std::swap(m, n);
     Strided ta = sb.transposed(), tb = sa.transposed();
     sa = ta;
@@ -233,6 +254,22 @@ void runGemmOnHost(const GemmPlan &plan) {
         int64_t d = at(c, p, i, j);
         store(c, d, plan.beta == 0 ? sum : sum + plan.beta * load(c, d));
       }
+  // The bias gradient: each row of op(A) or column of op(B) summed in f32.
+  float *bias = reinterpret_cast<float *>(plan.bias);
+  if (plan.epilogue == GemmEpilogue::BiasGradientA)
+    for (int64_t i = 0; i < plan.m; ++i) {
+      float sum = 0;
+      for (int64_t l = 0; l < plan.k; ++l)
+        sum += load(a, at(a, 0, i, l));
+      bias[i] = sum;
+    }
+  if (plan.epilogue == GemmEpilogue::BiasGradientB)
+    for (int64_t j = 0; j < plan.n; ++j) {
+      float sum = 0;
+      for (int64_t l = 0; l < plan.k; ++l)
+        sum += load(b, at(b, 0, l, j));
+      bias[j] = sum;
+    }
 }
 
 void setGemmRunner(GemmRunner installed) { runner() = installed; }
@@ -255,11 +292,12 @@ extern "C" void accrue_gemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                             int64_t aBatch, intptr_t b, int64_t bRow,
                             int64_t bCol, int64_t bBatch, intptr_t c,
                             int64_t cRow, int64_t cCol, int64_t cBatch,
-                            int64_t types, float beta) {
+                            int64_t types, float beta, intptr_t bias) {
   // Called from compiled code: no exception may cross it.
   try {
-    GemmPlan plan = planGemm(batch, m, n, k, a, aRow, aCol, aBatch, b, bRow,
-                             bCol, bBatch, c, cRow, cCol, cBatch, types, beta);
+    GemmPlan plan =
+        planGemm(batch, m, n, k, a, aRow, aCol, aBatch, b, bRow, bCol, bBatch,
+                 c, cRow, cCol, cBatch, types, beta, bias);
     if (runner())
       runner()(plan);
     else

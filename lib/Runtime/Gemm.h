@@ -24,7 +24,7 @@ extern "C" void accrue_gemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                             int64_t aBatch, intptr_t b, int64_t bRow,
                             int64_t bCol, int64_t bBatch, intptr_t c,
                             int64_t cRow, int64_t cCol, int64_t cBatch,
-                            int64_t types, float beta);
+                            int64_t types, float beta, intptr_t bias);
 
 namespace accrue::rt {
 
@@ -37,6 +37,11 @@ struct BlasMatrix {
   AccrueDType type = ACCRUE_DTYPE_FLOAT32;
 };
 
+/// What a GEMM also computes from its inputs, in the column-major plan's
+/// terms (cuBLASLt's BGRADA and BGRADB epilogues): the f32 sums over k of
+/// op(A)'s rows (m values) or of op(B)'s columns (n values).
+enum class GemmEpilogue { None, BiasGradientA, BiasGradientB };
+
 /// D (m x n) = op(A) (m x k) op(B) (k x n) + beta C, `batch` times.
 struct GemmPlan {
   int64_t batch = 1, m = 0, n = 0, k = 0;
@@ -44,6 +49,9 @@ struct GemmPlan {
   float beta = 0;
   /// The precision f32 inputs hold exactly (f32 if none narrower).
   AccrueDType exact = ACCRUE_DTYPE_FLOAT32;
+  GemmEpilogue epilogue = GemmEpilogue::None;
+  /// Where the epilogue's f32 vector goes (contiguous).
+  intptr_t bias = 0;
 };
 
 /// The plan for one call of the entry; throws rt::Error if an operand has
@@ -52,10 +60,11 @@ GemmPlan planGemm(int64_t batch, int64_t m, int64_t n, int64_t k, intptr_t a,
                   int64_t aRow, int64_t aCol, int64_t aBatch, intptr_t b,
                   int64_t bRow, int64_t bCol, int64_t bBatch, intptr_t c,
                   int64_t cRow, int64_t cCol, int64_t cBatch, int64_t types,
-                  float beta);
+                  float beta, intptr_t bias = 0);
 
 /// Runs `plan` on host memory, accumulating in f32 like cuBLASLt's
-/// CUBLAS_COMPUTE_32F (C is not read when beta is 0).
+/// CUBLAS_COMPUTE_32F (C is not read when beta is 0); an epilogue's sums
+/// are in k order.
 void runGemmOnHost(const GemmPlan &plan);
 
 /// Where the entry sends its plans (a CUDA backend installs cuBLASLt);

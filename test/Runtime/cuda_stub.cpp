@@ -215,7 +215,17 @@ int cublasLtMatmulDescCreate(void **desc, int, int) {
   *desc = new Opaque{};
   return 0;
 }
-int cublasLtMatmulDescSetAttribute(void *, int, const void *, size_t) {
+// A descriptor's data[0] keeps its epilogue (CUBLASLT_MATMUL_DESC_EPILOGUE,
+// 7), data[1] its bias data type (26) and data[2] its bias pointer (8).
+int cublasLtMatmulDescSetAttribute(void *desc, int attribute, const void *value,
+                                   size_t bytes) {
+  auto *data = static_cast<Opaque *>(desc)->data;
+  if (attribute == 7)
+    data[0] = *static_cast<const uint32_t *>(value);
+  if (attribute == 26)
+    data[1] = uint64_t(*static_cast<const int32_t *>(value)) + 1;
+  if (attribute == 8 && bytes == sizeof(void *))
+    std::memcpy(&data[2], value, bytes);
   return 0;
 }
 int cublasLtMatrixLayoutCreate(void **layout, int, uint64_t rows, uint64_t,
@@ -239,18 +249,29 @@ int cublasLtMatmulPreferenceDestroy(void *preference) {
 int cublasLtMatmulPreferenceSetAttribute(void *, int, const void *, size_t) {
   return 0;
 }
-int cublasLtMatmulAlgoGetHeuristic(void *, void *, void *, void *, void *,
+// ACCRUE_CUDA_STUB_NO_EPILOGUE: no algorithm has a bias-gradient epilogue.
+int cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *, void *, void *,
                                    void *, void *, int, Opaque *results,
                                    int *returned) {
   count("cublasLtMatmulAlgoGetHeuristic");
   std::memset(results, 0, sizeof(uint64_t) * 8);
-  *returned = 1;
+  uint64_t epilogue = static_cast<Opaque *>(desc)->data[0];
+  *returned = (epilogue == 256 || epilogue == 512) &&
+                      std::getenv("ACCRUE_CUDA_STUB_NO_EPILOGUE")
+                  ? 0
+                  : 1;
   return 0;
 }
-int cublasLtMatmul(void *, void *, const float *, const void *, void *,
+int cublasLtMatmul(void *, void *desc, const float *, const void *, void *,
                    const void *, void *, const float *beta, const void *,
                    void *, void *, void *, const void *, void *, size_t,
                    void *) {
+  // A bias-gradient epilogue (BGRADA 256, BGRADB 512) into f32 (CUDA_R_32F,
+  // 0) at a pointer set.
+  const uint64_t *data = static_cast<Opaque *>(desc)->data;
+  if (data[0] == 256 || data[0] == 512)
+    count(data[1] == 1 && data[2] ? "bias_gradient_epilogues"
+                                  : "bad_bias_gradient_epilogues");
   if (counts.capturing) {
     count("captured_gemms");
     return 0;

@@ -462,6 +462,66 @@ void narrowGemmOutputs() {
               "a narrow output added to");
 }
 
+/// A GEMM's bias-gradient epilogue: the sums over k of A's rows (m values)
+/// or of B's columns (n values), whichever way the plan reads the operands
+/// (a row-major output is computed as D^T = B^T A^T, a column-major one
+/// directly), with the product unchanged.
+void gemmBiasGradients() {
+  // A 3x4, B 4x2, both row-major, of small integers: every sum is exact.
+  float a[12], b[8];
+  for (int i = 0; i < 12; ++i)
+    a[i] = float((i * 7) % 5) - 2.0f;
+  for (int i = 0; i < 8; ++i)
+    b[i] = float((i * 3) % 7) - 3.0f;
+  for (bool rowMajorC : {true, false})
+    for (AccrueGemmEpilogue which : {ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_A,
+                                     ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_B}) {
+      float c[6] = {}, bias[3] = {-1, -1, -1};
+      int64_t cRow = rowMajorC ? 2 : 1, cCol = rowMajorC ? 1 : 3;
+      int64_t types = int64_t(which) << 24;
+      GemmPlan plan =
+          planGemm(1, 3, 2, 4, intptr_t(a), 4, 1, 0, intptr_t(b), 2, 1, 0,
+                   intptr_t(c), cRow, cCol, 0, types, 0.0f, intptr_t(bias));
+      runGemmOnHost(plan);
+      std::string what =
+          std::string(rowMajorC ? "row" : "column") +
+          "-major C, bias gradient of " +
+          (which == ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_A ? "A" : "B");
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 2; ++j) {
+          double sum = 0;
+          for (int l = 0; l < 4; ++l)
+            sum += double(a[i * 4 + l]) * b[l * 2 + j];
+          check(c[i * cRow + j * cCol] == float(sum), what + ": the product");
+        }
+      int64_t count = which == ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_A ? 3 : 2;
+      for (int x = 0; x < count; ++x) {
+        double sum = 0;
+        for (int l = 0; l < 4; ++l)
+          sum += which == ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_A ? a[x * 4 + l]
+                                                               : b[l * 2 + x];
+        check(bias[x] == float(sum), what + ": sum " + std::to_string(x));
+      }
+      if (count == 2)
+        check(bias[2] == -1, what + ": nothing past the n sums");
+    }
+  float c[4], bias[2];
+  checkThrows(
+      [&] {
+        planGemm(2, 1, 2, 4, intptr_t(a), 4, 1, 4, intptr_t(b), 2, 1, 0,
+                 intptr_t(c), 2, 1, 2,
+                 int64_t(ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_B) << 24, 0.0f,
+                 intptr_t(bias));
+      },
+      "needs batch 1", "a batched bias gradient");
+  checkThrows(
+      [&] {
+        planGemm(1, 1, 2, 4, intptr_t(a), 4, 1, 0, intptr_t(b), 2, 1, 0,
+                 intptr_t(c), 2, 1, 0, int64_t(9) << 24, 0.0f, intptr_t(bias));
+      },
+      "unknown GEMM epilogue 9", "an unknown epilogue");
+}
+
 int main() {
   windows();
   accumulation();
@@ -470,6 +530,7 @@ int main() {
   accessCounter();
   exactGemmInputs();
   narrowGemmOutputs();
+  gemmBiasGradients();
   if (failures)
     return 1;
   std::printf("runtime units: all checks passed\n");

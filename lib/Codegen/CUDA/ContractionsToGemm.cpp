@@ -25,6 +25,7 @@
 
 #include "accrue-runtime/StepABI.h"
 
+#include "BiasGradients.h"
 #include "BufferOps.h"
 #include "GemmPlans.h"
 
@@ -396,6 +397,7 @@ func::FuncOp gemmFunction(ModuleOp module) {
   Type index = b.getIndexType();
   SmallVector<Type> inputs(17, index);
   inputs.push_back(b.getF32Type());
+  inputs.push_back(index);
   auto function = func::FuncOp::create(b, module.getLoc(), ACCRUE_GEMM_FUNCTION,
                                        b.getFunctionType(inputs, {}));
   function.setPrivate();
@@ -455,10 +457,69 @@ roundingAfter(linalg::GenericOp op) {
   return std::make_pair(rounding, rounded);
 }
 
+/// A contraction's bias gradient (BiasGradients.h) on buffers: the sum, its
+/// zero fill, the vector it writes and which of the GEMM's inputs it sums.
+struct BiasGradient {
+  linalg::GenericOp sum;
+  linalg::FillOp fill;
+  Value vector;
+  AccrueGemmEpilogue epilogue;
+};
+
+/// The bias gradient cuda-split-reductions paired with contraction `op`
+/// (planned as `plan`), if its GEMM call can compute it: the sum, in `op`'s
+/// block, writes a contiguous f32 vector of the M (N) loop's extent, from
+/// a zero fill, and nothing else touches that vector between the fill or
+/// the contraction and the sum or the contraction (the call writes it where
+/// the contraction stands); the GEMM has no batch and one M (N) loop.
+std::optional<BiasGradient>
+biasGradientOf(linalg::GenericOp op, const Plan &plan,
+               const llvm::DenseMap<int64_t, linalg::GenericOp> &sums) {
+  auto pair = op->getAttrOfType<DenseI64ArrayAttr>(kBiasGradientAttr);
+  if (!pair || pair.size() != 2 || !sums.count(pair[0]))
+    return std::nullopt;
+  linalg::GenericOp sum = sums.lookup(pair[0]);
+  Contraction c = *matchContraction(op);
+  bool ofA = pair[1] == int64_t(c.lhs);
+  int kind = ofA ? M : N;
+  if (sum->getBlock() != op->getBlock() || !plan.loops[Batch].empty() ||
+      !plan.hostLoops.empty() || plan.loops[kind].size() != 1 ||
+      ShapedType::isDynamic(plan.ranges[plan.loops[kind][0]]))
+    return std::nullopt;
+  Value vector = sum.getDpsInits()[0];
+  auto type = cast<MemRefType>(vector.getType());
+  if (!type.hasStaticShape() || !type.getElementType().isF32() ||
+      type.getNumElements() != plan.ranges[plan.loops[kind][0]] ||
+      !type.areTrailingDimsContiguous(type.getRank()))
+    return std::nullopt;
+  linalg::FillOp fill = zeroFillBefore(sum);
+  std::optional<ViewRoot> region = rootOf(vector);
+  if (!fill || !region)
+    return std::nullopt;
+  Operation *first = fill->isBeforeInBlock(op) ? fill : op;
+  Operation *last = sum->isBeforeInBlock(op) ? op : sum;
+  for (Operation *between = first->getNextNode(); between != last;
+       between = between->getNextNode())
+    if (between != sum && between != op && between != fill &&
+        touchedElsewhere(between, *region, {}))
+      return std::nullopt;
+  if (auto alloc = vector.getDefiningOp<memref::AllocOp>();
+      alloc && alloc->getNumOperands() == 0 &&
+      alloc->getBlock() == op->getBlock() && op->isBeforeInBlock(alloc))
+    alloc->moveBefore(op);
+  if (failed(hoistViewBefore(vector, op)))
+    return std::nullopt;
+  return BiasGradient{sum, fill, vector,
+                      ofA ? ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_A
+                          : ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_B};
+}
+
 /// Replaces `op` by a call of the GEMM entry; its f32 inputs hold values
-/// exact in `exact` (f32 when nothing narrower).
+/// exact in `exact` (f32 when nothing narrower); with `bias`, the call also
+/// writes that bias gradient (and the sum goes).
 void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
-              AccrueDType exact, func::FuncOp gemm) {
+              AccrueDType exact, func::FuncOp gemm,
+              const std::optional<BiasGradient> &bias) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto constant = [&](int64_t value) -> Value {
@@ -497,7 +558,9 @@ void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
     return b.createOrFold<arith::AddIOp>(loc, base, bytes);
   };
   int64_t types = int64_t(plan.inputType) | int64_t(plan.outputType) << 8 |
-                  int64_t(exact) << 16;
+                  int64_t(exact) << 16 |
+                  int64_t(bias ? bias->epilogue : ACCRUE_GEMM_EPILOGUE_NONE)
+                      << 24;
   Value beta;
   switch (start) {
   case Start::Given:
@@ -550,10 +613,29 @@ void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
   }
   args.push_back(constant(types));
   args.push_back(beta);
+  if (bias) {
+    // The vector's address (the builder is past the host loops: none here).
+    auto type = cast<MemRefType>(bias->vector.getType());
+    Value offset =
+        memref::ExtractStridedMetadataOp::create(b, loc, bias->vector)
+            .getOffset();
+    Value base =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, bias->vector);
+    args.push_back(b.createOrFold<arith::AddIOp>(
+        loc, base,
+        b.createOrFold<arith::MulIOp>(
+            loc, offset, constant(type.getElementTypeBitWidth() / 8))));
+  } else {
+    args.push_back(constant(0));
+  }
   auto call = func::CallOp::create(b, loc, gemm, args);
   // The call keeps what the contraction computed, for profiles and errors.
   call->setAttr("accrue.gemm", b.getUnitAttr());
   op.erase();
+  if (bias) {
+    bias->sum->erase();
+    bias->fill->erase();
+  }
 }
 
 struct CudaContractionsToGemmPass
@@ -566,9 +648,13 @@ struct CudaContractionsToGemmPass
       if (!step->hasAttr(train::StepAttrs::kABI))
         continue;
       SmallVector<linalg::GenericOp> contractions;
+      llvm::DenseMap<int64_t, linalg::GenericOp> biasGradients;
       step.walk([&](linalg::GenericOp op) {
         if (op.hasPureBufferSemantics() && matchContraction(op))
           contractions.push_back(op);
+        else if (auto number =
+                     op->getAttrOfType<IntegerAttr>(kBiasGradientAttr))
+          biasGradients[number.getInt()] = op;
       });
       // First what the operands are exact in, on the IR as bufferized (a
       // call that replaces a contraction hides what it writes), then the
@@ -635,7 +721,8 @@ struct CudaContractionsToGemmPass
           plan->outputType =
               *gemmType(cast<MemRefType>(rounded.getType()).getElementType());
         }
-        emitGemm(op, *plan, start, precision, gemmFunction(module));
+        emitGemm(op, *plan, start, precision, gemmFunction(module),
+                 biasGradientOf(op, *plan, biasGradients));
         if (rounding) {
           // The f32 buffer and the view the contraction wrote it through.
           rounding->first.erase();

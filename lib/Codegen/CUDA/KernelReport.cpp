@@ -720,6 +720,18 @@ KernelReport cuda::buildKernelReport(func::FuncOp step,
     gemm.outputType =
         types ? accrueDTypeName(static_cast<AccrueDType>(*types >> 8 & 0xff))
               : "?";
+    switch (types ? *types >> 24 & 0xff : -1) {
+    case ACCRUE_GEMM_EPILOGUE_NONE:
+      break;
+    case ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_A:
+      gemm.epilogue = "bias_gradient_a";
+      break;
+    case ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_B:
+      gemm.epilogue = "bias_gradient_b";
+      break;
+    default:
+      gemm.epilogue = "?";
+    }
     std::tie(gemm.launchesPerMicroBatch, gemm.launchesPerStepOutside) =
         multiplicity(call, host);
     report.gemms.push_back(gemm);

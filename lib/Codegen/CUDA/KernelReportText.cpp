@@ -49,7 +49,7 @@ llvm::json::Value KernelReport::toJson() const {
   int64_t k = accumulationSteps;
   llvm::json::Array kernelsJson, gemmsJson;
   int64_t kernelsPerMicroBatch = 0, kernelsPerStep = 0, gemmsPerMicroBatch = 0,
-          gemmsPerStep = 0, thinGemms = 0, singleThread = 0,
+          gemmsPerStep = 0, thinGemms = 0, biasEpilogues = 0, singleThread = 0,
           singleThreadLoops = 0, maxOps = 0, footprintPerMicroBatch = 0,
           footprintPerStep = 0, parameterDividing = 0,
           invariantPerMicroBatch = 0;
@@ -114,6 +114,8 @@ llvm::json::Value KernelReport::toJson() const {
     gemmsPerMicroBatch += gemm.launchesPerMicroBatch;
     gemmsPerStep += gemm.launchesPerStep(k);
     thinGemms += gemm.m == 1 || gemm.n == 1;
+    if (gemm.epilogue != "none")
+      biasEpilogues += gemm.launchesPerMicroBatch;
     gemmsJson.push_back(llvm::json::Object{
         {"node", gemm.node},
         {"m", gemm.m},
@@ -123,6 +125,7 @@ llvm::json::Value KernelReport::toJson() const {
         {"input_type", gemm.inputType},
         {"multiply_type", gemm.multiplyType},
         {"output_type", gemm.outputType},
+        {"epilogue", gemm.epilogue},
         {"launches_per_micro_batch", gemm.launchesPerMicroBatch},
         {"launches_per_step", gemm.launchesPerStep(k)}});
   }
@@ -136,6 +139,7 @@ llvm::json::Value KernelReport::toJson() const {
            {"gemm_calls_per_micro_batch", gemmsPerMicroBatch},
            {"gemm_calls_per_step", gemmsPerStep},
            {"gemms_with_m_or_n_1", thinGemms},
+           {"bias_gradient_epilogues_per_micro_batch", biasEpilogues},
            {"single_thread_kernels", singleThread},
            {"single_thread_kernels_with_loops", singleThreadLoops},
            {"max_memory_ops_per_thread", maxOps},

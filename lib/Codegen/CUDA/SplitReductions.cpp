@@ -1,5 +1,6 @@
 //===- SplitReductions.cpp - split and warp reductions ----------*- C++ -*-===//
 
+#include "BiasGradients.h"
 #include "WarpReductions.h"
 
 #include "accrue/Codegen/Common/Contractions.h"
@@ -544,11 +545,15 @@ struct CudaSplitReductionsPass
           CudaSplitReductionsPass> {
   using Base::Base;
   void runOnOperation() override {
+    // A bias gradient stays whole: its GEMM's epilogue computes it.
+    llvm::DenseSet<Operation *> biasGradients =
+        cuda::markBiasGradients(getOperation());
     // One walk, not a fixpoint: splitReduction splits the partials of a
     // full reduction itself while there are many.
     SmallVector<linalg::GenericOp> candidates;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (!op->getParentOfType<linalg::LinalgOp>())
+      if (!op->getParentOfType<linalg::LinalgOp>() &&
+          !biasGradients.contains(op))
         candidates.push_back(op);
     });
     IRRewriter rewriter(&getContext());
@@ -563,7 +568,8 @@ struct CudaSplitReductionsPass
     // stages of split ones) starts from the constant.
     SmallVector<linalg::GenericOp> reductions;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (!op->getParentOfType<linalg::LinalgOp>())
+      if (!op->getParentOfType<linalg::LinalgOp>() &&
+          !biasGradients.contains(op))
         reductions.push_back(op);
     });
     for (linalg::GenericOp op : reductions)

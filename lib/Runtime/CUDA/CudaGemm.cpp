@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
+#include <vector>
 
 using namespace accrue::rt;
 using namespace accrue::rt::cuda;
@@ -37,7 +38,10 @@ struct LtHeuristic {
 constexpr int kCudaR32F = 0, kCudaR16F = 2, kCudaR16BF = 14;
 constexpr int kCompute32F = 68, kCompute32FFast16F = 74,
               kCompute32FFast16BF = 75;
-constexpr int kDescTransA = 3, kDescTransB = 4;
+constexpr int kDescTransA = 3, kDescTransB = 4, kDescEpilogue = 7,
+              kDescBiasPointer = 8, kDescBiasDataType = 26;
+constexpr uint32_t kEpilogueDefault = 1, kEpilogueBgradA = 256,
+                   kEpilogueBgradB = 512;
 constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;
 constexpr int kPrefMaxWorkspace = 1, kPrefAlignA = 5, kPrefAlignB = 6,
               kPrefAlignC = 7, kPrefAlignD = 8;
@@ -119,6 +123,10 @@ struct LtGemm {
   LtMatmulDesc desc = nullptr;
   LtLayout a = nullptr, b = nullptr, c = nullptr;
   LtAlgo algo{};
+  /// Whether cuBLASLt has no algorithm with the plan's bias-gradient
+  /// epilogue: the GEMM runs without it and a second GEMM sums the rows
+  /// (columns) against a vector of ones.
+  bool separateBias = false;
 };
 
 /// The largest power of two up to 256 dividing `address`.
@@ -154,7 +162,9 @@ const LtGemm &ltGemm(const GemmPlan &plan) {
                     "," + std::to_string(plan.n) + "," +
                     std::to_string(plan.k) + ":" + matrixKey(plan.a) + ":" +
                     matrixKey(plan.b) + ":" + matrixKey(plan.c) + ":" +
-                    std::to_string(plan.exact);
+                    std::to_string(plan.exact) + ":" +
+                    std::to_string(int(plan.epilogue)) + "@" +
+                    std::to_string(alignmentOf(plan.bias));
   // One entry per GEMM shape, for the life of the process (its descriptors
   // stay reachable, never released: steps may run until exit).
   static auto &cache = *new std::map<std::string, LtGemm>;
@@ -177,6 +187,23 @@ const LtGemm &ltGemm(const GemmPlan &plan) {
            "cublasLtMatmulDescSetAttribute");
   lt.check(lt.descSetAttribute(g.desc, kDescTransB, &transB, sizeof transB),
            "cublasLtMatmulDescSetAttribute");
+  // A bias gradient: cuBLASLt's BGRADA/BGRADB epilogue, into an f32 vector
+  // (the heuristic reads its pointer for the alignment).
+  if (plan.epilogue != GemmEpilogue::None) {
+    uint32_t epilogue = plan.epilogue == GemmEpilogue::BiasGradientA
+                            ? kEpilogueBgradA
+                            : kEpilogueBgradB;
+    int32_t biasType = kCudaR32F;
+    void *bias = reinterpret_cast<void *>(plan.bias);
+    lt.check(
+        lt.descSetAttribute(g.desc, kDescEpilogue, &epilogue, sizeof epilogue),
+        "cublasLtMatmulDescSetAttribute");
+    lt.check(lt.descSetAttribute(g.desc, kDescBiasDataType, &biasType,
+                                 sizeof biasType),
+             "cublasLtMatmulDescSetAttribute");
+    lt.check(lt.descSetAttribute(g.desc, kDescBiasPointer, &bias, sizeof bias),
+             "cublasLtMatmulDescSetAttribute");
+  }
   auto layout = [&](LtLayout &out, const BlasMatrix &x) {
     lt.check(lt.layoutCreate(&out, cudaType(x.type), x.rows, x.cols, x.ld),
              "cublasLtMatrixLayoutCreate");
@@ -217,6 +244,15 @@ const LtGemm &ltGemm(const GemmPlan &plan) {
   int returned = 0;
   int status = lt.heuristic(lt.handle, g.desc, g.a, g.b, g.c, g.c, preference,
                             1, &result, &returned);
+  if (plan.epilogue != GemmEpilogue::None && (status != 0 || returned == 0)) {
+    // No algorithm with the epilogue for this shape and layout: without.
+    g.separateBias = true;
+    uint32_t none = kEpilogueDefault;
+    lt.check(lt.descSetAttribute(g.desc, kDescEpilogue, &none, sizeof none),
+             "cublasLtMatmulDescSetAttribute");
+    status = lt.heuristic(lt.handle, g.desc, g.a, g.b, g.c, g.c, preference, 1,
+                          &result, &returned);
+  }
   lt.preferenceDestroy(preference);
   lt.check(status, "cublasLtMatmulAlgoGetHeuristic");
   if (returned == 0)
@@ -233,9 +269,74 @@ int64_t cuda::cublasLtWorkspaceBytes() {
   return cublasLtLoaded() ? static_cast<int64_t>(kWorkspaceBytes) : 0;
 }
 
+namespace {
+
+/// `count` ones of `type` in device memory, made on the first step (which
+/// runs directly, before a graph captures the calls) and kept for the
+/// process: a shorter vector made before stays allocated too (GEMMs queued
+/// on the stream may still read it), and the copy from pageable memory has
+/// read the host's values when it returns.
+intptr_t onesOnDevice(AccrueDType type, int64_t count) {
+  static auto &vectors =
+      *new std::map<AccrueDType, std::pair<CUdeviceptr, int64_t>>;
+  auto &[vector, size] = vectors[type];
+  if (size >= count)
+    return static_cast<intptr_t>(vector);
+  size_t elementBytes = type == ACCRUE_DTYPE_FLOAT32 ? 4 : 2;
+  uint32_t one = type == ACCRUE_DTYPE_FLOAT32    ? 0x3f800000u
+                 : type == ACCRUE_DTYPE_BFLOAT16 ? 0x3f80u
+                                                 : 0x3c00u;
+  std::vector<unsigned char> host(count * elementBytes);
+  for (int64_t i = 0; i < count; ++i)
+    std::memcpy(host.data() + i * elementBytes, &one, elementBytes);
+  check(driver().memAlloc(&vector, host.size()), "allocating a GEMM's ones");
+  check(driver().memcpyHtoDAsync(vector, host.data(), host.size(),
+                                 Context::get().stream),
+        "copying a GEMM's ones");
+  size = count;
+  return static_cast<intptr_t>(vector);
+}
+
+/// The bias gradient of `plan` as a GEMM of its own: op(A) times a column
+/// of ones (the sums of A's rows), or a row of ones times op(B).
+GemmPlan biasGradientPlan(const GemmPlan &plan) {
+  GemmPlan sums;
+  sums.k = plan.k;
+  sums.exact = plan.exact;
+  BlasMatrix ones;
+  ones.address = onesOnDevice(plan.a.type, plan.k);
+  ones.type = plan.a.type;
+  BlasMatrix bias;
+  bias.address = plan.bias;
+  if (plan.epilogue == GemmEpilogue::BiasGradientA) {
+    sums.m = plan.m;
+    sums.n = 1;
+    sums.a = plan.a;
+    ones.rows = plan.k, ones.cols = 1, ones.ld = plan.k;
+    sums.b = ones;
+    bias.rows = plan.m, bias.cols = 1, bias.ld = plan.m;
+  } else {
+    sums.m = 1;
+    sums.n = plan.n;
+    ones.rows = 1, ones.cols = plan.k, ones.ld = 1;
+    sums.a = ones;
+    sums.b = plan.b;
+    bias.rows = 1, bias.cols = plan.n, bias.ld = 1;
+  }
+  sums.c = bias;
+  return sums;
+}
+
+} // namespace
+
 void cuda::runGemmOnDevice(const GemmPlan &plan) {
   CublasLt &lt = cublasLt();
   const LtGemm &g = ltGemm(plan);
+  if (plan.epilogue != GemmEpilogue::None && !g.separateBias) {
+    void *bias = reinterpret_cast<void *>(plan.bias);
+    lt.check(lt.descSetAttribute(g.desc, kDescBiasPointer, &bias, sizeof bias),
+             "cublasLtMatmulDescSetAttribute");
+  }
   float alpha = 1.0f, beta = plan.beta;
   void *c = reinterpret_cast<void *>(plan.c.address);
   lt.check(lt.matmul(lt.handle, g.desc, &alpha,
@@ -245,4 +346,6 @@ void cuda::runGemmOnDevice(const GemmPlan &plan) {
                      reinterpret_cast<void *>(lt.workspace), kWorkspaceBytes,
                      Context::get().stream),
            "cublasLtMatmul");
+  if (plan.epilogue != GemmEpilogue::None && g.separateBias)
+    runGemmOnDevice(biasGradientPlan(plan));
 }

@@ -11,7 +11,7 @@
 // CHECK-DAG: %[[PB:.+]] = memref.extract_aligned_pointer_as_index %[[B]]
 // CHECK-DAG: %[[PC:.+]] = memref.extract_aligned_pointer_as_index %[[C]]
 // CHECK-NOT: linalg
-// CHECK: call @accrue_gemm(%c1, %c4, %c5, %c3, %[[PA]], %c3, %c1, %c0, %[[PB]], %c5, %c1, %c0, %[[PC]], %c5, %c1, %c0, %c0, %[[ZERO]])
+// CHECK: call @accrue_gemm(%c1, %c4, %c5, %c3, %[[PA]], %c3, %c1, %c0, %[[PB]], %c5, %c1, %c0, %[[PC]], %c5, %c1, %c0, %c0, %[[ZERO]], %{{c0[_0-9]*}})
 #mk = affine_map<(m, n, k) -> (m, k)>
 #kn = affine_map<(m, n, k) -> (k, n)>
 #mn = affine_map<(m, n, k) -> (m, n)>
@@ -45,7 +45,7 @@ func.func @row_major(%a: memref<4x3xf32>, %b: memref<3x5xf32>) -> memref<4x5xf32
 // CHECK: %[[FIRST:.+]] = arith.cmpi eq, %[[I]], %c0
 // CHECK: %[[BETA:.+]] = arith.select %[[FIRST]], %[[ZERO]], %[[ONE]] : f32
 // CHECK: %[[PC:.+]] = memref.extract_aligned_pointer_as_index %[[VIEW]]
-// CHECK: call @accrue_gemm(%c1, %c3, %c5, %c4, %{{.+}}, %c1, %c3, %c0, %{{.+}}, %c5, %c1, %c0, %[[PC]], %c5, %c1, %c0, %c0, %[[BETA]])
+// CHECK: call @accrue_gemm(%c1, %c3, %c5, %c4, %{{.+}}, %c1, %c3, %c0, %{{.+}}, %c5, %c1, %c0, %[[PC]], %c5, %c1, %c0, %c0, %[[BETA]], %{{c0[_0-9]*}})
 // CHECK-NOT: linalg.generic
 // CHECK: train.microbatch_loop
 #km = affine_map<(m, n, k) -> (k, m)>
@@ -87,7 +87,7 @@ func.func @weight_gradient(%acc: memref<20xf32>, %x: memref<4x3xf32>, %dy: memre
 // CHECK-DAG: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
 // CHECK: scf.for
 // CHECK-NOT: arith.select
-// CHECK: call @accrue_gemm({{.*}}, %[[ONE]])
+// CHECK: call @accrue_gemm({{.*}}, %[[ONE]], %{{c0[_0-9]*}})
 // CHECK: linalg.generic
 #km = affine_map<(m, n, k) -> (k, m)>
 #kn = affine_map<(m, n, k) -> (k, n)>
@@ -240,7 +240,7 @@ func.func @precision(%a: memref<4x3xbf16>, %b: memref<3x5xbf16>, %c: memref<4x5x
 // bf16-exact (types = 0: an fp32 multiply).
 
 // CHECK-LABEL: func @overwritten
-// CHECK: call @accrue_gemm({{.*}}, %c0, %{{[^,]+}})
+// CHECK: call @accrue_gemm({{.*}}, %c0, %{{[^,]+}}, %{{c0[_0-9]*}})
 #mk = affine_map<(m, n, k) -> (m, k)>
 #kn = affine_map<(m, n, k) -> (k, n)>
 #mn = affine_map<(m, n, k) -> (m, n)>
@@ -284,9 +284,9 @@ func.func @overwritten(%a: memref<4x3xbf16>, %b: memref<3x5xbf16>, %c: memref<4x
 
 // CHECK-LABEL: func @loops
 // CHECK: scf.for
-// CHECK: call @accrue_gemm({{.*}}, %c458752, %{{[^,]+}})
+// CHECK: call @accrue_gemm({{.*}}, %c458752, %{{[^,]+}}, %{{c0[_0-9]*}})
 // CHECK: scf.for
-// CHECK: call @accrue_gemm({{.*}}, %c0, %{{[^,]+}})
+// CHECK: call @accrue_gemm({{.*}}, %c0, %{{[^,]+}}, %{{c0[_0-9]*}})
 #mk = affine_map<(m, n, k) -> (m, k)>
 #kn = affine_map<(m, n, k) -> (k, n)>
 #mn = affine_map<(m, n, k) -> (m, n)>
@@ -343,8 +343,8 @@ func.func @loops(%a: memref<4x3xbf16>, %b: memref<3x5xbf16>, %c: memref<4x5xf32>
 // buffer that was widened only in part (a subview) does not.
 
 // CHECK-LABEL: func @views
-// CHECK: call @accrue_gemm({{.*}}, %c458752, %{{[^,]+}})
-// CHECK: call @accrue_gemm({{.*}}, %c0, %{{[^,]+}})
+// CHECK: call @accrue_gemm({{.*}}, %c458752, %{{[^,]+}}, %{{c0[_0-9]*}})
+// CHECK: call @accrue_gemm({{.*}}, %c0, %{{[^,]+}}, %{{c0[_0-9]*}})
 #mk = affine_map<(m, n, k) -> (m, k)>
 #kn = affine_map<(m, n, k) -> (k, n)>
 #mn = affine_map<(m, n, k) -> (m, n)>
@@ -403,7 +403,7 @@ func.func @views(%a: memref<12xbf16>, %b: memref<3x5xbf16>, %c: memref<4x5xf32>)
 
 // CHECK-LABEL: func @unknown_writer
 // CHECK: call @opaque
-// CHECK: call @accrue_gemm({{.*}}, %c0, %{{[^,]+}})
+// CHECK: call @accrue_gemm({{.*}}, %c0, %{{[^,]+}}, %{{c0[_0-9]*}})
 #mk = affine_map<(m, n, k) -> (m, k)>
 #kn = affine_map<(m, n, k) -> (k, n)>
 #mn = affine_map<(m, n, k) -> (m, n)>
@@ -674,4 +674,124 @@ func.func @unit_reduction_loop(%dy: memref<16x3x1xf32>, %col: memref<16x18x1xf32
     linalg.yield %r : f32
   }
   return
+}
+
+// -----
+
+// A bias gradient paired with its weight gradient (cuda-split-reductions'
+// marks): the GEMM call computes it as B's sums over K (types bit 25: 2 <<
+// 24 = 33554432), writing the sum's vector, whose fill and sum go; the add
+// reading the vector stays after the call. A sum paired with a contraction
+// with a batch is not: it stays.
+
+// CHECK-LABEL: func @bias_gradient
+// CHECK-SAME: (%[[X:.+]]: memref<8x3xf32>, %[[DY:.+]]: memref<2x4x5xf32>, %[[ACC:.+]]: memref<5xf32>)
+// CHECK: %[[V:.+]] = memref.alloc() : memref<1x5xf32>
+// CHECK: %[[PV:.+]] = memref.extract_aligned_pointer_as_index %[[V]] :
+// CHECK: call @accrue_gemm(%c1, %c3, %c5, %c8, %{{.+}}, %c1, %c3, %c0, %{{.+}}, %c5, %c1, %c0, %{{.+}}, %c5, %c1, %c0, %c33554432, %{{.+}}, %[[PV]])
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {{.*}} ins(%[[ACC]], %[[V]]
+// CHECK-NOT: linalg.generic
+// CHECK-LABEL: func @bias_gradient_of_a
+// CHECK: %[[V:.+]] = memref.alloc() : memref<1x3xf32>
+// CHECK: %[[PV:.+]] = memref.extract_aligned_pointer_as_index %[[V]] :
+// CHECK: call @accrue_gemm(%c1, %c3, %c6, %c16, {{.*}}, %c16777216, %{{.+}}, %[[PV]])
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// CHECK-LABEL: func @batched_not_fused
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}}["reduction", "reduction", "parallel"]
+// CHECK: call @accrue_gemm({{.*}}, %{{c0[_0-9]*}})
+#xt = affine_map<(m, n, k) -> (k, m)>
+#dyk = affine_map<(m, n, k) -> (k, n)>
+#w = affine_map<(m, n, k) -> (m, n)>
+#rows3 = affine_map<(i, j, n) -> (i, j, n)>
+#bias = affine_map<(i, j, n) -> (0, n)>
+#vec = affine_map<(n) -> (n)>
+#vec2 = affine_map<(n) -> (0, n)>
+func.func @bias_gradient(%x: memref<8x3xf32>, %dy: memref<2x4x5xf32>, %acc: memref<5xf32>) -> memref<3x5xf32> attributes {train.abi = [{train.name = "x", train.role = #train.role<batch>}, {train.name = "dy", train.role = #train.role<batch>}, {train.name = "acc", train.role = #train.role<batch>}]} {
+  %zero = arith.constant 0.0 : f32
+  %v = memref.alloc() : memref<1x5xf32>
+  linalg.fill ins(%zero : f32) outs(%v : memref<1x5xf32>)
+  linalg.generic {indexing_maps = [#rows3, #bias], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%dy : memref<2x4x5xf32>) outs(%v : memref<1x5xf32>) attrs = {accrue.bias_gradient = 0 : i64} {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %out, %in : f32
+    linalg.yield %s : f32
+  }
+  %rows = memref.collapse_shape %dy [[0, 1], [2]] : memref<2x4x5xf32> into memref<8x5xf32>
+  %dw = memref.alloc() : memref<3x5xf32>
+  linalg.fill ins(%zero : f32) outs(%dw : memref<3x5xf32>)
+  linalg.generic {indexing_maps = [#xt, #dyk, #w], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %rows : memref<8x3xf32>, memref<8x5xf32>) outs(%dw : memref<3x5xf32>) attrs = {accrue.bias_gradient = array<i64: 0, 1>} {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#vec, #vec2, #vec], iterator_types = ["parallel"]}
+      ins(%acc, %v : memref<5xf32>, memref<1x5xf32>) outs(%acc : memref<5xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  return %dw : memref<3x5xf32>
+}
+
+// The head's weight gradient, dW = dy^T x (the gradient is A, its bias the
+// sums of A's rows: types bit 24, 1 << 24 = 16777216), with the sum and its
+// fill after the contraction: the call writes the vector where the
+// contraction stands.
+#dyt = affine_map<(m, n, k) -> (k, m)>
+#xk = affine_map<(m, n, k) -> (k, n)>
+#wmn = affine_map<(m, n, k) -> (m, n)>
+#rows2 = affine_map<(k, m) -> (k, m)>
+#bias2 = affine_map<(k, m) -> (0, m)>
+func.func @bias_gradient_of_a(%dy: memref<16x3xf32>, %x: memref<16x6xf32>) -> (memref<1x3xf32>, memref<3x6xf32>) attributes {train.abi = [{train.name = "dy", train.role = #train.role<batch>}, {train.name = "x", train.role = #train.role<batch>}]} {
+  %zero = arith.constant 0.0 : f32
+  %dw = memref.alloc() : memref<3x6xf32>
+  linalg.fill ins(%zero : f32) outs(%dw : memref<3x6xf32>)
+  linalg.generic {indexing_maps = [#dyt, #xk, #wmn], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%dy, %x : memref<16x3xf32>, memref<16x6xf32>) outs(%dw : memref<3x6xf32>) attrs = {accrue.bias_gradient = array<i64: 0, 0>} {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  %v = memref.alloc() : memref<1x3xf32>
+  linalg.fill ins(%zero : f32) outs(%v : memref<1x3xf32>)
+  linalg.generic {indexing_maps = [#rows2, #bias2], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : memref<16x3xf32>) outs(%v : memref<1x3xf32>) attrs = {accrue.bias_gradient = 0 : i64} {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %out, %in : f32
+    linalg.yield %s : f32
+  }
+  return %v, %dw : memref<1x3xf32>, memref<3x6xf32>
+}
+
+#bxt = affine_map<(b, m, n, k) -> (b, k, m)>
+#bdy = affine_map<(b, m, n, k) -> (b, k, n)>
+#bw = affine_map<(b, m, n, k) -> (b, m, n)>
+#brows = affine_map<(b, k, n) -> (b, k, n)>
+#bsum = affine_map<(b, k, n) -> (n)>
+func.func @batched_not_fused(%x: memref<2x4x3xf32>, %dy: memref<2x4x5xf32>) -> (memref<5xf32>, memref<2x3x5xf32>) attributes {train.abi = [{train.name = "x", train.role = #train.role<batch>}, {train.name = "dy", train.role = #train.role<batch>}]} {
+  %zero = arith.constant 0.0 : f32
+  %v = memref.alloc() : memref<5xf32>
+  linalg.fill ins(%zero : f32) outs(%v : memref<5xf32>)
+  linalg.generic {indexing_maps = [#brows, #bsum], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%dy : memref<2x4x5xf32>) outs(%v : memref<5xf32>) attrs = {accrue.bias_gradient = 0 : i64} {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %out, %in : f32
+    linalg.yield %s : f32
+  }
+  %dw = memref.alloc() : memref<2x3x5xf32>
+  linalg.fill ins(%zero : f32) outs(%dw : memref<2x3x5xf32>)
+  linalg.generic {indexing_maps = [#bxt, #bdy, #bw], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %dy : memref<2x4x3xf32>, memref<2x4x5xf32>) outs(%dw : memref<2x3x5xf32>) attrs = {accrue.bias_gradient = array<i64: 0, 1>} {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  return %v, %dw : memref<5xf32>, memref<2x3x5xf32>
 }

@@ -8,6 +8,7 @@
 // k0: one f32 per thread, neighbours adjacent: coalesced, 4 sectors per
 // warp request; outside the micro-batch loop, once per step.
 // CHECK-LABEL: "gemms": [
+// CHECK:      "epilogue": "none",
 // CHECK:      "k": 64,
 // CHECK-NEXT: "launches_per_micro_batch": 1,
 // CHECK-NEXT: "launches_per_step": 3,
@@ -15,7 +16,8 @@
 // CHECK-NEXT: "multiply_type": "f32",
 // CHECK-NEXT: "n": 1,
 // CHECK-NEXT: "node": "/ln/LayerNormalization"
-// CHECK:      "input_type": "f32",
+// CHECK:      "epilogue": "bias_gradient_b",
+// CHECK-NEXT: "input_type": "f32",
 // CHECK:      "multiply_type": "bf16",
 // CHECK-NEXT: "n": 64,
 // CHECK-NEXT: "node": "/head/MatMul"
@@ -93,6 +95,7 @@
 // CHECK-NEXT: "parameter_divisions": 1,
 
 // CHECK-LABEL: "totals": {
+// CHECK-NEXT: "bias_gradient_epilogues_per_micro_batch": 1,
 // CHECK-NEXT: "footprint_bytes_per_micro_batch":
 // CHECK-NEXT: "footprint_bytes_per_step":
 // CHECK-NEXT: "gemm_calls_per_micro_batch": 2,
@@ -111,7 +114,7 @@
 // TEXT: warning: k3_kernel runs a loop of 200 memory operations in one thread
 // TEXT: warning: GEMM of /ln/LayerNormalization is 1x1x64 (batch 1): a reduction, not a matrix product
 
-func.func private @accrue_gemm(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32)
+func.func private @accrue_gemm(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32, index)
 
 func.func @step(%a: memref<1000xf32>, %b: memref<1000xf32>, %m: memref<64x64xf32>, %r: memref<64xf32>, %table: memref<100x32xf32>, %ids: memref<32xi64>, %s: memref<f32>, %workspace: memref<4096xi8>, %k: index) attributes {train.abi = [{train.name = "a", train.role = #train.role<batch>}, {train.name = "b", train.role = #train.role<batch>}, {train.name = "m", train.role = #train.role<batch>}, {train.name = "r", train.role = #train.role<batch>}, {train.name = "table", train.role = #train.role<batch>}, {train.name = "ids", train.role = #train.role<batch>}, {train.name = "s", train.role = #train.role<batch>}, {train.name = "workspace", train.role = #train.role<workspace>}, {train.name = "k", train.role = #train.role<step>}]} {
   %c0 = arith.constant 0 : index
@@ -150,10 +153,11 @@ func.func @step(%a: memref<1000xf32>, %b: memref<1000xf32>, %m: memref<64x64xf32
       memref.store %v, %r[%tx] : memref<64xf32>
       gpu.terminator
     } loc(fused<"/emb/Gather">["model.onnx":1:1])
-    func.call @accrue_gemm(%c1, %c1, %c1, %c64, %c0, %c64, %c1, %c0, %c0, %c1, %c64, %c0, %c0, %c1, %c1, %c0, %c0, %zero) : (index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32) -> () loc("/ln/LayerNormalization")
-    // f32 operands that hold bf16 values (types bits 16-23 = 7).
-    %exact = arith.constant 458752 : index
-    func.call @accrue_gemm(%c1, %c64, %c64, %c64, %c0, %c64, %c1, %c0, %c0, %c1, %c64, %c0, %c0, %c1, %c64, %c0, %exact, %zero) : (index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32) -> () loc("/head/MatMul")
+    func.call @accrue_gemm(%c1, %c1, %c1, %c64, %c0, %c64, %c1, %c0, %c0, %c1, %c64, %c0, %c0, %c1, %c1, %c0, %c0, %zero, %c0) : (index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32, index) -> () loc("/ln/LayerNormalization")
+    // f32 operands that hold bf16 values (types bits 16-23 = 7), and B's
+    // bias gradient (bits 24-31 = 2).
+    %exact = arith.constant 34013184 : index
+    func.call @accrue_gemm(%c1, %c64, %c64, %c64, %c0, %c64, %c1, %c0, %c0, %c1, %c64, %c0, %c0, %c1, %c64, %c0, %exact, %zero, %c100) : (index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, f32, index) -> () loc("/head/MatMul")
   } {train.microbatch_loop}
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     scf.for %j = %c0 to %c100 step %c1 {

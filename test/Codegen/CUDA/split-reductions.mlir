@@ -389,3 +389,174 @@ func.func @dot_products(%x: tensor<4x64xf32>, %y: tensor<4x64xf32>, %u: tensor<2
   } -> tensor<64xf32>
   return %rows, %cols : tensor<4xf32>, tensor<64xf32>
 }
+
+// -----
+
+// A Linear's bias gradient: the sum over the samples and tokens of the
+// output gradient, whose values the weight gradient's contraction reads
+// (through a reshape merging the rows) and sums over the same rows as K,
+// with the bias's dimension its only N loop. Both are marked as a pair and
+// the sum stays whole: the GEMM's epilogue computes it.
+
+// CHECK-LABEL: func @bias_gradient
+// CHECK: linalg.fill
+// CHECK: %[[SUM:.+]] = linalg.generic {{.*}}iterator_types = ["reduction", "reduction", "parallel"]{{.*}}attrs =  {accrue.bias_gradient = 0 : i64}
+// CHECK: linalg.generic {{.*}}attrs =  {accrue.bias_gradient = array<i64: 0, 1>}
+// CHECK-NOT: accrue.warp_lanes
+#x3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#bias3 = affine_map<(d0, d1, d2) -> (d2)>
+#xa = affine_map<(d0, d1, d2) -> (d1, d0)>
+#xb = affine_map<(d0, d1, d2) -> (d1, d2)>
+#xc = affine_map<(d0, d1, d2) -> (d0, d2)>
+func.func @bias_gradient(%dy: tensor<4x256x64xf32>, %x: tensor<1024x32xf32>) -> (tensor<64xf32>, tensor<32x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %db = linalg.generic {indexing_maps = [#x3, #bias3], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%dy : tensor<4x256x64xf32>) outs(%z : tensor<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %out, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %rows = tensor.collapse_shape %dy [[0, 1], [2]] : tensor<4x256x64xf32> into tensor<1024x64xf32>
+  %ew = tensor.empty() : tensor<32x64xf32>
+  %zw = linalg.fill ins(%zero : f32) outs(%ew : tensor<32x64xf32>) -> tensor<32x64xf32>
+  %dw = linalg.generic {indexing_maps = [#xa, #xb, #xc], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %rows : tensor<1024x32xf32>, tensor<1024x64xf32>) outs(%zw : tensor<32x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<32x64xf32>
+  return %db, %dw : tensor<64xf32>, tensor<32x64xf32>
+}
+
+// -----
+
+// Under bf16: the gradient is computed in bf16 and widened (the sum reads
+// the f32 values), and the weight gradient reads its rounding back to bf16,
+// which is exact: the same values.
+
+// CHECK-LABEL: func @bias_gradient_bf16
+// CHECK: accrue.bias_gradient = 0 : i64
+// CHECK: accrue.bias_gradient = array<i64: 0, 1>
+#e2 = affine_map<(d0, d1) -> (d0, d1)>
+#col2 = affine_map<(d0, d1) -> (d1)>
+#wa = affine_map<(d0, d1, d2) -> (d1, d0)>
+#wb = affine_map<(d0, d1, d2) -> (d1, d2)>
+#wc = affine_map<(d0, d1, d2) -> (d0, d2)>
+func.func @bias_gradient_bf16(%g: tensor<1024x64xbf16>, %x: tensor<1024x32xbf16>) -> (tensor<64xf32>, tensor<32x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : bf16
+  %ef = tensor.empty() : tensor<1024x64xf32>
+  %dy = linalg.generic {indexing_maps = [#e2, #e2], iterator_types = ["parallel", "parallel"]}
+      ins(%g : tensor<1024x64xbf16>) outs(%ef : tensor<1024x64xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %m = arith.mulf %in, %two : bf16
+    %w = arith.extf %m : bf16 to f32
+    linalg.yield %w : f32
+  } -> tensor<1024x64xf32>
+  %e = tensor.empty() : tensor<64xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %db = linalg.generic {indexing_maps = [#e2, #col2], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : tensor<1024x64xf32>) outs(%z : tensor<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %eb = tensor.empty() : tensor<1024x64xbf16>
+  %dyb = linalg.generic {indexing_maps = [#e2, #e2], iterator_types = ["parallel", "parallel"]}
+      ins(%dy : tensor<1024x64xf32>) outs(%eb : tensor<1024x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<1024x64xbf16>
+  %ew = tensor.empty() : tensor<32x64xf32>
+  %zw = linalg.fill ins(%zero : f32) outs(%ew : tensor<32x64xf32>) -> tensor<32x64xf32>
+  %dw = linalg.generic {indexing_maps = [#wa, #wb, #wc], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %dyb : tensor<1024x32xbf16>, tensor<1024x64xbf16>) outs(%zw : tensor<32x64xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %out: f32):
+    %aw = arith.extf %a : bf16 to f32
+    %bw = arith.extf %b : bf16 to f32
+    %p = arith.mulf %aw, %bw : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<32x64xf32>
+  return %db, %dw : tensor<64xf32>, tensor<32x64xf32>
+}
+
+// -----
+
+// Not bias gradients, so split as any column sum: a rounding of values
+// that are not widened bf16 (it loses bits), and a contraction that keeps
+// the rows the sum sums (a product over the columns).
+
+// CHECK-LABEL: func @not_bias_gradients
+// CHECK-NOT: accrue.bias_gradient
+// CHECK: accrue.warp_lanes
+// CHECK-NOT: accrue.bias_gradient
+// CHECK: accrue.warp_lanes
+// CHECK-NOT: accrue.bias_gradient
+#n2 = affine_map<(d0, d1) -> (d0, d1)>
+#ncol = affine_map<(d0, d1) -> (d1)>
+#na = affine_map<(d0, d1, d2) -> (d1, d0)>
+#nb = affine_map<(d0, d1, d2) -> (d1, d2)>
+#nc = affine_map<(d0, d1, d2) -> (d0, d2)>
+#ra = affine_map<(d0, d1, d2) -> (d0, d2)>
+#rb = affine_map<(d0, d1, d2) -> (d1, d2)>
+#rc = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @not_bias_gradients(%g: tensor<1024x64xf32>, %x: tensor<1024x32xbf16>, %w: tensor<16x64xf32>) -> (tensor<64xf32>, tensor<32x64xf32>, tensor<1024x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %ef = tensor.empty() : tensor<1024x64xf32>
+  %dy = linalg.generic {indexing_maps = [#n2, #n2], iterator_types = ["parallel", "parallel"]}
+      ins(%g : tensor<1024x64xf32>) outs(%ef : tensor<1024x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.mulf %in, %half : f32
+    linalg.yield %m : f32
+  } -> tensor<1024x64xf32>
+  %e = tensor.empty() : tensor<64xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %db = linalg.generic {indexing_maps = [#n2, #ncol], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : tensor<1024x64xf32>) outs(%z : tensor<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %eb = tensor.empty() : tensor<1024x64xbf16>
+  %dyb = linalg.generic {indexing_maps = [#n2, #n2], iterator_types = ["parallel", "parallel"]}
+      ins(%dy : tensor<1024x64xf32>) outs(%eb : tensor<1024x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<1024x64xbf16>
+  %ew = tensor.empty() : tensor<32x64xf32>
+  %zw = linalg.fill ins(%zero : f32) outs(%ew : tensor<32x64xf32>) -> tensor<32x64xf32>
+  %dw = linalg.generic {indexing_maps = [#na, #nb, #nc], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %dyb : tensor<1024x32xbf16>, tensor<1024x64xbf16>) outs(%zw : tensor<32x64xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %out: f32):
+    %aw = arith.extf %a : bf16 to f32
+    %bw = arith.extf %b : bf16 to f32
+    %p = arith.mulf %aw, %bw : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<32x64xf32>
+  %e2 = tensor.empty() : tensor<64xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<64xf32>) -> tensor<64xf32>
+  %db2 = linalg.generic {indexing_maps = [#n2, #ncol], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : tensor<1024x64xf32>) outs(%z2 : tensor<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %ey = tensor.empty() : tensor<1024x16xf32>
+  %zy = linalg.fill ins(%zero : f32) outs(%ey : tensor<1024x16xf32>) -> tensor<1024x16xf32>
+  %y = linalg.generic {indexing_maps = [#ra, #rb, #rc], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%dy, %w : tensor<1024x64xf32>, tensor<16x64xf32>) outs(%zy : tensor<1024x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1024x16xf32>
+  return %db, %dw, %y : tensor<64xf32>, tensor<32x64xf32>, tensor<1024x16xf32>
+}

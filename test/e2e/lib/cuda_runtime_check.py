@@ -4,8 +4,8 @@ import json
 import sys
 
 # mode: single (with a checkpoint after the last step), scaled (fp16 with
-# dynamic loss scaling) or parallel (2 ranks); then the micro-batches per
-# step.
+# dynamic loss scaling), parallel (2 ranks) or separate-bias (cuBLASLt has
+# no bias-gradient epilogue); then the micro-batches per step.
 mode, stub, metrics = sys.argv[1:4]
 log = [json.loads(line) for line in open(metrics)]
 steps = len(log)
@@ -35,7 +35,11 @@ for path in files:
     betas = calls["gemm_betas"].split()
     micro_batches = int(sys.argv[4])
     per = len(betas) // micro_batches
-    assert per == 8 and len(betas) == per * micro_batches, (betas, micro_batches)
+    # 3 Linear layers: forward, weight gradient and the input gradient of
+    # the last two; without the epilogue, a GEMM more per bias gradient.
+    separate = mode == "separate-bias"
+    assert per == (11 if separate else 8) and len(betas) == per * micro_batches, \
+        (betas, micro_batches)
     chunks = [betas[i * per:(i + 1) * per] for i in range(micro_batches)]
     assert all(chunk == chunks[1] for chunk in chunks[1:]), chunks
     restarted = [i for i in range(per) if chunks[0][i] == "0" and chunks[1][i] == "1"]
@@ -44,6 +48,16 @@ for path in files:
     # those go through a temporary.
     assert len(restarted) == (0 if mode == "scaled" else 3), chunks
     assert calls["captured_gemms"] == 2 * len(betas), calls
+    # Each layer's bias gradient is its weight gradient's GEMM's epilogue
+    # (cuBLASLt's BGRADA/BGRADB into an f32 vector at a pointer), direct
+    # and captured; where cuBLASLt has no algorithm with it, none is asked
+    # for and a GEMM of the gradient and a vector of ones computes it.
+    assert "bad_bias_gradient_epilogues" not in calls, calls
+    gemms = len(betas) + calls["captured_gemms"]
+    if separate:
+        assert "bias_gradient_epilogues" not in calls, calls
+    else:
+        assert calls["bias_gradient_epilogues"] * per == 3 * gemms, calls
     # cuBLASLt's algorithm choice is made once per shape and alignment.
     assert calls["cublasLtMatmulAlgoGetHeuristic"] < len(betas), calls
     assert calls["bad_layouts"] == 0, calls

@@ -121,6 +121,9 @@ struct GemmCall {
   std::string multiplyType;
   /// D's: f32, or the bf16 or f16 it rounds its f32 sum to.
   std::string outputType;
+  /// What else the call computes: none, or the bias gradient (the sums over
+  /// K) of A ("bias_gradient_a") or of B ("bias_gradient_b").
+  std::string epilogue = "none";
   int64_t launchesPerStep(int64_t accumulationSteps) const {
     return launchesPerMicroBatch * accumulationSteps + launchesPerStepOutside;
   }

@@ -86,6 +86,15 @@ def CudaSplitReductions
     : Pass<"cuda-split-reductions", "::mlir::func::FuncOp"> {
   let summary = "Split reductions into two deterministic stages";
   let description = [{
+    First, a column sum (from zeros, in f32, one kept dimension) whose
+    values an input of a contraction in its block also holds (through
+    collapse_shapes, widenings and roundings of widened values), where the
+    contraction sums exactly the summed dimensions as K, has the kept one
+    as that input's only loop in its output and has no batch loop, is a
+    bias gradient: the two are marked as a pair (`accrue.bias_gradient`)
+    and the sum stays whole, for cuda-contractions-to-gemm to compute as
+    the GEMM's epilogue.
+
     A `linalg.generic` that reduces all of its iteration space into a
     rank-0 result (a loss sum, a count, the global norm) would run in one
     thread, and a row reduction (softmax's max and sum, LayerNorm's
@@ -285,7 +294,13 @@ def CudaContractionsToGemm
     (the nearest op that may write their memory, out of loops only where
     nothing in the loop writes it, through transposes and copies) stored
     widened bf16 or f16 values over all of them are marked exact in that
-    precision. Other contractions stay linalg ops (and become kernels).
+    precision. A contraction that cuda-split-reductions paired with a bias
+    gradient (`accrue.bias_gradient`) computes it as the call's epilogue
+    (the sums over K of the input's rows or columns, written as an f32
+    vector) where the GEMM has no batch, one loop of that input's M (N)
+    kind, and the sum writes a contiguous f32 vector from a zero fill that
+    nothing else touches in between; the sum and the fill go. Other
+    contractions stay linalg ops (and become kernels).
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",
