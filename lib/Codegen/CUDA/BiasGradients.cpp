@@ -37,7 +37,8 @@ bool holdsWidened(Value value, Type narrow) {
 }
 
 /// `value`'s source, through collapse_shapes, widenings (bf16 to f32 holds
-/// the same values) and roundings of widened values (exact).
+/// the same values) and roundings of widened values (exact); `value`
+/// itself is a ranked tensor, and so is every source.
 Source sourceOf(Value value) {
   Source source{value, {}};
   for (int64_t j = 0, e = cast<RankedTensorType>(value.getType()).getRank();
@@ -56,7 +57,8 @@ Source sourceOf(Value value) {
       source.root = collapse.getSrc();
       continue;
     }
-    if (Value narrow = codegen::widenedFrom(source.root)) {
+    if (Value narrow = codegen::widenedFrom(source.root);
+        narrow && isa<RankedTensorType>(narrow.getType())) {
       source.root = narrow;
       continue;
     }
@@ -103,7 +105,9 @@ rootLoops(linalg::GenericOp op, OpOperand &operand, const Source &source) {
 /// the loop j.
 std::optional<int64_t> columnSum(linalg::GenericOp op) {
   if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
-      !op.hasPureTensorSemantics() || op->hasAttr(kBiasGradientAttr))
+      !op.hasPureTensorSemantics() || op->hasAttr(kBiasGradientAttr) ||
+      op.getNumReductionLoops() == 0 ||
+      !isa<RankedTensorType>(op.getDpsInputs()[0].getType()))
     return std::nullopt;
   auto outType = dyn_cast<RankedTensorType>(op.getDpsInits()[0].getType());
   if (!outType || !outType.getElementType().isF32() ||
@@ -208,8 +212,13 @@ llvm::DenseSet<Operation *> accrue::cuda::markBiasGradients(Operation *root) {
       sums.push_back(op);
     }
   });
-  llvm::DenseSet<Operation *> marked;
+  // Numbers after those of pairs already marked (the pass may run twice).
   int64_t number = 0;
+  root->walk([&](linalg::GenericOp op) {
+    if (auto pair = op->getAttrOfType<IntegerAttr>(kBiasGradientAttr))
+      number = std::max(number, pair.getInt() + 1);
+  });
+  llvm::DenseSet<Operation *> marked;
   Builder b(root->getContext());
   for (linalg::GenericOp sum : sums) {
     int64_t kept = *columnSum(sum);

@@ -474,9 +474,9 @@ struct BiasGradient {
 /// the contraction stands); the GEMM has no batch and one M (N) loop.
 std::optional<BiasGradient>
 biasGradientOf(linalg::GenericOp op, const Plan &plan,
-               const llvm::DenseMap<int64_t, linalg::GenericOp> &sums) {
+               llvm::DenseMap<int64_t, linalg::GenericOp> &sums) {
   auto pair = op->getAttrOfType<DenseI64ArrayAttr>(kBiasGradientAttr);
-  if (!pair || pair.size() != 2 || !sums.count(pair[0]))
+  if (!pair || pair.size() != 2 || !sums.lookup(pair[0]))
     return std::nullopt;
   linalg::GenericOp sum = sums.lookup(pair[0]);
   Contraction c = *matchContraction(op);
@@ -509,6 +509,7 @@ biasGradientOf(linalg::GenericOp op, const Plan &plan,
     alloc->moveBefore(op);
   if (failed(hoistViewBefore(vector, op)))
     return std::nullopt;
+  sums.erase(pair[0]); // erased with the call
   return BiasGradient{sum, fill, vector,
                       ofA ? ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_A
                           : ACCRUE_GEMM_EPILOGUE_BIAS_GRADIENT_B};
@@ -633,6 +634,22 @@ void emitGemm(linalg::GenericOp op, const Plan &plan, Start start,
   call->setAttr("accrue.gemm", b.getUnitAttr());
   op.erase();
   if (bias) {
+    // What reads the vector (its add into the accumulator, located at the
+    // step) is named after the sum's node as well, for the kernel report.
+    SmallVector<Value> views = {bias->vector};
+    while (!views.empty()) {
+      Value view = views.pop_back_val();
+      for (Operation *user : view.getUsers()) {
+        if (user == bias->sum || user == bias->fill || user == call)
+          continue;
+        if (isa<ViewLikeOpInterface, memref::ExpandShapeOp,
+                memref::CollapseShapeOp>(user))
+          llvm::append_range(views, user->getResults());
+        else if (isa<linalg::LinalgOp>(user))
+          user->setLoc(FusedLoc::get(user->getContext(),
+                                     {bias->sum->getLoc(), user->getLoc()}));
+      }
+    }
     bias->sum->erase();
     bias->fill->erase();
   }
@@ -653,8 +670,12 @@ struct CudaContractionsToGemmPass
         if (op.hasPureBufferSemantics() && matchContraction(op))
           contractions.push_back(op);
         else if (auto number =
-                     op->getAttrOfType<IntegerAttr>(kBiasGradientAttr))
-          biasGradients[number.getInt()] = op;
+                     op->getAttrOfType<IntegerAttr>(kBiasGradientAttr)) {
+          // A number marking two sums pairs neither.
+          auto [entry, fresh] = biasGradients.try_emplace(number.getInt(), op);
+          if (!fresh)
+            entry->second = nullptr;
+        }
       });
       // First what the operands are exact in, on the IR as bufferized (a
       // call that replaces a contraction hides what it writes), then the

@@ -39,12 +39,13 @@ namespace {
 /// `op` on `inputs` instead of its own, its body cloned with each block
 /// argument k mapped to `argument`(k, the new block argument) (the new
 /// argument itself by default), but for the body ops `skip` maps to a
-/// value (of the new body) that stands for their result.
+/// value (of the new body) that stands for their result; `op`'s
+/// discardable attributes kept.
 linalg::GenericOp
 withInputs(PatternRewriter &rewriter, linalg::GenericOp op, ValueRange inputs,
            function_ref<Value(OpBuilder &, Location, unsigned, Value)> argument,
            function_ref<Value(Operation &, ValueRange)> skip = nullptr) {
-  return linalg::GenericOp::create(
+  auto rebuilt = linalg::GenericOp::create(
       rewriter, op.getLoc(), op.getResultTypes(), inputs, op.getDpsInits(),
       op.getIndexingMapsArray(), op.getIteratorTypesArray(),
       [&](OpBuilder &bb, Location loc, ValueRange args) {
@@ -60,6 +61,8 @@ withInputs(PatternRewriter &rewriter, linalg::GenericOp op, ValueRange inputs,
           bb.clone(bodyOp, mapping);
         }
       });
+  rebuilt->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  return rebuilt;
 }
 
 /// contraction(widen(a), widen(b)) -> contraction(a, b) widening in its

@@ -21,7 +21,8 @@ using namespace accrue::codegen;
 
 namespace {
 
-/// A copy of `op` with new operands, maps and iterators (same body).
+/// A copy of `op` with new operands, maps and iterators (same body, same
+/// discardable attributes: what later passes marked the op with).
 linalg::GenericOp rebuild(PatternRewriter &rewriter, linalg::GenericOp op,
                           ValueRange inputs, Value init,
                           ArrayRef<AffineMap> maps,
@@ -31,6 +32,7 @@ linalg::GenericOp rebuild(PatternRewriter &rewriter, linalg::GenericOp op,
                                            ValueRange{init}, maps, iterators);
   rewriter.cloneRegionBefore(op.getRegion(), rebuilt.getRegion(),
                              rebuilt.getRegion().end());
+  rebuilt->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   return rebuilt;
 }
 

@@ -429,7 +429,9 @@ public:
         check(d.streamBeginCapture(context.stream,
                                    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
               "cuStreamBeginCapture");
+        context.capturing = true;
         artifact.call(args.data());
+        context.capturing = false;
         check(d.streamEndCapture(context.stream, &graph), "cuStreamEndCapture");
         check(d.graphInstantiate(&exec, graph, 0), "cuGraphInstantiate");
         d.graphDestroy(graph);

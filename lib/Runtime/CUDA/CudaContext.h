@@ -24,6 +24,8 @@ struct Context {
   int sm = 0;
   int64_t synchronizations = 0;
   int64_t graphLaunches = 0;
+  /// Whether a CUDA graph is capturing the stream (nothing may allocate).
+  bool capturing = false;
 
   /// Chooses the device (ACCRUE_CUDA_DEVICE, else the MPI local rank, else
   /// 0) and starts its context and stream, once.

@@ -46,6 +46,7 @@ constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;
 constexpr int kPrefMaxWorkspace = 1, kPrefAlignA = 5, kPrefAlignB = 6,
               kPrefAlignC = 7, kPrefAlignD = 8;
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+constexpr int kStatusNotSupported = 15; // CUBLAS_STATUS_NOT_SUPPORTED
 
 struct CublasLt {
   int (*create)(LtHandle *handle);
@@ -244,7 +245,8 @@ const LtGemm &ltGemm(const GemmPlan &plan) {
   int returned = 0;
   int status = lt.heuristic(lt.handle, g.desc, g.a, g.b, g.c, g.c, preference,
                             1, &result, &returned);
-  if (plan.epilogue != GemmEpilogue::None && (status != 0 || returned == 0)) {
+  if (plan.epilogue != GemmEpilogue::None &&
+      ((status == 0 && returned == 0) || status == kStatusNotSupported)) {
     // No algorithm with the epilogue for this shape and layout: without.
     g.separateBias = true;
     uint32_t none = kEpilogueDefault;
@@ -282,6 +284,11 @@ intptr_t onesOnDevice(AccrueDType type, int64_t count) {
   auto &[vector, size] = vectors[type];
   if (size >= count)
     return static_cast<intptr_t>(vector);
+  if (Context::get().capturing)
+    throw Error("a GEMM's bias gradient needs a vector of " +
+                std::to_string(count) +
+                " ones, first asked for while a CUDA graph captures the "
+                "step (set ACCRUE_CUDA_GRAPHS=0)");
   size_t elementBytes = type == ACCRUE_DTYPE_FLOAT32 ? 4 : 2;
   uint32_t one = type == ACCRUE_DTYPE_FLOAT32    ? 0x3f800000u
                  : type == ACCRUE_DTYPE_BFLOAT16 ? 0x3f80u
