@@ -795,3 +795,46 @@ func.func @batched_not_fused(%x: memref<2x4x3xf32>, %dy: memref<2x4x5xf32>) -> (
   }
   return %v, %dw : memref<5xf32>, memref<2x3x5xf32>
 }
+
+// -----
+
+// Two sums marked with one number (the marks of two runs): neither is the
+// contraction's, which gets no epilogue; both sums stay.
+
+// CHECK-LABEL: func @ambiguous_pair
+// CHECK-COUNT-2: accrue.bias_gradient = 0 : i64
+// CHECK: call @accrue_gemm({{.*}}, %c0, %{{[^,]+}}, %{{c0[_0-9]*}})
+#axt = affine_map<(m, n, k) -> (k, m)>
+#ady = affine_map<(m, n, k) -> (k, n)>
+#aw = affine_map<(m, n, k) -> (m, n)>
+#arows = affine_map<(k, n) -> (k, n)>
+#asum = affine_map<(k, n) -> (0, n)>
+func.func @ambiguous_pair(%x: memref<8x3xf32>, %dy: memref<8x5xf32>) -> (memref<1x5xf32>, memref<1x5xf32>, memref<3x5xf32>) attributes {train.abi = [{train.name = "x", train.role = #train.role<batch>}, {train.name = "dy", train.role = #train.role<batch>}]} {
+  %zero = arith.constant 0.0 : f32
+  %v = memref.alloc() : memref<1x5xf32>
+  linalg.fill ins(%zero : f32) outs(%v : memref<1x5xf32>)
+  linalg.generic {indexing_maps = [#arows, #asum], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : memref<8x5xf32>) outs(%v : memref<1x5xf32>) attrs = {accrue.bias_gradient = 0 : i64} {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %out, %in : f32
+    linalg.yield %s : f32
+  }
+  %u = memref.alloc() : memref<1x5xf32>
+  linalg.fill ins(%zero : f32) outs(%u : memref<1x5xf32>)
+  linalg.generic {indexing_maps = [#arows, #asum], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : memref<8x5xf32>) outs(%u : memref<1x5xf32>) attrs = {accrue.bias_gradient = 0 : i64} {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %out, %in : f32
+    linalg.yield %s : f32
+  }
+  %dw = memref.alloc() : memref<3x5xf32>
+  linalg.fill ins(%zero : f32) outs(%dw : memref<3x5xf32>)
+  linalg.generic {indexing_maps = [#axt, #ady, #aw], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %dy : memref<8x3xf32>, memref<8x5xf32>) outs(%dw : memref<3x5xf32>) attrs = {accrue.bias_gradient = array<i64: 0, 1>} {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  return %v, %u, %dw : memref<1x5xf32>, memref<1x5xf32>, memref<3x5xf32>
+}

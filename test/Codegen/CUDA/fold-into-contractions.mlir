@@ -1,6 +1,7 @@
 // RUN: accrue-opt %s -split-input-file -cuda-fold-into-contractions | FileCheck %s
 
-// A transposed input is read from the tensor it was moved from.
+// A transposed input is read from the tensor it was moved from; the
+// contraction keeps what it was marked with (a bias gradient's pair).
 
 // CHECK-DAG: #[[XT:.+]] = affine_map<(d0, d1, d2) -> (d2, d0)>
 // CHECK-DAG: #[[W:.+]] = affine_map<(d0, d1, d2) -> (d2, d1)>
@@ -10,6 +11,7 @@
 // CHECK-NOT: linalg.transpose
 // CHECK: linalg.generic {indexing_maps = [#[[XT]], #[[W]], #[[OUT]]], iterator_types = ["parallel", "parallel", "reduction"]}
 // CHECK-SAME: ins(%[[X]], %[[Y]] : tensor<3x4xf32>, tensor<3x5xf32>)
+// CHECK-SAME: attrs =  {accrue.bias_gradient = array<i64: 0, 1>}
 #mk = affine_map<(m, n, k) -> (m, k)>
 #kn = affine_map<(m, n, k) -> (k, n)>
 #mn = affine_map<(m, n, k) -> (m, n)>
@@ -20,7 +22,7 @@ func.func @moved_input(%x: tensor<3x4xf32>, %y: tensor<3x5xf32>) -> tensor<4x5xf
   %o = tensor.empty() : tensor<4x5xf32>
   %init = linalg.fill ins(%zero : f32) outs(%o : tensor<4x5xf32>) -> tensor<4x5xf32>
   %r = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%xt, %y : tensor<4x3xf32>, tensor<3x5xf32>) outs(%init : tensor<4x5xf32>) {
+      ins(%xt, %y : tensor<4x3xf32>, tensor<3x5xf32>) outs(%init : tensor<4x5xf32>) attrs = {accrue.bias_gradient = array<i64: 0, 1>} {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %p = arith.mulf %a, %b : f32
     %s = arith.addf %acc, %p : f32
@@ -168,7 +170,7 @@ func.func @shared_fill(%x: tensor<4x3xf32>, %y: tensor<3x5xf32>) -> (tensor<4x5x
 
 // CHECK-LABEL: func @widened_inputs
 // CHECK-SAME: (%[[A:.+]]: tensor<4x3xbf16>, %[[B:.+]]: tensor<3x5xbf16>, %[[C:.+]]: tensor<3x5xf32>)
-// CHECK: %[[R:.+]] = linalg.generic {{.+}} ins(%[[A]], %[[B]] : tensor<4x3xbf16>, tensor<3x5xbf16>)
+// CHECK: %[[R:.+]] = linalg.generic {{.+}} ins(%[[A]], %[[B]] : tensor<4x3xbf16>, tensor<3x5xbf16>) {{.*}}attrs =  {accrue.bias_gradient = array<i64: 0, 0>}
 // CHECK: ^bb0(%[[X:.+]]: bf16, %[[Y:.+]]: bf16, %[[ACC:.+]]: f32):
 // CHECK:   %[[XW:.+]] = arith.extf %[[X]] : bf16 to f32
 // CHECK:   %[[YW:.+]] = arith.extf %[[Y]] : bf16 to f32
@@ -199,7 +201,7 @@ func.func @widened_inputs(%a: tensor<4x3xbf16>, %b: tensor<3x5xbf16>, %c: tensor
   %o = tensor.empty() : tensor<4x5xf32>
   %init = linalg.fill ins(%zero : f32) outs(%o : tensor<4x5xf32>) -> tensor<4x5xf32>
   %r = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%wa, %wb : tensor<4x3xf32>, tensor<3x5xf32>) outs(%init : tensor<4x5xf32>) {
+      ins(%wa, %wb : tensor<4x3xf32>, tensor<3x5xf32>) outs(%init : tensor<4x5xf32>) attrs = {accrue.bias_gradient = array<i64: 0, 0>} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32
