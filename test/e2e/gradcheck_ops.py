@@ -486,6 +486,31 @@ cases.append(Case("Slice", {"a": normal(6, 5)},
                   lambda g: g.node("Slice", ["p_a", g.ints([5, 1]), g.ints([0, 5]), g.ints([1, 2]),
                                              g.ints([-2, 2])], (N, 3, 2)),
                   add_x_to="a"))
+# GatherND with a batch dimension (a tuple per sample and output row; one
+# row taken twice, so the adjoint adds) and without (tuples of two
+# entries, one counting from the end).
+cases.append(Case("GatherND_batch_dims", {"a": normal(3, 4)},
+                  lambda g: g.node("GatherND", ["p_a", g.const("gnd", np.array(
+                      [[[2], [2]], [[0], [-1]], [[1], [0]]], np.int64))], (N, 2, 4), batch_dims=1),
+                  add_x_to="a", opset=13))
+cases.append(Case("GatherND_tuples", {"a": normal(3, 4)},
+                  lambda g: g.node("GatherND", ["p_a", g.const("gnt", np.array(
+                      [[1, 2], [1, 2], [0, -3]], np.int64))], (3, 4)),
+                  add_x_to="a", opset=13))
+
+
+def sequence_parts(g):
+    # A Linear's output split into a sequence (sizes 2 and 4 along the
+    # rows) and its two parts taken back by position (1 and -2).
+    seq = g.node("SplitToSequence", ["p_a", g.ints([2, 4])], None, axis=1)
+    first = g.node("SequenceAt", [seq, g.ints(-2)], (N, 2, 3))
+    second = g.node("SequenceAt", [seq, g.ints(1)], (N, 4, 3))
+    rows = g.node("Slice", [second, g.ints([0]), g.ints([2]), g.ints([1])], (N, 2, 3))
+    return g.node("Mul", [first, rows], (N, 2, 3))
+
+
+cases.append(Case("SplitToSequence_SequenceAt", {"a": normal(6, 3)}, sequence_parts,
+                  add_x_to="a", opset=13))
 cases.append(Case("Gather_embedding", {"e": normal(6, 3)},
                   lambda g: g.node("Gather", ["p_e", "y"], (N, 2, 3)),
                   x_shape=(N, 1), labels=np.array([[1, 4], [4, 0], [5, 1]], np.int64)))

@@ -141,8 +141,28 @@ Value scalarBody(EqualOp, OpBuilder &b, Location l, ValueRange args) {
   return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, args[0],
                                args[1]);
 }
+Value scalarBody(LessOrEqualOp, OpBuilder &b, Location l, ValueRange args) {
+  if (isFloat(args[0]))
+    return arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLE, args[0],
+                                 args[1]);
+  return arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle, args[0],
+                               args[1]);
+}
+Value scalarBody(GreaterOrEqualOp, OpBuilder &b, Location l, ValueRange args) {
+  if (isFloat(args[0]))
+    return arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGE, args[0],
+                                 args[1]);
+  return arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, args[0],
+                               args[1]);
+}
 Value scalarBody(AndOp, OpBuilder &b, Location l, ValueRange args) {
   return arith::AndIOp::create(b, l, args[0], args[1]);
+}
+Value scalarBody(OrOp, OpBuilder &b, Location l, ValueRange args) {
+  return arith::OrIOp::create(b, l, args[0], args[1]);
+}
+Value scalarBody(XorOp, OpBuilder &b, Location l, ValueRange args) {
+  return arith::XOrIOp::create(b, l, args[0], args[1]);
 }
 Value scalarBody(NotOp, OpBuilder &b, Location l, ValueRange args) {
   Value one = arith::ConstantOp::create(b, l, b.getBoolAttr(true));
@@ -228,20 +248,24 @@ struct IdentityLowering : public OpConversionPattern<IdentityOp> {
 } // namespace
 
 void lowering::populateElementwiseLowering(RewritePatternSet &patterns) {
-  patterns.add<ElementwiseLowering<NegOp>, ElementwiseLowering<ExpOp>,
-               ElementwiseLowering<LogOp>, ElementwiseLowering<SqrtOp>,
-               ElementwiseLowering<ReluOp>, ElementwiseLowering<SigmoidOp>,
-               ElementwiseLowering<TanhOp>, ElementwiseLowering<AddOp>,
-               ElementwiseLowering<SubOp>, ElementwiseLowering<MulOp>,
-               ElementwiseLowering<DivOp>, ElementwiseLowering<PowOp>,
-               ElementwiseLowering<GreaterOp>, ElementwiseLowering<WhereOp>,
-               ElementwiseLowering<AbsOp>, ElementwiseLowering<ErfOp>,
-               ElementwiseLowering<MaxOp>, ElementwiseLowering<MinOp>,
-               ElementwiseLowering<LessOp>, ElementwiseLowering<EqualOp>,
-               ElementwiseLowering<AndOp>, ElementwiseLowering<NotOp>,
-               ElementwiseLowering<ClipOp>, ElementwiseLowering<CastOp>,
-               ElementwiseLowering<SinOp>, ElementwiseLowering<CosOp>,
-               ElementwiseLowering<SignOp>, ElementwiseLowering<FloorOp>,
-               ElementwiseLowering<CeilOp>, ElementwiseLowering<RoundOp>,
-               IdentityLowering>(patterns.getContext());
+  patterns
+      .add<ElementwiseLowering<NegOp>, ElementwiseLowering<ExpOp>,
+           ElementwiseLowering<LogOp>, ElementwiseLowering<SqrtOp>,
+           ElementwiseLowering<ReluOp>, ElementwiseLowering<SigmoidOp>,
+           ElementwiseLowering<TanhOp>, ElementwiseLowering<AddOp>,
+           ElementwiseLowering<SubOp>, ElementwiseLowering<MulOp>,
+           ElementwiseLowering<DivOp>, ElementwiseLowering<PowOp>,
+           ElementwiseLowering<GreaterOp>, ElementwiseLowering<WhereOp>,
+           ElementwiseLowering<AbsOp>, ElementwiseLowering<ErfOp>,
+           ElementwiseLowering<MaxOp>, ElementwiseLowering<MinOp>,
+           ElementwiseLowering<LessOp>, ElementwiseLowering<EqualOp>,
+           ElementwiseLowering<AndOp>, ElementwiseLowering<NotOp>,
+           ElementwiseLowering<OrOp>, ElementwiseLowering<XorOp>,
+           ElementwiseLowering<LessOrEqualOp>,
+           ElementwiseLowering<GreaterOrEqualOp>, ElementwiseLowering<ClipOp>,
+           ElementwiseLowering<CastOp>, ElementwiseLowering<SinOp>,
+           ElementwiseLowering<CosOp>, ElementwiseLowering<SignOp>,
+           ElementwiseLowering<FloorOp>, ElementwiseLowering<CeilOp>,
+           ElementwiseLowering<RoundOp>, IdentityLowering>(
+          patterns.getContext());
 }

@@ -10,6 +10,7 @@
 #include "GraphImporter.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace accrue;
@@ -71,6 +72,43 @@ LogicalResult importNot(GraphImporter &im, const onnx::NodeProto &node) {
   if (failed(x))
     return failure();
   return im.setResult(node, im.create<nn::NotOp>(node, *x));
+}
+
+/// IsNaN: x differs from itself only where it is NaN.
+LogicalResult importIsNaN(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  Value same = nn::EqualOp::create(im.builder, im.loc(node), *x, *x);
+  return im.setResult(node, im.create<nn::NotOp>(node, same));
+}
+
+/// IsInf: x equal to +inf (detect_positive) or -inf (detect_negative).
+LogicalResult importIsInf(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  Type element = elementOf(*x);
+  auto equalTo = [&](double value) -> Value {
+    return nn::EqualOp::create(b, loc, *x, nnb.scalar(element, value));
+  };
+  bool positive = im.intAttr(node, "detect_positive", 1) != 0,
+       negative = im.intAttr(node, "detect_negative", 1) != 0;
+  double infinity = std::numeric_limits<double>::infinity();
+  if (positive && negative)
+    return im.setResult(
+        node, im.create<nn::OrOp>(node, equalTo(infinity), equalTo(-infinity)));
+  if (positive || negative)
+    return im.setResult(node,
+                        im.create<nn::IdentityOp>(
+                            node, equalTo(positive ? infinity : -infinity)));
+  // Neither: false everywhere (x equal to 0 and not).
+  Value zero = equalTo(0.0);
+  return im.setResult(
+      node, im.create<nn::AndOp>(node, zero, nn::NotOp::create(b, loc, zero)));
 }
 
 LogicalResult importPow(GraphImporter &im, const onnx::NodeProto &node) {
@@ -475,7 +513,13 @@ void onnx_import::addElementwiseHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"Greater", 7, importBinary<nn::GreaterOp>});
   list.push_back({"Less", 7, importBinary<nn::LessOp>});
   list.push_back({"Equal", 7, importBinary<nn::EqualOp>});
+  list.push_back({"LessOrEqual", 12, importBinary<nn::LessOrEqualOp>});
+  list.push_back({"GreaterOrEqual", 12, importBinary<nn::GreaterOrEqualOp>});
   list.push_back({"And", 7, importBinary<nn::AndOp>});
+  list.push_back({"Or", 7, importBinary<nn::OrOp>});
+  list.push_back({"Xor", 7, importBinary<nn::XorOp>});
+  list.push_back({"IsNaN", 9, importIsNaN});
+  list.push_back({"IsInf", 10, importIsInf});
   list.push_back({"Not", 1, importNot});
   list.push_back({"Pow", 7, importPow, {1}});
   list.push_back({"Clip", 6, importClip, {1, 2}});

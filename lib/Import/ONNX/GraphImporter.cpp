@@ -432,6 +432,28 @@ LogicalResult GraphImporter::unsupportedOutput(const onnx::NodeProto &node,
   return success();
 }
 
+void GraphImporter::setSequence(const onnx::NodeProto &node, int index,
+                                ArrayRef<Value> parts) {
+  if (index >= node.output_size() || node.output(index).empty())
+    return;
+  sequences[node.output(index)].assign(parts.begin(), parts.end());
+  unsupported[node.output(index)] =
+      node.op_type() + " output is a sequence of tensors, not supported "
+                       "but as SequenceAt's input at a constant position";
+}
+
+FailureOr<ArrayRef<Value>>
+GraphImporter::sequenceInput(const onnx::NodeProto &node, int index) {
+  if (index < node.input_size()) {
+    auto found = sequences.find(node.input(index));
+    if (found != sequences.end())
+      return ArrayRef<Value>(found->second);
+  }
+  return error(node) << "input #" << index
+                     << " is not a sequence made by SplitToSequence (the "
+                        "only sequences supported)";
+}
+
 FailureOr<Value> GraphImporter::optionalInput(const onnx::NodeProto &node,
                                               int index) {
   if (index >= node.input_size() || node.input(index).empty())

@@ -176,6 +176,15 @@ public:
   /// An error when output `index` of `node` is used (it is not supported).
   llvm::LogicalResult unsupportedOutput(const onnx::NodeProto &node, int index,
                                         llvm::StringRef what);
+  /// Binds output `index` of `node` to a sequence of tensors (as
+  /// SplitToSequence makes), which only SequenceAt reads: any other use is
+  /// an error naming it.
+  void setSequence(const onnx::NodeProto &node, int index,
+                   llvm::ArrayRef<mlir::Value> parts);
+  /// The sequence input `index` of `node` names; fails with an error when
+  /// it names none.
+  llvm::FailureOr<llvm::ArrayRef<mlir::Value>>
+  sequenceInput(const onnx::NodeProto &node, int index);
   /// Binds an ONNX name (graph input, initializer) to `value`.
   void define(llvm::StringRef name, mlir::Value value) { values[name] = value; }
   mlir::Value lookup(llvm::StringRef name) const { return values.lookup(name); }
@@ -262,6 +271,7 @@ public:
 private:
   llvm::StringMap<mlir::Value> values;
   llvm::StringMap<std::string> unsupported;
+  llvm::StringMap<llvm::SmallVector<mlir::Value>> sequences;
   llvm::DenseMap<const onnx::NodeProto *, mlir::Location> locations;
 };
 

@@ -1,7 +1,7 @@
 //===- IndexingHandlers.cpp - import gathers, scatters, indices -*- C++ -*-===//
 //
-// Gather, GatherElements, ScatterElements and ScatterND; the ops that make
-// or follow indices (Range, Trilu, CumSum, OneHot).
+// Gather, GatherElements, GatherND, ScatterElements and ScatterND; the ops
+// that make or follow indices (Range, Trilu, CumSum, OneHot).
 //
 //===----------------------------------------------------------------------===//
 
@@ -133,9 +133,121 @@ LogicalResult importScatterElements(GraphImporter &im,
                       im.create<nn::IdentityOp>(node, as(result, element)));
 }
 
-/// ScatterND (reductions none and add): the data as [D, R] rows (D the
-/// positions the index tuples address), each tuple as a row number, then a
-/// row scatter as in ScatterElements.
+/// The index tuples `indices` ([..., k], int64) of a GatherND or ScatterND
+/// as row numbers of the data viewed as [B R, W] (B the batches, the data's
+/// first `batchDims` dimensions; R the positions its next k dimensions
+/// hold; W the elements of the rest): per tuple, its batch times R plus
+/// sum_j index_j * stride_j, negative entries counting from the end of
+/// their dimension. A [tuples, 1] tensor; the caller checked the shapes
+/// (static, the batch dimensions alike).
+Value tupleRows(nn::NNBuilder &nnb, Value indices, RankedTensorType dataType,
+                int64_t batchDims) {
+  OpBuilder &b = nnb.b;
+  Location loc = nnb.loc;
+  auto indexType = cast<RankedTensorType>(indices.getType());
+  int64_t k = indexType.getShape().back();
+  int64_t tuples = 1, rows = 1, batches = 1;
+  for (int64_t d : indexType.getShape().drop_back())
+    tuples *= d;
+  for (int64_t d = 0; d < batchDims + k; ++d)
+    (d < batchDims ? batches : rows) *= dataType.getDimSize(d);
+  Type i64 = b.getI64Type();
+  auto ints = [&](ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, i64);
+  };
+  Value flat = nnb.reshape(indices, ints({tuples, k}));
+  Value row;
+  int64_t stride = rows;
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t size = dataType.getDimSize(batchDims + j);
+    stride /= size;
+    Value entry =
+        nnb.reshape(nn::SliceOp::create(b, loc, ints({tuples, 1}), flat,
+                                        b.getDenseI64ArrayAttr({0, j}),
+                                        b.getDenseI64ArrayAttr({1, 1})),
+                    ints({tuples, 1}));
+    Value zero = nnb.scalar(i64, 0);
+    entry = nn::WhereOp::create(b, loc, nn::LessOp::create(b, loc, entry, zero),
+                                nnb.add(entry, nnb.scalar(i64, size)), entry);
+    Value term = nnb.mul(entry, nnb.scalar(i64, stride));
+    row = row ? nnb.add(row, term) : term;
+  }
+  if (batches > 1) {
+    // Tuple t is of batch t / (tuples / batches): a constant offset.
+    SmallVector<int64_t> offsets;
+    for (int64_t t = 0; t < tuples; ++t)
+      offsets.push_back(t / (tuples / batches) * rows);
+    Value offset = nn::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(ints({tuples, 1}), ArrayRef<int64_t>(offsets)));
+    row = nnb.add(row, offset);
+  }
+  return row;
+}
+
+/// Checks a GatherND's or ScatterND's shapes: int64 index tuples of length
+/// k in [1, rank - batchDims], static shapes, the first `batchDims`
+/// dimensions of the data and the indices alike. Returns k.
+FailureOr<int64_t> checkTuples(GraphImporter &im, const onnx::NodeProto &node,
+                               RankedTensorType dataType,
+                               RankedTensorType indexType, int64_t batchDims) {
+  if (!indexType.getElementType().isInteger(64) || indexType.getRank() < 1)
+    return im.error(node) << "indices must be int64 of rank >= 1";
+  if (!dataType.hasStaticShape() || !indexType.hasStaticShape())
+    return im.error(node) << "needs static shapes, got " << dataType << " and "
+                          << indexType;
+  int64_t r = dataType.getRank();
+  if (batchDims < 0 || batchDims >= std::min(r, indexType.getRank()))
+    return im.error(node) << "batch_dims " << batchDims
+                          << " is not below both ranks";
+  if (dataType.getShape().take_front(batchDims) !=
+      indexType.getShape().take_front(batchDims))
+    return im.error(node) << "the first " << batchDims
+                          << " dimensions of data and indices differ";
+  int64_t k = indexType.getShape().back();
+  if (k < 1 || k > r - batchDims)
+    return im.error(node) << "index tuples of length " << k
+                          << " for data of rank " << r << " and batch_dims "
+                          << batchDims;
+  return k;
+}
+
+/// GatherND: the data as rows (tupleRows), each tuple's row gathered (so the
+/// adjoint is the row gather's scatter-add), reshaped to indices.shape[:-1]
+/// + data.shape[batch_dims + k:].
+LogicalResult importGatherND(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> data = im.input(node, 0), indices = im.input(node, 1);
+  if (failed(data) || failed(indices))
+    return failure();
+  auto dataType = cast<RankedTensorType>(data->getType());
+  auto indexType = cast<RankedTensorType>(indices->getType());
+  int64_t batchDims = im.intAttr(node, "batch_dims", 0);
+  FailureOr<int64_t> k = checkTuples(im, node, dataType, indexType, batchDims);
+  if (failed(k))
+    return failure();
+  int64_t table = 1, width = 1, tuples = 1;
+  for (int64_t d = 0; d < dataType.getRank(); ++d)
+    (d < batchDims + *k ? table : width) *= dataType.getDimSize(d);
+  for (int64_t d : indexType.getShape().drop_back())
+    tuples *= d;
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  Value rows = nnb.reshape(tupleRows(nnb, *indices, dataType, batchDims),
+                           RankedTensorType::get({tuples}, b.getI64Type()));
+  Value flat = nnb.reshape(
+      *data, RankedTensorType::get({table, width}, dataType.getElementType()));
+  Value gathered =
+      nn::GatherOp::create(b, loc, flat, rows, b.getI64IntegerAttr(0));
+  SmallVector<int64_t> shape(indexType.getShape().drop_back());
+  llvm::append_range(shape, dataType.getShape().drop_front(batchDims + *k));
+  return im.setResult(node, reshapeTo(im, node, gathered, shape));
+}
+
+/// ScatterND (reductions none and add): the data as [D, W] rows (D the
+/// positions the index tuples address), each tuple as a row number
+/// (tupleRows), then a row scatter as in ScatterElements; integer data
+/// through float64, exact below 2^53 (a decoder's labels shifted right).
 LogicalResult importScatterND(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> data = im.input(node, 0), indices = im.input(node, 1),
                    updates = im.input(node, 2);
@@ -147,71 +259,53 @@ LogicalResult importScatterND(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<bool> add = scatterAdds(im, node);
   if (failed(add))
     return failure();
-  if (!isa<FloatType>(dataType.getElementType()))
-    return im.error(node) << "ScatterND of non-float data is not supported";
-  if (!indexType.getElementType().isInteger(64) || indexType.getRank() < 1)
-    return im.error(node) << "indices must be int64 of rank >= 1";
-  int64_t k = indexType.getShape().back();
-  int64_t r = dataType.getRank();
-  if (k < 1 || k > r)
-    return im.error(node) << "index tuples of length " << k
-                          << " for data of rank " << r;
+  Type element = dataType.getElementType();
+  bool integers = element.isInteger(64) || element.isInteger(32);
+  if (!isa<FloatType>(element) && !integers)
+    return im.error(node) << "ScatterND of " << element
+                          << " data is not supported (floats and 32/64-bit "
+                             "integers are)";
+  FailureOr<int64_t> k = checkTuples(im, node, dataType, indexType, 0);
+  if (failed(k))
+    return failure();
   // updates = indices.shape[:-1] + data.shape[k:].
   SmallVector<int64_t> expected(indexType.getShape().drop_back());
-  llvm::append_range(expected, dataType.getShape().drop_front(k));
+  llvm::append_range(expected, dataType.getShape().drop_front(*k));
   if (updateType.getShape() != ArrayRef<int64_t>(expected))
     return im.error(node) << "updates must have shape indices.shape[:-1] + "
                              "data.shape[k:]";
   int64_t rows = 1, width = 1, tuples = 1;
-  for (int64_t d = 0; d < r; ++d)
-    (d < k ? rows : width) *= dataType.getDimSize(d);
+  for (int64_t d = 0; d < dataType.getRank(); ++d)
+    (d < *k ? rows : width) *= dataType.getDimSize(d);
   for (int64_t d : indexType.getShape().drop_back())
     tuples *= d;
   OpBuilder &b = im.builder;
   Location loc = im.loc(node);
   nn::NNBuilder nnb(b, loc);
-  Type i64 = b.getI64Type();
-  auto ints = [&](ArrayRef<int64_t> shape) {
-    return RankedTensorType::get(shape, i64);
+  Value rowIndex = nn::ExpandOp::create(
+      b, loc, RankedTensorType::get({tuples, width}, b.getI64Type()),
+      tupleRows(nnb, *indices, dataType, 0));
+  auto as = [&](Value v, Type t) -> Value {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getElementType() == t)
+      return v;
+    return nn::CastOp::create(b, loc, type.clone(t), v);
   };
-  // Row number: sum_j index_j * stride_j, negative entries counting from
-  // the end of their dimension.
-  Value tuplesFlat = nnb.reshape(*indices, ints({tuples, k}));
-  Value row;
-  int64_t stride = rows;
-  for (int64_t j = 0; j < k; ++j) {
-    int64_t size = dataType.getDimSize(j);
-    stride /= size;
-    Value entry =
-        nnb.reshape(nn::SliceOp::create(b, loc, ints({tuples, 1}), tuplesFlat,
-                                        b.getDenseI64ArrayAttr({0, j}),
-                                        b.getDenseI64ArrayAttr({1, 1})),
-                    ints({tuples, 1}));
-    Value zero = nnb.scalar(i64, 0);
-    entry = nn::WhereOp::create(b, loc, nn::LessOp::create(b, loc, entry, zero),
-                                nnb.add(entry, nnb.scalar(i64, size)), entry);
-    Value term = nnb.mul(entry, nnb.scalar(i64, stride));
-    row = row ? nnb.add(row, term) : term;
-  }
-  Value rowIndex = nn::ExpandOp::create(b, loc, ints({tuples, width}), row);
-  auto tableType =
-      RankedTensorType::get({rows, width}, dataType.getElementType());
-  auto updateRows =
-      RankedTensorType::get({tuples, width}, dataType.getElementType());
+  Type work = integers ? Type(b.getF64Type()) : element;
+  auto tableType = RankedTensorType::get({rows, width}, work);
+  auto updateRows = RankedTensorType::get({tuples, width}, work);
   auto scatter = [&](Value v) {
     return nn::GatherElementsGradOp::create(b, loc, tableType,
                                             nnb.reshape(v, updateRows),
                                             rowIndex, b.getI64IntegerAttr(0))
         .getResult();
   };
-  Value result =
-      applyScatter(nnb, nnb.reshape(*data, tableType), *updates, *add, scatter);
-  return im.setResult(node, reshapeTo(im, node, result, dataType.getShape()));
+  Value result = applyScatter(nnb, nnb.reshape(as(*data, work), tableType),
+                              as(*updates, work), *add, scatter);
+  return im.setResult(
+      node, reshapeTo(im, node, as(result, element), dataType.getShape()));
 }
 
-/// CumSum along a constant axis, as a product with a triangular matrix of
-/// ones (inclusive or exclusive, forward or reverse); its adjoint is the
-/// product with the transpose. Float inputs, axes of at most 4096.
 LogicalResult importCumSum(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
   FailureOr<SmallVector<int64_t>> axisValue = im.constantInts(node, 1, "axis");
@@ -417,6 +511,7 @@ void onnx_import::addIndexingHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"GatherElements", 11, importGatherElements});
   list.push_back({"ScatterElements", 11, importScatterElements});
   list.push_back({"ScatterND", 11, importScatterND});
+  list.push_back({"GatherND", 11, importGatherND});
   list.push_back({"Range", 11, importRange, {0, 1, 2}});
   list.push_back({"Trilu", 14, importTrilu, {1}});
   list.push_back({"CumSum", 11, importCumSum, {1}});

@@ -367,6 +367,94 @@ LogicalResult importSplit(GraphImporter &im, const onnx::NodeProto &node) {
   return success();
 }
 
+/// SplitToSequence: the parts Split would make (sizes given, chunks of a
+/// given size with a smaller last one, or, without `split`, parts of one
+/// element, the axis dropped when keepdims is 0), kept as a sequence that
+/// SequenceAt reads (exports split a Linear's output into q, k, v so).
+LogicalResult importSplitToSequence(GraphImporter &im,
+                                    const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", 0), type.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t extent = type.getDimSize(*axis);
+  if (ShapedType::isDynamic(extent))
+    return im.error(node) << "splits a dimension of unknown size";
+  SmallVector<int64_t> sizes;
+  bool keepdims = true;
+  if (node.input_size() > 1 && !node.input(1).empty()) {
+    FailureOr<DenseElementsAttr> split =
+        im.constantInput(node, 1, "the split sizes");
+    if (failed(split))
+      return failure();
+    SmallVector<int64_t> given;
+    for (const APInt &v : split->getValues<APInt>())
+      given.push_back(v.getSExtValue());
+    if (split->getType().getRank() == 0) {
+      // Chunks of one size, the last one smaller when it does not divide.
+      if (given[0] < 1)
+        return im.error(node)
+               << "split size " << given[0] << " is not positive";
+      for (int64_t left = extent; left > 0; left -= given[0])
+        sizes.push_back(std::min(given[0], left));
+    } else {
+      sizes = given;
+    }
+  } else {
+    sizes.assign(extent, 1);
+    keepdims = im.intAttr(node, "keepdims", 1) != 0;
+  }
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size < 0)
+      return im.error(node) << "split size " << size << " is negative";
+    total += size;
+  }
+  if (total != extent)
+    return im.error(node) << "split sizes sum to " << total
+                          << ", not dimension " << *axis << "'s " << extent;
+  SmallVector<Value> parts;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    FailureOr<Value> part = sliceAxis(im, node, *x, *axis, start, size);
+    if (failed(part))
+      return failure();
+    if (!keepdims) {
+      SmallVector<int64_t> squeezed(type.getShape());
+      squeezed.erase(squeezed.begin() + *axis);
+      part = reshapeTo(im, node, *part, squeezed);
+      if (failed(part))
+        return failure();
+    }
+    parts.push_back(*part);
+    start += size;
+  }
+  im.setSequence(node, 0, parts);
+  return success();
+}
+
+/// SequenceAt: the part of a SplitToSequence at a constant position
+/// (negative counting from the end).
+LogicalResult importSequenceAt(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<ArrayRef<Value>> parts = im.sequenceInput(node, 0);
+  if (failed(parts))
+    return failure();
+  FailureOr<double> position = im.constantScalar(node, 1, "the position");
+  if (failed(position))
+    return failure();
+  int64_t count = parts->size();
+  int64_t at = static_cast<int64_t>(*position);
+  if (at < -count || at >= count)
+    return im.error(node) << "position " << at << " is outside the sequence's "
+                          << count << " tensors";
+  Value part = (*parts)[at < 0 ? at + count : at];
+  return im.setResult(node, im.create<nn::IdentityOp>(node, part));
+}
+
 LogicalResult importSlice(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
   if (failed(x))
@@ -670,6 +758,8 @@ void onnx_import::addShapeHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"Unsqueeze", 1, importUnsqueeze, {1}});
   list.push_back({"Concat", 4, importConcat});
   list.push_back({"Split", 2, importSplit, {1}});
+  list.push_back({"SplitToSequence", 11, importSplitToSequence, {1}});
+  list.push_back({"SequenceAt", 11, importSequenceAt, {1}});
   list.push_back({"Slice", 1, importSlice, {1, 2, 3, 4}});
   list.push_back({"Expand", 8, importExpand, {1}});
   list.push_back({"Shape", 1, importShape, {0}});

@@ -233,13 +233,41 @@ OpFoldResult EqualOp::fold(FoldAdaptor adaptor) {
                      [](std::optional<int> o) { return o && *o == 0; });
 }
 
-OpFoldResult AndOp::fold(FoldAdaptor adaptor) {
-  Builder b(getContext());
+OpFoldResult LessOrEqualOp::fold(FoldAdaptor adaptor) {
+  return foldCompare(adaptor.getOperands(), getType(),
+                     [](std::optional<int> o) { return o && *o <= 0; });
+}
+
+OpFoldResult GreaterOrEqualOp::fold(FoldAdaptor adaptor) {
+  return foldCompare(adaptor.getOperands(), getType(),
+                     [](std::optional<int> o) { return o && *o >= 0; });
+}
+
+/// Folds a logical op of two constant i1 tensors with `logic`.
+static OpFoldResult foldLogical(Operation *op, ArrayRef<Attribute> operands,
+                                function_ref<bool(bool, bool)> logic) {
+  Builder b(op->getContext());
   return foldElementwise(
-      adaptor.getOperands(), getType(), [&](ArrayRef<Attribute> args) {
-        return Attribute(b.getBoolAttr(cast<IntegerAttr>(args[0]).getInt() &&
-                                       cast<IntegerAttr>(args[1]).getInt()));
+      operands, op->getResult(0).getType(), [&](ArrayRef<Attribute> args) {
+        return Attribute(
+            b.getBoolAttr(logic(cast<IntegerAttr>(args[0]).getInt() != 0,
+                                cast<IntegerAttr>(args[1]).getInt() != 0)));
       });
+}
+
+OpFoldResult AndOp::fold(FoldAdaptor adaptor) {
+  return foldLogical(*this, adaptor.getOperands(),
+                     [](bool a, bool b) { return a && b; });
+}
+
+OpFoldResult OrOp::fold(FoldAdaptor adaptor) {
+  return foldLogical(*this, adaptor.getOperands(),
+                     [](bool a, bool b) { return a || b; });
+}
+
+OpFoldResult XorOp::fold(FoldAdaptor adaptor) {
+  return foldLogical(*this, adaptor.getOperands(),
+                     [](bool a, bool b) { return a != b; });
 }
 
 OpFoldResult NotOp::fold(FoldAdaptor adaptor) {

@@ -214,12 +214,13 @@ def NN_PowOp : NN_BinaryOp<"pow", "Pow"> {
   }];
 }
 
-class NN_CompareOp<string mnemonic, string onnxName>
+class NN_CompareOp<string mnemonic, string onnxName, string since = "7">
     : NN_BroadcastOp<mnemonic> {
   let summary = "elementwise " # onnxName # " comparison with broadcasting";
   let description = [{
     ONNX [}] # onnxName # [{](https://onnx.ai/onnx/operators/onnx__}]
-    # onnxName # [{.html), opsets 7 and later. Result is i1; no gradient.
+    # onnxName # [{.html), opsets }] # since # [{ and later. Result is i1
+    (false where an operand is NaN); no gradient.
   }];
   let arguments = (ins NN_Tensor:$lhs, NN_Tensor:$rhs);
   let results = (outs NN_BoolTensor:$result);
@@ -239,12 +240,16 @@ class NN_CompareOp<string mnemonic, string onnxName>
 def NN_GreaterOp : NN_CompareOp<"greater", "Greater">;
 def NN_LessOp : NN_CompareOp<"less", "Less">;
 def NN_EqualOp : NN_CompareOp<"equal", "Equal">;
+def NN_LessOrEqualOp : NN_CompareOp<"less_or_equal", "LessOrEqual", "12">;
+def NN_GreaterOrEqualOp
+    : NN_CompareOp<"greater_or_equal", "GreaterOrEqual", "12">;
 
-def NN_AndOp : NN_BroadcastOp<"and", [Commutative]> {
-  let summary = "elementwise logical and with broadcasting";
+class NN_LogicalOp<string mnemonic, string onnxName>
+    : NN_BroadcastOp<mnemonic, [Commutative]> {
+  let summary = "elementwise logical " # onnxName # " with broadcasting";
   let description = [{
-    ONNX [And](https://onnx.ai/onnx/operators/onnx__And.html), opsets 7 and
-    later, on i1 tensors.
+    ONNX [}] # onnxName # [{](https://onnx.ai/onnx/operators/onnx__}]
+    # onnxName # [{.html), opsets 7 and later, on i1 tensors.
   }];
   let arguments = (ins NN_BoolTensor:$lhs, NN_BoolTensor:$rhs);
   let results = (outs NN_BoolTensor:$result);
@@ -259,6 +264,10 @@ def NN_AndOp : NN_BroadcastOp<"and", [Commutative]> {
     }
   }];
 }
+
+def NN_AndOp : NN_LogicalOp<"and", "And">;
+def NN_OrOp : NN_LogicalOp<"or", "Or">;
+def NN_XorOp : NN_LogicalOp<"xor", "Xor">;
 
 def NN_NotOp : NN_Op<"not", [Pure, SameOperandsAndResultType,
     NN_Elementwise]> {
