@@ -168,12 +168,34 @@ const llvm::StringMap<StringRef> &knownDisagreements() {
       {"test_castlike_FLOAT_to_BFLOAT16",
        "the stored outputs (ONNX 1.12 and 1.16) truncate to bfloat16; "
        "Accrue rounds to nearest even like PyTorch"},
+      {"test_averagepool_2d_ceil_last_window_starts_on_pad",
+       "the stored outputs (ONNX 1.23) are rounded to 4 decimals, within "
+       "ONNX's own rtol of 1e-3 but not this tool's 1e-4: 0.1511 for "
+       "(0.8580 + 0.0786 + 0.2692 + 0.1537) / 9 = 0.151056, which Accrue "
+       "computes (onnx/backend/test/case/node/averagepool.py)"},
       {"test_adam_multiple",
        "the stored outputs were computed with epsilon = 1e-2, which the node "
        "does not set (the operator's default is 1e-6; "
        "onnx/backend/test/case/node/adam.py)"},
   };
   return tests;
+}
+
+/// The error lines of a test's diagnostics: a warning (a model importing a
+/// newer opset than Accrue knows, which still compiles) is not a failure's
+/// reason.
+std::string errorsOf(StringRef diagnostics) {
+  SmallVector<StringRef> lines;
+  diagnostics.split(lines, '\n', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  std::string errors;
+  for (StringRef line : lines) {
+    if (line.contains(": warning: "))
+      continue;
+    if (!errors.empty())
+      errors += "\n";
+    errors += line.trim().str();
+  }
+  return errors;
 }
 
 Result runTest(StringRef dir) {
@@ -245,11 +267,11 @@ Result runTest(StringRef dir) {
     // Documented limitations (element types, 3-D windows, random training
     // Dropout, op outputs Accrue does not model) are skips with their
     // reason; anything else is a failure.
-    StringRef message = StringRef(diagnostics).trim();
-    if (message.contains("unsupported element type") ||
-        message.contains("not supported"))
-      return {Outcome::Skip, message.str()};
-    return {Outcome::Fail, message.str()};
+    std::string message = errorsOf(diagnostics);
+    if (StringRef(message).contains("unsupported element type") ||
+        StringRef(message).contains("not supported"))
+      return {Outcome::Skip, message};
+    return {Outcome::Fail, message};
   }
   ModuleOp module = *imported->module;
   // The function is lowered to LLVM below; keep its result types.
@@ -259,13 +281,11 @@ Result runTest(StringRef dir) {
   CompileOptions compile;
   buildCompilePipeline(pm, compile);
   if (failed(pm.run(module)))
-    return {Outcome::Fail,
-            "compilation failed: " + StringRef(diagnostics).trim().str()};
+    return {Outcome::Fail, "compilation failed: " + errorsOf(diagnostics)};
   FailureOr<std::unique_ptr<ExecutionEngine>> engine =
       createJIT(module, HostCodeOptions());
   if (failed(engine))
-    return {Outcome::Fail,
-            "JIT failed: " + StringRef(diagnostics).trim().str()};
+    return {Outcome::Fail, "JIT failed: " + errorsOf(diagnostics)};
 
   int sets = 0;
   std::error_code ec;

@@ -27,6 +27,13 @@ if venv_node_tests:
     config.substitutions.append(("%venv_node_tests", venv_node_tests[-1]))
     config.available_features.add("onnx-testdata-venv")
 
+# The newest onnx release's node tests, generated from its case modules by
+# the venv scripts/setup makes for it.
+latest_python = os.path.join(config.accrue_src_root, ".venv-onnx-latest", "bin", "python")
+if os.path.exists(latest_python):
+    config.substitutions.append(("%latest_python", latest_python))
+    config.available_features.add("onnx-latest")
+
 # scripts/test installs the test data: there, missing data is an install
 # bug, not a reason to report the suite unsupported and stay green.
 import sys

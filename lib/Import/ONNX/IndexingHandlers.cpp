@@ -474,9 +474,20 @@ LogicalResult importRange(GraphImporter &im, const onnx::NodeProto &node) {
     fill(int32_t());
   else if (element.isInteger(16))
     fill(int16_t());
-  else
-    return im.error(node) << "supports float, double and 16-, 32- and 64-bit "
-                             "integers, not "
+  else if (element.isBF16() || element.isF16()) {
+    // Each value start + i delta rounded to nearest even once.
+    SmallVector<APFloat> data;
+    for (int64_t i = 0; i < n; ++i) {
+      APFloat value(s + i * d);
+      bool lost;
+      value.convert(cast<FloatType>(element).getFloatSemantics(),
+                    APFloat::rmNearestTiesToEven, &lost);
+      data.push_back(value);
+    }
+    values = DenseElementsAttr::get(type, data);
+  } else
+    return im.error(node) << "supports floats (f16, bf16, f32, f64) and 16-, "
+                             "32- and 64-bit integers, not "
                           << element;
   im.setOutput(node, 0,
                nn::ConstantOp::create(im.builder, im.loc(node), values));

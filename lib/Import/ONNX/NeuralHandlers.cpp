@@ -197,7 +197,10 @@ LogicalResult importGroupNormalization(GraphImporter &im,
   return im.setResult(node, im.create<nn::ReshapeOp>(node, type, y));
 }
 
-/// LpNormalization: x divided by its L1 or L2 norm along one axis.
+/// LpNormalization: x divided by its L1 or L2 norm along one axis; a zero
+/// vector stays zero (ONNX 1.23's reference: 0, not 0 / 0), through a norm
+/// of 1 where it is 0, taken before the square root so that the gradient
+/// has no 0 x inf either.
 LogicalResult importLpNormalization(GraphImporter &im,
                                     const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
@@ -215,14 +218,13 @@ LogicalResult importLpNormalization(GraphImporter &im,
   Location loc = im.loc(node);
   nn::NNBuilder nnb(b, loc);
   SmallVector<int64_t> axes{*axis};
-  Value norm =
-      p == 1
-          ? Value(nn::ReduceSumOp::create(b, loc, nn::AbsOp::create(b, loc, *x),
-                                          axes, /*keepdims=*/true))
-          : Value(nn::SqrtOp::create(
-                b, loc,
-                nn::ReduceSumOp::create(b, loc, nnb.mul(*x, *x), axes,
-                                        /*keepdims=*/true)));
+  Value sum = nn::ReduceSumOp::create(
+      b, loc, p == 1 ? Value(nn::AbsOp::create(b, loc, *x)) : nnb.mul(*x, *x),
+      axes, /*keepdims=*/true);
+  Type element = type.getElementType();
+  Value zero = nn::EqualOp::create(b, loc, sum, nnb.scalar(element, 0.0));
+  Value safe = nn::WhereOp::create(b, loc, zero, nnb.scalar(element, 1.0), sum);
+  Value norm = p == 1 ? safe : Value(nn::SqrtOp::create(b, loc, safe));
   return im.setResult(node, im.create<nn::DivOp>(node, *x, norm));
 }
 

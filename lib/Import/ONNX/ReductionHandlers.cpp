@@ -90,13 +90,11 @@ LogicalResult importReduction(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> reduced =
       im.create<OpTy>(node, input, im.builder.getDenseI64ArrayAttr(*axes),
                       im.builder.getBoolAttr(keepdims));
+  // Back to booleans: above one half (the maximum of an empty set, -inf,
+  // is false; the minimum, +inf, true).
   if (boolExtremum && succeeded(reduced))
-    reduced = im.create<nn::CastOp>(
-        node,
-        RankedTensorType::get(
-            cast<RankedTensorType>(reduced->getType()).getShape(),
-            type.getElementType()),
-        *reduced);
+    reduced = im.create<nn::GreaterOp>(
+        node, *reduced, nnb.scalar(im.builder.getF32Type(), 0.5));
   if (Root && succeeded(reduced))
     reduced = im.create<nn::SqrtOp>(node, *reduced);
   return im.setResult(node, reduced);

@@ -304,8 +304,19 @@ LogicalResult importConcat(GraphImporter &im, const onnx::NodeProto &node) {
       im.normalizeAxis(node, im.intAttr(node, "axis", 0), rank);
   if (failed(axis))
     return failure();
+  // Parts of no elements along the axis (the empty rest of a split, as
+  // RotaryEmbedding's expansion makes when the whole head rotates) add
+  // nothing.
+  SmallVector<Value> parts;
+  for (Value input : inputs)
+    if (cast<RankedTensorType>(input.getType()).getDimSize(*axis) != 0)
+      parts.push_back(input);
+  if (parts.size() == 1)
+    return im.setResult(node, im.create<nn::IdentityOp>(node, parts[0]));
+  if (parts.empty())
+    parts.push_back(inputs[0]);
   return im.setResult(
-      node, im.create<nn::ConcatOp>(node, inputs,
+      node, im.create<nn::ConcatOp>(node, parts,
                                     im.builder.getI64IntegerAttr(*axis)));
 }
 
