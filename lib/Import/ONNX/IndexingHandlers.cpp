@@ -79,6 +79,14 @@ Value applyScatter(nn::NNBuilder &nnb, Value data, Value updates, bool add,
   return nn::WhereOp::create(nnb.b, nnb.loc, hit, scattered, data);
 }
 
+/// `v` with elements of type `t` (nn.cast, or `v` itself).
+Value withElements(OpBuilder &b, Location loc, Value v, Type t) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getElementType() == t)
+    return v;
+  return nn::CastOp::create(b, loc, type.clone(t), v);
+}
+
 /// ScatterElements (reductions none and add) from a scatter-add of the
 /// updates (nn.gather_elements_grad): `add` adds it to the data; `none`
 /// takes it where some index points (duplicate indices add up there,
@@ -114,12 +122,7 @@ LogicalResult importScatterElements(GraphImporter &im,
   nn::NNBuilder nnb(b, loc);
   // Integers (index arithmetic, such as the inverse of a permutation) go
   // through float64, exact below 2^53.
-  auto as = [&](Value v, Type t) -> Value {
-    auto type = cast<RankedTensorType>(v.getType());
-    if (type.getElementType() == t)
-      return v;
-    return nn::CastOp::create(b, loc, type.clone(t), v);
-  };
+  auto as = [&](Value v, Type t) { return withElements(b, loc, v, t); };
   Type work = integers ? Type(b.getF64Type()) : element;
   auto workType = dataType.clone(work);
   auto scatter = [&](Value v) {
@@ -285,12 +288,7 @@ LogicalResult importScatterND(GraphImporter &im, const onnx::NodeProto &node) {
   Value rowIndex = nn::ExpandOp::create(
       b, loc, RankedTensorType::get({tuples, width}, b.getI64Type()),
       tupleRows(nnb, *indices, dataType, 0));
-  auto as = [&](Value v, Type t) -> Value {
-    auto type = cast<RankedTensorType>(v.getType());
-    if (type.getElementType() == t)
-      return v;
-    return nn::CastOp::create(b, loc, type.clone(t), v);
-  };
+  auto as = [&](Value v, Type t) { return withElements(b, loc, v, t); };
   Type work = integers ? Type(b.getF64Type()) : element;
   auto tableType = RankedTensorType::get({rows, width}, work);
   auto updateRows = RankedTensorType::get({tuples, width}, work);
