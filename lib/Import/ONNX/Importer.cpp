@@ -10,6 +10,7 @@
 #include "accrue-runtime/Settings.h"
 
 #include "google/protobuf/io/zero_copy_stream_impl.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -429,8 +430,55 @@ ModelImporter::inputType(const onnx::ValueInfoProto &input) {
   return RankedTensorType::get(shape, element);
 }
 
+/// What PyTorch 2's exporter says each initializer is: the
+/// `pkg.torch.export.graph_signature.InputSpec.kind` entry (PARAMETER,
+/// BUFFER, CONSTANT_TENSOR, ...) of the ValueInfoProto it writes for it
+/// (in the graph's value_info or inputs). Its `metadata_props` (field 4,
+/// ONNX 1.16) is newer than the schema the importer is built with, where
+/// it arrives as an unknown field; a schema that knows it is read by name.
+llvm::StringMap<std::string> exportedKinds(const onnx::GraphProto &graph) {
+  static constexpr llvm::StringLiteral kKind =
+      "pkg.torch.export.graph_signature.InputSpec.kind";
+  llvm::StringMap<std::string> kinds;
+  auto read = [&](const onnx::ValueInfoProto &info) {
+    auto take = [&](const onnx::StringStringEntryProto &entry) {
+      if (entry.key() == kKind)
+        kinds[info.name()] = entry.value();
+    };
+    const google::protobuf::Descriptor *descriptor = info.GetDescriptor();
+    if (const google::protobuf::FieldDescriptor *field =
+            descriptor->FindFieldByName("metadata_props")) {
+      const google::protobuf::Reflection *reflection = info.GetReflection();
+      for (int i = 0, n = reflection->FieldSize(info, field); i < n; ++i)
+        take(static_cast<const onnx::StringStringEntryProto &>(
+            reflection->GetRepeatedMessage(info, field, i)));
+      return;
+    }
+    const google::protobuf::UnknownFieldSet &unknown = info.unknown_fields();
+    for (int i = 0; i < unknown.field_count(); ++i) {
+      const google::protobuf::UnknownField &field = unknown.field(i);
+      onnx::StringStringEntryProto entry;
+      if (field.number() == 4 &&
+          field.type() ==
+              google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED &&
+          entry.ParseFromString(field.length_delimited()))
+        take(entry);
+    }
+  };
+  for (const auto &info : graph.value_info())
+    read(info);
+  for (const auto &info : graph.input())
+    read(info);
+  return kinds;
+}
+
 LogicalResult ModelImporter::buildSignature() {
   const onnx::GraphProto &graph = model.graph();
+  // Initializers the exporter marks as other than parameters (a rotary
+  // embedding's inverse frequencies, a bias of final logits registered as
+  // a buffer) are constants, as --freeze would make them.
+  llvm::StringMap<std::string> kinds = exportedKinds(graph);
+  SmallVector<std::string> notParameters;
   std::optional<llvm::Regex> freeze;
   if (!options.freezeRegex.empty()) {
     freeze.emplace("^(" + options.freezeRegex + ")$");
@@ -441,18 +489,30 @@ LogicalResult ModelImporter::buildSignature() {
   }
   for (const auto &init : graph.initializer()) {
     initializers[init.name()] = &init;
+    auto kind = kinds.find(init.name());
+    bool marked = kind != kinds.end() && kind->second != "PARAMETER";
     if (training() && neededNames.contains(init.name()) &&
         init.data_type() == onnx::TensorProto::FLOAT &&
         regularUse.contains(init.name()) &&
         !(freeze && freeze->match(init.name())) &&
-        (!trainable || trainable->contains(init.name())))
-      paramProtos.push_back(&init);
-    else if (training() && neededNames.contains(init.name()) &&
-             init.data_type() == onnx::TensorProto::FLOAT &&
-             bufferNames.contains(init.name()) &&
-             !regularUse.contains(init.name()))
+        (!trainable || trainable->contains(init.name()))) {
+      if (!marked) {
+        paramProtos.push_back(&init);
+        continue;
+      }
+      notParameters.push_back(init.name() + " (" + kind->second + ")");
+      continue;
+    }
+    if (training() && neededNames.contains(init.name()) &&
+        init.data_type() == onnx::TensorProto::FLOAT &&
+        bufferNames.contains(init.name()) && !regularUse.contains(init.name()))
       bufferProtos.push_back(&init);
   }
+  if (!notParameters.empty())
+    emitRemark(fileLoc) << notParameters.size()
+                        << " initializer(s) the exporter marks as not "
+                           "parameters stay constant: "
+                        << llvm::join(notParameters, ", ");
 
   // Parameters and buffers (training only): their data moves out of the
   // model into the result (most of a model's bytes; never copied).
