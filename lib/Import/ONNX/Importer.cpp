@@ -25,6 +25,8 @@
 #include <cmath>
 #include <cstring>
 #include <fcntl.h>
+#include <map>
+#include <tuple>
 #include <unistd.h>
 
 using namespace mlir;
@@ -92,6 +94,7 @@ private:
   LogicalResult checkNames();
   LogicalResult sliceAndCheckNodes();
   LogicalResult buildSignature();
+  void warnMergedParameters(ArrayRef<const onnx::TensorProto *> params);
   LogicalResult importBody();
 
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &input);
@@ -472,6 +475,35 @@ llvm::StringMap<std::string> exportedKinds(const onnx::GraphProto &graph) {
   return kinds;
 }
 
+/// Warns where one trainable initializer feeds the same input of several
+/// nodes of one type (every LayerNormalization's scale): what an export
+/// that merged initializers equal at initialization (PyTorch 2's
+/// optimize=True) leaves, training them as one parameter. Weight tying
+/// (an embedding and the output layer) feeds different operators and is
+/// not warned about.
+void ModelImporter::warnMergedParameters(
+    ArrayRef<const onnx::TensorProto *> params) {
+  llvm::StringSet<> trained;
+  for (const onnx::TensorProto *param : params)
+    trained.insert(param->name());
+  // (initializer, operator, input) -> the nodes reading it there.
+  std::map<std::tuple<std::string, std::string, int>, int> readers;
+  for (const auto &node : model.graph().node())
+    for (int i = 0; i < node.input_size(); ++i)
+      if (trained.contains(node.input(i)))
+        ++readers[{node.input(i), node.op_type(), i}];
+  for (const auto &[key, count] : readers) {
+    if (count < 2)
+      continue;
+    const auto &[name, op, input] = key;
+    emitWarning(namedLoc("initializer", name))
+        << "feeds input " << input << " of " << count << " " << op
+        << " nodes, trained as one parameter: if these were separate "
+           "parameters, the export merged initializers that were equal "
+           "(torch.onnx.export's optimize=True); export with optimize=False";
+  }
+}
+
 LogicalResult ModelImporter::buildSignature() {
   const onnx::GraphProto &graph = model.graph();
   // Initializers the exporter marks as other than parameters (a rotary
@@ -508,6 +540,7 @@ LogicalResult ModelImporter::buildSignature() {
         bufferNames.contains(init.name()) && !regularUse.contains(init.name()))
       bufferProtos.push_back(&init);
   }
+  warnMergedParameters(paramProtos);
   if (!notParameters.empty())
     emitRemark(fileLoc) << notParameters.size()
                         << " initializer(s) the exporter marks as not "
