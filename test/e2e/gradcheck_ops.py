@@ -404,6 +404,22 @@ cases.append(Case("Pad_crop", {"a": normal(3, 4)},
                                                g.ints([1, 2])], (N, 2, 2)),
                               g.const("pads", np.array([0, 0, 1, 0, 0, 0], np.int64))],
                       (N, 2, 3))))
+def rms_reference(g):
+    # RMSNormalization (opset 23, newer than the reference evaluator of the
+    # test venv's onnx) from its definition: x / sqrt(mean(x^2) + eps) * scale
+    # over the last two axes.
+    square = g.node("Mul", ["p_a", "p_a"], (N, 2, 3))
+    mean = g.node("ReduceMean", [square, g.ints([1, 2])], (N, 1, 1), keepdims=1)
+    eps = g.const("rms_eps", np.array(1e-3, np.float32 if g.dtype == np.float32 else np.float64))
+    root = g.node("Sqrt", [g.node("Add", [mean, eps], (N, 1, 1))], (N, 1, 1))
+    return g.node("Mul", [g.node("Div", ["p_a", root], (N, 2, 3)), "p_s"], (N, 2, 3))
+
+
+cases.append(Case("RMSNormalization", {"a": normal(*S), "s": normal(*S)},
+                  lambda g: g.node("RMSNormalization", ["p_a", "p_s"], (N,) + S, axis=1,
+                                   epsilon=1e-3),
+                  add_x_to="a", opset=23, reference_body=rms_reference))
+
 for exclusive, reverse in [(0, 0), (1, 1)]:
     cases.append(Case("CumSum_%d%d" % (exclusive, reverse), {"a": normal(*S)},
                       lambda g, e=exclusive, r=reverse: g.node(

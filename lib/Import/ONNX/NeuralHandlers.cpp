@@ -117,6 +117,40 @@ LogicalResult importLayerNormalization(GraphImporter &im,
   return success();
 }
 
+/// RMSNormalization (opset 23, LLaMA's norm): x / sqrt(mean(x^2) + epsilon)
+/// over the axes from `axis` on, times the scale; statistics in the
+/// input's type, as LayerNormalization's (whatever stash_type says).
+LogicalResult importRMSNormalization(GraphImporter &im,
+                                     const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0), scale = im.input(node, 1);
+  if (failed(x) || failed(scale))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", -1), type.getRank());
+  if (failed(axis))
+    return failure();
+  if (failed(im.requireBroadcastsTo(node, 1, *scale,
+                                    type.getShape().drop_front(*axis))))
+    return failure();
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  Type element = type.getElementType();
+  Value meanSquare = nn::ReduceMeanOp::create(
+      b, loc, nnb.mul(*x, *x),
+      llvm::to_vector(llvm::seq<int64_t>(*axis, type.getRank())),
+      /*keepdims=*/true);
+  Value invRms = nnb.div(
+      nnb.scalar(element, 1.0),
+      nn::SqrtOp::create(
+          b, loc,
+          nnb.add(meanSquare,
+                  nnb.scalar(element, im.floatAttr(node, "epsilon", 1e-5f)))));
+  return im.setResult(node,
+                      im.create<nn::MulOp>(node, nnb.mul(*x, invRms), *scale));
+}
+
 /// InstanceNormalization: each (sample, channel) normalized over its spatial
 /// dimensions, then scaled and shifted per channel.
 LogicalResult importInstanceNormalization(GraphImporter &im,
@@ -410,6 +444,7 @@ void onnx_import::addNeuralHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"Softmax", 1, importSoftmax<nn::SoftmaxOp>});
   list.push_back({"LogSoftmax", 1, importSoftmax<nn::LogSoftmaxOp>});
   list.push_back({"LayerNormalization", 17, importLayerNormalization});
+  list.push_back({"RMSNormalization", 23, importRMSNormalization});
   list.push_back({"BatchNormalization", 7, importBatchNormalization, {3, 4}});
   list.push_back({"InstanceNormalization", 6, importInstanceNormalization});
   list.push_back({"GroupNormalization", 18, importGroupNormalization});
