@@ -182,20 +182,20 @@ const llvm::StringMap<StringRef> &knownDisagreements() {
 }
 
 /// The error lines of a test's diagnostics: a warning (a model importing a
-/// newer opset than Accrue knows, which still compiles) is not a failure's
-/// reason.
+/// newer opset than Accrue knows, which still compiles) or a remark is not
+/// a failure's reason (all the lines are, where there are no others).
 std::string errorsOf(StringRef diagnostics) {
   SmallVector<StringRef> lines;
   diagnostics.split(lines, '\n', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
   std::string errors;
   for (StringRef line : lines) {
-    if (line.contains(": warning: "))
+    if (line.contains(": warning: ") || line.contains(": remark: "))
       continue;
     if (!errors.empty())
       errors += "\n";
     errors += line.trim().str();
   }
-  return errors;
+  return errors.empty() ? diagnostics.trim().str() : errors;
 }
 
 Result runTest(StringRef dir) {

@@ -6,8 +6,8 @@
 # and whose `shift` is marked CONSTANT_TENSOR compiles with a remark naming
 # them, trains only its PARAMETERs, and trains exactly as the unmarked model
 # with `--freeze scale|shift`; `--freeze` still freezes a marked parameter.
-# Marks on graph inputs (USER_INPUT) change nothing. (The test venv's onnx
-# writes the marks: Debian's predates ValueInfoProto.metadata_props.)
+# (The test venv's onnx writes the marks: Debian's predates
+# ValueInfoProto.metadata_props.)
 #
 # REQUIRES: onnx-reference
 # RUN: rm -rf %t && mkdir -p %t

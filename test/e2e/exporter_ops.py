@@ -83,6 +83,8 @@ case("isnan_where", [helper.make_node("IsNaN", ["s"], ["m"]),
      {"s": scores}, initializers=[("zero", np.array(0, np.float32))])
 case("isinf_positive_only", [helper.make_node("IsInf", ["a"], ["y"], detect_negative=0)],
      {"a": a}, opset=20)
+case("isinf_neither", [helper.make_node("IsInf", ["a"], ["y"], detect_negative=0,
+                                        detect_positive=0)], {"a": a}, opset=20)
 
 # GatherND: a padding mask's entries (int64 data), tuples with a negative
 # entry; with one batch dimension (a row per sample); of float data.
@@ -147,4 +149,21 @@ proc = subprocess.run([e2e.tool("accrue-compile"), path, "--micro-batch", "2", "
                       capture_output=True, text=True)
 assert proc.returncode != 0 and "node 'copy'" in proc.stderr and "'seq'" in proc.stderr \
     and "sequence of tensors" in proc.stderr, proc.stderr
+
+# RMSNormalization (opset 23, which Debian's onnx checker does not know yet)
+# of a scale of another type: one line naming the node.
+rms = helper.make_model(helper.make_graph(
+    [helper.make_node("RMSNormalization", ["x", "s"], ["y"], name="norm"),
+     helper.make_node("ReduceSum", ["y"], ["loss"], keepdims=0)],
+    "rms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+    [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+    [numpy_helper.from_array(np.ones(4, np.float64), "s")]),
+    opset_imports=[helper.make_opsetid("", 23)])
+path = os.path.join(out, "rms.onnx")
+with open(path, "wb") as f:
+    f.write(rms.SerializeToString())
+proc = subprocess.run([e2e.tool("accrue-compile"), path, "--micro-batch", "2", "-o",
+                       os.path.join(out, "rms")], capture_output=True, text=True)
+assert proc.returncode != 0 and "node 'norm': RMSNormalization: expects a floating-point " \
+    "input and a scale of its type" in proc.stderr, proc.stderr
 print("ok: %d node tests" % cases)

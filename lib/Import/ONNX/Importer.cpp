@@ -488,10 +488,16 @@ void ModelImporter::warnMergedParameters(
     trained.insert(param->name());
   // (initializer, operator, input) -> the nodes reading it there.
   std::map<std::tuple<std::string, std::string, int>, int> readers;
-  for (const auto &node : model.graph().node())
+  for (const auto &node : model.graph().node()) {
+    // Only the nodes the loss needs.
+    if (llvm::none_of(node.output(), [&](const std::string &output) {
+          return neededNames.contains(output);
+        }))
+      continue;
     for (int i = 0; i < node.input_size(); ++i)
       if (trained.contains(node.input(i)))
         ++readers[{node.input(i), node.op_type(), i}];
+  }
   for (const auto &[key, count] : readers) {
     if (count < 2)
       continue;
@@ -521,8 +527,11 @@ LogicalResult ModelImporter::buildSignature() {
   }
   for (const auto &init : graph.initializer()) {
     initializers[init.name()] = &init;
+    // A TrainingInfoProto's list of what to train, where there is one,
+    // overrules the marks.
     auto kind = kinds.find(init.name());
-    bool marked = kind != kinds.end() && kind->second != "PARAMETER";
+    bool marked =
+        !trainable && kind != kinds.end() && kind->second != "PARAMETER";
     if (training() && neededNames.contains(init.name()) &&
         init.data_type() == onnx::TensorProto::FLOAT &&
         regularUse.contains(init.name()) &&

@@ -199,6 +199,9 @@ FailureOr<int64_t> checkTuples(GraphImporter &im, const onnx::NodeProto &node,
   if (!dataType.hasStaticShape() || !indexType.hasStaticShape())
     return im.error(node) << "needs static shapes, got " << dataType << " and "
                           << indexType;
+  if (dataType.getNumElements() == 0 || indexType.getNumElements() == 0)
+    return im.error(node) << "empty data or indices are not supported, got "
+                          << dataType << " and " << indexType;
   int64_t r = dataType.getRank();
   if (batchDims < 0 || batchDims >= std::min(r, indexType.getRank()))
     return im.error(node) << "batch_dims " << batchDims
@@ -304,6 +307,9 @@ LogicalResult importScatterND(GraphImporter &im, const onnx::NodeProto &node) {
       node, reshapeTo(im, node, as(result, element), dataType.getShape()));
 }
 
+/// CumSum along a constant axis, as a product with a triangular matrix of
+/// ones (inclusive or exclusive, forward or reverse); its adjoint is the
+/// product with the transpose. Float inputs, axes of at most 4096.
 LogicalResult importCumSum(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
   FailureOr<SmallVector<int64_t>> axisValue = im.constantInts(node, 1, "axis");
@@ -473,7 +479,9 @@ LogicalResult importRange(GraphImporter &im, const onnx::NodeProto &node) {
   else if (element.isInteger(16))
     fill(int16_t());
   else if (element.isBF16() || element.isF16()) {
-    // Each value start + i delta rounded to nearest even once.
+    // Each value start + i delta (in double) rounded to nearest even once;
+    // ONNX's function body accumulates in the type, and numpy's half arange
+    // steps by the rounded second value: far from 0 those differ.
     SmallVector<APFloat> data;
     for (int64_t i = 0; i < n; ++i) {
       APFloat value(s + i * d);

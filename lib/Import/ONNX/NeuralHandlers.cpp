@@ -125,6 +125,11 @@ LogicalResult importRMSNormalization(GraphImporter &im,
   FailureOr<Value> x = im.input(node, 0), scale = im.input(node, 1);
   if (failed(x) || failed(scale))
     return failure();
+  if (!isa<FloatType>(typeOf(*x).getElementType()) ||
+      typeOf(*scale).getElementType() != typeOf(*x).getElementType())
+    return im.error(node) << "expects a floating-point input and a scale of "
+                             "its type, got "
+                          << x->getType() << " and " << scale->getType();
   RankedTensorType type = typeOf(*x);
   FailureOr<int64_t> axis =
       im.normalizeAxis(node, im.intAttr(node, "axis", -1), type.getRank());

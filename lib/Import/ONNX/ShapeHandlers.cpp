@@ -306,11 +306,20 @@ LogicalResult importConcat(GraphImporter &im, const onnx::NodeProto &node) {
     return failure();
   // Parts of no elements along the axis (the empty rest of a split, as
   // RotaryEmbedding's expansion makes when the whole head rotates) add
-  // nothing.
+  // nothing; all must still agree in rank and in the other dimensions.
+  auto first = cast<RankedTensorType>(inputs[0].getType());
   SmallVector<Value> parts;
-  for (Value input : inputs)
-    if (cast<RankedTensorType>(input.getType()).getDimSize(*axis) != 0)
+  for (auto [i, input] : llvm::enumerate(inputs)) {
+    auto type = cast<RankedTensorType>(input.getType());
+    for (int64_t d = 0; d < rank; ++d)
+      if (type.getRank() != rank ||
+          (d != *axis && type.getDimSize(d) != first.getDimSize(d)))
+        return im.error(node)
+               << "input " << i << " (" << type << ") does not match input 0 ("
+               << first << ") but along axis " << *axis;
+    if (type.getDimSize(*axis) != 0)
       parts.push_back(input);
+  }
   if (parts.size() == 1)
     return im.setResult(node, im.create<nn::IdentityOp>(node, parts[0]));
   if (parts.empty())
