@@ -343,6 +343,24 @@ FailureOr<Value> sliceAxis(GraphImporter &im, const onnx::NodeProto &node,
       im.builder.getDenseI64ArrayAttr(steps));
 }
 
+/// `x` cut along `axis` into consecutive parts of `sizes` (Split's and
+/// SplitToSequence's parts).
+FailureOr<SmallVector<Value>> sliceParts(GraphImporter &im,
+                                         const onnx::NodeProto &node, Value x,
+                                         int64_t axis,
+                                         ArrayRef<int64_t> sizes) {
+  SmallVector<Value> parts;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    FailureOr<Value> part = sliceAxis(im, node, x, axis, start, size);
+    if (failed(part))
+      return failure();
+    parts.push_back(*part);
+    start += size;
+  }
+  return parts;
+}
+
 LogicalResult importSplit(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
   if (failed(x))
@@ -376,14 +394,11 @@ LogicalResult importSplit(GraphImporter &im, const onnx::NodeProto &node) {
   if (static_cast<int64_t>(sizes.size()) != outputs || total != extent)
     return im.error(node) << "split sizes do not cover dimension " << *axis
                           << " (" << extent << ") in " << outputs << " parts";
-  int64_t start = 0;
-  for (auto [i, size] : llvm::enumerate(sizes)) {
-    FailureOr<Value> part = sliceAxis(im, node, *x, *axis, start, size);
-    if (failed(part))
-      return failure();
-    im.setOutput(node, i, *part);
-    start += size;
-  }
+  FailureOr<SmallVector<Value>> parts = sliceParts(im, node, *x, *axis, sizes);
+  if (failed(parts))
+    return failure();
+  for (auto [i, part] : llvm::enumerate(*parts))
+    im.setOutput(node, i, part);
   return success();
 }
 
@@ -437,23 +452,20 @@ LogicalResult importSplitToSequence(GraphImporter &im,
   if (total != extent)
     return im.error(node) << "split sizes sum to " << total
                           << ", not dimension " << *axis << "'s " << extent;
-  SmallVector<Value> parts;
-  int64_t start = 0;
-  for (int64_t size : sizes) {
-    FailureOr<Value> part = sliceAxis(im, node, *x, *axis, start, size);
-    if (failed(part))
-      return failure();
-    if (!keepdims) {
-      SmallVector<int64_t> squeezed(type.getShape());
-      squeezed.erase(squeezed.begin() + *axis);
-      part = reshapeTo(im, node, *part, squeezed);
-      if (failed(part))
+  FailureOr<SmallVector<Value>> parts = sliceParts(im, node, *x, *axis, sizes);
+  if (failed(parts))
+    return failure();
+  if (!keepdims) {
+    SmallVector<int64_t> squeezed(type.getShape());
+    squeezed.erase(squeezed.begin() + *axis);
+    for (Value &part : *parts) {
+      FailureOr<Value> dropped = reshapeTo(im, node, part, squeezed);
+      if (failed(dropped))
         return failure();
+      part = *dropped;
     }
-    parts.push_back(*part);
-    start += size;
   }
-  im.setSequence(node, 0, parts);
+  im.setSequence(node, 0, *parts);
   return success();
 }
 
