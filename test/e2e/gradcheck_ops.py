@@ -6,6 +6,10 @@
 # too) and projects the result onto fixed random weights to get a loss,
 # which is checked too (the forward value of every operator).
 #
+# Operators newer than the test venv's onnx evaluator (Attention,
+# RotaryEmbedding: opset 23) are checked by gradcheck_newest.test, which runs
+# this file with the newest onnx release's evaluator and --newest.
+#
 # REQUIRES: onnx-reference
 # RUN: rm -rf %t && mkdir -p %t
 # RUN: %reference_python %s %t
@@ -22,6 +26,9 @@ from onnx.reference import ReferenceEvaluator
 import accrue_e2e as e2e
 
 out = sys.argv[1]
+# --newest: only the cases whose reference needs a newer onnx than the test
+# venv's (run by gradcheck_newest.test); otherwise those are left out.
+NEWEST = "--newest" in sys.argv[2:]
 N = 3  # batch size (the micro-batch; one step)
 # Tolerances from what float32 arithmetic against a float64 reference
 # supports (central differences with h = 1e-6 in float64 are good to ~1e-9):
@@ -56,8 +63,10 @@ class Case:
 
     def __init__(self, name, params, body, x_shape=None, add_x_to=None,
                  labels=None, opset=17, loss_is_output=False, rtol=GRADIENT_RTOL,
-                 reference_body=None):
+                 reference_body=None, newest=False):
         self.name, self.params, self.body = name, params, body
+        # Whether onnx.reference needs a newer onnx than the test venv's.
+        self.newest = newest
         self.reference_body = reference_body
         self.x_shape = x_shape or (N,) + next(iter(params.values())).shape
         self.add_x_to = add_x_to
@@ -420,6 +429,60 @@ cases.append(Case("RMSNormalization", {"a": normal(*S), "s": normal(*S)},
                                    epsilon=1e-3),
                   add_x_to="a", opset=23, reference_body=rms_reference))
 
+# Attention (opset 23) with its masks, against the newest onnx's evaluator:
+# grouped-query heads with the causal frontier; 3-D inputs with a float mask,
+# softcap and a scale; a boolean mask shorter than the keys that leaves one
+# query row nothing (its output is zero); a cache of past keys and
+# values (the frontier offset by them) and a sliding window (opset 25).
+ROW_MASK = np.array([[1, 0, 1, 1], [0, 0, 0, 0], [1, 1, 0, 1]], bool)
+cases.append(Case("Attention_causal_gqa",
+                  {"q": normal(4, 3, 2), "k": normal(N, 2, 4, 2), "v": normal(N, 2, 4, 3)},
+                  lambda g: g.node("Attention", ["p_q", "p_k", "p_v"], (N, 4, 3, 3),
+                                   is_causal=1),
+                  add_x_to="q", opset=23, newest=True))
+cases.append(Case("Attention_3d_masks_softcap",
+                  {"q": normal(3, 4), "k": normal(N, 4, 4), "v": normal(N, 4, 6)},
+                  lambda g: g.node("Attention", [
+                      "p_q", "p_k", "p_v",
+                      g.const("mask_values", np.array([[0.5, -0.25, 0.0, 0.75]], g.dtype))],
+                      (N, 3, 6), q_num_heads=2, kv_num_heads=2, softcap=2.0, scale=0.7),
+                  add_x_to="q", opset=23, newest=True))
+cases.append(Case("Attention_3d_bool_mask_short",
+                  {"q": normal(3, 4), "k": normal(N, 4, 2), "v": normal(N, 4, 3)},
+                  lambda g: g.node("Attention", [
+                      "p_q", "p_k", "p_v", g.const("short_mask", ROW_MASK[:, :3])],
+                      (N, 3, 6), q_num_heads=2, kv_num_heads=1),
+                  add_x_to="q", opset=23, newest=True))
+cases.append(Case("Attention_past_window",
+                  {"q": normal(2, 3, 2), "k": normal(N, 2, 3, 2), "v": normal(N, 2, 3, 2),
+                   "pk": normal(N, 2, 2, 2), "pv": normal(N, 2, 2, 2)},
+                  lambda g: g.node("Attention", ["p_q", "p_k", "p_v", "", "p_pk", "p_pv"],
+                                   (N, 2, 3, 2), is_causal=1, left_window_size=2),
+                  add_x_to="q", opset=25, newest=True))
+# RotaryEmbedding (opset 23): 3-D input with positions, halves rotated; 4-D
+# interleaved with a partial rotation and the caches given per token.
+ROPE_COS = np.cos(np.outer(np.arange(5), [1.0, 0.3]))
+ROPE_SIN = np.sin(np.outer(np.arange(5), [1.0, 0.3]))
+cases.append(Case("RotaryEmbedding_positions",
+                  {"a": normal(3, 8)},
+                  lambda g: g.node("RotaryEmbedding", [
+                      "p_a", g.const("rope_cos", ROPE_COS.astype(g.dtype)),
+                      g.const("rope_sin", ROPE_SIN.astype(g.dtype)),
+                      g.const("rope_positions",
+                              np.array([[0, 1, 2], [2, 3, 4], [4, 0, 1]], np.int64))],
+                      (N, 3, 8), num_heads=2),
+                  add_x_to="a", opset=23, newest=True))
+cases.append(Case("RotaryEmbedding_interleaved_partial",
+                  {"a": normal(2, 3, 6)},
+                  lambda g: g.node("RotaryEmbedding", [
+                      "p_a",
+                      g.const("rope_cos3", np.broadcast_to(ROPE_COS[1:4, :1], (N, 3, 1))
+                              .astype(g.dtype)),
+                      g.const("rope_sin3", np.broadcast_to(ROPE_SIN[1:4, :1], (N, 3, 1))
+                              .astype(g.dtype))],
+                      (N, 2, 3, 6), interleaved=1, rotary_embedding_dim=2),
+                  add_x_to="a", opset=23, newest=True))
+
 for exclusive, reverse in [(0, 0), (1, 1)]:
     cases.append(Case("CumSum_%d%d" % (exclusive, reverse), {"a": normal(*S)},
                       lambda g, e=exclusive, r=reverse: g.node(
@@ -631,6 +694,7 @@ def node_multi(self, op, inputs, shapes, **attrs):
 Graph.node_multi = node_multi
 
 failures = []
+cases = [case for case in cases if case.newest == NEWEST]
 for case in cases:
     print("==", case.name, flush=True)
     # Each case draws its data from its own generator, so adding a case

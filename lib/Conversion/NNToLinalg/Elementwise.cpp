@@ -95,6 +95,56 @@ Value scalarBody(DivOp, OpBuilder &b, Location l, ValueRange args) {
     return arith::DivFOp::create(b, l, args[0], args[1]);
   return arith::DivSIOp::create(b, l, args[0], args[1]);
 }
+Value scalarBody(ModOp op, OpBuilder &b, Location l, ValueRange args) {
+  Value lhs = args[0], rhs = args[1];
+  Type type = lhs.getType();
+  Value zero = scalarConstant(b, l, type, 0.0);
+  Value remainder, isZero, rhsNegative;
+  if (isFloat(lhs)) {
+    remainder = arith::RemFOp::create(b, l, lhs, rhs);
+    isZero =
+        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, remainder, zero);
+    rhsNegative =
+        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, rhs, zero);
+  } else {
+    // remsi by 0 is undefined and by -1 can overflow: both remainders are 0,
+    // so divide by 1 there.
+    Value one = scalarConstant(b, l, type, 1.0);
+    Value minusOne = scalarConstant(b, l, type, -1.0);
+    Value trivial = arith::OrIOp::create(
+        b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, rhs, zero),
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, rhs, minusOne));
+    Value divisor = arith::SelectOp::create(b, l, trivial, one, rhs);
+    remainder = arith::RemSIOp::create(b, l, lhs, divisor);
+    isZero =
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, remainder, zero);
+    rhsNegative =
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, rhs, zero);
+  }
+  if (op.getFmod())
+    return remainder;
+  // Python's %: a nonzero remainder takes the divisor's sign.
+  Value remainderNegative =
+      isFloat(lhs)
+          ? Value(arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT,
+                                        remainder, zero))
+          : Value(arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt,
+                                        remainder, zero));
+  Value signsDiffer =
+      arith::XOrIOp::create(b, l, remainderNegative, rhsNegative);
+  Value shift = arith::AndIOp::create(
+      b, l, signsDiffer,
+      arith::XOrIOp::create(
+          b, l, isZero, arith::ConstantOp::create(b, l, b.getBoolAttr(true))));
+  if (!isFloat(lhs))
+    return arith::SelectOp::create(
+        b, l, shift, arith::AddIOp::create(b, l, remainder, rhs), remainder);
+  // A zero remainder takes the divisor's sign too (opset 28's floats).
+  Value result = arith::SelectOp::create(
+      b, l, shift, arith::AddFOp::create(b, l, remainder, rhs), remainder);
+  return arith::SelectOp::create(
+      b, l, isZero, math::CopySignOp::create(b, l, remainder, rhs), result);
+}
 Value scalarBody(PowOp, OpBuilder &b, Location l, ValueRange args) {
   return math::PowFOp::create(b, l, args[0], args[1]);
 }
@@ -254,14 +304,14 @@ void lowering::populateElementwiseLowering(RewritePatternSet &patterns) {
            ElementwiseLowering<ReluOp>, ElementwiseLowering<SigmoidOp>,
            ElementwiseLowering<TanhOp>, ElementwiseLowering<AddOp>,
            ElementwiseLowering<SubOp>, ElementwiseLowering<MulOp>,
-           ElementwiseLowering<DivOp>, ElementwiseLowering<PowOp>,
-           ElementwiseLowering<GreaterOp>, ElementwiseLowering<WhereOp>,
-           ElementwiseLowering<AbsOp>, ElementwiseLowering<ErfOp>,
-           ElementwiseLowering<MaxOp>, ElementwiseLowering<MinOp>,
-           ElementwiseLowering<LessOp>, ElementwiseLowering<EqualOp>,
-           ElementwiseLowering<AndOp>, ElementwiseLowering<NotOp>,
-           ElementwiseLowering<OrOp>, ElementwiseLowering<XorOp>,
-           ElementwiseLowering<LessOrEqualOp>,
+           ElementwiseLowering<DivOp>, ElementwiseLowering<ModOp>,
+           ElementwiseLowering<PowOp>, ElementwiseLowering<GreaterOp>,
+           ElementwiseLowering<WhereOp>, ElementwiseLowering<AbsOp>,
+           ElementwiseLowering<ErfOp>, ElementwiseLowering<MaxOp>,
+           ElementwiseLowering<MinOp>, ElementwiseLowering<LessOp>,
+           ElementwiseLowering<EqualOp>, ElementwiseLowering<AndOp>,
+           ElementwiseLowering<NotOp>, ElementwiseLowering<OrOp>,
+           ElementwiseLowering<XorOp>, ElementwiseLowering<LessOrEqualOp>,
            ElementwiseLowering<GreaterOrEqualOp>, ElementwiseLowering<ClipOp>,
            ElementwiseLowering<CastOp>, ElementwiseLowering<SinOp>,
            ElementwiseLowering<CosOp>, ElementwiseLowering<SignOp>,

@@ -60,14 +60,26 @@ struct SoftmaxLowering : public OpConversionPattern<OpTy> {
                               .getResult());
                     })
                     .getResult(0);
+    // 16-bit floats sum their exponentials and divide in f32 (as PyTorch's
+    // softmax accumulates them): only the result rounds to the input's type.
+    Type element = type.getElementType();
+    Type compute = element.getIntOrFloatBitWidth() < 32
+                       ? Type(rewriter.getF32Type())
+                       : element;
+    auto widen = [compute](OpBuilder &b, Location l, Value v) -> Value {
+      return v.getType() == compute ? v
+                                    : arith::ExtFOp::create(b, l, compute, v);
+    };
     Value sum =
         linalg::GenericOp::create(
-            rewriter, loc, statType, ValueRange{input, max},
-            filledTensor(rewriter, loc, statType, 0.0),
+            rewriter, loc, statType.clone(compute), ValueRange{input, max},
+            filledTensor(rewriter, loc, statType.clone(compute), 0.0),
             ArrayRef<AffineMap>{identity, stat, stat}, reduce,
-            [](OpBuilder &b, Location l, ValueRange args) {
+            [&](OpBuilder &b, Location l, ValueRange args) {
               Value e = math::ExpOp::create(
-                  b, l, arith::SubFOp::create(b, l, args[0], args[1]));
+                  b, l,
+                  arith::SubFOp::create(b, l, widen(b, l, args[0]),
+                                        widen(b, l, args[1])));
               linalg::YieldOp::create(
                   b, l,
                   arith::AddFOp::create(b, l, args[2], e, reassocFlags(b))
@@ -80,8 +92,9 @@ struct SoftmaxLowering : public OpConversionPattern<OpTy> {
             emptyTensor(rewriter, loc, type),
             ArrayRef<AffineMap>{identity, stat, stat, identity},
             SmallVector<IteratorType>(rank, IteratorType::parallel),
-            [](OpBuilder &b, Location l, ValueRange args) {
-              Value shifted = arith::SubFOp::create(b, l, args[0], args[1]);
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value shifted = arith::SubFOp::create(b, l, widen(b, l, args[0]),
+                                                    widen(b, l, args[1]));
               Value r;
               if (IsLog)
                 r = arith::SubFOp::create(b, l, shifted,
@@ -89,6 +102,8 @@ struct SoftmaxLowering : public OpConversionPattern<OpTy> {
               else
                 r = arith::DivFOp::create(
                     b, l, math::ExpOp::create(b, l, shifted), args[2]);
+              if (r.getType() != element)
+                r = arith::TruncFOp::create(b, l, element, r);
               linalg::YieldOp::create(b, l, r);
             })
             .getResult(0);

@@ -2,8 +2,8 @@
 //
 // One nn op per ONNX operator where there is one; LeakyRelu, Elu, Softplus,
 // Reciprocal, Gelu, HardSigmoid, HardSwish, Softsign, Selu, Celu,
-// ThresholdedRelu, Mish, PRelu, Sinh and Cosh are built from nn ops, so their
-// VJPs come from the parts.
+// ThresholdedRelu, Mish, PRelu, Swish, Sinh and Cosh are built from nn ops, so
+// their VJPs come from the parts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,6 +65,18 @@ LogicalResult importVariadic(GraphImporter &im, const onnx::NodeProto &node) {
     acc = im.create<OpTy>(node, *acc, *next);
   }
   return im.setResult(node, acc);
+}
+
+/// Mod: the remainder with the divisor's sign, or with `fmod` the
+/// dividend's.
+LogicalResult importMod(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> lhs = im.input(node, 0), rhs = im.input(node, 1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  return im.setResult(
+      node, im.create<nn::ModOp>(
+                node, *lhs, *rhs,
+                im.builder.getBoolAttr(im.intAttr(node, "fmod", 0) != 0)));
 }
 
 LogicalResult importNot(GraphImporter &im, const onnx::NodeProto &node) {
@@ -341,6 +353,20 @@ LogicalResult importHardSwish(GraphImporter &im, const onnx::NodeProto &node) {
           node, *x, hardSigmoid(im.builder, im.loc(node), *x, 1.0 / 6.0, 0.5)));
 }
 
+/// Swish (opset 24): x sigmoid(alpha x).
+LogicalResult importSwish(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = floatInput(im, node, 0);
+  if (failed(x))
+    return failure();
+  nn::NNBuilder nnb(im.builder, im.loc(node));
+  Value scaled =
+      nnb.mul(*x, nnb.scalar(elementOf(*x), im.floatAttr(node, "alpha", 1.0f)));
+  return im.setResult(
+      node,
+      im.create<nn::MulOp>(
+          node, *x, nn::SigmoidOp::create(im.builder, im.loc(node), scaled)));
+}
+
 LogicalResult importSoftsign(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = floatInput(im, node, 0);
   if (failed(x))
@@ -498,6 +524,7 @@ void onnx_import::addElementwiseHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"HardSigmoid", 6, importHardSigmoid});
   list.push_back({"HardSwish", 14, importHardSwish});
   list.push_back({"Softsign", 1, importSoftsign});
+  list.push_back({"Swish", 24, importSwish});
   list.push_back({"Selu", 6, importSelu});
   list.push_back({"Celu", 12, importCelu});
   list.push_back({"ThresholdedRelu", 10, importThresholdedRelu});
@@ -510,6 +537,8 @@ void onnx_import::addElementwiseHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"Div", 7, importBinary<nn::DivOp>});
   list.push_back({"Max", 8, importVariadic<nn::MaxOp>});
   list.push_back({"Min", 8, importVariadic<nn::MinOp>});
+  list.push_back({"Sum", 6, importVariadic<nn::AddOp>});
+  list.push_back({"Mod", 10, importMod});
   list.push_back({"Greater", 7, importBinary<nn::GreaterOp>});
   list.push_back({"Less", 7, importBinary<nn::LessOp>});
   list.push_back({"Equal", 7, importBinary<nn::EqualOp>});

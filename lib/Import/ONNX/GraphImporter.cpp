@@ -31,6 +31,7 @@ static const std::vector<OpRegistration> &allHandlers() {
     addIndexingHandlers(list);
     addLossHandlers(list);
     addNeuralHandlers(list);
+    addAttentionHandlers(list);
     addWindowHandlers(list);
     addResizeHandlers(list);
     addRecurrentHandlers(list);

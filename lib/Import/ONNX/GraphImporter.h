@@ -104,6 +104,7 @@ void addShapeHandlers(std::vector<OpRegistration> &handlers);
 void addIndexingHandlers(std::vector<OpRegistration> &handlers);
 void addLossHandlers(std::vector<OpRegistration> &handlers);
 void addNeuralHandlers(std::vector<OpRegistration> &handlers);
+void addAttentionHandlers(std::vector<OpRegistration> &handlers);
 void addWindowHandlers(std::vector<OpRegistration> &handlers);
 void addResizeHandlers(std::vector<OpRegistration> &handlers);
 void addRecurrentHandlers(std::vector<OpRegistration> &handlers);

@@ -479,16 +479,31 @@ LogicalResult importRange(GraphImporter &im, const onnx::NodeProto &node) {
   else if (element.isInteger(16))
     fill(int16_t());
   else if (element.isBF16() || element.isF16()) {
-    // Each value start + i delta (in double) rounded to nearest even once;
-    // ONNX's function body accumulates in the type, and numpy's half arange
-    // steps by the rounded second value: far from 0 those differ.
+    // Before opset 27, each value start + i delta (in double) rounded to
+    // nearest even once; ONNX's function body accumulates in the type, and
+    // numpy's half arange steps by the rounded second value: far from 0
+    // those differ. From opset 27 on, stash_type says: the values
+    // accumulate delta in f32 (1, the default) or in the type (0), each
+    // rounded to the type.
+    const llvm::fltSemantics &semantics =
+        cast<FloatType>(element).getFloatSemantics();
+    bool lost;
+    auto rounded = [&](APFloat value, const llvm::fltSemantics &to) {
+      value.convert(to, APFloat::rmNearestTiesToEven, &lost);
+      return value;
+    };
+    const llvm::fltSemantics &accumulation =
+        im.intAttr(node, "stash_type", 1) ? APFloat::IEEEsingle() : semantics;
+    APFloat next = rounded(APFloat(s), accumulation);
+    APFloat step = rounded(APFloat(d), accumulation);
     SmallVector<APFloat> data;
     for (int64_t i = 0; i < n; ++i) {
-      APFloat value(s + i * d);
-      bool lost;
-      value.convert(cast<FloatType>(element).getFloatSemantics(),
-                    APFloat::rmNearestTiesToEven, &lost);
-      data.push_back(value);
+      if (im.opset < 27) {
+        data.push_back(rounded(APFloat(s + i * d), semantics));
+        continue;
+      }
+      data.push_back(rounded(next, semantics));
+      next.add(step, APFloat::rmNearestTiesToEven);
     }
     values = DenseElementsAttr::get(type, data);
   } else

@@ -117,6 +117,35 @@ LogicalResult importLayerNormalization(GraphImporter &im,
   return success();
 }
 
+/// Hardmax (opset 13): 1 at the first maximum along the axis, 0 elsewhere.
+/// Its gradient is zero, so it trains nothing.
+LogicalResult importHardmax(GraphImporter &im, const onnx::NodeProto &node) {
+  FailureOr<Value> x = im.input(node, 0);
+  if (failed(x))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  if (!isa<FloatType>(type.getElementType()))
+    return im.error(node) << "expects a floating-point input, got " << type;
+  FailureOr<int64_t> axis =
+      im.normalizeAxis(node, im.intAttr(node, "axis", -1), type.getRank());
+  if (failed(axis))
+    return failure();
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
+  Value first = nn::ArgMaxOp::create(b, loc, *x, b.getI64IntegerAttr(*axis),
+                                     b.getBoolAttr(true), b.getBoolAttr(false));
+  SmallVector<int64_t> rangeShape(type.getRank(), 1);
+  rangeShape[*axis] = type.getDimSize(*axis);
+  Value positions = nnb.reshape(
+      indexVector(b, loc,
+                  llvm::to_vector(llvm::seq<int64_t>(0, rangeShape[*axis]))),
+      RankedTensorType::get(rangeShape, b.getI64Type()));
+  return im.setResult(
+      node, im.create<nn::CastOp>(
+                node, type, nn::EqualOp::create(b, loc, first, positions)));
+}
+
 /// RMSNormalization (opset 23, LLaMA's norm): x / sqrt(mean(x^2) + epsilon)
 /// over the axes from `axis` on, times the scale; statistics in the
 /// input's type, as LayerNormalization's (whatever stash_type says).
@@ -448,6 +477,7 @@ LogicalResult importDropout(GraphImporter &im, const onnx::NodeProto &node) {
 void onnx_import::addNeuralHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"Softmax", 1, importSoftmax<nn::SoftmaxOp>});
   list.push_back({"LogSoftmax", 1, importSoftmax<nn::LogSoftmaxOp>});
+  list.push_back({"Hardmax", 13, importHardmax});
   list.push_back({"LayerNormalization", 17, importLayerNormalization});
   list.push_back({"RMSNormalization", 23, importRMSNormalization});
   list.push_back({"BatchNormalization", 7, importBatchNormalization, {3, 4}});

@@ -4,6 +4,8 @@
 
 #include "mlir/IR/Matchers.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace accrue;
 using namespace accrue::onnx_import;
@@ -44,11 +46,15 @@ FailureOr<SmallVector<int64_t>> resolveAxes(GraphImporter &im,
   return axes;
 }
 
-/// Emits reduction `OpTy` of `x` as the node asks; `square` first squares
-/// the input (ReduceSumSquare, ReduceL2) and `root` takes the square root
-/// after (ReduceL2).
-template <typename OpTy, int64_t InputSince, bool Square = false,
-          bool Root = false>
+/// What a sum does around its reduction: ReduceSumSquare squares the
+/// elements first, ReduceL2 also takes the square root after, ReduceL1 sums
+/// magnitudes, ReduceLogSum takes the log of the sum and ReduceLogSumExp
+/// the log of the sum of exponentials (shifted by the maximum, so that no
+/// exponential overflows).
+enum class Around { None, Square, L2, L1, Log, LogExp };
+
+/// Emits reduction `OpTy` of `x` as the node asks, with `around` applied.
+template <typename OpTy, int64_t InputSince, Around around = Around::None>
 LogicalResult importReduction(GraphImporter &im, const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0);
   if (failed(x))
@@ -56,47 +62,94 @@ LogicalResult importReduction(GraphImporter &im, const onnx::NodeProto &node) {
   auto type = cast<RankedTensorType>(x->getType());
   // Integer sums are counts (`mask.sum()`); the maximum and minimum of
   // booleans (opset 20) are any and all; other reductions take floats.
-  bool integerSum = std::is_same_v<OpTy, nn::ReduceSumOp> && !Square &&
-                    type.getElementType().isInteger() &&
-                    !type.getElementType().isInteger(1);
+  bool integerSum =
+      std::is_same_v<OpTy, nn::ReduceSumOp> && around == Around::None &&
+      type.getElementType().isInteger() && !type.getElementType().isInteger(1);
   bool boolExtremum =
       (std::is_same_v<OpTy, nn::ReduceMaxOp> ||
        std::is_same_v<OpTy, nn::ReduceMinOp>)&&type.getElementType()
           .isInteger(1);
   if (!isa<FloatType>(type.getElementType()) && !integerSum && !boolExtremum)
     return im.error(node) << "expects a floating-point input"
-                          << (std::is_same_v<OpTy, nn::ReduceSumOp>
+                          << (std::is_same_v<OpTy, nn::ReduceSumOp> &&
+                                      around == Around::None
                                   ? " or 32/64-bit integers"
                                   : "");
   FailureOr<SmallVector<int64_t>> axes =
       resolveAxes(im, node, type.getRank(), InputSince);
   if (failed(axes))
     return failure();
-  nn::NNBuilder nnb(im.builder, im.loc(node));
-  Value input = Square ? nnb.mul(*x, *x) : *x;
-  if (axes->empty())
-    return im.setResult(node, Root ? im.create<nn::AbsOp>(node, *x)
-                                   : FailureOr<Value>(input));
+  OpBuilder &b = im.builder;
+  Location loc = im.loc(node);
+  nn::NNBuilder nnb(b, loc);
   bool keepdims = im.intAttr(node, "keepdims", 1) != 0;
-  if (boolExtremum) {
-    // As 0/1 floats, and back.
-    FailureOr<Value> asFloat = im.create<nn::CastOp>(
-        node, RankedTensorType::get(type.getShape(), im.builder.getF32Type()),
-        input);
-    if (failed(asFloat))
-      return failure();
-    input = *asFloat;
+  Value input = *x;
+  // The shift of ReduceLogSumExp: the maximum over the axes, kept as a
+  // broadcastable tensor, 0 where it is infinite (an empty or all -inf
+  // set: the sum's log is then -inf or NaN by itself).
+  Value shift;
+  if (around == Around::LogExp && !axes->empty()) {
+    Value max = nn::ReduceMaxOp::create(
+        b, loc, input, b.getDenseI64ArrayAttr(*axes), b.getBoolAttr(true));
+    Type element = type.getElementType();
+    Value infinite = nn::EqualOp::create(
+        b, loc, nn::AbsOp::create(b, loc, max),
+        nnb.scalar(element, std::numeric_limits<double>::infinity()));
+    shift =
+        nn::WhereOp::create(b, loc, infinite, nnb.scalar(element, 0.0), max);
+    input = nnb.sub(input, shift);
   }
-  FailureOr<Value> reduced =
-      im.create<OpTy>(node, input, im.builder.getDenseI64ArrayAttr(*axes),
-                      im.builder.getBoolAttr(keepdims));
-  // Back to booleans: above one half (the maximum of an empty set, -inf,
-  // is false; the minimum, +inf, true).
-  if (boolExtremum && succeeded(reduced))
-    reduced = im.create<nn::GreaterOp>(
-        node, *reduced, nnb.scalar(im.builder.getF32Type(), 0.5));
-  if (Root && succeeded(reduced))
-    reduced = im.create<nn::SqrtOp>(node, *reduced);
+  switch (around) {
+  case Around::Square:
+  case Around::L2:
+    input = nnb.mul(input, input);
+    break;
+  case Around::L1:
+    input = nn::AbsOp::create(b, loc, input);
+    break;
+  case Around::LogExp:
+    input = nn::ExpOp::create(b, loc, input);
+    break;
+  case Around::None:
+  case Around::Log:
+    break;
+  }
+  FailureOr<Value> reduced = input;
+  if (!axes->empty()) {
+    if (boolExtremum)
+      // As 0/1 floats, and back.
+      input = nn::CastOp::create(
+          b, loc, RankedTensorType::get(type.getShape(), b.getF32Type()),
+          input);
+    reduced = im.create<OpTy>(node, input, b.getDenseI64ArrayAttr(*axes),
+                              b.getBoolAttr(keepdims));
+    // Back to booleans: above one half (the maximum of an empty set, -inf,
+    // is false; the minimum, +inf, true).
+    if (boolExtremum && succeeded(reduced))
+      reduced = im.create<nn::GreaterOp>(node, *reduced,
+                                         nnb.scalar(b.getF32Type(), 0.5));
+  }
+  if (failed(reduced))
+    return failure();
+  switch (around) {
+  case Around::L2:
+    // Without axes, the root of a square is the magnitude.
+    reduced = axes->empty() ? im.create<nn::AbsOp>(node, *x)
+                            : im.create<nn::SqrtOp>(node, *reduced);
+    break;
+  case Around::Log:
+  case Around::LogExp:
+    reduced = im.create<nn::LogOp>(node, *reduced);
+    if (shift && succeeded(reduced))
+      reduced = im.create<nn::AddOp>(
+          node, *reduced,
+          keepdims
+              ? shift
+              : nnb.reshape(shift, cast<RankedTensorType>(reduced->getType())));
+    break;
+  default:
+    break;
+  }
   return im.setResult(node, reduced);
 }
 
@@ -299,10 +352,22 @@ void onnx_import::addReductionHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"ReduceMean", 1, importReduction<nn::ReduceMeanOp, 18>, {1}});
   list.push_back({"ReduceMax", 1, importReduction<nn::ReduceMaxOp, 18>, {1}});
   list.push_back({"ReduceMin", 1, importReduction<nn::ReduceMinOp, 18>, {1}});
+  list.push_back({"ReduceSumSquare",
+                  1,
+                  importReduction<nn::ReduceSumOp, 18, Around::Square>,
+                  {1}});
   list.push_back(
-      {"ReduceSumSquare", 1, importReduction<nn::ReduceSumOp, 18, true>, {1}});
+      {"ReduceL2", 1, importReduction<nn::ReduceSumOp, 18, Around::L2>, {1}});
   list.push_back(
-      {"ReduceL2", 1, importReduction<nn::ReduceSumOp, 18, true, true>, {1}});
+      {"ReduceL1", 1, importReduction<nn::ReduceSumOp, 18, Around::L1>, {1}});
+  list.push_back({"ReduceLogSum",
+                  1,
+                  importReduction<nn::ReduceSumOp, 18, Around::Log>,
+                  {1}});
+  list.push_back({"ReduceLogSumExp",
+                  1,
+                  importReduction<nn::ReduceSumOp, 18, Around::LogExp>,
+                  {1}});
   list.push_back({"ArgMax", 1, importArgReduction<nn::ArgMaxOp>});
   list.push_back({"ArgMin", 1, importArgReduction<nn::ArgMinOp>});
   list.push_back({"TopK", 1, importTopK, {1}});

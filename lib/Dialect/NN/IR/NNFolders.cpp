@@ -192,6 +192,29 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
       [](APFloat a, APFloat b) { return a / b; });
 }
 
+OpFoldResult ModOp::fold(FoldAdaptor adaptor) {
+  bool fmod = getFmod();
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [&](APInt a, APInt b) -> std::optional<APInt> {
+        if (b.isZero())
+          return APInt::getZero(a.getBitWidth());
+        APInt r = a.srem(b);
+        if (!fmod && !r.isZero() && r.isNegative() != b.isNegative())
+          r += b;
+        return r;
+      },
+      [&](APFloat a, APFloat b) {
+        APFloat r = a;
+        r.mod(b);
+        if (!fmod && r.isZero())
+          r.copySign(b);
+        else if (!fmod && r.isNegative() != b.isNegative())
+          r.add(b, APFloat::rmNearestTiesToEven);
+        return r;
+      });
+}
+
 OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
   return foldArith(
       adaptor.getOperands(), getType(),

@@ -214,6 +214,30 @@ def NN_PowOp : NN_BinaryOp<"pow", "Pow"> {
   }];
 }
 
+def NN_ModOp : NN_BroadcastOp<"mod"> {
+  let summary = "elementwise remainder with broadcasting";
+  let description = [{
+    ONNX [Mod](https://onnx.ai/onnx/operators/onnx__Mod.html), opsets 10 and
+    later. With `fmod` the remainder has the dividend's sign (C's fmod, the
+    only form ONNX allows for floating-point operands); without it, the
+    divisor's (Python's %). Both operands have the same element type; an
+    integer remainder by zero is 0 here (undefined in ONNX). No gradient.
+  }];
+  let arguments = (ins NN_Tensor:$lhs, NN_Tensor:$rhs, BoolAttr:$fmod);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let extraClassDeclaration = [{
+    static ::mlir::Type resultElementType(::mlir::MLIRContext *,
+                                          Adaptor adaptor) {
+      return ::mlir::getElementTypeOrSelf(adaptor.getLhs().getType());
+    }
+  }];
+}
+
 class NN_CompareOp<string mnemonic, string onnxName, string since = "7">
     : NN_BroadcastOp<mnemonic> {
   let summary = "elementwise " # onnxName # " comparison with broadcasting";
