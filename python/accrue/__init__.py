@@ -270,25 +270,90 @@ class Session:
         self._require().save_kernel_profile(os.fspath(path))
 
 
-def export_torch(module, example, path, opset=17):
+def export_torch(module, example, path, opset=None, exporter="auto"):
     """Exports a torch.nn.Module whose forward takes the arrays of `example`
     (a dict of numpy arrays or tensors, in the forward's order) and returns
-    the loss, in training mode with a dynamic batch axis, to `path`."""
+    the loss, in training mode with a dynamic batch axis, to `path`.
+
+    `exporter`: "dynamo" (PyTorch 2's torch.export-based exporter, opset 20
+    by default), "torchscript" (the TorchScript exporter, opset 17 by
+    default; PyTorch 1.x has only this one) or "auto": dynamo where
+    torch.onnx.export has it, the TorchScript exporter where not, or where
+    the dynamo export fails (it says so). The dynamo export runs with
+    optimize=False: its default optimizations fold position embeddings into
+    constants and merge parameters that are equal at initialization (every
+    LayerNorm scale), which training cannot take."""
+    return _export_torch(module, example, path, opset, exporter)[0]
+
+
+def _export_torch(module, example, path, opset=None, exporter="auto"):
+    """export_torch, and whether the dynamo exporter wrote the file."""
+    import inspect
+    import warnings
+
     import torch
     names = list(example)
     inputs = tuple(torch.as_tensor(np.asarray(example[n])[:2]) for n in names)
     module.train()
-    torch.onnx.export(module, inputs, os.fspath(path), input_names=names,
+    path = os.fspath(path)
+    has_dynamo = "dynamo" in inspect.signature(torch.onnx.export).parameters
+    if exporter not in ("auto", "dynamo", "torchscript"):
+        raise ValueError("exporter must be 'auto', 'dynamo' or 'torchscript', "
+                         "not %r" % (exporter,))
+    if exporter == "dynamo" and not has_dynamo:
+        raise ValueError("exporter='dynamo' needs PyTorch 2's torch.onnx.export "
+                         "(this is PyTorch %s)" % torch.__version__)
+    if exporter != "torchscript" and has_dynamo:
+        batch = torch.export.Dim("batch", min=1)
+        try:
+            torch.onnx.export(module, inputs, path, dynamo=True, optimize=False,
+                              opset_version=opset or 20, input_names=names,
+                              output_names=["loss"],
+                              dynamic_shapes=tuple({0: batch} for _ in names))
+            return path, True
+        except Exception as err:  # torch.export's own failures vary by model
+            if exporter == "dynamo":
+                raise
+            warnings.warn("accrue.export_torch: the dynamo exporter failed (%s: %s); "
+                          "exporting with the TorchScript exporter"
+                          % (type(err).__name__, str(err).splitlines()[0][:200]))
+    kwargs = {"dynamo": False} if has_dynamo else {}
+    torch.onnx.export(module, inputs, path, input_names=names,
                       output_names=["loss"],
                       dynamic_axes={n: {0: "batch"} for n in names},
-                      opset_version=opset,
+                      opset_version=opset or 17,
                       training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
-    return os.fspath(path)
+                      do_constant_folding=False, **kwargs)
+    return path, False
 
 
-def compile_torch(module, example, output, opset=17, **settings):
+def _torchscript_buffers(module):
+    """A --freeze regex of the module's float buffers other than
+    BatchNormalization's statistics (which Accrue keeps as buffers itself):
+    the TorchScript exporter writes buffers as initializers without a mark,
+    and Accrue trains every float initializer it is not told to keep."""
+    import re
+
+    import torch
+    statistics = set()
+    for prefix, sub in module.named_modules():
+        if isinstance(sub, torch.nn.modules.batchnorm._BatchNorm):
+            statistics.update((prefix + "." if prefix else "") + n
+                              for n, _ in sub.named_buffers(recurse=False))
+    names = [n for n, b in module.named_buffers()
+             if b.is_floating_point() and n not in statistics]
+    return "|".join(re.escape(n) for n in names)
+
+
+def compile_torch(module, example, output, opset=None, exporter="auto", **settings):
     """export_torch then compile: a PyTorch module to a compiled step in one
-    call (the ONNX file is kept as `output`.onnx)."""
-    path = export_torch(module, example, os.fspath(output) + ".onnx", opset)
+    call (the ONNX file is kept as `output`.onnx). Through the TorchScript
+    exporter, the module's float buffers are kept constant (added to
+    `freeze`); the dynamo exporter marks them itself."""
+    path, dynamo = _export_torch(module, example, os.fspath(output) + ".onnx", opset,
+                                 exporter)
+    buffers = "" if dynamo else _torchscript_buffers(module)
+    if buffers:
+        given = settings.get("freeze")
+        settings["freeze"] = buffers if not given else "%s|%s" % (given, buffers)
     return compile(path, output, **settings)

@@ -42,8 +42,10 @@ AccrueDType dtypeOf(const py::array &array, const std::string &name) {
     throw py::value_error("array '" + name + "' has dtype " +
                           std::string(py::str(type)) +
                           ", not in this machine's byte order");
-  char kind = type.kind();
-  size_t size = type.itemsize();
+  // Through the attributes, not pybind11's view of numpy's descriptor
+  // struct, whose layout numpy 2 changed (the item size moved).
+  char kind = type.attr("kind").cast<std::string>().at(0);
+  size_t size = type.attr("itemsize").cast<size_t>();
   if (kind == 'f' && size == 4)
     return ACCRUE_DTYPE_FLOAT32;
   if (kind == 'f' && size == 8)

@@ -49,12 +49,15 @@ def python_has(module, python=config.python_executable):
 
 if python_has("onnx.reference", config.reference_python):
     config.available_features.add("onnx-reference")
-# The newest onnx release's evaluator (scripts/setup makes its venv), for
-# operators the test venv's onnx predates.
+# The newest releases' venv (scripts/setup makes it): onnx's evaluator for
+# operators the test venv's onnx predates; PyTorch 2, transformers and
+# onnxscript for the models users export today.
 latest_python = os.path.join(config.accrue_src_root, ".venv-onnx-latest", "bin", "python")
 if os.path.exists(latest_python):
     config.substitutions.append(("%latest_python", latest_python))
     config.available_features.add("onnx-latest")
+    if python_has("torch, transformers, onnxscript", latest_python):
+        config.available_features.add("torch2")
 if python_has("torch"):
     config.available_features.add("torch")
 if os.path.exists("/usr/bin/time"):
