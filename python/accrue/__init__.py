@@ -272,8 +272,11 @@ class Session:
 
 def export_torch(module, example, path, opset=None, exporter="auto"):
     """Exports a torch.nn.Module whose forward takes the arrays of `example`
-    (a dict of numpy arrays or tensors, in the forward's order) and returns
-    the loss, in training mode with a dynamic batch axis, to `path`.
+    (a dict of numpy arrays or tensors, in the forward's order, or a tuple
+    of them, named after the forward's parameters) and returns the loss, in
+    training mode with a dynamic batch axis, to `path`. Parameters keep the
+    module's state_dict names (an initializer the exporter named otherwise
+    is renamed after the entry holding its values).
 
     `exporter`: "dynamo" (PyTorch 2's torch.export-based exporter, opset 20
     by default), "torchscript" (the TorchScript exporter, opset 17 by
@@ -286,14 +289,77 @@ def export_torch(module, example, path, opset=None, exporter="auto"):
     return _export_torch(module, example, path, opset, exporter)[0]
 
 
+def _example_inputs(module, example):
+    """The input names and arrays of an example: a dict's keys, or for a
+    tuple (or list) of tensors or arrays, the names of the forward's
+    positional parameters it fills."""
+    import inspect
+    if isinstance(example, dict):
+        return list(example), [example[n] for n in example]
+    if not isinstance(example, (tuple, list)):
+        raise TypeError("example must be a dict of arrays (input name -> array) or a "
+                        "tuple of arrays in the forward's order, not %s"
+                        % type(example).__name__)
+    parameters = [p for p in inspect.signature(module.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(parameters) < len(example):
+        raise TypeError("example has %d arrays but %s.forward takes %d positional inputs"
+                        % (len(example), type(module).__name__, len(parameters)))
+    return [p.name for p in parameters[:len(example)]], list(example)
+
+
+def _state_dict_names(module, path):
+    """Renames the initializers of the exported `path` that are not named
+    after the module's state_dict (an exporter's generated names) to the
+    state_dict entry holding the same values, where exactly one does, so
+    that parameters keep the module's names."""
+    try:
+        import onnx
+        from onnx import numpy_helper
+    except ImportError:
+        return
+    state = {k: v.detach().cpu().numpy() for k, v in module.state_dict().items()}
+    model = onnx.load(path)
+    external = os.path.exists(path + ".data")
+    renames = {}
+    taken = {t.name for t in model.graph.initializer}
+    for tensor in model.graph.initializer:
+        if tensor.name in state or tensor.data_type not in (
+                onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
+                onnx.TensorProto.BFLOAT16):
+            continue
+        value = numpy_helper.to_array(tensor)
+        matches = [k for k, v in state.items()
+                   if k not in taken and v.shape == value.shape
+                   and np.array_equal(v.astype(value.dtype), value)]
+        if len(matches) == 1:
+            renames[tensor.name] = matches[0]
+            taken.add(matches[0])
+    if not renames:
+        return
+    for tensor in model.graph.initializer:
+        tensor.name = renames.get(tensor.name, tensor.name)
+    for node in model.graph.node:
+        for i, name in enumerate(node.input):
+            if name in renames:
+                node.input[i] = renames[name]
+    for info in list(model.graph.input) + list(model.graph.value_info):
+        info.name = renames.get(info.name, info.name)
+    if external:
+        onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                  location=os.path.basename(path) + ".data")
+    else:
+        onnx.save(model, path)
+
+
 def _export_torch(module, example, path, opset=None, exporter="auto"):
     """export_torch, and whether the dynamo exporter wrote the file."""
     import inspect
     import warnings
 
     import torch
-    names = list(example)
-    inputs = tuple(torch.as_tensor(np.asarray(example[n])[:2]) for n in names)
+    names, arrays = _example_inputs(module, example)
+    inputs = tuple(torch.as_tensor(np.asarray(a)[:2]) for a in arrays)
     module.train()
     path = os.fspath(path)
     has_dynamo = "dynamo" in inspect.signature(torch.onnx.export).parameters
@@ -310,6 +376,7 @@ def _export_torch(module, example, path, opset=None, exporter="auto"):
                               opset_version=opset or 20, input_names=names,
                               output_names=["loss"],
                               dynamic_shapes=tuple({0: batch} for _ in names))
+            _state_dict_names(module, path)
             return path, True
         except Exception as err:  # torch.export's own failures vary by model
             if exporter == "dynamo":
@@ -324,6 +391,7 @@ def _export_torch(module, example, path, opset=None, exporter="auto"):
                       opset_version=opset or 17,
                       training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False, **kwargs)
+    _state_dict_names(module, path)
     return path, False
 
 

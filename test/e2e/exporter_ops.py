@@ -26,7 +26,8 @@ import accrue_e2e as e2e
 
 out = sys.argv[1]
 rng = np.random.default_rng(3)
-TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
+TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
+         np.dtype(np.int64): TensorProto.INT64,
          np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.int32): TensorProto.INT32}
 
 
@@ -126,6 +127,48 @@ case("split_to_sequence_nokeepdims",
      [helper.make_node("SplitToSequence", ["h"], ["seq"], axis=0, keepdims=0),
       helper.make_node("SequenceAt", ["seq", "one"], ["y"])],
      {"h": h}, initializers=[("one", np.array(1, np.int64))])
+
+
+
+def write_case(name, nodes, inputs, expected, opset):
+    """A node test with the given expected outputs."""
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info(k, TYPES[v.dtype], v.shape)
+                      for k, v in inputs.items()],
+        [helper.make_tensor_value_info(o, TYPES[expected.dtype], expected.shape)
+         for o in nodes[-1].output])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    data = os.path.join(out, "node", "test_" + name, "test_data_set_0")
+    os.makedirs(data)
+    with open(os.path.join(data, "..", "model.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+    for i, v in enumerate(inputs.values()):
+        with open(os.path.join(data, "input_%d.pb" % i), "wb") as f:
+            f.write(numpy_helper.from_array(v).SerializeToString())
+    with open(os.path.join(data, "output_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(expected).SerializeToString())
+
+
+# Normalizations of f16 rows far from zero (a mean of 1000, where f16's
+# spacing is 0.5): their statistics in f32, the stash type (ONNX's function
+# bodies, PyTorch), not in f16. Expected: float64 from the f16 inputs,
+# rounded to f16 (the test tool allows f16 outputs two ulps). The test
+# venv's onnx evaluator computes these in the input's type, so it is no
+# reference here.
+rows = (1000 + rng.standard_normal((3, 16))).astype(np.float16)
+scale = rng.uniform(0.5, 1.5, 16).astype(np.float16)
+x64, s64 = rows.astype(np.float64), scale.astype(np.float64)
+centered = x64 - x64.mean(axis=1, keepdims=True)
+layer = centered / np.sqrt((centered ** 2).mean(axis=1, keepdims=True) + 1e-5) * s64
+write_case("layer_normalization_f16_stash",
+           [helper.make_node("Constant", [], ["s"], value=numpy_helper.from_array(scale)),
+            helper.make_node("LayerNormalization", ["x", "s"], ["y"])],
+           {"x": rows}, layer.astype(np.float16), 17)
+rms = x64 / np.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + 1e-5) * s64
+write_case("rms_normalization_f16_stash",
+           [helper.make_node("Constant", [], ["s"], value=numpy_helper.from_array(scale)),
+            helper.make_node("RMSNormalization", ["x", "s"], ["y"])],
+           {"x": rows}, rms.astype(np.float16), 23)
 
 cases = len(os.listdir(os.path.join(out, "node")))
 proc = subprocess.run([e2e.tool("accrue-onnx-backend-test"), os.path.join(out, "node")],

@@ -375,3 +375,43 @@ def test_pip_install(tmp_path):
                                    ACCRUE_BUILD_DIR=BUILD))
     assert proc.returncode == 0, proc.stderr
     assert str(target) in proc.stdout and "fc1.weight" in proc.stdout
+
+
+def test_torch_example_as_tuple(tmp_path):
+    """compile_torch takes the example as a tuple of arrays too, naming the
+    inputs after the forward's parameters; anything else is a TypeError
+    that says what it takes."""
+    import zoo
+    module = zoo.MSEMLP(1)
+    data = module.data(16, np.random.default_rng(0))
+    names = list(data)
+    art = accrue.compile_torch(module, tuple(data.values()), tmp_path / "mlp",
+                               **dict(FLAGS, micro_batch=4))
+    assert [name for name, _, _ in art.inputs] == names
+    accrue.Session(art).train(data, steps=1)
+    with pytest.raises(TypeError, match="dict of arrays"):
+        accrue.export_torch(module, data["x"], tmp_path / "bad.onnx")
+    with pytest.raises(TypeError, match="takes 2 positional inputs"):
+        accrue.export_torch(module, tuple(data.values()) * 2, tmp_path / "bad.onnx")
+
+
+def test_exported_names_follow_the_state_dict(tmp_path):
+    """An initializer an exporter named otherwise (onnx::MatMul_7) is
+    renamed after the state_dict entry holding its values, in the graph's
+    nodes too."""
+    import torch
+    module = torch.nn.Linear(3, 2)
+    weight = module.weight.detach().numpy()
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 3])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", 2])
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Gemm", ["x", "onnx::MatMul_7", "bias"], ["y"], transB=1)],
+        "g", [x], [y],
+        [numpy_helper.from_array(weight, "onnx::MatMul_7"),
+         numpy_helper.from_array(module.bias.detach().numpy(), "bias")])
+    path = str(tmp_path / "m.onnx")
+    onnx.save(onnx.helper.make_model(graph), path)
+    accrue._state_dict_names(module, path)
+    renamed = onnx.load(path)
+    assert [t.name for t in renamed.graph.initializer] == ["weight", "bias"]
+    assert list(renamed.graph.node[0].input) == ["x", "weight", "bias"]

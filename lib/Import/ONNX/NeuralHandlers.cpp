@@ -84,6 +84,30 @@ Normalized normalizeOver(nn::NNBuilder &nnb, Value x, ArrayRef<int64_t> axes,
   return {nnb.mul(centered, invStd), mean, invStd};
 }
 
+/// The type a normalization of 16-bit floats computes its statistics in:
+/// its stash_type (f32 by default), as ONNX's function bodies (and
+/// PyTorch) do; an input of 32 or 64 bits keeps its own type (never
+/// narrowed to a stash of f32).
+Type stashType(GraphImporter &im, const onnx::NodeProto &node, Type element) {
+  if (element.getIntOrFloatBitWidth() >= 32)
+    return element;
+  Type stash = convertElementType(
+      im.builder.getContext(),
+      static_cast<int32_t>(im.intAttr(node, "stash_type", 1)));
+  if (!stash || !isa<FloatType>(stash) ||
+      stash.getIntOrFloatBitWidth() <= element.getIntOrFloatBitWidth())
+    return element;
+  return stash;
+}
+
+/// `x` converted to element type `element` (itself if it has it).
+Value castTo(nn::NNBuilder &nnb, Value x, Type element) {
+  RankedTensorType type = typeOf(x);
+  if (type.getElementType() == element)
+    return x;
+  return nn::CastOp::create(nnb.b, nnb.loc, type.clone(element), x);
+}
+
 LogicalResult importLayerNormalization(GraphImporter &im,
                                        const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0), scale = im.input(node, 1);
@@ -102,10 +126,12 @@ LogicalResult importLayerNormalization(GraphImporter &im,
   OpBuilder &b = im.builder;
   Location loc = im.loc(node);
   nn::NNBuilder nnb(b, loc);
-  Normalized n = normalizeOver(
-      nnb, *x, llvm::to_vector(llvm::seq<int64_t>(*axis, type.getRank())),
-      im.floatAttr(node, "epsilon", 1e-5f));
-  Value y = nnb.mul(n.value, *scale);
+  Type stash = stashType(im, node, type.getElementType());
+  Normalized n =
+      normalizeOver(nnb, castTo(nnb, *x, stash),
+                    llvm::to_vector(llvm::seq<int64_t>(*axis, type.getRank())),
+                    im.floatAttr(node, "epsilon", 1e-5f));
+  Value y = nnb.mul(castTo(nnb, n.value, type.getElementType()), *scale);
   if (*bias)
     y = nnb.add(y, *bias);
   FailureOr<Value> result = im.finishOp(nn::IdentityOp::create(b, loc, y));
@@ -147,8 +173,8 @@ LogicalResult importHardmax(GraphImporter &im, const onnx::NodeProto &node) {
 }
 
 /// RMSNormalization (opset 23, LLaMA's norm): x / sqrt(mean(x^2) + epsilon)
-/// over the axes from `axis` on, times the scale; statistics in the
-/// input's type, as LayerNormalization's (whatever stash_type says).
+/// over the axes from `axis` on, times the scale; 16-bit inputs in their
+/// stash type, as LayerNormalization's.
 LogicalResult importRMSNormalization(GraphImporter &im,
                                      const onnx::NodeProto &node) {
   FailureOr<Value> x = im.input(node, 0), scale = im.input(node, 1);
@@ -170,9 +196,10 @@ LogicalResult importRMSNormalization(GraphImporter &im,
   OpBuilder &b = im.builder;
   Location loc = im.loc(node);
   nn::NNBuilder nnb(b, loc);
-  Type element = type.getElementType();
+  Type element = stashType(im, node, type.getElementType());
+  Value xs = castTo(nnb, *x, element);
   Value meanSquare = nn::ReduceMeanOp::create(
-      b, loc, nnb.mul(*x, *x),
+      b, loc, nnb.mul(xs, xs),
       llvm::to_vector(llvm::seq<int64_t>(*axis, type.getRank())),
       /*keepdims=*/true);
   Value invRms = nnb.div(
@@ -181,8 +208,10 @@ LogicalResult importRMSNormalization(GraphImporter &im,
           b, loc,
           nnb.add(meanSquare,
                   nnb.scalar(element, im.floatAttr(node, "epsilon", 1e-5f)))));
-  return im.setResult(node,
-                      im.create<nn::MulOp>(node, nnb.mul(*x, invRms), *scale));
+  return im.setResult(
+      node, im.create<nn::MulOp>(
+                node, castTo(nnb, nnb.mul(xs, invRms), type.getElementType()),
+                *scale));
 }
 
 /// InstanceNormalization: each (sample, channel) normalized over its spatial
@@ -244,8 +273,11 @@ LogicalResult importGroupNormalization(GraphImporter &im,
   if (failed(g))
     return failure();
   nn::NNBuilder nnb(im.builder, im.loc(node));
-  Normalized n =
-      normalizeOver(nnb, *g, {2, 3}, im.floatAttr(node, "epsilon", 1e-5f));
+  // Opset 21 adds stash_type (16-bit inputs' statistics in f32).
+  Type stash = im.opset >= 21 ? stashType(im, node, element) : element;
+  Normalized n = normalizeOver(nnb, castTo(nnb, *g, stash), {2, 3},
+                               im.floatAttr(node, "epsilon", 1e-5f));
+  n.value = castTo(nnb, n.value, element);
   // Scale and bias as [G, C/G, 1] (per channel) or [G, 1, 1] (per group).
   auto affine = [&](int i, Value v) -> FailureOr<Value> {
     int64_t size = typeOf(v).getNumElements();
