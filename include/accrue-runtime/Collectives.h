@@ -1,21 +1,27 @@
-//===- Collectives.h - data-parallel training over MPI ----------*- C++ -*-===//
+//===- Collectives.h - data-parallel training over MPI or Gloo --*- C++ -*-===//
 
 #ifndef ACCRUE_RUNTIME_COLLECTIVES_H
 #define ACCRUE_RUNTIME_COLLECTIVES_H
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace accrue::rt {
 
-/// The process group of data-parallel training (MPI_COMM_WORLD; one rank
-/// when not launched by mpirun). Compiled steps of data-parallel artifacts
-/// sum their gradients, loss sum and count over it once per optimizer step
-/// (through ACCRUE_ALL_REDUCE_SYMBOL, which the runtime defines).
+/// The process group of data-parallel training: MPI_COMM_WORLD under
+/// mpirun (one rank when launched alone), Gloo's ranks under torchrun or
+/// srun (Collectives.cpp says how the launcher is found). Compiled steps of
+/// data-parallel artifacts sum their gradients, loss sum and count over it once
+/// per optimizer step (through ACCRUE_ALL_REDUCE_SYMBOL, which the runtime
+/// defines).
 class Collectives {
 public:
-  /// Initializes MPI once per process (idempotent).
+  /// Joins the ranks once per process (idempotent).
   static Collectives &get();
+  /// The launcher to assume (auto, mpi, torchrun, slurm), before get();
+  /// ACCRUE_LAUNCHER otherwise, detected from the environment by default.
+  static void setLauncher(const std::string &launcher);
   int rank() const { return rankId; }
   int size() const { return worldSize; }
   /// Sums `count` floats in place over all ranks.
@@ -35,10 +41,10 @@ public:
   /// Whether `mine` holds on any rank (every rank gets the same answer).
   bool anyRank(bool mine);
   /// Ends every rank after an error on one (the others may be waiting in
-  /// a collective); a no-op unless MPI runs with several ranks.
+  /// a collective); a no-op unless several ranks run.
   static void abortIfParallel(int code);
-  /// This process's rank when MPI runs with several ranks, else -1 (does
-  /// not start MPI).
+  /// This process's rank when several ranks run, else -1 (joins no
+  /// ranks).
   static int rankIfParallel();
 
 private:

@@ -1,30 +1,43 @@
-//===- Collectives.cpp - data-parallel all-reduce over MPI ------*- C++ -*-===//
+//===- Collectives.cpp - data-parallel all-reduce over MPI or Gloo -*- C++
+//-*-===//
 //
 // The runtime side of train.all_reduce. A data-parallel step calls
 // ACCRUE_ALL_REDUCE_SYMBOL (StepABI.h) once per optimizer step, after its
 // micro-batch loop, with one buffer: the gradient accumulator, whose tail
 // holds the loss sum and count; the runtime sums it in place with one
-// MPI_Allreduce. The CUDA backend will implement the same entry with NCCL.
+// all-reduce (the CUDA backend's with NCCL, bootstrapped through the
+// broadcast here).
 //
-// Open MPI is loaded with dlopen when a data-parallel run starts, so the
-// runtime (and every single-process run) does not depend on it. mpi.h gives
-// the types and signatures only; its predefined handles (MPI_COMM_WORLD,
-// MPI_FLOAT, MPI_SUM, ...) are the addresses of library globals, looked up
-// by name.
+// The launcher decides the engine (ACCRUE_LAUNCHER, accrue-train
+// --launcher; detected from the environment by default): under mpirun,
+// Open MPI; under torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+// MASTER_PORT) or srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, the node
+// list's first host), Gloo over TCP, its ranks meeting through a store rank
+// 0 serves on MASTER_ADDR:MASTER_PORT (the next port under torchrun, whose
+// agent holds that one; ACCRUE_STORE_PORT says otherwise). Both are loaded with
+// dlopen when a data-parallel run starts (Gloo through libaccrue-gloo.so,
+// GlooShim.h), so the runtime (and every single-process run) links neither.
+// mpi.h gives the types and signatures only; its predefined handles
+// (MPI_COMM_WORLD, MPI_FLOAT, MPI_SUM, ...) are the addresses of library
+// globals, looked up by name.
 //
 //===----------------------------------------------------------------------===//
 
 #include "accrue-runtime/Collectives.h"
 
 #include "accrue-runtime/Error.h"
+#include "accrue-runtime/GlooShim.h"
 #include "accrue-runtime/StepABI.h"
 
 #include <mpi.h>
 
 #include <dlfcn.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -145,7 +158,206 @@ Mpi *activeMpi() {
   return initialized && !finalized ? loadedMpi : nullptr;
 }
 
+//===----------------------------------------------------------------------===//
+// Launchers
+//===----------------------------------------------------------------------===//
+
+/// A run's place among its ranks as torchrun or srun describes it.
+struct Launch {
+  std::string launcher;
+  int rank = 0, size = 1, localRank = 0;
+  std::string host; // the rendezvous store's (MASTER_ADDR)
+  int port = 0;     // (MASTER_PORT)
+};
+
+std::string &chosenLauncher() {
+  static std::string chosen;
+  return chosen;
+}
+
+const char *env(const char *name) {
+  const char *value = std::getenv(name);
+  return value && *value ? value : nullptr;
+}
+
+/// The integer value of environment variable `name` (a one-line error
+/// naming it when it is missing or not an integer in [low, high]).
+int intVariable(const char *name, const std::string &launcher, int64_t low,
+                int64_t high) {
+  const char *value = env(name);
+  if (!value)
+    throw Error(launcher + "'s environment is incomplete: " + name +
+                " is not set");
+  char *end = nullptr;
+  long long parsed = std::strtoll(value, &end, 10);
+  if (*end || parsed < low || parsed > high)
+    throw Error(std::string(name) + "='" + value + "' is not an integer in [" +
+                std::to_string(low) + ", " + std::to_string(high) + "]");
+  return static_cast<int>(parsed);
+}
+
+/// The first host of a Slurm node list: "gpu[03-05,07],cpu1" -> "gpu03".
+std::string firstHost(std::string list) {
+  size_t comma = list.find(',');
+  size_t bracket = list.find('[');
+  if (bracket == std::string::npos ||
+      (comma != std::string::npos && comma < bracket))
+    return list.substr(0, comma);
+  std::string prefix = list.substr(0, bracket);
+  std::string range = list.substr(bracket + 1);
+  size_t end = range.find_first_of(",-]");
+  return prefix + range.substr(0, end);
+}
+
+/// The launch torchrun or srun set up, or none (mpirun, or one process).
+std::optional<Launch> detectLaunch() {
+  std::string launcher = chosenLauncher();
+  if (launcher.empty() && env("ACCRUE_LAUNCHER"))
+    launcher = env("ACCRUE_LAUNCHER");
+  if (launcher.empty() || launcher == "auto") {
+    if (env("OMPI_COMM_WORLD_SIZE") || env("PMIX_RANK") || env("PMI_SIZE"))
+      launcher = "mpi";
+    else if (env("RANK") || env("WORLD_SIZE") || env("LOCAL_RANK") ||
+             env("MASTER_ADDR") || env("MASTER_PORT"))
+      launcher = "torchrun";
+    else if (env("SLURM_PROCID"))
+      launcher = "slurm";
+    else
+      launcher = "mpi";
+  }
+  if (launcher == "mpi")
+    return std::nullopt;
+  Launch launch;
+  launch.launcher = launcher;
+  if (launcher == "torchrun") {
+    launch.size = intVariable("WORLD_SIZE", launcher, 1, 1 << 20);
+    launch.rank = intVariable("RANK", launcher, 0, launch.size - 1);
+    launch.localRank = intVariable("LOCAL_RANK", launcher, 0, launch.size - 1);
+    if (!env("MASTER_ADDR"))
+      throw Error("torchrun's environment is incomplete: MASTER_ADDR is not "
+                  "set");
+    launch.host = env("MASTER_ADDR");
+    launch.port = intVariable("MASTER_PORT", launcher, 1, 65535);
+    // torchrun's own agent serves PyTorch's store on MASTER_PORT while its
+    // workers run: Accrue's store takes the next port.
+    if (env("TORCHELASTIC_USE_AGENT_STORE") &&
+        std::string(env("TORCHELASTIC_USE_AGENT_STORE")) == "True")
+      launch.port = launch.port % 65535 + 1;
+  } else if (launcher == "slurm") {
+    launch.size = intVariable("SLURM_NTASKS", launcher, 1, 1 << 20);
+    launch.rank = intVariable("SLURM_PROCID", launcher, 0, launch.size - 1);
+    launch.localRank =
+        intVariable("SLURM_LOCALID", launcher, 0, launch.size - 1);
+    if (env("MASTER_ADDR")) {
+      launch.host = env("MASTER_ADDR");
+    } else {
+      const char *nodes = env("SLURM_STEP_NODELIST");
+      if (!nodes)
+        nodes = env("SLURM_JOB_NODELIST");
+      if (!nodes)
+        throw Error("slurm's environment is incomplete: neither "
+                    "SLURM_STEP_NODELIST nor SLURM_JOB_NODELIST is set (or "
+                    "set MASTER_ADDR)");
+      launch.host = firstHost(nodes);
+    }
+    // One port per job where MASTER_PORT does not say.
+    launch.port =
+        env("MASTER_PORT")
+            ? intVariable("MASTER_PORT", launcher, 1, 65535)
+            : 29500 +
+                  intVariable("SLURM_JOB_ID", launcher, 0, INT32_MAX) % 10000;
+  } else {
+    throw Error("unknown launcher '" + launcher +
+                "' (ACCRUE_LAUNCHER or --launcher: auto, mpi, torchrun, "
+                "slurm)");
+  }
+  if (env("ACCRUE_STORE_PORT"))
+    launch.port = intVariable("ACCRUE_STORE_PORT", launcher, 1, 65535);
+  return launch;
+}
+
+/// Gloo through libaccrue-gloo.so.
+struct Gloo {
+  AccrueGlooConnectFn connect;
+  AccrueGlooAllReduceFn allReduce;
+  AccrueGlooBroadcastFn broadcast;
+  AccrueGlooCloseFn close;
+  AccrueGloo *group = nullptr;
+};
+
+Gloo *loadedGloo = nullptr;
+
+/// libaccrue-gloo.so: ACCRUE_GLOO_LIBRARY, else beside the program or
+/// library holding the runtime (bin/../lib too), else the loader's path.
+Gloo loadGloo() {
+  std::vector<std::string> names;
+  if (const char *chosen = env("ACCRUE_GLOO_LIBRARY")) {
+    names.push_back(chosen);
+  } else {
+    Dl_info info;
+    if (::dladdr(reinterpret_cast<void *>(&loadGloo), &info) &&
+        info.dli_fname) {
+      std::string dir = info.dli_fname;
+      dir = dir.substr(0, dir.rfind('/') + 1);
+      names.push_back(dir + "libaccrue-gloo.so");
+      names.push_back(dir + "../lib/libaccrue-gloo.so");
+    }
+    names.push_back("libaccrue-gloo.so");
+  }
+  void *library = nullptr;
+  std::string errors;
+  for (const std::string &name : names) {
+    library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library)
+      break;
+    errors += (errors.empty() ? " " : "; ") + std::string(::dlerror());
+  }
+  if (!library)
+    throw Error("this run is launched without MPI and needs Gloo through "
+                "libaccrue-gloo.so, which could not be loaded (Debian's "
+                "libgloo-dev when building Accrue; or set "
+                "ACCRUE_GLOO_LIBRARY):" +
+                errors);
+  auto symbol = [&](const char *name) {
+    void *address = ::dlsym(library, name);
+    if (!address)
+      throw Error(std::string("libaccrue-gloo.so has no '") + name + "'");
+    return address;
+  };
+  Gloo gloo;
+  gloo.connect =
+      reinterpret_cast<AccrueGlooConnectFn>(symbol(ACCRUE_GLOO_CONNECT));
+  gloo.allReduce =
+      reinterpret_cast<AccrueGlooAllReduceFn>(symbol(ACCRUE_GLOO_ALL_REDUCE));
+  gloo.broadcast =
+      reinterpret_cast<AccrueGlooBroadcastFn>(symbol(ACCRUE_GLOO_BROADCAST));
+  gloo.close = reinterpret_cast<AccrueGlooCloseFn>(symbol(ACCRUE_GLOO_CLOSE));
+  return gloo;
+}
+
+/// The host this rank's transport listens on: ACCRUE_GLOO_HOST, else the
+/// loopback address where the store is on this machine's, else this
+/// machine's name.
+std::string selfHost(const Launch &launch) {
+  if (const char *chosen = env("ACCRUE_GLOO_HOST"))
+    return chosen;
+  if (launch.host == "localhost" || launch.host.rfind("127.", 0) == 0)
+    return "127.0.0.1";
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+void checkGloo(int status, const char *message) {
+  if (status)
+    throw Error(message);
+}
+
 } // namespace
+
+void Collectives::setLauncher(const std::string &launcher) {
+  chosenLauncher() = launcher;
+}
 
 Collectives &Collectives::get() {
   static Collectives instance;
@@ -153,6 +365,22 @@ Collectives &Collectives::get() {
 }
 
 Collectives::Collectives() {
+  if (std::optional<Launch> launch = detectLaunch()) {
+    static Gloo gloo = loadGloo();
+    char error[1024] = {};
+    // A rank that never comes, or dies, ends the others' waits after this.
+    int timeout = 60;
+    if (const char *chosen = env("ACCRUE_COLLECTIVE_TIMEOUT"))
+      timeout = std::max(1, std::atoi(chosen));
+    if (gloo.connect(launch->rank, launch->size, launch->host.c_str(),
+                     launch->port, selfHost(*launch).c_str(), timeout,
+                     &gloo.group, error, sizeof error))
+      throw Error(error);
+    loadedGloo = &gloo;
+    rankId = launch->rank;
+    worldSize = launch->size;
+    return;
+  }
   static Mpi mpi = loadMpi();
   int initialized = 0;
   mpi.initialized(&initialized);
@@ -164,11 +392,17 @@ Collectives::Collectives() {
 }
 
 Collectives::~Collectives() {
+  if (loadedGloo) {
+    loadedGloo->close(loadedGloo->group);
+    loadedGloo = nullptr;
+  }
   if (Mpi *mpi = activeMpi())
     mpi->finalize();
 }
 
 int Collectives::rankIfParallel() {
+  if (loadedGloo)
+    return get().size() > 1 ? get().rank() : -1;
   Mpi *mpi = activeMpi();
   if (!mpi)
     return -1;
@@ -179,14 +413,30 @@ int Collectives::rankIfParallel() {
 }
 
 void Collectives::abortIfParallel(int code) {
-  if (rankIfParallel() >= 0)
-    loadedMpi->abort(loadedMpi->world, code);
+  if (rankIfParallel() < 0)
+    return;
+  // Gloo has no abort: this rank's exit closes its connections, and the
+  // other ranks' next collective fails naming the closed peer.
+  if (loadedGloo)
+    std::_Exit(code);
+  loadedMpi->abort(loadedMpi->world, code);
 }
+
+namespace {
+void glooAllReduce(void *data, int64_t count, int reduction) {
+  char error[1024] = {};
+  checkGloo(loadedGloo->allReduce(loadedGloo->group, data, count, reduction,
+                                  error, sizeof error),
+            error);
+}
+} // namespace
 
 void Collectives::allReduceSum(float *data, int64_t count) {
   ++numCalls;
   if (worldSize == 1)
     return;
+  if (loadedGloo)
+    return glooAllReduce(data, count, ACCRUE_GLOO_SUM_F32);
   forEachChunk(data, count, [](float *chunk, int size) {
     check(loadedMpi->allreduce(MPI_IN_PLACE, chunk, size, loadedMpi->f32,
                                loadedMpi->sum, loadedMpi->world),
@@ -197,6 +447,8 @@ void Collectives::allReduceSum(float *data, int64_t count) {
 void Collectives::broadcast(float *data, int64_t count) {
   if (worldSize == 1)
     return;
+  if (loadedGloo)
+    return broadcastBytes(data, count * int64_t(sizeof(float)));
   forEachChunk(data, count, [](float *chunk, int size) {
     check(loadedMpi->bcast(chunk, size, loadedMpi->f32, 0, loadedMpi->world),
           "MPI_Bcast");
@@ -206,6 +458,13 @@ void Collectives::broadcast(float *data, int64_t count) {
 void Collectives::broadcastBytes(void *data, int64_t bytes) {
   if (worldSize == 1)
     return;
+  if (loadedGloo) {
+    char error[1024] = {};
+    checkGloo(loadedGloo->broadcast(loadedGloo->group, data, bytes, error,
+                                    sizeof error),
+              error);
+    return;
+  }
   check(loadedMpi->bcast(data, static_cast<int>(bytes), loadedMpi->byte, 0,
                          loadedMpi->world),
         "MPI_Bcast");
@@ -219,6 +478,12 @@ void Collectives::setDeviceReducer(
 bool Collectives::agree(int64_t value) {
   if (worldSize == 1)
     return true;
+  if (loadedGloo) {
+    int64_t low = value, high = value;
+    glooAllReduce(&low, 1, ACCRUE_GLOO_MIN_I64);
+    glooAllReduce(&high, 1, ACCRUE_GLOO_MAX_I64);
+    return low == high;
+  }
   long long mine = value, low = 0, high = 0;
   check(loadedMpi->allreduce(&mine, &low, 1, loadedMpi->i64, loadedMpi->min,
                              loadedMpi->world),
@@ -232,6 +497,11 @@ bool Collectives::agree(int64_t value) {
 bool Collectives::anyRank(bool mine) {
   if (worldSize == 1)
     return mine;
+  if (loadedGloo) {
+    int64_t any = mine;
+    glooAllReduce(&any, 1, ACCRUE_GLOO_MAX_I64);
+    return any != 0;
+  }
   long long value = mine, any = 0;
   check(loadedMpi->allreduce(&value, &any, 1, loadedMpi->i64, loadedMpi->max,
                              loadedMpi->world),

@@ -33,7 +33,8 @@ struct Options {
   std::string exportPath;
   std::string saveGradients;
   std::string kernelProfile;
-  int progress = -1; // -1: when stderr is a terminal
+  std::string launcher; // empty: ACCRUE_LAUNCHER, else detected
+  int progress = -1;    // -1: when stderr is a terminal
   SessionOptions session;
 };
 
@@ -54,6 +55,7 @@ struct Options {
          "         [--kernel-profile PROFILE.json]\n"
          "         [--device cpu|cuda] [--threads N (0: the default)]\n"
          "         [--flush-denormals]\n"
+         "         [--launcher auto|mpi|torchrun|slurm]\n"
          "         [--progress | --no-progress]\n";
   std::exit(message ? 1 : 0);
 }
@@ -63,6 +65,7 @@ Options parseOptions(int argc, char **argv) {
     Export = 1000,
     SaveGrads,
     KernelProfile,
+    Launcher,
     Progress,
     NoProgress,
     Setting
@@ -77,6 +80,7 @@ Options parseOptions(int argc, char **argv) {
       {"export", required_argument, nullptr, Export},
       {"save-gradients", required_argument, nullptr, SaveGrads},
       {"kernel-profile", required_argument, nullptr, KernelProfile},
+      {"launcher", required_argument, nullptr, Launcher},
       {"progress", no_argument, nullptr, Progress},
       {"no-progress", no_argument, nullptr, NoProgress},
       {"help", no_argument, nullptr, 'h'}};
@@ -111,6 +115,13 @@ Options parseOptions(int argc, char **argv) {
       break;
     case KernelProfile:
       o.kernelProfile = optarg;
+      break;
+    case Launcher:
+      o.launcher = optarg;
+      if (o.launcher != "auto" && o.launcher != "mpi" &&
+          o.launcher != "torchrun" && o.launcher != "slurm")
+        throw Error("--launcher must be auto, mpi, torchrun or slurm, not '" +
+                    o.launcher + "'");
       break;
     case Progress:
       o.progress = 1;
@@ -172,6 +183,8 @@ int run(int argc, char **argv) {
   if (!opts.kernelProfile.empty() && !artifact->countedAccesses)
     artifact->kernelProfile();
   // Join the data-parallel ranks first, so that errors name the rank.
+  if (!opts.launcher.empty())
+    Collectives::setLauncher(opts.launcher);
   if (artifact->dataParallel())
     Collectives::get();
   Session session(artifact, Dataset::fromNpz(opts.data, *artifact),

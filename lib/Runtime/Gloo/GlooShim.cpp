@@ -1,0 +1,336 @@
+//===- GlooShim.cpp - Gloo's collectives behind a C face ------------------===//
+//
+// libaccrue-gloo.so: the data-parallel collectives of CPU runs launched
+// without MPI (torchrun, srun), by Gloo over TCP. The ranks meet through a
+// key-value store that rank 0 serves on MASTER_ADDR:MASTER_PORT (Debian's
+// Gloo has file and Redis stores, not torch's TCP store): each rank
+// publishes its transport's address there and reads the others'. The
+// all-reduces and broadcasts are Gloo's own algorithms.
+//
+//===----------------------------------------------------------------------===//
+
+#include "accrue-runtime/GlooShim.h"
+
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void sendAll(int fd, const void *data, size_t size) {
+  const char *p = static_cast<const char *>(data);
+  while (size) {
+    ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
+    if (n <= 0)
+      throw std::runtime_error("the rendezvous store's connection closed");
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+void receiveAll(int fd, void *data, size_t size) {
+  char *p = static_cast<char *>(data);
+  while (size) {
+    ssize_t n = ::recv(fd, p, size, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      throw std::runtime_error(
+          "timed out waiting for the other ranks at the rendezvous (are all "
+          "WORLD_SIZE ranks started, with the same MASTER_ADDR and "
+          "MASTER_PORT?)");
+    if (n <= 0)
+      throw std::runtime_error("the rendezvous store's connection closed");
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+void sendString(int fd, const std::string &s) {
+  uint64_t size = s.size();
+  sendAll(fd, &size, sizeof size);
+  sendAll(fd, s.data(), s.size());
+}
+
+std::string receiveString(int fd) {
+  uint64_t size = 0;
+  receiveAll(fd, &size, sizeof size);
+  if (size > (uint64_t(1) << 30))
+    throw std::runtime_error("the rendezvous store sent a malformed message");
+  std::string s(size, '\0');
+  receiveAll(fd, s.data(), size);
+  return s;
+}
+
+/// The store's server, in rank 0: keys set once, read by any rank; a read
+/// waits for its key. Requests: 'S' key value -> 'k'; 'G' key -> value. Its
+/// threads share it (a read may wait for a rank that never comes), so it
+/// lives until the last of them ends; stop() ends its accepting.
+class StoreServer : public std::enable_shared_from_this<StoreServer> {
+public:
+  explicit StoreServer(int port) {
+    listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_ANY);
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    if (::bind(listener, reinterpret_cast<sockaddr *>(&address),
+               sizeof address) != 0 ||
+        ::listen(listener, 128) != 0) {
+      std::string why = std::strerror(errno);
+      ::close(listener);
+      throw std::runtime_error("rank 0 cannot serve the rendezvous store on "
+                               "port " +
+                               std::to_string(port) + " (MASTER_PORT): " + why);
+    }
+  }
+  void start() {
+    std::thread([self = shared_from_this()] { self->acceptLoop(); }).detach();
+  }
+  void stop() { ::shutdown(listener, SHUT_RDWR); }
+  ~StoreServer() { ::close(listener); }
+
+private:
+  void acceptLoop() {
+    for (;;) {
+      int fd = ::accept(listener, nullptr, nullptr);
+      if (fd < 0)
+        return;
+      std::thread([self = shared_from_this(), fd] {
+        self->serve(fd);
+      }).detach();
+    }
+  }
+
+  void serve(int fd) {
+    try {
+      for (;;) {
+        char op = 0;
+        receiveAll(fd, &op, 1);
+        std::string key = receiveString(fd);
+        if (op == 'S') {
+          std::string value = receiveString(fd);
+          {
+            std::lock_guard<std::mutex> lock(mutex);
+            values[key] = std::move(value);
+          }
+          changed.notify_all();
+          sendAll(fd, "k", 1);
+        } else if (op == 'G') {
+          std::string value;
+          {
+            std::unique_lock<std::mutex> lock(mutex);
+            changed.wait(lock, [&] { return values.count(key) != 0; });
+            value = values[key];
+          }
+          sendString(fd, value);
+        } else {
+          break;
+        }
+      }
+    } catch (const std::exception &) {
+    }
+    ::close(fd);
+  }
+
+  int listener = -1;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::map<std::string, std::string> values;
+};
+
+/// A rank's side of the store (Gloo's rendezvous interface).
+class TcpStore : public gloo::rendezvous::Store {
+public:
+  TcpStore(const std::string &host, int port,
+           std::chrono::milliseconds timeout) {
+    addrinfo hints{}, *found = nullptr;
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    if (int status = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(),
+                                   &hints, &found))
+      throw std::runtime_error("cannot resolve MASTER_ADDR '" + host +
+                               "': " + ::gai_strerror(status));
+    // Rank 0 may not serve yet: retry until the timeout.
+    auto deadline = Clock::now() + timeout;
+    for (;;) {
+      fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      if (::connect(fd, found->ai_addr, found->ai_addrlen) == 0)
+        break;
+      ::close(fd);
+      fd = -1;
+      if (Clock::now() > deadline) {
+        ::freeaddrinfo(found);
+        throw std::runtime_error(
+            "no rendezvous store at " + host + ":" + std::to_string(port) +
+            " (MASTER_ADDR:MASTER_PORT) within " +
+            std::to_string(timeout.count() / 1000) + " s: is rank 0 running?");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ::freeaddrinfo(found);
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    // A rank that never arrives ends the wait for its key.
+    timeval limit{};
+    limit.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+    limit.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  }
+  ~TcpStore() override {
+    if (fd >= 0)
+      ::close(fd);
+  }
+
+  void set(const std::string &key, const std::vector<char> &data) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    sendAll(fd, "S", 1);
+    sendString(fd, key);
+    sendString(fd, std::string(data.begin(), data.end()));
+    char ack = 0;
+    receiveAll(fd, &ack, 1);
+  }
+  std::vector<char> get(const std::string &key) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    sendAll(fd, "G", 1);
+    sendString(fd, key);
+    std::string value = receiveString(fd);
+    return std::vector<char>(value.begin(), value.end());
+  }
+  void wait(const std::vector<std::string> &keys) override {
+    for (const std::string &key : keys)
+      get(key);
+  }
+
+private:
+  int fd = -1;
+  std::mutex mutex;
+};
+
+void report(const std::string &message, char *error, size_t size) {
+  if (error && size) {
+    std::strncpy(error, message.c_str(), size - 1);
+    error[size - 1] = '\0';
+  }
+}
+
+} // namespace
+
+struct AccrueGloo {
+  ~AccrueGloo() {
+    if (server)
+      server->stop();
+  }
+  std::shared_ptr<StoreServer> server;
+  std::shared_ptr<gloo::Context> context;
+  uint32_t tag = 0;
+};
+
+extern "C" int accrue_gloo_connect(int rank, int size, const char *storeHost,
+                                   int storePort, const char *selfHost,
+                                   int timeoutSeconds, AccrueGloo **group,
+                                   char *error, size_t errorSize) {
+  try {
+    auto made = std::make_unique<AccrueGloo>();
+    std::chrono::milliseconds timeout(int64_t(timeoutSeconds) * 1000);
+    if (rank == 0) {
+      made->server = std::make_shared<StoreServer>(storePort);
+      made->server->start();
+    }
+    TcpStore store(storeHost, storePort, timeout);
+    gloo::transport::tcp::attr attr;
+    attr.hostname = selfHost;
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    context->setTimeout(timeout);
+    context->connectFullMesh(store, device);
+    made->context = context;
+    *group = made.release();
+    return 0;
+  } catch (const std::exception &e) {
+    report(std::string("rank ") + std::to_string(rank) + " of " +
+               std::to_string(size) + ": Gloo: " + e.what(),
+           error, errorSize);
+    return 1;
+  }
+}
+
+extern "C" int accrue_gloo_all_reduce(AccrueGloo *group, void *data,
+                                      int64_t count, int reduction, char *error,
+                                      size_t errorSize) {
+  try {
+    gloo::AllreduceOptions options(group->context);
+    options.setTag(group->tag++);
+    using Reduce = void (*)(void *, const void *, const void *, size_t);
+    if (reduction == ACCRUE_GLOO_SUM_F32) {
+      options.setOutput(static_cast<float *>(data), count);
+      options.setReduceFunction(static_cast<Reduce>(&gloo::sum<float>));
+    } else {
+      options.setOutput(static_cast<int64_t *>(data), count);
+      options.setReduceFunction(reduction == ACCRUE_GLOO_MIN_I64
+                                    ? static_cast<Reduce>(&gloo::min<int64_t>)
+                                    : static_cast<Reduce>(&gloo::max<int64_t>));
+    }
+    gloo::allreduce(options);
+    return 0;
+  } catch (const std::exception &e) {
+    report(std::string("rank ") + std::to_string(group->context->rank) +
+               ": Gloo all-reduce: " + e.what() + " (did another rank exit?)",
+           error, errorSize);
+    return 1;
+  }
+}
+
+extern "C" int accrue_gloo_broadcast(AccrueGloo *group, void *data,
+                                     int64_t bytes, char *error,
+                                     size_t errorSize) {
+  try {
+    gloo::BroadcastOptions options(group->context);
+    options.setTag(group->tag++);
+    options.setRoot(0);
+    options.setOutput(static_cast<char *>(data), bytes);
+    gloo::broadcast(options);
+    return 0;
+  } catch (const std::exception &e) {
+    report(std::string("rank ") + std::to_string(group->context->rank) +
+               ": Gloo broadcast: " + e.what() + " (did another rank exit?)",
+           error, errorSize);
+    return 1;
+  }
+}
+
+extern "C" void accrue_gloo_close(AccrueGloo *group) { delete group; }
+
+// The types of StepABI-style entries the runtime looks up.
+static_assert(
+    std::is_same_v<decltype(&accrue_gloo_connect), AccrueGlooConnectFn> &&
+        std::is_same_v<decltype(&accrue_gloo_all_reduce),
+                       AccrueGlooAllReduceFn> &&
+        std::is_same_v<decltype(&accrue_gloo_broadcast),
+                       AccrueGlooBroadcastFn> &&
+        std::is_same_v<decltype(&accrue_gloo_close), AccrueGlooCloseFn>,
+    "GlooShim.h's function types");

@@ -1,0 +1,170 @@
+# Data parallelism without MPI: accrue-train launched by torchrun (PyTorch
+# 2's torch.distributed.run with --no-python, from the newest-releases venv;
+# Debian's 1.13 fails on Python 3.11 before it starts a process) and with
+# the environments torchrun and srun give each rank, its collectives by Gloo
+# over TCP on localhost. 2 ranks at K=2 and 4 ranks at K=1 give one rank's
+# parameters at K=4 (rtol 1e-5: the all-reduce sums in another order) after
+# 5 AdamW steps with clipping, with one all-reduce per optimizer step. A
+# half-set or wrong environment is one line naming the variable; a rank
+# that never arrives ends the rendezvous after ACCRUE_COLLECTIVE_TIMEOUT; a
+# rank killed mid-run ends the others within seconds.
+#
+# REQUIRES: torch2
+# RUN: rm -rf %t && mkdir -p %t
+# RUN: %python %s %t %latest_python
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import accrue_e2e as e2e
+
+out, TORCHRUN_PYTHON = sys.argv[1], sys.argv[2]
+MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "spirals", "model.onnx")
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "spirals", "data.npz")
+STEPS, B = 5, 4
+FLAGS = dict(optimizer="adamw", lr=0.01, weight_decay=0.01, clip_norm=0.5)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def artifact(k, parallel):
+    tag = "k%d%s" % (k, "_dp" if parallel else "")
+    return e2e.compile_model(MODEL, os.path.join(out, tag), B, accumulation_steps=k,
+                             data_parallel=parallel or None, **FLAGS)
+
+
+def train_cmd(art, tag):
+    return [e2e.tool("accrue-train"), art, "--data", DATA, "--steps", str(STEPS),
+            "--no-progress", "--export", os.path.join(out, tag + ".onnx"),
+            "--log", os.path.join(out, tag + ".jsonl")]
+
+
+def clean_env():
+    env = dict(os.environ)
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
+                 "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_NODELIST",
+                 "SLURM_STEP_NODELIST", "SLURM_JOB_ID", "ACCRUE_LAUNCHER"):
+        env.pop(name, None)
+    return env
+
+
+def run_ranks(cmd, envs, timeout=120):
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for env in envs]
+    results = []
+    for p in procs:
+        o, e = p.communicate(timeout=timeout)
+        results.append((p.returncode, o + e))
+    return results
+
+
+def check_same(tag, want):
+    got = e2e.initializers(os.path.join(out, tag + ".onnx"))
+    for name, value in want.items():
+        e2e.assert_close("%s %s" % (tag, name), got[name], value, rtol=1e-5, atol=1e-7)
+    log = e2e.read_jsonl(os.path.join(out, tag + ".jsonl"))
+    assert [r["all_reduces"] for r in log] == [1] * STEPS, log
+    print("%s: same parameters as one rank, one all-reduce per step" % tag)
+
+
+# One rank, K=4.
+e2e.run(train_cmd(artifact(4, False), "one"))
+want = e2e.initializers(os.path.join(out, "one.onnx"))
+two, four = artifact(2, True), artifact(1, True)
+
+# torchrun itself.
+port = free_port()
+e2e.run([TORCHRUN_PYTHON, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--no-python",
+         "--master-addr", "127.0.0.1", "--master-port", str(port), "--"] + train_cmd(two, "torchrun"))
+check_same("torchrun", want)
+
+# torchrun's environment, 4 ranks.
+port = free_port()
+envs = [dict(clean_env(), RANK=str(r), WORLD_SIZE="4", LOCAL_RANK=str(r),
+             MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)) for r in range(4)]
+for code, text in run_ranks(train_cmd(four, "torchrun4"), envs):
+    assert code == 0, text
+check_same("torchrun4", want)
+
+# srun's environment: the first host of the node list, the port from the
+# job id.
+def free_job_id():
+    """A Slurm job id whose port (29500 + id % 10000) is free here."""
+    for job in np.random.default_rng(int(time.time())).integers(0, 10000, 50):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", 29500 + int(job)))
+                return str(int(job) + 40000)
+            except OSError:
+                continue
+    raise RuntimeError("no free port in 29500-39499")
+
+
+job = free_job_id()
+envs = [dict(clean_env(), SLURM_PROCID=str(r), SLURM_NTASKS="2", SLURM_LOCALID=str(r),
+             SLURM_JOB_NODELIST="localhost,node[2-3]", SLURM_JOB_ID=job) for r in range(2)]
+for code, text in run_ranks(train_cmd(two, "srun"), envs):
+    assert code == 0, text
+check_same("srun", want)
+
+# Wrong environments: one line naming the variable, a non-zero exit.
+port = str(free_port())
+cases = [
+    (dict(RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1"),
+     "torchrun's environment is incomplete: MASTER_PORT is not set"),
+    (dict(RANK="2", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=port),
+     "RANK='2' is not an integer in [0, 1]"),
+    (dict(SLURM_PROCID="0", SLURM_NTASKS="2", SLURM_LOCALID="0", SLURM_JOB_ID="5"),
+     "neither SLURM_STEP_NODELIST nor SLURM_JOB_NODELIST is set"),
+    (dict(ACCRUE_LAUNCHER="pbs"), "unknown launcher 'pbs'"),
+]
+for extra, message in cases:
+    proc = subprocess.run(train_cmd(two, "bad"), env=dict(clean_env(), **extra),
+                          capture_output=True, text=True, timeout=60)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+    assert sum("error" in line for line in lines) == 1, proc.stderr
+    print("refused: %s" % message)
+proc = subprocess.run(train_cmd(two, "bad") + ["--launcher", "pbs"], env=clean_env(),
+                      capture_output=True, text=True, timeout=60)
+assert proc.returncode != 0 and "--launcher must be auto, mpi, torchrun or slurm" in proc.stderr
+
+# A rank that never arrives: the rendezvous ends after the timeout.
+start = time.time()
+proc = subprocess.run(train_cmd(two, "alone"), env=dict(
+    clean_env(), RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+    MASTER_PORT=str(free_port()), ACCRUE_COLLECTIVE_TIMEOUT="2"),
+    capture_output=True, text=True, timeout=60)
+assert proc.returncode != 0 and "timed out waiting for the other ranks" in proc.stderr, \
+    proc.stderr
+assert time.time() - start < 20
+print("a missing rank ends the rendezvous in %.1f s" % (time.time() - start))
+
+# A rank killed mid-run: the other exits within seconds, with an error.
+long_run = [e2e.tool("accrue-train"), two, "--data", DATA, "--steps", "100000000",
+            "--no-progress"]
+port = str(free_port())
+procs = [subprocess.Popen(long_run, env=dict(clean_env(), RANK=str(r), WORLD_SIZE="2",
+                                             LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
+                                             MASTER_PORT=port),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         for r in range(2)]
+time.sleep(3)
+assert procs[0].poll() is None and procs[1].poll() is None
+procs[1].kill()
+killed = time.time()
+_, err = procs[0].communicate(timeout=60)
+assert procs[0].returncode != 0 and "did another rank exit?" in err, err
+assert time.time() - killed < 10, time.time() - killed
+procs[1].communicate()
+print("rank 0 ended %.2f s after rank 1 was killed: %s" % (
+    time.time() - killed, err.strip().splitlines()[-1]))
