@@ -160,6 +160,9 @@ struct SessionOptions {
   std::optional<int64_t> threads;
   /// Continue from the newest checkpoint in checkpointDir.
   bool resume = false;
+  /// Resume with another effective batch (another number of samples per
+  /// step); the step count and the data position carry over.
+  bool resumeNewBatch = false;
   /// metrics.jsonl (empty: no log); a resumed run appends.
   std::string log;
 

@@ -50,7 +50,7 @@ struct Options {
          "constant|linear|cosine]\n"
          "         [--warmup-steps W] [--total-steps T] [--log METRICS.jsonl]\n"
          "         [--checkpoint-dir D [--checkpoint-every N]\n"
-         "          [--keep-checkpoints K] [--resume]]\n"
+         "          [--keep-checkpoints K] [--resume [--resume-new-batch]]]\n"
          "         [--export TRAINED.onnx] [--save-gradients GRADS.npz]\n"
          "         [--kernel-profile PROFILE.json]\n"
          "         [--device cpu|cuda] [--threads N (0: the default)]\n"

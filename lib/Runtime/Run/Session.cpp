@@ -61,6 +61,9 @@ void SessionOptions::validate() const {
   if (checkpointDir.empty() && (resume || checkpointEvery))
     throw Error(settingRef(resume ? "resume" : "checkpoint_every") + " needs " +
                 settingRef("checkpoint_dir"));
+  if (resumeNewBatch && !resume)
+    throw Error(settingRef("resume_new_batch") + " needs " +
+                settingRef("resume"));
 }
 
 accrue::SettingTable SessionOptions::settingTable() {
@@ -83,6 +86,10 @@ accrue::SettingTable SessionOptions::settingTable() {
             checkpointEvery);
   t.integer("keep_checkpoints", "checkpoints kept", keepCheckpoints);
   t.flag("resume", "continue from the newest checkpoint", resume);
+  t.flag("resume_new_batch",
+         "resume with another effective batch (the step count and the data "
+         "position carry over)",
+         resumeNewBatch);
   t.text("log", "metrics.jsonl to write (a resumed run appends)", log);
   t.choice("device", "where the step runs (unset: the artifact's target)",
            device, &deviceName, 2);
@@ -195,6 +202,36 @@ const std::map<std::string, std::string> &configSettings() {
        settingRef("total_steps") + " (default: " + settingRef("steps") + ")"},
       {"ranks", "the number of data-parallel ranks (mpirun -np)"}};
   return settings;
+}
+
+/// The settings that split a window among micro-batches and ranks.
+constexpr const char *kSplitSettings[] = {"micro_batch", "accumulation",
+                                          "ranks", "effective_batch"};
+
+std::string lookupOr(const std::map<std::string, std::string> &settings,
+                     const std::string &key) {
+  auto it = settings.find(key);
+  return it == settings.end() ? "(unset)" : it->second;
+}
+
+/// The samples per optimizer step a run's settings give, where they are
+/// one number for every step: the fixed effective batch, or b x K x G
+/// with one K ("0:K"; an accumulation schedule has none).
+std::optional<int64_t>
+windowOf(const std::map<std::string, std::string> &settings) {
+  try {
+    if (settings.count("effective_batch"))
+      return std::stoll(settings.at("effective_batch"));
+    const std::string &accumulation = settings.at("accumulation");
+    if (accumulation.rfind("0:", 0) != 0 ||
+        accumulation.find(',') != std::string::npos)
+      return std::nullopt;
+    return std::stoll(settings.at("micro_batch")) *
+           std::stoll(accumulation.substr(2)) *
+           std::stoll(settings.at("ranks"));
+  } catch (const std::exception &) {
+    return std::nullopt;
+  }
 }
 
 /// `v` with enough digits to read back the same double.
@@ -440,16 +477,52 @@ void Session::resumeFromCheckpoint() {
   std::map<std::string, std::string> saved = trainer.loadCheckpoint(path);
   // Checkpoints older than data parallelism were written by one process.
   saved.emplace("ranks", "1");
+  // Another split of the same windows (micro-batch b, K, ranks G) resumes
+  // too: the windows are global, Dropout's masks depend on the sample and
+  // the step only, and the checkpoint's tensors go by name.
+  std::optional<int64_t> savedWindow = windowOf(saved),
+                         myWindow = windowOf(config);
+  bool split = false;
+  for (const char *key : kSplitSettings)
+    split |= lookupOr(saved, key) != lookupOr(config, key);
+  bool newBatch = split && savedWindow && myWindow && *savedWindow != *myWindow;
+  if (newBatch && !opts.resumeNewBatch)
+    throw Error(resume + ": checkpoint '" + path + "' was written with " +
+                std::to_string(*savedWindow) +
+                " samples per optimizer step, this run has " +
+                std::to_string(*myWindow) + "; another micro-batch, " +
+                settingRef("accumulation_steps") +
+                " or rank count resumes only with the same effective batch "
+                "(or with " +
+                settingRef("resume_new_batch") + ")");
+  bool resplit = split && savedWindow && myWindow;
   for (const auto &[key, setting] : configSettings()) {
-    auto want = config.find(key);
-    auto got = saved.find(key);
-    std::string mine = want == config.end() ? "(unset)" : want->second;
-    std::string theirs = got == saved.end() ? "(unset)" : got->second;
+    if (resplit &&
+        std::find(std::begin(kSplitSettings), std::end(kSplitSettings), key) !=
+            std::end(kSplitSettings))
+      continue;
+    std::string mine = lookupOr(config, key), theirs = lookupOr(saved, key);
     if (mine != theirs)
       throw Error(resume + ": checkpoint '" + path + "' was written with " +
                   setting + " = " + theirs + ", this run has " + mine +
                   "; resume with the same settings");
   }
+  if (newBatch)
+    notify(Notice::Kind::Warning,
+           "resuming with " + std::to_string(*myWindow) +
+               " samples per step where the checkpoint's run had " +
+               std::to_string(*savedWindow) +
+               " (the step count and the data position carry over)");
+  else if (resplit)
+    notify(Notice::Kind::Info,
+           "resuming on another split of the same " +
+               std::to_string(*myWindow) + " samples per step: micro-batch " +
+               lookupOr(config, "micro_batch") + " x K " +
+               lookupOr(config, "accumulation").substr(2) + " x " +
+               lookupOr(config, "ranks") +
+               " ranks (the checkpoint's: " + lookupOr(saved, "micro_batch") +
+               " x " + lookupOr(saved, "accumulation").substr(2) + " x " +
+               lookupOr(saved, "ranks") + ")");
   try {
     cursor->epoch = std::stoll(saved.at("epoch"));
     cursor->offset = std::stoll(saved.at("offset"));
