@@ -30,11 +30,13 @@ enum AccrueGlooReduction {
 /* Connects rank `rank` of `size`: the ranks meet through a key-value store
  * that rank 0 serves on TCP port `store_port` of `store_host` (torchrun's
  * MASTER_ADDR and MASTER_PORT), then connect every pair over TCP, this
- * rank listening on `self_host`. A collective that waits longer than
- * `timeout_seconds` fails. */
+ * rank listening on `self_host` (empty: the address its connection to the
+ * store leaves from). The meeting fails after `rendezvous_seconds`, a
+ * collective that waits longer than `collective_seconds`. */
 typedef int (*AccrueGlooConnectFn)(int rank, int size, const char *store_host,
                                    int store_port, const char *self_host,
-                                   int timeout_seconds, AccrueGloo **group,
+                                   int rendezvous_seconds,
+                                   int collective_seconds, AccrueGloo **group,
                                    char *error, size_t error_size);
 /* In place over every rank. */
 typedef int (*AccrueGlooAllReduceFn)(AccrueGloo *group, void *data,

@@ -206,7 +206,14 @@ std::string firstHost(std::string list) {
   std::string prefix = list.substr(0, bracket);
   std::string range = list.substr(bracket + 1);
   size_t end = range.find_first_of(",-]");
-  return prefix + range.substr(0, end);
+  // The name goes on after the brackets ("node[01-02]-ib" -> "node01-ib").
+  size_t close = range.find(']');
+  std::string suffix;
+  if (close != std::string::npos) {
+    suffix = range.substr(close + 1);
+    suffix = suffix.substr(0, suffix.find(','));
+  }
+  return prefix + range.substr(0, end) + suffix;
 }
 
 /// The launch torchrun or srun set up, or none (mpirun, or one process).
@@ -215,12 +222,14 @@ std::optional<Launch> detectLaunch() {
   if (launcher.empty() && env("ACCRUE_LAUNCHER"))
     launcher = env("ACCRUE_LAUNCHER");
   if (launcher.empty() || launcher == "auto") {
+    // torchrun sets RANK and WORLD_SIZE (a MASTER_ADDR alone is not a
+    // launch); srun sets its step's variables, which a batch script
+    // running one process does not have.
     if (env("OMPI_COMM_WORLD_SIZE") || env("PMIX_RANK") || env("PMI_SIZE"))
       launcher = "mpi";
-    else if (env("RANK") || env("WORLD_SIZE") || env("LOCAL_RANK") ||
-             env("MASTER_ADDR") || env("MASTER_PORT"))
+    else if (env("RANK") || env("WORLD_SIZE"))
       launcher = "torchrun";
-    else if (env("SLURM_PROCID"))
+    else if (env("SLURM_PROCID") && env("SLURM_STEP_ID"))
       launcher = "slurm";
     else
       launcher = "mpi";
@@ -244,7 +253,9 @@ std::optional<Launch> detectLaunch() {
         std::string(env("TORCHELASTIC_USE_AGENT_STORE")) == "True")
       launch.port = launch.port % 65535 + 1;
   } else if (launcher == "slurm") {
-    launch.size = intVariable("SLURM_NTASKS", launcher, 1, 1 << 20);
+    launch.size = intVariable(
+        env("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS",
+        launcher, 1, 1 << 20);
     launch.rank = intVariable("SLURM_PROCID", launcher, 0, launch.size - 1);
     launch.localRank =
         intVariable("SLURM_LOCALID", launcher, 0, launch.size - 1);
@@ -273,6 +284,9 @@ std::optional<Launch> detectLaunch() {
   }
   if (env("ACCRUE_STORE_PORT"))
     launch.port = intVariable("ACCRUE_STORE_PORT", launcher, 1, 65535);
+  // One process needs no collectives.
+  if (launch.size == 1)
+    return std::nullopt;
   return launch;
 }
 
@@ -335,17 +349,13 @@ Gloo loadGloo() {
   return gloo;
 }
 
-/// The host this rank's transport listens on: ACCRUE_GLOO_HOST, else the
-/// loopback address where the store is on this machine's, else this
-/// machine's name.
-std::string selfHost(const Launch &launch) {
-  if (const char *chosen = env("ACCRUE_GLOO_HOST"))
-    return chosen;
-  if (launch.host == "localhost" || launch.host.rfind("127.", 0) == 0)
-    return "127.0.0.1";
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  return name;
+/// The host this rank's transport listens on: ACCRUE_GLOO_HOST, else
+/// empty, which the shim reads as the address its connection to the
+/// store leaves from (the interface that reaches rank 0; the host name may
+/// resolve to a loopback address).
+std::string selfHost() {
+  const char *chosen = env("ACCRUE_GLOO_HOST");
+  return chosen ? chosen : "";
 }
 
 void checkGloo(int status, const char *message) {
@@ -368,12 +378,19 @@ Collectives::Collectives() {
   if (std::optional<Launch> launch = detectLaunch()) {
     static Gloo gloo = loadGloo();
     char error[1024] = {};
-    // A rank that never comes, or dies, ends the others' waits after this.
-    int timeout = 60;
-    if (const char *chosen = env("ACCRUE_COLLECTIVE_TIMEOUT"))
-      timeout = std::max(1, std::atoi(chosen));
+    // A rank that never arrives ends the rendezvous after this; a collective
+    // waits longer (rank 0 may be writing a checkpoint); a rank that dies
+    // ends the others at once (its connections close).
+    int rendezvous = env("ACCRUE_RENDEZVOUS_TIMEOUT")
+                         ? intVariable("ACCRUE_RENDEZVOUS_TIMEOUT",
+                                       launch->launcher, 1, 1 << 20)
+                         : 60;
+    int collective = env("ACCRUE_COLLECTIVE_TIMEOUT")
+                         ? intVariable("ACCRUE_COLLECTIVE_TIMEOUT",
+                                       launch->launcher, 1, 1 << 20)
+                         : 1800;
     if (gloo.connect(launch->rank, launch->size, launch->host.c_str(),
-                     launch->port, selfHost(*launch).c_str(), timeout,
+                     launch->port, selfHost().c_str(), rendezvous, collective,
                      &gloo.group, error, sizeof error))
       throw Error(error);
     loadedGloo = &gloo;
@@ -417,8 +434,10 @@ void Collectives::abortIfParallel(int code) {
     return;
   // Gloo has no abort: this rank's exit closes its connections, and the
   // other ranks' next collective fails naming the closed peer.
-  if (loadedGloo)
+  if (loadedGloo) {
+    std::fflush(nullptr);
     std::_Exit(code);
+  }
   loadedMpi->abort(loadedMpi->world, code);
 }
 

@@ -318,9 +318,10 @@ def _state_dict_names(module, path):
         from onnx import numpy_helper
     except ImportError:
         return
-    state = {k: v.detach().cpu().numpy() for k, v in module.state_dict().items()}
+    import torch
+    state = {k: v for k, v in module.state_dict().items()
+             if isinstance(v, torch.Tensor) and v.is_floating_point()}
     model = onnx.load(path)
-    external = os.path.exists(path + ".data")
     renames = {}
     taken = {t.name for t in model.graph.initializer}
     for tensor in model.graph.initializer:
@@ -328,10 +329,13 @@ def _state_dict_names(module, path):
                 onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
                 onnx.TensorProto.BFLOAT16):
             continue
-        value = numpy_helper.to_array(tensor)
-        matches = [k for k, v in state.items()
-                   if k not in taken and v.shape == value.shape
-                   and np.array_equal(v.astype(value.dtype), value)]
+        shape = tuple(tensor.dims)
+        candidates = [k for k, v in state.items() if k not in taken and tuple(v.shape) == shape]
+        if not candidates:
+            continue
+        value = numpy_helper.to_array(tensor).astype(np.float64)
+        matches = [k for k in candidates
+                   if np.array_equal(state[k].detach().double().cpu().numpy(), value)]
         if len(matches) == 1:
             renames[tensor.name] = matches[0]
             taken.add(matches[0])
@@ -345,11 +349,25 @@ def _state_dict_names(module, path):
                 node.input[i] = renames[name]
     for info in list(model.graph.input) + list(model.graph.value_info):
         info.name = renames.get(info.name, info.name)
-    if external:
-        onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
-                  location=os.path.basename(path) + ".data")
+    # A new file (and its tensor data beside it, where the export had that),
+    # then renamed over the export.
+    folder = os.path.dirname(os.path.abspath(path))
+    temporary = os.path.join(folder, ".accrue-rename-" + os.path.basename(path))
+    if os.path.exists(path + ".data"):
+        location = os.path.basename(temporary) + ".data"
+        onnx.save(model, temporary, save_as_external_data=True, all_tensors_to_one_file=True,
+                  location=location)
+        os.replace(os.path.join(folder, location), path + ".data")
+        # The model names its data file: point it at the final name.
+        renamed = onnx.load(temporary, load_external_data=False)
+        for tensor in renamed.graph.initializer:
+            for entry in tensor.external_data:
+                if entry.key == "location":
+                    entry.value = os.path.basename(path) + ".data"
+        onnx.save(renamed, temporary)
     else:
-        onnx.save(model, path)
+        onnx.save(model, temporary)
+    os.replace(temporary, path)
 
 
 def _export_torch(module, example, path, opset=None, exporter="auto"):
@@ -369,6 +387,7 @@ def _export_torch(module, example, path, opset=None, exporter="auto"):
     if exporter == "dynamo" and not has_dynamo:
         raise ValueError("exporter='dynamo' needs PyTorch 2's torch.onnx.export "
                          "(this is PyTorch %s)" % torch.__version__)
+    exported = False
     if exporter != "torchscript" and has_dynamo:
         batch = torch.export.Dim("batch", min=1)
         try:
@@ -376,14 +395,16 @@ def _export_torch(module, example, path, opset=None, exporter="auto"):
                               opset_version=opset or 20, input_names=names,
                               output_names=["loss"],
                               dynamic_shapes=tuple({0: batch} for _ in names))
-            _state_dict_names(module, path)
-            return path, True
+            exported = True
         except Exception as err:  # torch.export's own failures vary by model
             if exporter == "dynamo":
                 raise
             warnings.warn("accrue.export_torch: the dynamo exporter failed (%s: %s); "
                           "exporting with the TorchScript exporter"
                           % (type(err).__name__, str(err).splitlines()[0][:200]))
+    if exported:
+        _state_dict_names(module, path)
+        return path, True
     kwargs = {"dynamo": False} if has_dynamo else {}
     torch.onnx.export(module, inputs, path, input_names=names,
                       output_names=["loss"],

@@ -7,7 +7,7 @@
 # 1e-4); the buffer stays as it was; exporter="torchscript" gives the same
 # parameters.
 #
-# REQUIRES: torch2
+# REQUIRES: torch2, accrue-python
 # RUN: rm -rf %t && mkdir -p %t
 # RUN: env PYTHONPATH=%accrue_build/python_packages:$PYTHONPATH %latest_python %s %t
 

@@ -5,9 +5,12 @@
 # over TCP on localhost. 2 ranks at K=2 and 4 ranks at K=1 give one rank's
 # parameters at K=4 (rtol 1e-5: the all-reduce sums in another order) after
 # 5 AdamW steps with clipping, with one all-reduce per optimizer step. A
-# half-set or wrong environment is one line naming the variable; a rank
-# that never arrives ends the rendezvous after ACCRUE_COLLECTIVE_TIMEOUT; a
-# rank killed mid-run ends the others within seconds.
+# half-set or wrong environment is one line naming the variable; what only
+# looks like a launch (a batch script's Slurm variables, a stray
+# MASTER_ADDR, a world of one) runs one process; two processes given the
+# same rank are refused; a rank that never arrives ends the rendezvous after
+# ACCRUE_RENDEZVOUS_TIMEOUT; a rank killed mid-run ends the others within
+# seconds.
 #
 # REQUIRES: torch2
 # RUN: rm -rf %t && mkdir -p %t
@@ -111,7 +114,8 @@ def free_job_id():
 
 job = free_job_id()
 envs = [dict(clean_env(), SLURM_PROCID=str(r), SLURM_NTASKS="2", SLURM_LOCALID=str(r),
-             SLURM_JOB_NODELIST="localhost,node[2-3]", SLURM_JOB_ID=job) for r in range(2)]
+             SLURM_STEP_ID="0", SLURM_JOB_NODELIST="localhost,node[2-3]", SLURM_JOB_ID=job)
+        for r in range(2)]
 for code, text in run_ranks(train_cmd(two, "srun"), envs):
     assert code == 0, text
 check_same("srun", want)
@@ -123,7 +127,8 @@ cases = [
      "torchrun's environment is incomplete: MASTER_PORT is not set"),
     (dict(RANK="2", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=port),
      "RANK='2' is not an integer in [0, 1]"),
-    (dict(SLURM_PROCID="0", SLURM_NTASKS="2", SLURM_LOCALID="0", SLURM_JOB_ID="5"),
+    (dict(SLURM_PROCID="0", SLURM_NTASKS="2", SLURM_LOCALID="0", SLURM_STEP_ID="0",
+          SLURM_JOB_ID="5"),
      "neither SLURM_STEP_NODELIST nor SLURM_JOB_NODELIST is set"),
     (dict(ACCRUE_LAUNCHER="pbs"), "unknown launcher 'pbs'"),
 ]
@@ -138,11 +143,35 @@ proc = subprocess.run(train_cmd(two, "bad") + ["--launcher", "pbs"], env=clean_e
                       capture_output=True, text=True, timeout=60)
 assert proc.returncode != 0 and "--launcher must be auto, mpi, torchrun or slurm" in proc.stderr
 
+# Not launches: a batch script's one process (Slurm's job variables without
+# a step's), a stray MASTER_ADDR, a world of one: one rank, no Gloo.
+for extra in [dict(SLURM_PROCID="0", SLURM_NTASKS="4", SLURM_JOB_ID="5"),
+              dict(MASTER_ADDR="10.0.0.1", MASTER_PORT="1234"),
+              dict(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="10.0.0.1",
+                   MASTER_PORT="1234")]:
+    proc = subprocess.run(train_cmd(two, "single"), env=dict(clean_env(), **extra),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "x 2 ranks" not in proc.stdout + proc.stderr, \
+        proc.stdout + proc.stderr
+print("one process: batch-script Slurm variables, a stray MASTER_ADDR, WORLD_SIZE=1")
+
+# Two processes given the same rank: refused at the rendezvous.
+port = str(free_port())
+envs = [dict(clean_env(), RANK="0" if r < 2 else "1", WORLD_SIZE="2", LOCAL_RANK="0",
+             MASTER_ADDR="127.0.0.1", MASTER_PORT=port, ACCRUE_RENDEZVOUS_TIMEOUT="5")
+        for r in range(2)]
+envs[1]["ACCRUE_STORE_PORT"] = port
+results = run_ranks(train_cmd(two, "twins"), envs)
+assert any(code != 0 and ("two processes were given the same rank" in text or
+                          "cannot serve the rendezvous store" in text)
+           for code, text in results), results
+print("two processes with RANK=0: refused")
+
 # A rank that never arrives: the rendezvous ends after the timeout.
 start = time.time()
 proc = subprocess.run(train_cmd(two, "alone"), env=dict(
     clean_env(), RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
-    MASTER_PORT=str(free_port()), ACCRUE_COLLECTIVE_TIMEOUT="2"),
+    MASTER_PORT=str(free_port()), ACCRUE_RENDEZVOUS_TIMEOUT="2"),
     capture_output=True, text=True, timeout=60)
 assert proc.returncode != 0 and "timed out waiting for the other ranks" in proc.stderr, \
     proc.stderr
@@ -163,7 +192,7 @@ assert procs[0].poll() is None and procs[1].poll() is None
 procs[1].kill()
 killed = time.time()
 _, err = procs[0].communicate(timeout=60)
-assert procs[0].returncode != 0 and "did another rank exit?" in err, err
+assert procs[0].returncode != 0 and "did another rank exit" in err, err
 assert time.time() - killed < 10, time.time() - killed
 procs[1].communicate()
 print("rank 0 ended %.2f s after rank 1 was killed: %s" % (

@@ -1,5 +1,6 @@
 # Accrue's end-to-end suite: compile and train real models, compare with
 # independent references (float64 finite differences, PyTorch, K=1 vs K>1).
+import glob
 import os
 import subprocess
 
@@ -58,6 +59,11 @@ if os.path.exists(latest_python):
     config.available_features.add("onnx-latest")
     if python_has("torch, transformers, onnxscript", latest_python):
         config.available_features.add("torch2")
+# The Python package (not in the sanitizer build, whose extension would
+# need the sanitizer runtime preloaded into Python).
+if glob.glob(os.path.join(os.path.dirname(config.accrue_tools_dir), "python_packages",
+                          "accrue", "_accrue*.so")):
+    config.available_features.add("accrue-python")
 if python_has("torch"):
     config.available_features.add("torch")
 if os.path.exists("/usr/bin/time"):

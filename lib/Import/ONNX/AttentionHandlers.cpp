@@ -12,9 +12,10 @@
 // is seen from query i where j <= i + offset, and p - left <= j <= p +
 // right for p = i + offset; the offset is the past keys' count, or a
 // sample's non-padding keys less the queries), and the keys past a
-// sample's nonpad_kv_seqlen. Where the bias is known at compile time (no
-// attn_mask, no nonpad_kv_seqlen) it is a constant computed here; a query
-// row it masks entirely gives zeros, not the NaN a softmax of -inf makes.
+// sample's nonpad_kv_seqlen. A query row the bias masks entirely gives
+// zeros, not the NaN a softmax of -inf makes; where the bias is known at
+// compile time (no attn_mask, no nonpad_kv_seqlen), which rows those are is
+// too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,8 +29,6 @@ using namespace accrue;
 using namespace accrue::onnx_import;
 
 namespace {
-
-RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -67,54 +66,49 @@ Value repeatHeads(nn::NNBuilder &nnb, Value x, int64_t times) {
                                    {s[0], s[1] * times, s[2], s[3]}, element));
 }
 
-/// Which keys the causal frontier and the sliding window leave a query:
-/// `diff` is the query's absolute position less the key's (i + offset - j).
-struct Frontier {
-  bool causal;
-  int64_t left, right; // -1: unbounded
-
-  bool allows(int64_t diff) const {
-    return (!causal || diff >= 0) && (left < 0 || diff <= left) &&
-           (right < 0 || -diff <= right);
-  }
-  bool any() const { return causal || left >= 0 || right >= 0; }
-};
-
-/// The frontier's bias for a compile-time offset, [Sq, Skv] of 0 and -inf.
-Value constantFrontier(OpBuilder &b, Location loc, Type element,
-                       const Frontier &frontier, int64_t offset,
-                       int64_t queries, int64_t keys) {
-  auto type = RankedTensorType::get({queries, keys}, element);
-  SmallVector<APFloat> values;
-  const llvm::fltSemantics &semantics =
-      cast<FloatType>(element).getFloatSemantics();
-  for (int64_t i = 0; i < queries; ++i)
-    for (int64_t j = 0; j < keys; ++j)
-      values.push_back(frontier.allows(i + offset - j)
-                           ? APFloat::getZero(semantics)
-                           : APFloat::getInf(semantics, /*Negative=*/true));
-  return nn::ConstantOp::create(b, loc, DenseElementsAttr::get(type, values));
+/// 0 where `allowed`, -inf elsewhere, in `element`.
+Value additiveMask(nn::NNBuilder &nnb, Value allowed, Type element) {
+  return nn::WhereOp::create(nnb.b, nnb.loc, allowed, nnb.scalar(element, 0.0),
+                             nnb.scalar(element, -kInf));
 }
 
-/// The frontier's bias for per-sample offsets (`offsets`, [B] i64), as
-/// [B, 1, Sq, Skv].
-Value sampleFrontier(OpBuilder &b, Location loc, Type element,
-                     const Frontier &frontier, Value offsets, int64_t queries,
-                     int64_t keys) {
-  nn::NNBuilder nnb(b, loc);
+/// Which keys the causal frontier and the sliding window leave a query:
+/// with p the query's absolute position (its index plus the offset), key j
+/// where j <= p (causal), p - left <= j and j <= p + right (-1: unbounded).
+struct Frontier {
+  bool causal;
+  int64_t left, right;
+
+  bool any() const { return causal || left >= 0 || right >= 0; }
+  /// Whether the query at absolute position `p` sees none of `keys` keys.
+  bool masksRow(int64_t p, int64_t keys) const {
+    int64_t low = left >= 0 ? std::max<int64_t>(0, p - left) : 0;
+    int64_t high = keys - 1;
+    if (causal)
+      high = std::min(high, p);
+    if (right >= 0)
+      high = std::min(high, p + right);
+    return low > high;
+  }
+};
+
+/// The frontier's bias for queries offset by `offsets` (i64: one offset,
+/// [1, 1], or one a sample, [B, 1, 1]): [Sq, Skv] or [B, 1, Sq, Skv] of 0
+/// and -inf, from the positions' difference i - j (no table of Sq x Skv
+/// is built here).
+Value frontierBias(nn::NNBuilder &nnb, Type element, const Frontier &frontier,
+                   Value offsets, int64_t queries, int64_t keys) {
+  OpBuilder &b = nnb.b;
+  Location loc = nnb.loc;
   Type i64 = b.getI64Type();
-  int64_t batch = typeOf(offsets).getDimSize(0);
-  SmallVector<int64_t> positions;
-  for (int64_t i = 0; i < queries; ++i)
-    for (int64_t j = 0; j < keys; ++j)
-      positions.push_back(i - j);
-  Value relative = nn::ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(RankedTensorType::get({1, queries, keys}, i64),
-                             ArrayRef(positions)));
-  Value diff =
-      nnb.add(relative,
-              nnb.reshape(offsets, RankedTensorType::get({batch, 1, 1}, i64)));
+  Value rows = nnb.reshape(
+      indexVector(b, loc, llvm::to_vector(llvm::seq<int64_t>(0, queries))),
+      RankedTensorType::get({queries, 1}, i64));
+  Value columns = nnb.reshape(
+      indexVector(b, loc, llvm::to_vector(llvm::seq<int64_t>(0, keys))),
+      RankedTensorType::get({1, keys}, i64));
+  // p - j, for every sample's offset.
+  Value diff = nnb.sub(nnb.add(rows, offsets), columns);
   Value allowed;
   auto meet = [&](Value condition) {
     allowed = allowed ? Value(nn::AndOp::create(b, loc, allowed, condition))
@@ -128,10 +122,13 @@ Value sampleFrontier(OpBuilder &b, Location loc, Type element,
   if (frontier.right >= 0)
     meet(nn::GreaterOrEqualOp::create(b, loc, diff,
                                       nnb.scalar(i64, -frontier.right)));
-  Value bias = nn::WhereOp::create(b, loc, allowed, nnb.scalar(element, 0.0),
-                                   nnb.scalar(element, -kInf));
-  return nnb.reshape(bias,
-                     RankedTensorType::get({batch, 1, queries, keys}, element));
+  Value bias = additiveMask(nnb, allowed, element);
+  RankedTensorType type = typeOf(bias);
+  if (type.getRank() == 3)
+    bias = nnb.reshape(
+        bias,
+        RankedTensorType::get({type.getDimSize(0), 1, queries, keys}, element));
+  return bias;
 }
 
 LogicalResult importAttention(GraphImporter &im, const onnx::NodeProto &node) {
@@ -176,6 +173,11 @@ LogicalResult importAttention(GraphImporter &im, const onnx::NodeProto &node) {
 
   // Heads: [B, S, H * D] inputs are split into [B, H, S, D].
   Value query = *q, key = *k, value = *v;
+  if (rank == 4 && im.opset >= 25 &&
+      (GraphImporter::attribute(node, "q_num_heads") ||
+       GraphImporter::attribute(node, "kv_num_heads")))
+    return im.error(node) << "q_num_heads and kv_num_heads are for 3-D "
+                             "inputs only (opset 25)";
   if (rank == 3) {
     int64_t qHeads = im.intAttr(node, "q_num_heads", 0);
     int64_t kvHeads = im.intAttr(node, "kv_num_heads", 0);
@@ -199,6 +201,8 @@ LogicalResult importAttention(GraphImporter &im, const onnx::NodeProto &node) {
   if (kShape[3] != qShape[3])
     return im.error(node) << "Q's head size " << qShape[3]
                           << " differs from K's " << kShape[3];
+  if (heads <= 0 || kShape[1] <= 0)
+    return im.error(node) << "Q and K need at least one head each";
   if (heads % kShape[1] != 0)
     return im.error(node) << "Q's " << heads
                           << " heads are not a multiple of K's " << kShape[1];
@@ -225,8 +229,7 @@ LogicalResult importAttention(GraphImporter &im, const onnx::NodeProto &node) {
     RankedTensorType maskType = typeOf(*mask);
     Value maskBias = *mask;
     if (maskType.getElementType().isInteger(1))
-      maskBias = nn::WhereOp::create(b, loc, maskBias, nnb.scalar(element, 0.0),
-                                     nnb.scalar(element, -kInf));
+      maskBias = additiveMask(nnb, maskBias, element);
     else if (maskType.getElementType() != element)
       return im.error(node)
              << "attn_mask must be boolean or of Q's type, got " << maskType;
@@ -235,9 +238,10 @@ LogicalResult importAttention(GraphImporter &im, const onnx::NodeProto &node) {
     if (maskRank == 0 || maskKeys > keys)
       return im.error(node) << "attn_mask of shape " << maskType
                             << " does not fit " << keys << " keys";
-    if (maskKeys != 1)
-      maskBias =
-          padAxis(b, loc, maskBias, maskRank - 1, 0, keys - maskKeys, -kInf);
+    // Keys past the mask's last are masked, as ONNX's reference pads it
+    // (a mask of one key too).
+    maskBias =
+        padAxis(b, loc, maskBias, maskRank - 1, 0, keys - maskKeys, -kInf);
     if (failed(im.requireBroadcastsTo(node, 3, maskBias,
                                       {batch, heads, queries, keys})))
       return failure();
@@ -256,38 +260,44 @@ LogicalResult importAttention(GraphImporter &im, const onnx::NodeProto &node) {
         indexVector(b, loc, llvm::to_vector(llvm::seq<int64_t>(0, keys))),
         RankedTensorType::get({1, keys}, i64));
     Value counts = nnb.reshape(*nonpad, RankedTensorType::get({batch, 1}, i64));
-    Value padding = nn::WhereOp::create(
-        b, loc, nn::LessOp::create(b, loc, positions, counts),
-        nnb.scalar(element, 0.0), nnb.scalar(element, -kInf));
+    Value padding = additiveMask(
+        nnb, nn::LessOp::create(b, loc, positions, counts), element);
     biases.push_back(nnb.reshape(
         padding, RankedTensorType::get({batch, 1, 1, keys}, element)));
     if (frontier.any())
-      biases.push_back(sampleFrontier(
-          b, loc, element, frontier, nnb.sub(*nonpad, nnb.scalar(i64, queries)),
-          queries, keys));
+      biases.push_back(
+          frontierBias(nnb, element, frontier,
+                       nnb.reshape(nnb.sub(*nonpad, nnb.scalar(i64, queries)),
+                                   RankedTensorType::get({batch, 1, 1}, i64)),
+                       queries, keys));
     runtimeBias = true;
   } else if (frontier.any()) {
     biases.push_back(
-        constantFrontier(b, loc, element, frontier, past, queries, keys));
+        frontierBias(nnb, element, frontier,
+                     nn::ConstantOp::create(
+                         b, loc,
+                         DenseElementsAttr::get(
+                             RankedTensorType::get({1, 1}, b.getI64Type()),
+                             ArrayRef<int64_t>{past})),
+                     queries, keys));
   }
   Value bias;
   for (Value part : biases)
     bias = bias ? nnb.add(bias, part) : part;
   // Rows the bias masks entirely (known at compile time where the bias is).
   bool rowsMayBeMasked = runtimeBias;
-  if (!runtimeBias && bias)
-    for (int64_t i = 0; i < queries && !rowsMayBeMasked; ++i) {
-      bool any = false;
-      for (int64_t j = 0; j < keys && !any; ++j)
-        any = frontier.allows(i + past - j);
-      rowsMayBeMasked = !any;
-    }
+  for (int64_t i = 0; i < queries && bias && !rowsMayBeMasked; ++i)
+    rowsMayBeMasked = frontier.masksRow(i + past, keys);
 
   // The scores: Q and K each scaled by the scale's square root, as the
   // function body rounds them.
   double scale = 1.0 / std::sqrt(static_cast<double>(qShape[3]));
   if (GraphImporter::attribute(node, "scale"))
     scale = im.floatAttr(node, "scale", 1.0f);
+  if (!(scale > 0))
+    return im.error(node) << "scale must be positive (Q and K are each "
+                             "scaled by its square root), got "
+                          << scale;
   Value root = nnb.scalar(element, std::sqrt(scale));
   int64_t groups = heads / kShape[1];
   Value scaledKey = repeatHeads(nnb, nnb.mul(key, root), groups);
@@ -482,5 +492,5 @@ LogicalResult importRotaryEmbedding(GraphImporter &im,
 
 void onnx_import::addAttentionHandlers(std::vector<OpRegistration> &list) {
   list.push_back({"Attention", 23, importAttention, {6}});
-  list.push_back({"RotaryEmbedding", 23, importRotaryEmbedding, {3}});
+  list.push_back({"RotaryEmbedding", 23, importRotaryEmbedding, {1, 2, 3}});
 }

@@ -110,6 +110,11 @@ void addResizeHandlers(std::vector<OpRegistration> &handlers);
 void addRecurrentHandlers(std::vector<OpRegistration> &handlers);
 void addTrainingHandlers(std::vector<OpRegistration> &handlers);
 
+/// The ranked tensor type of `v` (every value the importer makes has one).
+inline mlir::RankedTensorType typeOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType());
+}
+
 /// A rank-1 i64 nn.constant holding `values` (compile-time indices).
 mlir::Value indexVector(mlir::OpBuilder &b, mlir::Location loc,
                         llvm::ArrayRef<int64_t> values);

@@ -482,28 +482,22 @@ LogicalResult importRange(GraphImporter &im, const onnx::NodeProto &node) {
     // Before opset 27, each value start + i delta (in double) rounded to
     // nearest even once; ONNX's function body accumulates in the type, and
     // numpy's half arange steps by the rounded second value: far from 0
-    // those differ. From opset 27 on, stash_type says: the values
-    // accumulate delta in f32 (1, the default) or in the type (0), each
-    // rounded to the type.
+    // those differ. From opset 27 on, stash_type 1 (float, the only one)
+    // says: start + i delta in f32, rounded to the type.
     const llvm::fltSemantics &semantics =
         cast<FloatType>(element).getFloatSemantics();
+    if (im.opset >= 27 && im.intAttr(node, "stash_type", 1) != 1)
+      return im.error(node) << "stash_type must be 1 (float), not "
+                            << im.intAttr(node, "stash_type", 1);
     bool lost;
-    auto rounded = [&](APFloat value, const llvm::fltSemantics &to) {
-      value.convert(to, APFloat::rmNearestTiesToEven, &lost);
-      return value;
-    };
-    const llvm::fltSemantics &accumulation =
-        im.intAttr(node, "stash_type", 1) ? APFloat::IEEEsingle() : semantics;
-    APFloat next = rounded(APFloat(s), accumulation);
-    APFloat step = rounded(APFloat(d), accumulation);
     SmallVector<APFloat> data;
     for (int64_t i = 0; i < n; ++i) {
-      if (im.opset < 27) {
-        data.push_back(rounded(APFloat(s + i * d), semantics));
-        continue;
-      }
-      data.push_back(rounded(next, semantics));
-      next.add(step, APFloat::rmNearestTiesToEven);
+      APFloat value(s + i * d);
+      if (im.opset >= 27)
+        value = APFloat(static_cast<float>(s) +
+                        static_cast<float>(i) * static_cast<float>(d));
+      value.convert(semantics, APFloat::rmNearestTiesToEven, &lost);
+      data.push_back(value);
     }
     values = DenseElementsAttr::get(type, data);
   } else

@@ -28,8 +28,6 @@ namespace {
 
 enum class Cell { RNN, GRU, LSTM };
 
-RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-
 /// Op builders for the cell, at the node's location.
 struct CellBuilder {
   CellBuilder(OpBuilder &b, Location loc) : b(b), loc(loc), nnb(b, loc) {}

@@ -15,8 +15,6 @@ using namespace accrue::onnx_import;
 
 namespace {
 
-RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-
 /// Resize (opsets 10-19), modes nearest and linear: separable, one axis at a
 /// time. Each resized axis becomes Gathers with compile-time indices (and,
 /// for linear, a blend with compile-time weights), so the adjoint is the

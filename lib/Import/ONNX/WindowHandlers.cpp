@@ -18,8 +18,6 @@ using namespace accrue::onnx_import;
 
 namespace {
 
-RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-
 //===----------------------------------------------------------------------===//
 // Windows
 //===----------------------------------------------------------------------===//

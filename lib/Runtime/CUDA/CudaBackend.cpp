@@ -40,13 +40,13 @@ struct LazyModule {
   std::map<std::string, CUfunction> functions;
 };
 
-/// The device ordinal: ACCRUE_CUDA_DEVICE, else the MPI local rank (one GPU
-/// per rank), else 0.
+/// The device ordinal: ACCRUE_CUDA_DEVICE, else the launcher's local rank
+/// (mpirun's, torchrun's LOCAL_RANK, srun's; one GPU per rank), else 0.
 int chooseDevice(int count) {
   if (const char *chosen = std::getenv("ACCRUE_CUDA_DEVICE"))
     return std::atoi(chosen);
-  for (const char *variable :
-       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+  for (const char *variable : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                               "LOCAL_RANK", "SLURM_LOCALID"})
     if (const char *rank = std::getenv(variable))
       return std::atoi(rank) % count;
   return 0;

@@ -45,6 +45,8 @@ void sendAll(int fd, const void *data, size_t size) {
   const char *p = static_cast<const char *>(data);
   while (size) {
     ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
     if (n <= 0)
       throw std::runtime_error("the rendezvous store's connection closed");
     p += n;
@@ -56,6 +58,8 @@ void receiveAll(int fd, void *data, size_t size) {
   char *p = static_cast<char *>(data);
   while (size) {
     ssize_t n = ::recv(fd, p, size, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
       throw std::runtime_error(
           "timed out waiting for the other ranks at the rendezvous (are all "
@@ -90,7 +94,7 @@ std::string receiveString(int fd) {
 /// lives until the last of them ends; stop() ends its accepting.
 class StoreServer : public std::enable_shared_from_this<StoreServer> {
 public:
-  explicit StoreServer(int port) {
+  StoreServer(int port, const std::string &portName) {
     listener = ::socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -105,7 +109,8 @@ public:
       ::close(listener);
       throw std::runtime_error("rank 0 cannot serve the rendezvous store on "
                                "port " +
-                               std::to_string(port) + " (MASTER_PORT): " + why);
+                               std::to_string(port) + " (" + portName +
+                               "): " + why);
     }
   }
   void start() {
@@ -118,6 +123,8 @@ private:
   void acceptLoop() {
     for (;;) {
       int fd = ::accept(listener, nullptr, nullptr);
+      if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
+        continue;
       if (fd < 0)
         return;
       std::thread([self = shared_from_this(), fd] {
@@ -134,12 +141,15 @@ private:
         std::string key = receiveString(fd);
         if (op == 'S') {
           std::string value = receiveString(fd);
+          bool fresh;
           {
             std::lock_guard<std::mutex> lock(mutex);
-            values[key] = std::move(value);
+            fresh = values.emplace(key, std::move(value)).second;
           }
           changed.notify_all();
-          sendAll(fd, "k", 1);
+          // Each rank sets its own keys once: a second setter is another
+          // process with the same rank.
+          sendAll(fd, fresh ? "k" : "d", 1);
         } else if (op == 'G') {
           std::string value;
           {
@@ -213,6 +223,10 @@ public:
     sendString(fd, std::string(data.begin(), data.end()));
     char ack = 0;
     receiveAll(fd, &ack, 1);
+    if (ack != 'k')
+      throw std::runtime_error("another process has set '" + key +
+                               "' at the rendezvous: two processes were "
+                               "given the same rank");
   }
   std::vector<char> get(const std::string &key) override {
     std::lock_guard<std::mutex> lock(mutex);
@@ -224,6 +238,16 @@ public:
   void wait(const std::vector<std::string> &keys) override {
     for (const std::string &key : keys)
       get(key);
+  }
+  /// The address this rank's connection to the store leaves from.
+  std::string localAddress() const {
+    sockaddr_in address{};
+    socklen_t size = sizeof address;
+    char text[INET_ADDRSTRLEN] = {};
+    if (::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &size) != 0 ||
+        !::inet_ntop(AF_INET, &address.sin_addr, text, sizeof text))
+      throw std::runtime_error("cannot read this rank's address");
+    return text;
   }
 
 private:
@@ -252,22 +276,27 @@ struct AccrueGloo {
 
 extern "C" int accrue_gloo_connect(int rank, int size, const char *storeHost,
                                    int storePort, const char *selfHost,
-                                   int timeoutSeconds, AccrueGloo **group,
-                                   char *error, size_t errorSize) {
+                                   int rendezvousSeconds, int collectiveSeconds,
+                                   AccrueGloo **group, char *error,
+                                   size_t errorSize) {
   try {
     auto made = std::make_unique<AccrueGloo>();
-    std::chrono::milliseconds timeout(int64_t(timeoutSeconds) * 1000);
+    std::chrono::milliseconds rendezvous(int64_t(rendezvousSeconds) * 1000);
     if (rank == 0) {
-      made->server = std::make_shared<StoreServer>(storePort);
+      made->server = std::make_shared<StoreServer>(
+          storePort, "MASTER_PORT, or the next one under torchrun, or "
+                     "ACCRUE_STORE_PORT");
       made->server->start();
     }
-    TcpStore store(storeHost, storePort, timeout);
+    TcpStore store(storeHost, storePort, rendezvous);
     gloo::transport::tcp::attr attr;
-    attr.hostname = selfHost;
+    attr.hostname = *selfHost ? std::string(selfHost) : store.localAddress();
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
-    context->setTimeout(timeout);
+    context->setTimeout(rendezvous);
     context->connectFullMesh(store, device);
+    context->setTimeout(
+        std::chrono::milliseconds(int64_t(collectiveSeconds) * 1000));
     made->context = context;
     *group = made.release();
     return 0;
@@ -299,7 +328,9 @@ extern "C" int accrue_gloo_all_reduce(AccrueGloo *group, void *data,
     return 0;
   } catch (const std::exception &e) {
     report(std::string("rank ") + std::to_string(group->context->rank) +
-               ": Gloo all-reduce: " + e.what() + " (did another rank exit?)",
+               ": Gloo all-reduce: " + e.what() +
+               " (did another rank exit, or stall past "
+               "ACCRUE_COLLECTIVE_TIMEOUT?)",
            error, errorSize);
     return 1;
   }
@@ -317,7 +348,9 @@ extern "C" int accrue_gloo_broadcast(AccrueGloo *group, void *data,
     return 0;
   } catch (const std::exception &e) {
     report(std::string("rank ") + std::to_string(group->context->rank) +
-               ": Gloo broadcast: " + e.what() + " (did another rank exit?)",
+               ": Gloo broadcast: " + e.what() +
+               " (did another rank exit, or stall past "
+               "ACCRUE_COLLECTIVE_TIMEOUT?)",
            error, errorSize);
     return 1;
   }
