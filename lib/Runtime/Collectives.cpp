@@ -29,6 +29,8 @@
 #include "accrue-runtime/GlooShim.h"
 #include "accrue-runtime/StepABI.h"
 
+#include "Libraries.h"
+
 #include <mpi.h>
 
 #include <dlfcn.h>
@@ -89,14 +91,8 @@ Mpi loadMpi() {
     names.push_back(override);
   else
     names = {"libmpi.so.40", "libmpi.so"};
-  void *library = nullptr;
   std::string errors;
-  for (const std::string &name : names) {
-    library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (library)
-      break;
-    errors += (errors.empty() ? " " : "; ") + std::string(::dlerror());
-  }
+  void *library = openFirst(names, RTLD_NOW | RTLD_GLOBAL, errors);
   if (!library)
     throw Error("this artifact is data-parallel and needs Open MPI, which "
                 "could not be loaded (apt install openmpi-bin, or set "
@@ -318,14 +314,8 @@ Gloo loadGloo() {
     }
     names.push_back("libaccrue-gloo.so");
   }
-  void *library = nullptr;
   std::string errors;
-  for (const std::string &name : names) {
-    library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (library)
-      break;
-    errors += (errors.empty() ? " " : "; ") + std::string(::dlerror());
-  }
+  void *library = openFirst(names, RTLD_NOW | RTLD_LOCAL, errors);
   if (!library)
     throw Error("this run is launched without MPI and needs Gloo through "
                 "libaccrue-gloo.so, which could not be loaded (Debian's "

@@ -4,6 +4,8 @@
 
 #include "accrue-runtime/Error.h"
 
+#include "Libraries.h"
+
 #include <cstdlib>
 #include <dlfcn.h>
 #include <glob.h>
@@ -68,11 +70,8 @@ void *accrue::rt::cuda::openLibrary(const char *variable,
         tries.push_back(folder + "/" + soname);
   }
   std::string errors;
-  for (const std::string &name : tries) {
-    if (void *library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL))
-      return library;
-    errors += (errors.empty() ? " " : "; ") + std::string(::dlerror());
-  }
+  if (void *library = openFirst(tries, RTLD_NOW | RTLD_GLOBAL, errors))
+    return library;
   throw Error(what + " could not be loaded (set " + variable +
               " to its path):" + errors);
 }

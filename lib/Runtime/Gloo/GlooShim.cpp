@@ -308,6 +308,18 @@ extern "C" int accrue_gloo_connect(int rank, int size, const char *storeHost,
   }
 }
 
+/// Reports a collective's failure (1).
+static int collectiveFailed(const AccrueGloo &group, const char *what,
+                            const std::exception &e, char *error,
+                            size_t errorSize) {
+  report(std::string("rank ") + std::to_string(group.context->rank) +
+             ": Gloo " + what + ": " + e.what() +
+             " (did another rank exit, or stall past "
+             "ACCRUE_COLLECTIVE_TIMEOUT?)",
+         error, errorSize);
+  return 1;
+}
+
 extern "C" int accrue_gloo_all_reduce(AccrueGloo *group, void *data,
                                       int64_t count, int reduction, char *error,
                                       size_t errorSize) {
@@ -327,12 +339,7 @@ extern "C" int accrue_gloo_all_reduce(AccrueGloo *group, void *data,
     gloo::allreduce(options);
     return 0;
   } catch (const std::exception &e) {
-    report(std::string("rank ") + std::to_string(group->context->rank) +
-               ": Gloo all-reduce: " + e.what() +
-               " (did another rank exit, or stall past "
-               "ACCRUE_COLLECTIVE_TIMEOUT?)",
-           error, errorSize);
-    return 1;
+    return collectiveFailed(*group, "all-reduce", e, error, errorSize);
   }
 }
 
@@ -347,12 +354,7 @@ extern "C" int accrue_gloo_broadcast(AccrueGloo *group, void *data,
     gloo::broadcast(options);
     return 0;
   } catch (const std::exception &e) {
-    report(std::string("rank ") + std::to_string(group->context->rank) +
-               ": Gloo broadcast: " + e.what() +
-               " (did another rank exit, or stall past "
-               "ACCRUE_COLLECTIVE_TIMEOUT?)",
-           error, errorSize);
-    return 1;
+    return collectiveFailed(*group, "broadcast", e, error, errorSize);
   }
 }
 
