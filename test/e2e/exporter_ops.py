@@ -210,3 +210,47 @@ proc = subprocess.run([e2e.tool("accrue-compile"), path, "--micro-batch", "2", "
 assert proc.returncode != 0 and "node 'norm': RMSNormalization: expects a floating-point " \
     "input and a scale of its type" in proc.stderr, proc.stderr
 print("ok: %d node tests" % cases)
+
+# Attention and RotaryEmbedding (opset 23) refuse what they cannot mean with
+# one line naming the node.
+
+
+def refused(name, node, inputs, message, opset=23):
+    model = helper.make_model(helper.make_graph(
+        [node, helper.make_node("ReduceSum", [node.output[0]], ["loss"], keepdims=0)],
+        name, [helper.make_tensor_value_info(k, TensorProto.FLOAT, v) for k, v in inputs],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])]),
+        opset_imports=[helper.make_opsetid("", opset)])
+    path = os.path.join(out, name + ".onnx")
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
+    proc = subprocess.run([e2e.tool("accrue-compile"), path, "--micro-batch", "2", "--emit",
+                           "import", "-o", "-"], capture_output=True, text=True)
+    errors = [line for line in proc.stderr.splitlines() if "error" in line]
+    assert proc.returncode != 0 and len(errors) == 1 and "node '%s'" % node.name in errors[0] \
+        and message in errors[0], proc.stderr
+    print("refused:", errors[0])
+
+
+qkv = [("q", ["N", 3, 4]), ("k", ["N", 5, 4]), ("v", ["N", 5, 4])]
+refused("attention_3d_no_heads", helper.make_node("Attention", ["q", "k", "v"], ["y"],
+                                                  name="attn"),
+        qkv, "3-D inputs need q_num_heads and kv_num_heads")
+refused("attention_heads_split", helper.make_node("Attention", ["q", "k", "v"], ["y"],
+                                                  name="attn", q_num_heads=3, kv_num_heads=1),
+        qkv, "Q's hidden size 4 is not a multiple of its 3 heads")
+refused("attention_negative_scale", helper.make_node("Attention", ["q", "k", "v"], ["y"],
+                                                     name="attn", q_num_heads=2, kv_num_heads=2,
+                                                     scale=-0.5),
+        qkv, "scale must be positive")
+refused("attention_long_mask", helper.make_node("Attention", ["q", "k", "v", "m"], ["y"],
+                                                name="attn", q_num_heads=2, kv_num_heads=2),
+        qkv + [("m", ["N", 1, 3, 7])], "does not fit 5 keys")
+refused("attention_gqa_heads", helper.make_node("Attention", ["q", "k", "v"], ["y"],
+                                                name="attn", q_num_heads=2, kv_num_heads=4),
+        [("q", ["N", 3, 4]), ("k", ["N", 5, 8]), ("v", ["N", 5, 8])],
+        "Q's 2 heads are not a multiple of K's 4")
+refused("rotary_odd", helper.make_node("RotaryEmbedding", ["x", "c", "s"], ["y"], name="rope",
+                                       num_heads=1, rotary_embedding_dim=3),
+        [("x", ["N", 2, 4]), ("c", ["N", 2, 1]), ("s", ["N", 2, 1])],
+        "rotary_embedding_dim 3 must be even")
