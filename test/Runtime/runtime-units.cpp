@@ -177,9 +177,13 @@ void sessionSettings() {
               "unknown setting 'drop-last'", "set() takes names as they are");
 
   const std::vector<std::string> &names = SessionOptions::settingNames();
-  check(names.size() == 17 && names.front() == "steps" &&
+  check(names.size() == 18 && names.front() == "steps" &&
             names.back() == "flush_denormals",
-        "the session's 17 setting names");
+        "the session's 18 setting names");
+  SessionOptions alone;
+  alone.set("resume_new_batch", "true");
+  checkThrows([&] { alone.validate(); }, "resume_new_batch needs resume",
+              "resume_new_batch without resume");
 }
 
 /// One launch of a kernel `block` threads wide (x, y) and `blocks` blocks
