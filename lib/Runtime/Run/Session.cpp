@@ -200,7 +200,7 @@ const std::map<std::string, std::string> &configSettings() {
       {"warmup_steps", settingRef("warmup_steps")},
       {"total_steps",
        settingRef("total_steps") + " (default: " + settingRef("steps") + ")"},
-      {"ranks", "the number of data-parallel ranks (mpirun -np)"}};
+      {"ranks", "the number of data-parallel ranks"}};
   return settings;
 }
 
