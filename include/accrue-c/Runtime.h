@@ -206,6 +206,27 @@ int accrueSessionSaveGradients(const AccrueSession *session, const char *path,
  * compiled with count_accesses for target cuda-emulated), atomically. */
 int accrueSessionSaveKernelProfile(const AccrueSession *session,
                                    const char *path, AccrueError **error);
+/* Collectives a host provides (a torch.distributed process group): each
+ * returns 0, or nonzero after writing a message of at most `error_size`
+ * bytes to `error`. Data-parallel sessions created after
+ * accrueSetCollectives use them instead of MPI or Gloo. */
+typedef struct AccrueHostCollectives {
+  void *context;
+  int rank, size;
+  /* Sums `count` floats in place over the ranks. */
+  int (*all_reduce_sum)(void *context, float *data, int64_t count, char *error,
+                        size_t error_size);
+  /* The minimum (max = 0) or maximum (max = 1) of `count` int64s, in place. */
+  int (*all_reduce_extremum)(void *context, int64_t *data, int64_t count,
+                             int max, char *error, size_t error_size);
+  /* Every rank's `bytes` at `data` become the group's first rank's. */
+  int (*broadcast)(void *context, void *data, int64_t bytes, char *error,
+                   size_t error_size);
+} AccrueHostCollectives;
+/* Before the process's first data-parallel session (an error after). */
+int accrueSetCollectives(const AccrueHostCollectives *collectives,
+                         AccrueError **error);
+
 /* Copies the current value of parameter or buffer `name` (float32, its
  * shape's element count) to `values`, which has room for `count` floats. */
 int accrueSessionReadParameter(const AccrueSession *session, const char *name,

@@ -22,6 +22,15 @@ public:
   /// The launcher to assume (auto, mpi, torchrun, slurm), before get();
   /// ACCRUE_LAUNCHER otherwise, detected from the environment by default.
   static void setLauncher(const std::string &launcher);
+  /// Collectives a host provides (accrueSetCollectives: a torch.distributed
+  /// process group), used instead of MPI or Gloo; before get().
+  struct Host {
+    int rank = 0, size = 1;
+    std::function<void(float *, int64_t)> allReduceSum;
+    std::function<void(int64_t *, int64_t, bool max)> allReduceExtremum;
+    std::function<void(void *, int64_t)> broadcastBytes;
+  };
+  static void setHost(Host host);
   int rank() const { return rankId; }
   int size() const { return worldSize; }
   /// Sums `count` floats in place over all ranks.

@@ -343,6 +343,45 @@ int accrueSessionSetData(AccrueSession *session, const AccrueDataset *data,
   });
 }
 
+int accrueSetCollectives(const AccrueHostCollectives *collectives,
+                         AccrueError **error) {
+  return guarded<int>(error, -1, [&] {
+    if (!collectives || collectives->size < 1 || collectives->rank < 0 ||
+        collectives->rank >= collectives->size ||
+        !collectives->all_reduce_sum || !collectives->all_reduce_extremum ||
+        !collectives->broadcast)
+      throw Error("accrueSetCollectives: a rank in [0, size) and all three "
+                  "functions are needed");
+    AccrueHostCollectives c = *collectives;
+    auto check = [](int status, const char *message) {
+      if (status)
+        throw Error(std::string("the host's collective failed: ") + message);
+    };
+    Collectives::Host host;
+    host.rank = c.rank;
+    host.size = c.size;
+    host.allReduceSum = [c, check](float *data, int64_t count) {
+      char message[1024] = {};
+      check(c.all_reduce_sum(c.context, data, count, message, sizeof message),
+            message);
+    };
+    host.allReduceExtremum = [c, check](int64_t *data, int64_t count,
+                                        bool max) {
+      char message[1024] = {};
+      check(c.all_reduce_extremum(c.context, data, count, max, message,
+                                  sizeof message),
+            message);
+    };
+    host.broadcastBytes = [c, check](void *data, int64_t bytes) {
+      char message[1024] = {};
+      check(c.broadcast(c.context, data, bytes, message, sizeof message),
+            message);
+    };
+    Collectives::setHost(std::move(host));
+    return 0;
+  });
+}
+
 int accrueSessionPlanSteps(AccrueSession *session, int64_t total,
                            AccrueError **error) {
   return guarded<int>(error, -1, [&] {

@@ -355,8 +355,23 @@ void checkGloo(int status, const char *message) {
 
 } // namespace
 
+namespace {
+std::optional<Collectives::Host> &hostCollectives() {
+  static std::optional<Collectives::Host> host;
+  return host;
+}
+bool constructed = false;
+} // namespace
+
 void Collectives::setLauncher(const std::string &launcher) {
   chosenLauncher() = launcher;
+}
+
+void Collectives::setHost(Host host) {
+  if (constructed)
+    throw Error("the collectives are chosen before the first data-parallel "
+                "session; this process already has them");
+  hostCollectives() = std::move(host);
 }
 
 Collectives &Collectives::get() {
@@ -365,6 +380,12 @@ Collectives &Collectives::get() {
 }
 
 Collectives::Collectives() {
+  constructed = true;
+  if (std::optional<Host> &host = hostCollectives()) {
+    rankId = host->rank;
+    worldSize = host->size;
+    return;
+  }
   if (std::optional<Launch> launch = detectLaunch()) {
     static Gloo gloo = loadGloo();
     char error[1024] = {};
@@ -408,6 +429,8 @@ Collectives::~Collectives() {
 }
 
 int Collectives::rankIfParallel() {
+  if (constructed && hostCollectives())
+    return get().size() > 1 ? get().rank() : -1;
   if (loadedGloo)
     return get().size() > 1 ? get().rank() : -1;
   Mpi *mpi = activeMpi();
@@ -444,6 +467,8 @@ void Collectives::allReduceSum(float *data, int64_t count) {
   ++numCalls;
   if (worldSize == 1)
     return;
+  if (hostCollectives())
+    return hostCollectives()->allReduceSum(data, count);
   if (loadedGloo)
     return glooAllReduce(data, count, ACCRUE_GLOO_SUM_F32);
   forEachChunk(data, count, [](float *chunk, int size) {
@@ -456,7 +481,7 @@ void Collectives::allReduceSum(float *data, int64_t count) {
 void Collectives::broadcast(float *data, int64_t count) {
   if (worldSize == 1)
     return;
-  if (loadedGloo)
+  if (loadedGloo || hostCollectives())
     return broadcastBytes(data, count * int64_t(sizeof(float)));
   forEachChunk(data, count, [](float *chunk, int size) {
     check(loadedMpi->bcast(chunk, size, loadedMpi->f32, 0, loadedMpi->world),
@@ -467,6 +492,8 @@ void Collectives::broadcast(float *data, int64_t count) {
 void Collectives::broadcastBytes(void *data, int64_t bytes) {
   if (worldSize == 1)
     return;
+  if (hostCollectives())
+    return hostCollectives()->broadcastBytes(data, bytes);
   if (loadedGloo) {
     char error[1024] = {};
     checkGloo(loadedGloo->broadcast(loadedGloo->group, data, bytes, error,
@@ -487,6 +514,12 @@ void Collectives::setDeviceReducer(
 bool Collectives::agree(int64_t value) {
   if (worldSize == 1)
     return true;
+  if (hostCollectives()) {
+    int64_t low = value, high = value;
+    hostCollectives()->allReduceExtremum(&low, 1, false);
+    hostCollectives()->allReduceExtremum(&high, 1, true);
+    return low == high;
+  }
   if (loadedGloo) {
     int64_t low = value, high = value;
     glooAllReduce(&low, 1, ACCRUE_GLOO_MIN_I64);
@@ -506,6 +539,11 @@ bool Collectives::agree(int64_t value) {
 bool Collectives::anyRank(bool mine) {
   if (worldSize == 1)
     return mine;
+  if (hostCollectives()) {
+    int64_t any = mine;
+    hostCollectives()->allReduceExtremum(&any, 1, true);
+    return any != 0;
+  }
   if (loadedGloo) {
     int64_t any = mine;
     glooAllReduce(&any, 1, ACCRUE_GLOO_MAX_I64);

@@ -155,16 +155,63 @@ def _checked(artifact, data):
     return arrays
 
 
+_PROCESS_GROUP = []
+
+
+def _use_process_group(group):
+    """A data-parallel session's collectives from a torch.distributed
+    process group (gloo or mpi on the CPU): its all-reduce sums the step's
+    accumulator, its broadcast carries the first parameters (and on GPUs
+    NCCL's id). Rank and size are the group's. One group per process."""
+    import weakref
+
+    import torch
+    import torch.distributed as dist
+    if _PROCESS_GROUP:
+        if _PROCESS_GROUP[0]() is not group:
+            raise ValueError("this process's sessions already use another process group")
+        return
+    source = dist.get_global_rank(group, 0) if hasattr(dist, "get_global_rank") \
+        else dist.distributed_c10d._get_global_rank(group, 0)
+    # The collectives outlive any session; they hold the group weakly, so
+    # that destroy_process_group() ends it as it would without Accrue.
+    held = weakref.ref(group)
+
+    def alive():
+        group = held()
+        if group is None:
+            raise RuntimeError("the process group was destroyed")
+        return group
+
+    def total(array):
+        dist.all_reduce(torch.from_numpy(array), op=dist.ReduceOp.SUM, group=alive())
+
+    def extremum(array, largest):
+        dist.all_reduce(torch.from_numpy(array),
+                        op=dist.ReduceOp.MAX if largest else dist.ReduceOp.MIN, group=alive())
+
+    def broadcast(array):
+        dist.broadcast(torch.from_numpy(array), src=source, group=alive())
+
+    _accrue.set_collectives(dist.get_rank(group), dist.get_world_size(group), total, extremum,
+                            broadcast)
+    _PROCESS_GROUP.append(held)
+
+
 class Session:
     """A training run of an artifact: parameters, optimizer state, the step
     count and the data position, as accrue-train keeps them. Keywords are
     accrue-train's settings (accumulation_steps, lr, lr_schedule,
     warmup_steps, total_steps, checkpoint_dir, checkpoint_every,
-    keep_checkpoints, log, device, drop_last, threads, ...)."""
+    keep_checkpoints, log, device, drop_last, threads, ...).
+    `process_group`: a torch.distributed process group whose collectives a
+    data-parallel artifact's ranks use (instead of MPI or Gloo)."""
 
-    def __init__(self, artifact, **options):
+    def __init__(self, artifact, process_group=None, **options):
         if "steps" in options:
             raise TypeError("Session() takes the number of steps in train(data, steps=N)")
+        if process_group is not None:
+            _use_process_group(process_group)
         _check_keywords("Session", options, _SESSION_SETTINGS)
         self.artifact = artifact if isinstance(artifact, Artifact) else Artifact(artifact)
         self._options = [(k, _text(v)) for k, v in options.items()]

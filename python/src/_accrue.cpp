@@ -11,6 +11,8 @@
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+
+#include <cstdio>
 #include <pybind11/stl.h>
 
 #include <memory>
@@ -279,6 +281,64 @@ compile(const py::object &model, const std::string &output,
 
 } // namespace
 
+/// A torch.distributed process group's collectives, as Python functions of
+/// numpy views of the step's buffers (accrue.Session(process_group=)).
+struct HostGroup {
+  py::function sum, extremum, broadcast;
+};
+
+/// Calls `fn` with the GIL held (the step runs without it); an exception
+/// becomes the C API's failure with its message.
+template <typename F> int callPython(F &&fn, char *error, size_t size) {
+  py::gil_scoped_acquire gil;
+  try {
+    fn();
+    return 0;
+  } catch (const std::exception &e) {
+    std::snprintf(error, size, "%s", e.what());
+    return 1;
+  }
+}
+
+/// A numpy array over `count` elements at `data`, without a copy.
+template <typename T> py::array_t<T> viewOf(T *data, int64_t count) {
+  py::capsule owner(data, [](void *) {});
+  return py::array_t<T>({static_cast<py::ssize_t>(count)}, {sizeof(T)}, data,
+                        owner);
+}
+
+void setCollectives(int rank, int size, py::function sum, py::function extremum,
+                    py::function broadcast) {
+  // Kept for the process's life, as the collectives are.
+  auto *group =
+      new HostGroup{std::move(sum), std::move(extremum), std::move(broadcast)};
+  AccrueHostCollectives c{};
+  c.context = group;
+  c.rank = rank;
+  c.size = size;
+  c.all_reduce_sum = [](void *context, float *data, int64_t count, char *error,
+                        size_t size) {
+    auto *g = static_cast<HostGroup *>(context);
+    return callPython([&] { g->sum(viewOf(data, count)); }, error, size);
+  };
+  c.all_reduce_extremum = [](void *context, int64_t *data, int64_t count,
+                             int max, char *error, size_t size) {
+    auto *g = static_cast<HostGroup *>(context);
+    return callPython([&] { g->extremum(viewOf(data, count), max != 0); },
+                      error, size);
+  };
+  c.broadcast = [](void *context, void *data, int64_t bytes, char *error,
+                   size_t size) {
+    auto *g = static_cast<HostGroup *>(context);
+    return callPython(
+        [&] { g->broadcast(viewOf(static_cast<uint8_t *>(data), bytes)); },
+        error, size);
+  };
+  AccrueError *error = nullptr;
+  if (accrueSetCollectives(&c, &error))
+    raise(error);
+}
+
 PYBIND11_MODULE(_accrue, m) {
   m.doc() = "Accrue's C API (use the accrue package)";
   static py::exception<std::runtime_error> errorType(m, "AccrueError",
@@ -296,6 +356,8 @@ PYBIND11_MODULE(_accrue, m) {
         py::arg("settings"));
   m.def("check_session", &checkSession, py::arg("artifact"),
         py::arg("settings"));
+  m.def("set_collectives", &setCollectives, py::arg("rank"), py::arg("size"),
+        py::arg("sum"), py::arg("extremum"), py::arg("broadcast"));
 
   py::class_<Artifact>(m, "Artifact")
       .def(py::init<const std::string &>())
