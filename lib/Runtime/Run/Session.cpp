@@ -20,6 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
+
 using namespace accrue::rt;
 
 //===----------------------------------------------------------------------===//
@@ -234,6 +237,22 @@ windowOf(const std::map<std::string, std::string> &settings) {
   }
 }
 
+/// Truncates `path` after its last newline, if anything follows it.
+void dropTornRecord(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return;
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  if (text.empty() || text.back() == '\n')
+    return;
+  size_t end = text.rfind('\n');
+  end = end == std::string::npos ? 0 : end + 1;
+  if (::truncate(path.c_str(), static_cast<off_t>(end)) != 0)
+    throw Error("cannot repair " + settingRef("log") + " '" + path +
+                "': " + std::strerror(errno));
+}
+
 /// `v` with enough digits to read back the same double.
 std::string exactNumber(double v) {
   char text[32];
@@ -360,7 +379,10 @@ Session::Session(std::shared_ptr<const Artifact> artifact, Dataset dataset,
   if (opts.resume)
     resumeFromCheckpoint();
   if (!opts.log.empty() && writes()) {
-    // A resumed run continues the log of the run it resumes.
+    // A resumed run continues the log of the run it resumes, less a last
+    // record a kill cut short (SIGKILL can end a write part way).
+    if (opts.resume)
+      dropTornRecord(opts.log);
     log.open(opts.log, opts.resume ? std::ios::app : std::ios::trunc);
     if (!log)
       throw Error("cannot write " + settingRef("log") + " '" + opts.log + "'");
