@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace accrue::rt {
 
@@ -32,11 +33,23 @@ public:
   };
   static void setHost(Host host);
   int rank() const { return rankId; }
+  /// Whether the collectives are a host's (setHost).
+  bool hosted() const;
   int size() const { return worldSize; }
   /// Sums `count` floats in place over all ranks.
   void allReduceSum(float *data, int64_t count);
-  /// All-reduces performed so far (for the metrics).
+  /// ZeRO (StepABI.h's accrueShard of an n-element arena): sums this
+  /// rank's shard over the ranks, the data ending at element `used`
+  /// (`data` outside the shard is scratch afterwards).
+  void reduceScatterSum(float *data, int64_t n, int64_t used);
+  /// Every rank's shard of the n-element arena `data` from its owner.
+  void allGather(float *data, int64_t n);
+  /// Collectives performed so far (for the metrics): all-reduces,
+  /// reduce-scatters, all-gathers, and the floats they were given.
   int64_t calls() const { return numCalls; }
+  int64_t scatters() const { return numScatters; }
+  int64_t gathers() const { return numGathers; }
+  int64_t floats() const { return movedFloats; }
   void countCall() { ++numCalls; }
   /// Every rank's copy of `data` becomes rank 0's.
   void broadcast(float *data, int64_t count);
@@ -60,7 +73,9 @@ private:
   Collectives();
   ~Collectives();
   int rankId = 0, worldSize = 1;
-  int64_t numCalls = 0;
+  /// The shards' sizes, each cut at `used`.
+  std::vector<int64_t> shardSizes(int64_t n, int64_t used) const;
+  int64_t numCalls = 0, numScatters = 0, numGathers = 0, movedFloats = 0;
 };
 
 } // namespace accrue::rt

@@ -46,11 +46,24 @@ typedef int (*AccrueGlooAllReduceFn)(AccrueGloo *group, void *data,
 typedef int (*AccrueGlooBroadcastFn)(AccrueGloo *group, void *data,
                                      int64_t bytes, char *error,
                                      size_t error_size);
+/* ZeRO's collectives over f32 arenas cut in `size` consecutive shards of
+ * counts[r] elements (rank r's starting after those of the ranks before
+ * it), in place. Reduce-scatter: this rank's shard becomes the sum over the
+ * ranks of theirs (the rest of `data` is scratch). All-gather: every
+ * shard becomes its owner's. */
+typedef int (*AccrueGlooReduceScatterFn)(AccrueGloo *group, float *data,
+                                         const int64_t *counts, char *error,
+                                         size_t error_size);
+typedef int (*AccrueGlooAllGatherFn)(AccrueGloo *group, float *data,
+                                     const int64_t *counts, char *error,
+                                     size_t error_size);
 typedef void (*AccrueGlooCloseFn)(AccrueGloo *group);
 
 #define ACCRUE_GLOO_CONNECT "accrue_gloo_connect"
 #define ACCRUE_GLOO_ALL_REDUCE "accrue_gloo_all_reduce"
 #define ACCRUE_GLOO_BROADCAST "accrue_gloo_broadcast"
+#define ACCRUE_GLOO_REDUCE_SCATTER "accrue_gloo_reduce_scatter"
+#define ACCRUE_GLOO_ALL_GATHER "accrue_gloo_all_gather"
 #define ACCRUE_GLOO_CLOSE "accrue_gloo_close"
 
 #ifdef __cplusplus

@@ -132,6 +132,9 @@ struct Manifest {
   AccrueLossNormalization lossNormalization = ACCRUE_LOSS_NORMALIZATION_EXACT;
   AccruePrecision precision = ACCRUE_PRECISION_FP32;
   AccrueCollectives collectives = ACCRUE_COLLECTIVES_NONE;
+  /// ZeRO stage 1: each rank keeps its shard of the optimizer state only
+  /// (the state arguments are f32[-1]; StepABI.h's accrueShard says which).
+  bool shardOptimizer = false;
   int64_t microBatch = 1;
   /// The default number of micro-batches per optimizer step.
   int64_t accumulationSteps = 1;
@@ -169,6 +172,10 @@ struct Manifest {
   std::map<std::string, FileRecord> files;
 
   bool dataParallel() const { return collectives != ACCRUE_COLLECTIVES_NONE; }
+  /// Elements of each optimizer-state arena on rank `rank` of `ranks`, and
+  /// where they start in the arenas (the whole arena unless sharded).
+  void stateShard(int64_t rank, int64_t ranks, int64_t &begin,
+                  int64_t &size) const;
   bool hasOptimizer() const { return optimizer.kind != ACCRUE_OPTIMIZER_NONE; }
   /// Elements of the buffer arena (0: the step takes none).
   int64_t buffersSize() const;

@@ -268,6 +268,9 @@ private:
   /// A launched step, until its metrics are back.
   struct Launched {
     int64_t samples = 0, allReduces = -1, graphLaunches = 0;
+    /// Data-parallel: reduce-scatters and all-gathers (a sharded optimizer
+    /// state), and the floats all the collectives were given.
+    int64_t reduceScatters = 0, allGathers = 0, collectiveFloats = 0;
   };
   /// Checks `data` against the batch sizes and starts its first pass.
   void startData();

@@ -82,6 +82,33 @@ typedef struct AccrueBuffer {
 
 typedef void (*AccrueAllReduceFn)(AccrueBuffer *buffer);
 
+/* ZeRO stage 1 (accrue-compile --shard-optimizer): each rank keeps the
+ * optimizer state of its shard of the arenas only. Rank r of G owns
+ * elements [begin, begin + size) of an n-element arena, as accrueShard
+ * computes them: G slices of ceil(n / G) elements rounded up to whole
+ * ACCRUE_ARENA_ALIGNMENT blocks, the last ones shorter or empty. A sharded
+ * step calls, per optimizer step:
+ *   int64_t accrue_shard_begin(int64_t n), accrue_shard_size(int64_t n):
+ *     this rank's shard of an n-element arena (its state arenas hold
+ *     `size` elements);
+ *   accrue_reduce_scatter(arena, used): instead of accrue_all_reduce, on
+ *     the whole accumulator; the first `used` elements carry data, the last
+ *     two of them the loss sum and count. Afterwards the rank's shard holds
+ *     the sum over the ranks and the two scalars hold theirs; the rest is
+ *     unspecified;
+ *   accrue_all_reduce on a one-element buffer (the norm's partial sum);
+ *   accrue_all_gather(arena): every rank's shard of the parameters, from
+ *     the rank that owns it, in place. */
+#define ACCRUE_SHARD_BEGIN_FUNCTION "accrue_shard_begin"
+#define ACCRUE_SHARD_SIZE_FUNCTION "accrue_shard_size"
+#define ACCRUE_REDUCE_SCATTER_FUNCTION "accrue_reduce_scatter"
+#define ACCRUE_REDUCE_SCATTER_SYMBOL "_mlir_ciface_accrue_reduce_scatter"
+#define ACCRUE_ALL_GATHER_FUNCTION "accrue_all_gather"
+#define ACCRUE_ALL_GATHER_SYMBOL "_mlir_ciface_accrue_all_gather"
+typedef int64_t (*AccrueShardFn)(int64_t n);
+typedef void (*AccrueReduceScatterFn)(AccrueBuffer *arena, int64_t used);
+typedef void (*AccrueAllGatherFn)(AccrueBuffer *arena);
+
 /* CUDA steps call the runtime for their contractions:
  *   D[b] = sum_k A[b](m, k) B[b](k, n) + beta * C[b](m, n), written over C,
  * for b < batch, with every matrix given by its address and its strides in
@@ -157,6 +184,19 @@ typedef enum AccrueGemmEpilogue {
 #define ACCRUE_ARENA_ALIGNMENT 16
 #define ACCRUE_RESERVED_TAIL 16
 
+/* Rank `rank` of `ranks`'s shard of an n-element arena (see
+ * ACCRUE_SHARD_BEGIN_FUNCTION). */
+static inline void accrueShard(int64_t n, int64_t rank, int64_t ranks,
+                               int64_t *begin, int64_t *size) {
+  int64_t per = (n + ranks - 1) / ranks;
+  per = (per + ACCRUE_ARENA_ALIGNMENT - 1) / ACCRUE_ARENA_ALIGNMENT *
+        ACCRUE_ARENA_ALIGNMENT;
+  int64_t first = rank * per < n ? rank * per : n;
+  int64_t last = first + per < n ? first + per : n;
+  *begin = first;
+  *size = last - first;
+}
+
 /*===----------------------------------------------------------------------===*
  * Manifest keys (step.json)
  *===----------------------------------------------------------------------===*/
@@ -190,6 +230,7 @@ typedef enum AccrueGemmEpilogue {
 #define ACCRUE_KEY_LOSS_SCALE "loss_scale"
 #define ACCRUE_KEY_CUDA_ARCHS "cuda_archs"
 #define ACCRUE_KEY_FILES "files"
+#define ACCRUE_KEY_SHARD_OPTIMIZER "shard_optimizer"
 /* Keys inside an argument, a parameter, the optimizer and the loss scale. */
 #define ACCRUE_KEY_ROLE "role"
 #define ACCRUE_KEY_NAME "name"

@@ -262,6 +262,12 @@ public:
   /// `path` atomically, as safetensors with a checksum.
   void saveCheckpoint(const std::string &path,
                       const std::map<std::string, std::string> &run) const;
+  /// Whether checkpoints are sets of shards (a sharded optimizer state on
+  /// several ranks): then every rank calls saveCheckpoint.
+  bool shardsCheckpoints() const;
+  /// The file of rank `rank` of `ranks`'s shard of `checkpoint`.
+  static std::string checkpointShardPath(const std::string &checkpoint,
+                                         int64_t rank, int64_t ranks);
   /// Restores what saveCheckpoint wrote and returns its `run` entries.
   /// Refuses (Error) a corrupt file or one written for other parameters or
   /// another optimizer.
@@ -286,6 +292,9 @@ private:
   /// The model's buffers (empty when it has none).
   Buffer bufferArena;
   std::vector<Buffer> stateArenas;
+  /// Where the state arenas' elements lie in the arenas: all of them, or
+  /// this rank's shard of a sharded step.
+  int64_t stateBegin = 0, stateSize = 0;
   /// Scratch memory of steps that take a workspace.
   Buffer workspace;
   /// The metrics buffer and the per-step scalars the step reads from

@@ -136,6 +136,7 @@ accrue::buildManifest(ModuleOp module, const CompilerOptions &options,
   m.lossNormalization = options.pipeline.train.lossNormalization;
   m.precision = options.pipeline.train.precision;
   m.collectives = options.pipeline.train.collectives;
+  m.shardOptimizer = options.pipeline.train.shardOptimizer;
   auto microBatch =
       step->getAttrOfType<IntegerAttr>(train::StepAttrs::kMicroBatch);
   if (!microBatch)

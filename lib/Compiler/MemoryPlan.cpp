@@ -97,13 +97,18 @@ FailureOr<StepProbe> probeStep(MLIRContext &ctx, StepSource &source,
 }
 
 /// The parts of a plan that do not depend on the micro-batch: the arenas
-/// of `probe`'s step and its batch inputs per sample.
-rt::MemoryPlan planArenas(const StepProbe &probe) {
+/// of `probe`'s step and its batch inputs per sample. A sharded optimizer
+/// state is the largest rank's shard (rank 0's) at `ranks` ranks.
+rt::MemoryPlan planArenas(const StepProbe &probe,
+                          const CompilerOptions &options) {
   rt::MemoryPlan plan;
   int64_t arena = probe.layout.arenaSize * int64_t(sizeof(float));
   plan.params = plan.gradients = arena;
-  plan.optimizerState =
-      static_cast<int64_t>(probe.layout.stateNames.size()) * arena;
+  int64_t begin = 0, state = probe.layout.arenaSize;
+  if (options.pipeline.train.shardOptimizer)
+    accrueShard(probe.layout.arenaSize, 0, options.ranks, &begin, &state);
+  plan.optimizerState = static_cast<int64_t>(probe.layout.stateNames.size()) *
+                        state * int64_t(sizeof(float));
   plan.buffers = probe.layout.buffersSize * int64_t(sizeof(float));
   plan.inputPerSample = probe.inputPerSample;
   return plan;
@@ -130,7 +135,7 @@ accrue::buildMemoryPlan(MLIRContext &ctx, StepSource &source,
   if (!atB || failed(at2B))
     return emitError(UnknownLoc::get(&ctx))
            << "cannot measure the step's activation memory for the plan";
-  rt::MemoryPlan plan = planArenas(*at2B);
+  rt::MemoryPlan plan = planArenas(*at2B, options);
   plan.microBatch = b;
   plan.accumulationSteps = manifest.accumulationSteps;
   fitActivations(plan, b, *atB, 2 * b, at2B->activationPeak);
@@ -169,7 +174,7 @@ FailureOr<CompilerOptions> accrue::chooseBatch(MLIRContext &ctx,
       return emitError(UnknownLoc::get(&ctx))
              << "cannot measure the step's memory for "
              << settingRef("memory_budget");
-    rt::MemoryPlan plan = planArenas(*one);
+    rt::MemoryPlan plan = planArenas(*one, variant);
     fitActivations(plan, 1, one->activationPeak, 2, two->activationPeak);
     auto largest = [&](int64_t below) -> int64_t {
       int64_t most =

@@ -53,6 +53,8 @@ void buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   if (options.fuseOptimizer)
     pm.addNestedPass<func::FuncOp>(train::createTrainFuseClipOptimizer());
+  if (options.shardOptimizer)
+    pm.addNestedPass<func::FuncOp>(train::createTrainShardOptimizer());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(train::createTrainFinalizeStepABI());
 }

@@ -55,6 +55,11 @@ void accrue::bindPipelineSettings(SettingTable &table,
                    train.collectives = ACCRUE_COLLECTIVES_DEFERRED;
                  return std::nullopt;
                });
+  table.flag("shard_optimizer",
+             "ZeRO stage 1: each data-parallel rank keeps and updates 1/G "
+             "of the optimizer state (the gradients reduce-scattered, the "
+             "parameters all-gathered); needs data_parallel, CPU target",
+             train.shardOptimizer);
   table.custom(
       "recompute",
       "Activation recomputation in the backward: none, auto (keep the "
@@ -87,6 +92,20 @@ void accrue::bindPipelineSettings(SettingTable &table,
 
 std::optional<std::string>
 accrue::validatePipelineOptions(const CompileOptions &options) {
+  const TrainPipelineOptions &train = options.train;
+  if (train.shardOptimizer) {
+    if (train.collectives != ACCRUE_COLLECTIVES_DEFERRED)
+      return settingRef("shard_optimizer") + " needs " +
+             settingRef("data_parallel") +
+             " with one all-reduce per optimizer step (collectives=deferred)";
+    if (!train.fuseOptimizer)
+      return settingRef("shard_optimizer") + " needs " +
+             settingRef("fuse_optimizer");
+    if (options.target != ACCRUE_TARGET_CPU)
+      return settingRef("shard_optimizer") +
+             " is implemented for the cpu target only, not '" +
+             accrueTargetName(options.target) + "'";
+  }
   for (const Target *target : Target::all())
     if (std::optional<std::string> error = target->validate(options))
       return error;

@@ -37,8 +37,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,6 +60,8 @@ struct Mpi {
   decltype(&MPI_Comm_rank) commRank;
   decltype(&MPI_Comm_size) commSize;
   decltype(&MPI_Allreduce) allreduce;
+  decltype(&MPI_Reduce_scatter) reduceScatter;
+  decltype(&MPI_Allgatherv) allgatherv;
   decltype(&MPI_Bcast) bcast;
   decltype(&MPI_Abort) abort;
   MPI_Comm world;
@@ -117,6 +121,8 @@ Mpi loadMpi() {
   bind(mpi.commRank, "MPI_Comm_rank");
   bind(mpi.commSize, "MPI_Comm_size");
   bind(mpi.allreduce, "MPI_Allreduce");
+  bind(mpi.reduceScatter, "MPI_Reduce_scatter");
+  bind(mpi.allgatherv, "MPI_Allgatherv");
   bind(mpi.bcast, "MPI_Bcast");
   bind(mpi.abort, "MPI_Abort");
   mpi.world = static_cast<MPI_Comm>(symbol("ompi_mpi_comm_world"));
@@ -291,6 +297,8 @@ struct Gloo {
   AccrueGlooConnectFn connect;
   AccrueGlooAllReduceFn allReduce;
   AccrueGlooBroadcastFn broadcast;
+  AccrueGlooReduceScatterFn reduceScatter;
+  AccrueGlooAllGatherFn allGather;
   AccrueGlooCloseFn close;
   AccrueGloo *group = nullptr;
 };
@@ -335,6 +343,10 @@ Gloo loadGloo() {
       reinterpret_cast<AccrueGlooAllReduceFn>(symbol(ACCRUE_GLOO_ALL_REDUCE));
   gloo.broadcast =
       reinterpret_cast<AccrueGlooBroadcastFn>(symbol(ACCRUE_GLOO_BROADCAST));
+  gloo.reduceScatter = reinterpret_cast<AccrueGlooReduceScatterFn>(
+      symbol(ACCRUE_GLOO_REDUCE_SCATTER));
+  gloo.allGather =
+      reinterpret_cast<AccrueGlooAllGatherFn>(symbol(ACCRUE_GLOO_ALL_GATHER));
   gloo.close = reinterpret_cast<AccrueGlooCloseFn>(symbol(ACCRUE_GLOO_CLOSE));
   return gloo;
 }
@@ -465,6 +477,7 @@ void glooAllReduce(void *data, int64_t count, int reduction) {
 
 void Collectives::allReduceSum(float *data, int64_t count) {
   ++numCalls;
+  movedFloats += count;
   if (worldSize == 1)
     return;
   if (hostCollectives())
@@ -476,6 +489,77 @@ void Collectives::allReduceSum(float *data, int64_t count) {
                                loadedMpi->sum, loadedMpi->world),
           "MPI_Allreduce");
   });
+}
+
+std::vector<int64_t> Collectives::shardSizes(int64_t n, int64_t used) const {
+  std::vector<int64_t> sizes;
+  for (int r = 0; r < worldSize; ++r) {
+    int64_t begin, size;
+    accrueShard(n, r, worldSize, &begin, &size);
+    sizes.push_back(std::clamp<int64_t>(used - begin, 0, size));
+  }
+  return sizes;
+}
+
+bool Collectives::hosted() const { return hostCollectives().has_value(); }
+
+void Collectives::reduceScatterSum(float *data, int64_t n, int64_t used) {
+  ++numScatters;
+  movedFloats += used;
+  if (worldSize == 1)
+    return;
+  if (hostCollectives())
+    throw Error("a sharded optimizer state needs MPI or Gloo: a host's "
+                "collectives (a torch.distributed process group) have no "
+                "reduce-scatter here");
+  // The shards up to `used` (the rest of the arena holds no data).
+  std::vector<int64_t> sizes = shardSizes(n, used);
+  if (loadedGloo) {
+    char error[1024] = {};
+    checkGloo(loadedGloo->reduceScatter(loadedGloo->group, data, sizes.data(),
+                                        error, sizeof error),
+              error);
+    return;
+  }
+  if (used > INT32_MAX)
+    throw Error("MPI_Reduce_scatter: an arena of more than 2^31 floats");
+  std::vector<int> counts(sizes.begin(), sizes.end());
+  check(loadedMpi->reduceScatter(MPI_IN_PLACE, data, counts.data(),
+                                 loadedMpi->f32, loadedMpi->sum,
+                                 loadedMpi->world),
+        "MPI_Reduce_scatter");
+  // MPI leaves this rank's sum at the start of the buffer.
+  int64_t begin, size;
+  accrueShard(n, rankId, worldSize, &begin, &size);
+  std::memmove(data + begin, data, sizes[rankId] * sizeof(float));
+}
+
+void Collectives::allGather(float *data, int64_t n) {
+  ++numGathers;
+  movedFloats += n;
+  if (worldSize == 1)
+    return;
+  if (hostCollectives())
+    throw Error("a sharded optimizer state needs MPI or Gloo: a host's "
+                "collectives (a torch.distributed process group) have no "
+                "all-gather here");
+  std::vector<int64_t> sizes = shardSizes(n, n);
+  if (loadedGloo) {
+    char error[1024] = {};
+    checkGloo(loadedGloo->allGather(loadedGloo->group, data, sizes.data(),
+                                    error, sizeof error),
+              error);
+    return;
+  }
+  if (n > INT32_MAX)
+    throw Error("MPI_Allgatherv: an arena of more than 2^31 floats");
+  std::vector<int> counts(sizes.begin(), sizes.end()), displacements;
+  for (int r = 0, at = 0; r < worldSize; at += counts[r++])
+    displacements.push_back(at);
+  check(loadedMpi->allgatherv(MPI_IN_PLACE, 0, loadedMpi->f32, data,
+                              counts.data(), displacements.data(),
+                              loadedMpi->f32, loadedMpi->world),
+        "MPI_Allgatherv");
 }
 
 void Collectives::broadcast(float *data, int64_t count) {
@@ -583,3 +667,73 @@ static_assert(std::is_same_v<decltype(&_mlir_ciface_accrue_all_reduce),
                   std::string_view(ACCRUE_ALL_REDUCE_SYMBOL) ==
                       "_mlir_ciface_accrue_all_reduce",
               "the collective hook of StepABI.h");
+
+namespace {
+/// Runs a hook's body; no exception may cross into compiled code.
+template <typename Fn> void hook(const char *name, Fn fn) {
+  try {
+    fn();
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    Collectives::abortIfParallel(1);
+    std::abort();
+  }
+}
+} // namespace
+
+/// Called by compiled sharded steps (ZeRO, StepABI.h): this rank's shard of
+/// an n-element arena.
+extern "C" int64_t accrue_shard_begin(int64_t n) {
+  int64_t begin = 0, size = n;
+  Collectives &c = Collectives::get();
+  accrueShard(n, c.rank(), c.size(), &begin, &size);
+  return begin;
+}
+
+extern "C" int64_t accrue_shard_size(int64_t n) {
+  int64_t begin = 0, size = n;
+  Collectives &c = Collectives::get();
+  accrueShard(n, c.rank(), c.size(), &begin, &size);
+  return size;
+}
+
+/// Called by compiled sharded steps instead of the all-reduce: this rank's
+/// shard of the accumulator summed over the ranks; the loss sum and count
+/// (the last two of the `used` elements) summed apart, on every rank.
+extern "C" void _mlir_ciface_accrue_reduce_scatter(AccrueBuffer *arena,
+                                                   int64_t used) {
+  hook("accrue_reduce_scatter", [&] {
+    if (arena->stride != 1 || used < 2 || used > arena->size)
+      throw Error("the accumulator is not a contiguous arena with its "
+                  "scalars inside");
+    float *data = arena->aligned + arena->offset;
+    float scalars[2] = {data[used - 2], data[used - 1]};
+    data[used - 2] = data[used - 1] = 0.0f;
+    Collectives &c = Collectives::get();
+    c.reduceScatterSum(data, arena->size, used);
+    c.allReduceSum(scalars, 2);
+    data[used - 2] = scalars[0];
+    data[used - 1] = scalars[1];
+  });
+}
+
+/// Called by compiled sharded steps after the update: every rank's shard
+/// of the parameters from the rank that updated it.
+extern "C" void _mlir_ciface_accrue_all_gather(AccrueBuffer *arena) {
+  hook("accrue_all_gather", [&] {
+    if (arena->stride != 1)
+      throw Error("the parameters are not a contiguous arena");
+    Collectives::get().allGather(arena->aligned + arena->offset, arena->size);
+  });
+}
+static_assert(std::is_same_v<decltype(&accrue_shard_begin), AccrueShardFn> &&
+                  std::is_same_v<decltype(&accrue_shard_size), AccrueShardFn> &&
+                  std::is_same_v<decltype(&_mlir_ciface_accrue_reduce_scatter),
+                                 AccrueReduceScatterFn> &&
+                  std::is_same_v<decltype(&_mlir_ciface_accrue_all_gather),
+                                 AccrueAllGatherFn> &&
+                  std::string_view(ACCRUE_REDUCE_SCATTER_SYMBOL) ==
+                      "_mlir_ciface_accrue_reduce_scatter" &&
+                  std::string_view(ACCRUE_ALL_GATHER_SYMBOL) ==
+                      "_mlir_ciface_accrue_all_gather",
+              "the ZeRO hooks of StepABI.h");

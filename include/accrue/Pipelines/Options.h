@@ -36,6 +36,10 @@ struct TrainPipelineOptions {
   /// all-reduce per optimizer step, after the micro-batch loop) or per
   /// micro-batch (for comparison).
   AccrueCollectives collectives = ACCRUE_COLLECTIVES_NONE;
+  /// ZeRO stage 1 (train-shard-optimizer): each data-parallel rank keeps
+  /// and updates its shard of the optimizer state; the gradients are
+  /// reduce-scattered and the parameters all-gathered.
+  bool shardOptimizer = false;
   /// Activation recomputation in the backward (train-autodiff): the
   /// segments between the forward's cuts, and/or the ops of the ONNX nodes
   /// whose names match a regex.

@@ -13,6 +13,10 @@
 
 #include "../NNToLinalg/LoweringUtils.h"
 
+#include "accrue-runtime/StepABI.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include <limits>
 
 namespace accrue {
@@ -61,8 +65,8 @@ updateInPlace(OpBuilder &b, Location loc, ValueRange inputs, ValueRange outputs,
   return generic.getResults();
 }
 
-/// sqrt(sum((x * scale)^2)) accumulated in f64, returned as f32.
-Value sumOfSquaresNorm(OpBuilder &b, Location loc, Value arena, Value scale) {
+/// sum((x * scale)^2) accumulated in f64.
+Value sumOfSquares(OpBuilder &b, Location loc, Value arena, Value scale) {
   MLIRContext *ctx = b.getContext();
   auto scalarType = RankedTensorType::get({}, b.getF64Type());
   Value init = filledTensor(b, loc, scalarType, 0.0);
@@ -82,9 +86,32 @@ Value sumOfSquaresNorm(OpBuilder &b, Location loc, Value arena, Value scale) {
             arith::AddFOp::create(nb, nl, args[1], sq, reassocFlags(nb))
                 .getResult());
       });
-  Value sum = tensor::ExtractOp::create(b, loc, generic.getResult(0));
-  Value norm = math::SqrtOp::create(b, loc, sum);
+  return tensor::ExtractOp::create(b, loc, generic.getResult(0));
+}
+
+/// sqrt(sum((x * scale)^2)) accumulated in f64, returned as f32.
+Value sumOfSquaresNorm(OpBuilder &b, Location loc, Value arena, Value scale) {
+  Value norm = math::SqrtOp::create(b, loc, sumOfSquares(b, loc, arena, scale));
   return arith::TruncFOp::create(b, loc, b.getF32Type(), norm);
+}
+
+/// A call of the step contract's shard hook `name` (accrue_shard_begin or
+/// accrue_shard_size) for an arena of `size` elements, as an index.
+Value shardBound(OpBuilder &b, Operation *from, StringRef name, int64_t size) {
+  auto module = from->getParentOfType<ModuleOp>();
+  Location loc = from->getLoc();
+  auto fn = module.lookupSymbol<func::FuncOp>(name);
+  if (!fn) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    fn = func::FuncOp::create(
+        b, module.getLoc(), name,
+        b.getFunctionType({b.getI64Type()}, {b.getI64Type()}));
+    fn.setPrivate();
+  }
+  Value n = arith::ConstantIntOp::create(b, loc, b.getI64Type(), size);
+  Value bound = func::CallOp::create(b, loc, fn, ValueRange{n}).getResult(0);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), bound);
 }
 
 /// min(1, maxNorm / (norm + 1e-6)) in f32, NaN-propagating.
@@ -247,45 +274,116 @@ struct FusedUpdateLowering : public OpConversionPattern<FusedUpdateOp> {
   LogicalResult
   matchAndRewrite(FusedUpdateOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (op.getSharded())
+      return lowerSharded(op, adaptor, rewriter);
     Location loc = op.getLoc();
     Value scale = adaptor.getGradScale();
     // Pass 1: the norm of the final gradient.
     Value norm =
         sumOfSquaresNorm(rewriter, loc, adaptor.getAccumulator(), scale);
+    // Pass 2: gradient, optimizer and accumulator reset per element.
+    SmallVector<Value> outputs{adaptor.getParams(), adaptor.getAccumulator()};
+    llvm::append_range(outputs, adaptor.getStates());
+    ValueRange results = updateElements(rewriter, op, adaptor, norm,
+                                        ValueRange{}, outputs, true);
+    SmallVector<Value> replacements(results);
+    replacements.push_back(norm);
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+
+  /// ZeRO stage 1: the same two passes over this rank's shard, the norm's
+  /// sum of squares summed over the ranks between them; then the
+  /// parameters' shards are gathered and the whole accumulator is zeroed
+  /// (outside the shard it holds what the reduce-scatter left).
+  LogicalResult lowerSharded(FusedUpdateOp op, OpAdaptor adaptor,
+                             ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    int64_t size = op.getParams().getType().getNumElements();
+    Value begin = shardBound(b, op, ACCRUE_SHARD_BEGIN_FUNCTION, size);
+    Value count = shardBound(b, op, ACCRUE_SHARD_SIZE_FUNCTION, size);
+    auto shardOf = [&](Value arena) {
+      return tensor::ExtractSliceOp::create(
+          b, loc, arena, ArrayRef<OpFoldResult>{begin},
+          ArrayRef<OpFoldResult>{count},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    };
+    Value gradients = shardOf(adaptor.getAccumulator());
+    Value params = shardOf(adaptor.getParams());
+    Value partial = arith::TruncFOp::create(
+        b, loc, b.getF32Type(),
+        sumOfSquares(b, loc, gradients, adaptor.getGradScale()));
+    auto one = RankedTensorType::get({1}, b.getF32Type());
+    Value summed = AllReduceArenaOp::create(
+        b, loc, tensor::FromElementsOp::create(b, loc, one, partial));
+    Value norm = math::SqrtOp::create(
+        b, loc,
+        tensor::ExtractOp::create(
+            b, loc, summed,
+            ValueRange{arith::ConstantIndexOp::create(b, loc, 0)}));
+    SmallVector<Value> outputs{params};
+    llvm::append_range(outputs, adaptor.getStates());
+    ValueRange results =
+        updateElements(b, op, adaptor, norm, gradients, outputs, false);
+    Value updated = tensor::InsertSliceOp::create(
+        b, loc, results[0], adaptor.getParams(), ArrayRef<OpFoldResult>{begin},
+        ArrayRef<OpFoldResult>{count},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    SmallVector<Value> replacements{
+        AllGatherArenaOp::create(b, loc, updated),
+        linalg::FillOp::create(
+            b, loc,
+            ValueRange{arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0))},
+            ValueRange{adaptor.getAccumulator()})
+            .getResult(0)};
+    llvm::append_range(replacements, results.drop_front());
+    replacements.push_back(norm);
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+
+  /// The update pass: per element, the final gradient (the accumulator
+  /// times grad_scale, clipped by the norm), the optimizer, and a skipped
+  /// step where the norm is not finite. The accumulator is `gradients`, or
+  /// else `outputs[1]`, zeroed where `resetAccumulator`; the parameters
+  /// are `outputs[0]`, the states follow.
+  static ValueRange updateElements(OpBuilder &rewriter, FusedUpdateOp op,
+                                   OpAdaptor adaptor, Value norm,
+                                   ValueRange gradients, ValueRange outputs,
+                                   bool resetAccumulator) {
+    Location loc = op.getLoc();
+    Value scale = adaptor.getGradScale();
     Value coef;
     if (std::optional<APFloat> maxNorm = op.getMaxNorm())
       coef = clipCoefficient(rewriter, loc, norm, maxNorm->convertToDouble());
     Value apply =
         op.getSkipNonfinite() ? isFinite(rewriter, loc, norm) : Value();
-    // Pass 2: gradient, optimizer and accumulator reset per element.
-    SmallVector<Value> outputs{adaptor.getParams(), adaptor.getAccumulator()};
-    llvm::append_range(outputs, adaptor.getStates());
     OptimizerAttrInterface optimizer = op.getOptimizer();
     Value lr = adaptor.getLr(), step = adaptor.getStep();
-    ValueRange results = updateInPlace(
-        rewriter, loc, ValueRange{}, outputs,
-        [&](OpBuilder &b, Location l, ValueRange, ValueRange outs,
+    unsigned firstState = resetAccumulator ? 2 : 1;
+    return updateInPlace(
+        rewriter, loc, gradients, outputs,
+        [&](OpBuilder &b, Location l, ValueRange ins, ValueRange outs,
             SmallVectorImpl<Value> &newValues) {
-          Value g = arith::MulFOp::create(b, l, outs[1], scale);
+          Value g = arith::MulFOp::create(
+              b, l, resetAccumulator ? outs[1] : ins[0], scale);
           if (coef)
             g = arith::MulFOp::create(b, l, g, coef);
           SmallVector<Value> updated;
-          optimizer.buildElementUpdate(b, l, outs[0], g, outs.drop_front(2), lr,
-                                       step, updated);
+          optimizer.buildElementUpdate(
+              b, l, outs[0], g, outs.drop_front(firstState), lr, step, updated);
           if (apply) {
             SmallVector<Value> old{outs[0]};
-            llvm::append_range(old, outs.drop_front(2));
+            llvm::append_range(old, outs.drop_front(firstState));
             keepUnlessApplied(b, l, apply, old, updated);
           }
           newValues.push_back(updated[0]);
-          newValues.push_back(
-              arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f)));
+          if (resetAccumulator)
+            newValues.push_back(
+                arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f)));
           llvm::append_range(newValues, ArrayRef<Value>(updated).drop_front());
         });
-    SmallVector<Value> replacements(results);
-    replacements.push_back(norm);
-    rewriter.replaceOp(op, replacements);
-    return success();
   }
 };
 
@@ -300,7 +398,7 @@ struct ConvertTrainToLinalgPass
     // accumulator in place (BufferizableOpInterfaceImpl.cpp).
     target.addLegalOp<AccumulateOp, StoreOp, RecomputeBarrierOp>();
     // So does train.all_reduce, which becomes a call of the runtime.
-    target.addLegalOp<AllReduceOp, AllReduceArenaOp>();
+    target.addLegalOp<AllReduceOp, AllReduceArenaOp, AllGatherArenaOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
     patterns.add<UnpackLowering, GlobalNormLowering, NextLossScaleLowering,

@@ -7,8 +7,17 @@
 // caller's "run." entries). It is written to a temporary file, fsynced and
 // renamed, so a crash leaves the previous checkpoint intact.
 //
+// A run whose optimizer state is sharded over G ranks (ZeRO) writes a set:
+// each rank its shard of every state arena, flat, to
+// "<checkpoint>.shard-R-of-G", then (after every rank has written) rank 0
+// the checkpoint itself, whose "optimizer_shards" says G. The checkpoint
+// is written last, so it exists only when its whole set does. Any number
+// of ranks, sharded or not, resumes from either form: each reads the
+// elements of the state it keeps from the shards that hold them.
+//
 //===----------------------------------------------------------------------===//
 
+#include "accrue-runtime/Collectives.h"
 #include "accrue-runtime/Trainer.h"
 
 #include <zlib.h>
@@ -47,7 +56,28 @@ uint32_t checksum(const std::vector<TensorRef> &tensors) {
   return static_cast<uint32_t>(crc);
 }
 
+/// Where rank `rank` of `ranks` writes its shard of a checkpoint's state.
+std::string shardPath(const std::string &checkpoint, int64_t rank,
+                      int64_t ranks) {
+  std::string base = checkpoint;
+  const std::string suffix = ".safetensors";
+  if (base.size() > suffix.size() &&
+      base.compare(base.size() - suffix.size(), suffix.size(), suffix) == 0)
+    base.resize(base.size() - suffix.size());
+  return base + ".shard-" + std::to_string(rank) + "-of-" +
+         std::to_string(ranks) + suffix;
+}
+
 } // namespace
+
+std::string Trainer::checkpointShardPath(const std::string &checkpoint,
+                                         int64_t rank, int64_t ranks) {
+  return shardPath(checkpoint, rank, ranks);
+}
+
+bool Trainer::shardsCheckpoints() const {
+  return art->shardOptimizer && Collectives::get().size() > 1;
+}
 
 void Trainer::saveCheckpoint(
     const std::string &path,
@@ -66,12 +96,40 @@ void Trainer::saveCheckpoint(
   for (const ParamSpec &buffer : art->buffers)
     tensors.push_back(slice(buffer.name, buffers.data(), buffer));
   std::vector<std::string> names = art->stateNames();
-  for (size_t s = 0; s < states.size(); ++s)
-    for (const ParamSpec &param : art->params)
-      tensors.push_back(
-          slice(names[s] + "/" + param.name, states[s].data(), param));
-
   std::map<std::string, std::string> metadata;
+  if (shardsCheckpoints()) {
+    // This rank's shard first, then, once every rank has written its own,
+    // the checkpoint (rank 0).
+    Collectives &c = Collectives::get();
+    std::vector<TensorRef> shard;
+    for (size_t s = 0; s < states.size(); ++s)
+      shard.push_back({names[s],
+                       ACCRUE_DTYPE_FLOAT32,
+                       {stateSize},
+                       states[s].data(),
+                       static_cast<size_t>(stateSize) * sizeof(float)});
+    std::map<std::string, std::string> shardMetadata = {
+        {"format", kFormat},
+        {"version", kVersion},
+        {"step", std::to_string(completed)},
+        {"shard", std::to_string(c.rank()) + "/" + std::to_string(c.size())},
+        {"begin", std::to_string(stateBegin)},
+        {"arena_size", std::to_string(art->arenaSize)},
+        {"crc32", std::to_string(checksum(shard))}};
+    writeSafetensors(shardPath(path, c.rank(), c.size()), shard, shardMetadata);
+    if (!c.agree(completed))
+      throw Error("checkpoint '" + path +
+                  "': the ranks are at different steps");
+    if (c.rank() != 0)
+      return;
+    metadata["optimizer_shards"] = std::to_string(c.size());
+  } else {
+    for (size_t s = 0; s < states.size(); ++s)
+      for (const ParamSpec &param : art->params)
+        tensors.push_back(
+            slice(names[s] + "/" + param.name, states[s].data(), param));
+  }
+
   for (const auto &[key, value] : run)
     metadata["run." + key] = value;
   metadata["format"] = kFormat;
@@ -127,9 +185,19 @@ Trainer::loadCheckpoint(const std::string &path) {
   for (const ParamSpec &buffer : art->buffers)
     find(buffer.name, buffer);
   std::vector<std::string> names = art->stateNames();
-  for (const std::string &state : names)
-    for (const ParamSpec &param : art->params)
-      find(state + "/" + param.name, param);
+  int64_t shards = 0;
+  if (metadata.count("optimizer_shards")) {
+    try {
+      shards = std::stoll(metadata["optimizer_shards"]);
+    } catch (const std::exception &) {
+    }
+    if (shards < 1 || shards > (int64_t(1) << 20))
+      throw bad("has a corrupt shard count");
+  } else {
+    for (const std::string &state : names)
+      for (const ParamSpec &param : art->params)
+        find(state + "/" + param.name, param);
+  }
   if (tensors.size() != arrays.size())
     throw bad("holds tensors the artifact does not have (written for another "
               "model?)");
@@ -150,6 +218,69 @@ Trainer::loadCheckpoint(const std::string &path) {
     throw bad("has a corrupt step count");
   }
 
+  // The elements of the states this process keeps, from the shards that
+  // hold them (each checked whole first).
+  std::vector<std::vector<float>> kept(names.size());
+  if (shards) {
+    for (std::vector<float> &state : kept)
+      state.assign(stateSize, 0.0f);
+    for (int64_t r = 0; r < shards; ++r) {
+      int64_t begin, size;
+      accrueShard(art->arenaSize, r, shards, &begin, &size);
+      int64_t from = std::max(begin, stateBegin);
+      int64_t to = std::min(begin + size, stateBegin + stateSize);
+      if (from >= to)
+        continue;
+      std::string file = shardPath(path, r, shards);
+      std::map<std::string, std::string> shardMetadata;
+      std::map<std::string, Array> shard;
+      try {
+        shard = readSafetensors(file, &shardMetadata);
+      } catch (const Error &e) {
+        throw Error("checkpoint shard " + std::string(e.what()) +
+                    " (a checkpoint of a sharded optimizer state is a set: "
+                    "'" +
+                    path + "' and one shard per rank beside it)");
+      }
+      auto badShard = [&](const std::string &why) {
+        return Error("checkpoint shard '" + file + "' " + why);
+      };
+      if (shardMetadata["format"] != kFormat ||
+          shardMetadata["step"] != metadata["step"] ||
+          shardMetadata["begin"] != std::to_string(begin) ||
+          shardMetadata["arena_size"] != std::to_string(art->arenaSize))
+        throw badShard("does not belong to '" + path +
+                       "' (another step, model or rank count)");
+      std::vector<TensorRef> refs;
+      for (const std::string &state : names) {
+        auto it = shard.find(state);
+        if (it == shard.end() || it->second.dtype != ACCRUE_DTYPE_FLOAT32 ||
+            it->second.shape != std::vector<int64_t>{size})
+          throw badShard("has no tensor '" + state + "' of " +
+                         std::to_string(size) + " floats");
+        refs.push_back(TensorRef::of(state, it->second));
+      }
+      if (shardMetadata["crc32"] != std::to_string(checksum(refs)))
+        throw badShard("is corrupt (checksum mismatch)");
+      for (size_t s = 0; s < names.size(); ++s)
+        std::memcpy(
+            kept[s].data() + (from - stateBegin),
+            reinterpret_cast<const float *>(shard.at(names[s]).data.data()) +
+                (from - begin),
+            (to - from) * sizeof(float));
+    }
+  } else {
+    for (size_t s = 0; s < names.size(); ++s) {
+      std::vector<float> whole(art->arenaSize, 0.0f);
+      for (const ParamSpec &param : art->params)
+        std::memcpy(whole.data() + param.offset,
+                    arrays.at(names[s] + "/" + param.name).data.data(),
+                    param.numel * sizeof(float));
+      kept[s].assign(whole.begin() + stateBegin,
+                     whole.begin() + stateBegin + stateSize);
+    }
+  }
+
   // Everything checked: restore, arena by arena.
   auto restore = [&](Buffer &arena, const std::string &prefix,
                      const std::vector<ParamSpec> &slots) {
@@ -164,8 +295,11 @@ Trainer::loadCheckpoint(const std::string &path) {
   restore(paramArena, "", art->params);
   if (!art->buffers.empty())
     restore(bufferArena, "", art->buffers);
-  for (size_t s = 0; s < names.size(); ++s)
-    restore(stateArenas[s], names[s] + "/", art->params);
+  for (size_t s = 0; s < names.size(); ++s) {
+    exec->upload(stateArenas[s].data(), kept[s].data(),
+                 kept[s].size() * sizeof(float));
+    exec->synchronize();
+  }
   exec->fillZero(gradArena.data(), gradArena.bytes());
   completed = step;
   scale = savedScale;

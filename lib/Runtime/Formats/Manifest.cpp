@@ -35,6 +35,16 @@ std::vector<std::string> Manifest::stateNames() const {
   return names;
 }
 
+void Manifest::stateShard(int64_t rank, int64_t ranks, int64_t &begin,
+                          int64_t &size) const {
+  if (!shardOptimizer) {
+    begin = 0;
+    size = arenaSize;
+    return;
+  }
+  accrueShard(arenaSize, rank, ranks, &begin, &size);
+}
+
 int64_t Manifest::buffersSize() const {
   for (const ArgSpec &arg : args)
     if (arg.role == ACCRUE_ROLE_BUFFERS)
@@ -187,6 +197,8 @@ uint64_t Manifest::fingerprint() const noexcept {
     << accrueLossScaleModeName(lossScaling.mode)
     << static_cast<int64_t>(partialWindows)
     << accrueOptimizerName(optimizer.kind);
+  if (shardOptimizer)
+    f << ACCRUE_KEY_SHARD_OPTIMIZER;
   for (const auto &[key, value] : optimizer.hyperparameters)
     f << key << value;
   f << (clipNorm ? *clipNorm : -1.0);
@@ -314,6 +326,8 @@ std::string Manifest::toJson() const noexcept {
   };
   if (effectiveBatch)
     manifest[ACCRUE_KEY_EFFECTIVE_BATCH] = *effectiveBatch;
+  if (shardOptimizer)
+    manifest[ACCRUE_KEY_SHARD_OPTIMIZER] = true;
   if (!buffers.empty())
     manifest[ACCRUE_KEY_BUFFERS] = slots(buffers);
   if (activationBytes)
@@ -404,6 +418,8 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     if (!doc.at(ACCRUE_KEY_CLIP_NORM).is_null())
       m.clipNorm = doc.at(ACCRUE_KEY_CLIP_NORM).get<double>();
     m.arenaSize = doc.at(ACCRUE_KEY_ARENA_SIZE).get<int64_t>();
+    if (doc.contains(ACCRUE_KEY_SHARD_OPTIMIZER))
+      m.shardOptimizer = doc.at(ACCRUE_KEY_SHARD_OPTIMIZER).get<bool>();
     auto readSlots = [](const json &list, std::vector<ParamSpec> &out) {
       for (const json &param : list)
         out.push_back({param.at(ACCRUE_KEY_NAME).get<std::string>(),
@@ -498,6 +514,8 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
               "be positive");
   if (m.arenaSize < 1 || m.arenaSize > (int64_t(1) << 40))
     throw bad("the arena size is out of range");
+  if (m.shardOptimizer && (!m.dataParallel() || m.target != ACCRUE_TARGET_CPU))
+    throw bad("a sharded optimizer state needs a data-parallel CPU step");
   auto checkSlots = [&](const std::vector<ParamSpec> &list, int64_t size,
                         const std::string &what) {
     for (const ParamSpec &param : list) {
@@ -523,7 +541,11 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     bool arena = arg.role == ACCRUE_ROLE_PARAMS ||
                  arg.role == ACCRUE_ROLE_ACCUMULATOR ||
                  arg.role == ACCRUE_ROLE_STATE;
-    if (arena && arg.shape != std::vector<int64_t>{m.arenaSize})
+    bool shard = arg.role == ACCRUE_ROLE_STATE && m.shardOptimizer;
+    if (shard && arg.shape != std::vector<int64_t>{-1})
+      throw bad("optimizer state '" + arg.name +
+                "' of a sharded step is not a shard of dynamic size");
+    if (arena && !shard && arg.shape != std::vector<int64_t>{m.arenaSize})
       throw bad("argument '" + arg.name + "' is not an arena of " +
                 std::to_string(m.arenaSize) + " floats");
     if (arg.role == ACCRUE_ROLE_BUFFERS &&

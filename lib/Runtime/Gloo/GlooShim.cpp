@@ -11,9 +11,11 @@
 
 #include "accrue-runtime/GlooShim.h"
 
+#include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
+#include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
@@ -358,6 +360,58 @@ extern "C" int accrue_gloo_broadcast(AccrueGloo *group, void *data,
   }
 }
 
+extern "C" int accrue_gloo_reduce_scatter(AccrueGloo *group, float *data,
+                                          const int64_t *counts, char *error,
+                                          size_t errorSize) {
+  try {
+    std::vector<int> shards;
+    int64_t total = 0;
+    for (int r = 0; r < group->context->size; ++r) {
+      shards.push_back(static_cast<int>(counts[r]));
+      total += counts[r];
+    }
+    gloo::ReduceScatterHalvingDoubling<float> reduceScatter(
+        group->context, std::vector<float *>{data}, static_cast<int>(total),
+        shards);
+    reduceScatter.run();
+    // Gloo's halving-doubling reduce-scatter leaves this rank's sum at the
+    // start of the buffer, as MPI does.
+    int rank = group->context->rank;
+    int64_t begin = 0;
+    for (int r = 0; r < rank; ++r)
+      begin += counts[r];
+    std::memmove(data + begin, data, counts[rank] * sizeof(float));
+    return 0;
+  } catch (const std::exception &e) {
+    return collectiveFailed(*group, "reduce-scatter", e, error, errorSize);
+  }
+}
+
+extern "C" int accrue_gloo_all_gather(AccrueGloo *group, float *data,
+                                      const int64_t *counts, char *error,
+                                      size_t errorSize) {
+  try {
+    std::vector<size_t> shards;
+    size_t begin = 0;
+    for (int r = 0; r < group->context->size; ++r) {
+      if (r < group->context->rank)
+        begin += counts[r];
+      shards.push_back(static_cast<size_t>(counts[r]));
+    }
+    // The input is a copy of this rank's shard: the output overwrites it.
+    std::vector<float> mine(data + begin,
+                            data + begin + counts[group->context->rank]);
+    gloo::AllgathervOptions options(group->context);
+    options.setTag(group->tag++);
+    options.setInput(mine.data(), mine.size());
+    options.setOutput(data, shards);
+    gloo::allgatherv(options);
+    return 0;
+  } catch (const std::exception &e) {
+    return collectiveFailed(*group, "all-gather", e, error, errorSize);
+  }
+}
+
 extern "C" void accrue_gloo_close(AccrueGloo *group) { delete group; }
 
 // The types of StepABI-style entries the runtime looks up.
@@ -367,5 +421,9 @@ static_assert(
                        AccrueGlooAllReduceFn> &&
         std::is_same_v<decltype(&accrue_gloo_broadcast),
                        AccrueGlooBroadcastFn> &&
+        std::is_same_v<decltype(&accrue_gloo_reduce_scatter),
+                       AccrueGlooReduceScatterFn> &&
+        std::is_same_v<decltype(&accrue_gloo_all_gather),
+                       AccrueGlooAllGatherFn> &&
         std::is_same_v<decltype(&accrue_gloo_close), AccrueGlooCloseFn>,
     "GlooShim.h's function types");

@@ -182,6 +182,24 @@ void removeInterruptedWrites(const std::string &dir) {
     ::unlink(path.c_str());
 }
 
+/// Removes the shard files of `checkpoint` ("<step>.shard-R-of-G").
+void removeShards(const std::string &checkpoint) {
+  size_t slash = checkpoint.rfind('/');
+  std::string dir = checkpoint.substr(0, slash);
+  std::string stem = checkpoint.substr(slash + 1);
+  stem = stem.substr(0, stem.find('.')) + ".shard-";
+  DIR *d = opendir(dir.c_str());
+  if (!d)
+    return;
+  std::vector<std::string> shards;
+  while (dirent *entry = readdir(d))
+    if (std::string(entry->d_name).compare(0, stem.size(), stem) == 0)
+      shards.push_back(dir + "/" + entry->d_name);
+  closedir(d);
+  for (const std::string &path : shards)
+    ::unlink(path.c_str());
+}
+
 std::string checkpointPath(const std::string &dir, int64_t step) {
   char name[64];
   std::snprintf(name, sizeof name, "step-%08lld.safetensors",
@@ -623,12 +641,25 @@ void Session::launchNext() {
   launched.samples = window.valid;
   int64_t collectivesBefore =
       art.dataParallel() ? Collectives::get().calls() : 0;
+  int64_t scattersBefore = 0, gathersBefore = 0, floatsBefore = 0;
+  if (art.dataParallel()) {
+    Collectives &c = Collectives::get();
+    scattersBefore = c.scatters();
+    gathersBefore = c.gathers();
+    floatsBefore = c.floats();
+  }
   int64_t graphsBefore = trainer.backend().graphLaunches();
   // (The inputs are copied before launch() returns.)
   trainer.launch(inputs, samples, lrSchedule->at(trainer.stepsAfterInFlight()),
                  first, valid);
   launched.allReduces =
       art.dataParallel() ? Collectives::get().calls() - collectivesBefore : -1;
+  if (art.dataParallel()) {
+    Collectives &c = Collectives::get();
+    launched.reduceScatters = c.scatters() - scattersBefore;
+    launched.allGathers = c.gathers() - gathersBefore;
+    launched.collectiveFloats = c.floats() - floatsBefore;
+  }
   launched.graphLaunches = trainer.backend().graphLaunches() - graphsBefore;
   inFlight.push_back(launched);
 }
@@ -655,6 +686,11 @@ StepRecord Session::finishOldest() {
   if (art.dataParallel()) {
     record.allReduces = launched.allReduces;
     line["all_reduces"] = record.allReduces;
+    line["collective_floats"] = launched.collectiveFloats;
+    if (art.shardOptimizer) {
+      line["reduce_scatters"] = launched.reduceScatters;
+      line["all_gathers"] = launched.allGathers;
+    }
   }
   if (art.lossScaling.mode != ACCRUE_LOSS_SCALE_NONE) {
     line["loss_scale"] = m.lossScale;
@@ -684,7 +720,8 @@ StepRecord Session::finishOldest() {
   }
   // The log line first: a run killed while writing the checkpoint resumes
   // from the previous one and logs this step again.
-  if (writes() && checkpointsAfter(iteration))
+  // (Every rank writes its shard of a sharded optimizer state.)
+  if ((writes() || trainer.shardsCheckpoints()) && checkpointsAfter(iteration))
     saveCheckpoint();
   syncsReported = trainer.backend().synchronizations();
   lastRecord = std::chrono::steady_clock::now();
@@ -729,10 +766,14 @@ std::string Session::saveCheckpoint() {
   // Keep the newest keep_checkpoints. Rotating before the write too bounds
   // the folder at keep + 1 even when kills land between a write and its
   // rotation twice in a row (the extra one is never the newest).
+  // A checkpoint goes before its shards: a set without it is none.
   auto rotate = [&] {
+    if (!writes())
+      return;
     std::map<int64_t, std::string> found = listCheckpoints(opts.checkpointDir);
     while (static_cast<int64_t>(found.size()) > opts.keepCheckpoints) {
       ::unlink(found.begin()->second.c_str());
+      removeShards(found.begin()->second);
       found.erase(found.begin());
     }
   };

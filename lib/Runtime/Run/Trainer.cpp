@@ -229,8 +229,21 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
   size_t arenaBytes = art->arenaSize * sizeof(float);
   paramArena = Buffer(*exec, arenaBytes);
   gradArena = Buffer(*exec, arenaBytes);
+  if (art->shardOptimizer && Collectives::get().hosted())
+    throw Error("'" + art->dir +
+                "' shards its optimizer state (compiled with " +
+                settingRef("shard_optimizer") +
+                "), which needs MPI or Gloo: a torch.distributed process "
+                "group's collectives give it no reduce-scatter yet");
+  if (art->shardOptimizer)
+    art->stateShard(Collectives::get().rank(), Collectives::get().size(),
+                    stateBegin, stateSize);
+  else
+    art->stateShard(0, 1, stateBegin, stateSize);
+  // (A buffer is never empty: the last ranks' shards may be.)
   for (size_t s = 0; s < art->stateNames().size(); ++s)
-    stateArenas.emplace_back(*exec, arenaBytes);
+    stateArenas.emplace_back(*exec, std::max<int64_t>(stateSize, 1) *
+                                        int64_t(sizeof(float)));
   for (const ArgSpec &arg : art->args) {
     if (arg.role == ACCRUE_ROLE_WORKSPACE)
       workspace = Buffer(*exec, std::max<int64_t>(arg.shape[0], 1));
@@ -418,7 +431,7 @@ void Trainer::launch(const std::vector<const void *> &inputs, int64_t samples,
       packed.addMemref(gradArena.data(), arg.shape);
       break;
     case ACCRUE_ROLE_STATE:
-      packed.addMemref(stateArenas[nextState++].data(), arg.shape);
+      packed.addMemref(stateArenas[nextState++].data(), {stateSize});
       break;
     case ACCRUE_ROLE_BUFFERS:
       packed.addMemref(bufferArena.data(), arg.shape);

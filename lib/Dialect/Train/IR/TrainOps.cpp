@@ -247,13 +247,34 @@ LogicalResult UpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
 }
 
 LogicalResult FusedUpdateOp::verify() {
-  SmallVector<Value> arenas{getAccumulator()};
-  llvm::append_range(arenas, getStates());
   if (std::optional<APFloat> maxNorm = getMaxNorm();
       maxNorm && !(maxNorm->convertToDouble() > 0.0))
     return emitOpError("max_norm must be positive");
-  return verifyOptimizerOperands(*this, getOptimizer(), getParams().getType(),
-                                 arenas);
+  SmallVector<Value> arenas{getAccumulator()};
+  if (!getSharded()) {
+    llvm::append_range(arenas, getStates());
+    return verifyOptimizerOperands(*this, getOptimizer(), getParams().getType(),
+                                   arenas);
+  }
+  // A sharded update's states hold the rank's shard only, of a size the
+  // host decides.
+  if (!getParams().getType().hasStaticShape())
+    return emitOpError("a sharded update needs arenas of a static size");
+  if (getStates().size() != getOptimizer().getNumStates())
+    return emitOpError("optimizer ")
+           << getOptimizer() << " needs " << getOptimizer().getNumStates()
+           << " state arenas, got " << getStates().size();
+  auto shard = RankedTensorType::get({ShapedType::kDynamic},
+                                     Float32Type::get(getContext()));
+  for (Value state : getStates())
+    if (state.getType() != shard)
+      return emitOpError("sharded state arena of type ")
+             << state.getType() << " is not " << shard;
+  if (getAccumulator().getType() != getParams().getType())
+    return emitOpError("accumulator of type ")
+           << getAccumulator().getType() << " differs from the parameters' "
+           << getParams().getType();
+  return success();
 }
 
 LogicalResult FusedUpdateOp::inferReturnTypes(MLIRContext *context,

@@ -140,35 +140,47 @@ struct StoreOpInterface
   }
 };
 
-/// The host's all-reduce (the step contract's collective hook), declared
-/// once per module: sums a rank-1 f32 buffer over the ranks, in place;
-/// called through MLIR's C interface.
-func::FuncOp allReduceFunction(RewriterBase &rewriter, Operation *from) {
+/// A collective hook of the host (the step contract's), declared once per
+/// module: takes a rank-1 f32 buffer and, for the reduce-scatter, the
+/// count of elements used; called through MLIR's C interface.
+func::FuncOp collectiveFunction(RewriterBase &rewriter, Operation *from,
+                                StringRef name, bool takesCount = false) {
   auto module = from->getParentOfType<ModuleOp>();
-  constexpr StringLiteral name = ACCRUE_ALL_REDUCE_FUNCTION;
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
   MLIRContext *ctx = rewriter.getContext();
-  auto buffer =
+  SmallVector<Type> inputs{
       MemRefType::get({ShapedType::kDynamic}, Float32Type::get(ctx),
                       StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
-                                             {ShapedType::kDynamic}));
+                                             {ShapedType::kDynamic}))};
+  if (takesCount)
+    inputs.push_back(rewriter.getI64Type());
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(module.getBody());
   auto fn = func::FuncOp::create(rewriter, module.getLoc(), name,
-                                 rewriter.getFunctionType({buffer}, {}));
+                                 rewriter.getFunctionType(inputs, {}));
   fn.setPrivate();
   fn->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
   return fn;
 }
 
+/// Calls the host's collective `name` on `buffer` (and `count`).
+void callCollective(RewriterBase &rewriter, Operation *op, StringRef name,
+                    Value buffer, std::optional<int64_t> count = {}) {
+  func::FuncOp callee =
+      collectiveFunction(rewriter, op, name, count.has_value());
+  Location loc = op->getLoc();
+  SmallVector<Value> args{memref::CastOp::create(
+      rewriter, loc, callee.getFunctionType().getInput(0), buffer)};
+  if (count)
+    args.push_back(arith::ConstantIntOp::create(rewriter, loc,
+                                                rewriter.getI64Type(), *count));
+  func::CallOp::create(rewriter, loc, callee, args);
+}
+
 /// Calls the host's all-reduce on `buffer`.
 void callAllReduce(RewriterBase &rewriter, Operation *op, Value buffer) {
-  func::FuncOp callee = allReduceFunction(rewriter, op);
-  Type bufferType = callee.getFunctionType().getInput(0);
-  func::CallOp::create(rewriter, op->getLoc(), callee,
-                       ValueRange{memref::CastOp::create(rewriter, op->getLoc(),
-                                                         bufferType, buffer)});
+  callCollective(rewriter, op, ACCRUE_ALL_REDUCE_FUNCTION, buffer);
 }
 
 struct AllReduceArenaOpInterface
@@ -182,6 +194,22 @@ struct AllReduceArenaOpInterface
     if (failed(arena))
       return failure();
     callAllReduce(rewriter, op, *arena);
+    replaceOpWithBufferizedValues(rewriter, op, {*arena});
+    return success();
+  }
+};
+
+struct AllGatherArenaOpInterface
+    : public UpdatesFirstOperandInPlace<AllGatherArenaOpInterface,
+                                        AllGatherArenaOp> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    FailureOr<Value> arena = getBuffer(
+        rewriter, cast<AllGatherArenaOp>(op).getArena(), options, state);
+    if (failed(arena))
+      return failure();
+    callCollective(rewriter, op, ACCRUE_ALL_GATHER_FUNCTION, *arena);
     replaceOpWithBufferizedValues(rewriter, op, {*arena});
     return success();
   }
@@ -207,11 +235,18 @@ struct AllReduceOpInterface
                             ValueRange{sumAt});
     memref::StoreOp::create(rewriter, loc, reduce.getCount(), *arena,
                             ValueRange{countAt});
-    Value prefix = memref::SubViewOp::create(
-        rewriter, loc, *arena, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(at + 2)},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
-    callAllReduce(rewriter, op, prefix);
+    if (reduce.getScatter()) {
+      // The shards are the whole arena's; the data ends after the scalars.
+      callCollective(rewriter, op, ACCRUE_REDUCE_SCATTER_FUNCTION, *arena,
+                     at + 2);
+    } else {
+      Value prefix = memref::SubViewOp::create(
+          rewriter, loc, *arena,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(at + 2)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
+      callAllReduce(rewriter, op, prefix);
+    }
     Value sum =
         memref::LoadOp::create(rewriter, loc, *arena, ValueRange{sumAt});
     Value count =
@@ -235,5 +270,6 @@ void accrue::train::registerBufferizableOpInterfaceExternalModels(
     StoreOp::attachInterface<StoreOpInterface>(*ctx);
     AllReduceOp::attachInterface<AllReduceOpInterface>(*ctx);
     AllReduceArenaOp::attachInterface<AllReduceArenaOpInterface>(*ctx);
+    AllGatherArenaOp::attachInterface<AllGatherArenaOpInterface>(*ctx);
   });
 }

@@ -160,13 +160,19 @@ def Train_AllReduceOp : Train_Op<"all_reduce", [
     removed by generic transformations. `train-microbatch` places one per
     micro-batch of a data-parallel step (as a step graph would) and
     `train-defer-collectives` moves it after the loop.
+
+    With `scatter` (ZeRO, `train-shard-optimizer`) the arena is
+    reduce-scattered instead: afterwards only this rank's shard of it (the
+    step contract's `accrue_shard_begin`/`accrue_shard_size` of the arena's
+    size) holds the sum, the rest is unspecified; the scalars are summed as
+    before.
   }];
   let arguments = (ins Train_Arena:$accumulator, F32:$loss_sum, F32:$count,
-                   I64Attr:$scalars_at);
+                   I64Attr:$scalars_at, UnitAttr:$scatter);
   let results = (outs Train_Arena:$result, F32:$new_loss_sum, F32:$new_count);
   let assemblyFormat = [{
-    $accumulator `,` $loss_sum `,` $count `scalars_at` $scalars_at attr-dict
-    `:` type($accumulator)
+    $accumulator `,` $loss_sum `,` $count `scalars_at` $scalars_at
+    (`scatter` $scatter^)? attr-dict `:` type($accumulator)
   }];
   let hasVerifier = 1;
 }
@@ -184,6 +190,21 @@ def Train_AllReduceArenaOp : Train_Op<"all_reduce_arena", [
   let arguments = (ins Train_Arena:$accumulator);
   let results = (outs Train_Arena:$result);
   let assemblyFormat = "$accumulator attr-dict `:` type($accumulator)";
+}
+
+def Train_AllGatherArenaOp : Train_Op<"all_gather_arena", [
+    AllTypesMatch<["arena", "result"]>]> {
+  let summary = "gather every rank's shard of an arena, in place";
+  let description = [{
+    Returns `arena` with each rank's shard (the step contract's
+    `accrue_shard_begin`/`accrue_shard_size` of its size) replaced by that
+    rank's values: one call of the contract's all-gather hook. ZeRO's
+    sharded update (`train.fused_update` with `sharded`) ends with it on the
+    parameters. Not pure: it communicates.
+  }];
+  let arguments = (ins Train_Arena:$arena);
+  let results = (outs Train_Arena:$result);
+  let assemblyFormat = "$arena attr-dict `:` type($arena)";
 }
 
 //===----------------------------------------------------------------------===//
@@ -283,11 +304,20 @@ def Train_FusedUpdateOp : Train_Op<"fused_update", [Pure,
     With `skip_nonfinite`, a norm that is not finite (an overflow under
     loss scaling) leaves parameters and states unchanged; the accumulator
     is zeroed either way.
+
+    With `sharded` (ZeRO stage 1, `train-shard-optimizer`) each
+    data-parallel rank updates only its shard of the arenas: the
+    accumulator is valid there only (a scattering `train.all_reduce`), the
+    states hold the shard alone (`tensor<?xf32>`, as many elements as the
+    shard), the norm is the square root of the sum over the ranks of their
+    shards' squares, and the updated shards of the parameters are gathered
+    on every rank.
   }];
   let arguments = (ins Train_Arena:$params, Train_Arena:$accumulator,
                    Variadic<Train_Arena>:$states, F32:$grad_scale, F32:$lr,
                    I64:$step, Train_OptimizerAttrInterface:$optimizer,
-                   OptionalAttr<F32Attr>:$max_norm, UnitAttr:$skip_nonfinite);
+                   OptionalAttr<F32Attr>:$max_norm, UnitAttr:$skip_nonfinite,
+                   UnitAttr:$sharded);
   let results = (outs Train_Arena:$new_params, Train_Arena:$new_accumulator,
                  Variadic<Train_Arena>:$new_states, F32:$norm);
   let assemblyFormat = [{

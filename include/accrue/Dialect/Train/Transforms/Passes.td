@@ -226,6 +226,27 @@ def TrainFuseClipOptimizer
   ];
 }
 
+def TrainShardOptimizer
+    : Pass<"train-shard-optimizer", "::mlir::func::FuncOp"> {
+  let summary = "ZeRO stage 1: shard the optimizer state over the ranks";
+  let description = [{
+    In a data-parallel training step whose end is one `train.fused_update`
+    of an accumulator summed by one `train.all_reduce` (after
+    `train-defer-collectives` and `train-fuse-clip-optimizer`): the
+    all-reduce becomes a reduce-scatter (`scatter`), the update is
+    `sharded`, and the step's optimizer-state arguments and results hold
+    this rank's shard only (`tensor<?xf32>`). Each rank then keeps 1/G of
+    the optimizer state, updates 1/G of the parameters, and gathers the
+    rest from the other ranks (`train.all_gather_arena`, which the update's
+    lowering adds). Anything else reading the summed accumulator is an
+    error: outside the rank's shard it holds no sum.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let statistics = [
+    Statistic<"numSharded", "sharded-updates", "Optimizer updates sharded">,
+  ];
+}
+
 def TrainFinalizeStepABI
     : Pass<"train-finalize-step-abi", "::mlir::ModuleOp"> {
   let summary = "Give training steps their in-place buffer calling convention";
