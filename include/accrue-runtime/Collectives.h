@@ -50,7 +50,12 @@ public:
   int64_t scatters() const { return numScatters; }
   int64_t gathers() const { return numGathers; }
   int64_t floats() const { return movedFloats; }
-  void countCall() { ++numCalls; }
+  /// Counts an all-reduce of `count` floats made elsewhere (a device
+  /// backend's).
+  void countCall(int64_t count) {
+    ++numCalls;
+    movedFloats += count;
+  }
   /// Every rank's copy of `data` becomes rank 0's.
   void broadcast(float *data, int64_t count);
   /// Every rank's `bytes` at `data` become rank 0's.
@@ -73,6 +78,8 @@ private:
   Collectives();
   ~Collectives();
   int rankId = 0, worldSize = 1;
+  /// The maximum over the ranks of each of `count` int64s, in place.
+  void maxOverRanks(int64_t *data, int64_t count);
   /// The shards' sizes, each cut at `used`.
   std::vector<int64_t> shardSizes(int64_t n, int64_t used) const;
   int64_t numCalls = 0, numScatters = 0, numGathers = 0, movedFloats = 0;

@@ -60,13 +60,13 @@ struct Mpi {
   decltype(&MPI_Comm_rank) commRank;
   decltype(&MPI_Comm_size) commSize;
   decltype(&MPI_Allreduce) allreduce;
-  decltype(&MPI_Reduce_scatter) reduceScatter;
+  decltype(&MPI_Reduce) reduce;
   decltype(&MPI_Allgatherv) allgatherv;
   decltype(&MPI_Bcast) bcast;
   decltype(&MPI_Abort) abort;
   MPI_Comm world;
   MPI_Datatype f32, i64, byte;
-  MPI_Op sum, min, max;
+  MPI_Op sum, max;
 };
 
 /// Set once MPI is loaded and initialized; until then no run is parallel.
@@ -121,7 +121,7 @@ Mpi loadMpi() {
   bind(mpi.commRank, "MPI_Comm_rank");
   bind(mpi.commSize, "MPI_Comm_size");
   bind(mpi.allreduce, "MPI_Allreduce");
-  bind(mpi.reduceScatter, "MPI_Reduce_scatter");
+  bind(mpi.reduce, "MPI_Reduce");
   bind(mpi.allgatherv, "MPI_Allgatherv");
   bind(mpi.bcast, "MPI_Bcast");
   bind(mpi.abort, "MPI_Abort");
@@ -130,7 +130,6 @@ Mpi loadMpi() {
   mpi.i64 = static_cast<MPI_Datatype>(symbol("ompi_mpi_long_long_int"));
   mpi.byte = static_cast<MPI_Datatype>(symbol("ompi_mpi_byte"));
   mpi.sum = static_cast<MPI_Op>(symbol("ompi_mpi_op_sum"));
-  mpi.min = static_cast<MPI_Op>(symbol("ompi_mpi_op_min"));
   mpi.max = static_cast<MPI_Op>(symbol("ompi_mpi_op_max"));
   return mpi;
 }
@@ -521,17 +520,17 @@ void Collectives::reduceScatterSum(float *data, int64_t n, int64_t used) {
               error);
     return;
   }
-  if (used > INT32_MAX)
-    throw Error("MPI_Reduce_scatter: an arena of more than 2^31 floats");
-  std::vector<int> counts(sizes.begin(), sizes.end());
-  check(loadedMpi->reduceScatter(MPI_IN_PLACE, data, counts.data(),
-                                 loadedMpi->f32, loadedMpi->sum,
-                                 loadedMpi->world),
-        "MPI_Reduce_scatter");
-  // MPI leaves this rank's sum at the start of the buffer.
-  int64_t begin, size;
-  accrueShard(n, rankId, worldSize, &begin, &size);
-  std::memmove(data + begin, data, sizes[rankId] * sizeof(float));
+  // As on Gloo: one reduce per shard, to its owner (Open MPI's in-place
+  // MPI_Reduce_scatter takes a scratch copy of the whole buffer, half the
+  // state a 2-rank shard saves).
+  int64_t begin = 0;
+  for (int r = 0; r < worldSize; begin += sizes[r++])
+    forEachChunk(data + begin, sizes[r], [&](float *chunk, int size) {
+      check(loadedMpi->reduce(r == rankId ? MPI_IN_PLACE : chunk, chunk, size,
+                              loadedMpi->f32, loadedMpi->sum, r,
+                              loadedMpi->world),
+            "MPI_Reduce");
+    });
 }
 
 void Collectives::allGather(float *data, int64_t n) {
@@ -595,48 +594,36 @@ void Collectives::setDeviceReducer(
   deviceReducer() = std::move(reducer);
 }
 
+/// The maximum over the ranks of each of the `count` int64s at `data`, in
+/// place, by whichever engine serves the ranks.
+void Collectives::maxOverRanks(int64_t *data, int64_t count) {
+  if (hostCollectives())
+    return hostCollectives()->allReduceExtremum(data, count, true);
+  if (loadedGloo)
+    return glooAllReduce(data, count, ACCRUE_GLOO_MAX_I64);
+  std::vector<long long> mine(data, data + count), max(count);
+  check(loadedMpi->allreduce(mine.data(), max.data(), static_cast<int>(count),
+                             loadedMpi->i64, loadedMpi->max, loadedMpi->world),
+        "MPI_Allreduce");
+  std::copy(max.begin(), max.end(), data);
+}
+
 bool Collectives::agree(int64_t value) {
   if (worldSize == 1)
     return true;
-  if (hostCollectives()) {
-    int64_t low = value, high = value;
-    hostCollectives()->allReduceExtremum(&low, 1, false);
-    hostCollectives()->allReduceExtremum(&high, 1, true);
-    return low == high;
-  }
-  if (loadedGloo) {
-    int64_t low = value, high = value;
-    glooAllReduce(&low, 1, ACCRUE_GLOO_MIN_I64);
-    glooAllReduce(&high, 1, ACCRUE_GLOO_MAX_I64);
-    return low == high;
-  }
-  long long mine = value, low = 0, high = 0;
-  check(loadedMpi->allreduce(&mine, &low, 1, loadedMpi->i64, loadedMpi->min,
-                             loadedMpi->world),
-        "MPI_Allreduce");
-  check(loadedMpi->allreduce(&mine, &high, 1, loadedMpi->i64, loadedMpi->max,
-                             loadedMpi->world),
-        "MPI_Allreduce");
-  return low == high;
+  // One collective: the maximum of the values and of their complements
+  // (~v reverses the order without overflowing), whose complement is the
+  // minimum.
+  int64_t bounds[2] = {value, ~value};
+  maxOverRanks(bounds, 2);
+  return bounds[0] == ~bounds[1];
 }
 
 bool Collectives::anyRank(bool mine) {
   if (worldSize == 1)
     return mine;
-  if (hostCollectives()) {
-    int64_t any = mine;
-    hostCollectives()->allReduceExtremum(&any, 1, true);
-    return any != 0;
-  }
-  if (loadedGloo) {
-    int64_t any = mine;
-    glooAllReduce(&any, 1, ACCRUE_GLOO_MAX_I64);
-    return any != 0;
-  }
-  long long value = mine, any = 0;
-  check(loadedMpi->allreduce(&value, &any, 1, loadedMpi->i64, loadedMpi->max,
-                             loadedMpi->world),
-        "MPI_Allreduce");
+  int64_t any = mine;
+  maxOverRanks(&any, 1);
   return any != 0;
 }
 
@@ -650,7 +637,7 @@ extern "C" void _mlir_ciface_accrue_all_reduce(AccrueBuffer *buffer) {
       throw Error("the buffer is not contiguous");
     float *data = buffer->aligned + buffer->offset;
     if (deviceReducer()) {
-      Collectives::get().countCall();
+      Collectives::get().countCall(buffer->size);
       if (Collectives::get().size() > 1)
         deviceReducer()(data, buffer->size);
       return;

@@ -10,7 +10,7 @@
 # MASTER_ADDR, a world of one) runs one process; two processes given the
 # same rank are refused; a rank that never arrives ends the rendezvous after
 # ACCRUE_RENDEZVOUS_TIMEOUT; a rank killed mid-run ends the others within
-# seconds.
+# seconds, with an error naming it (rank 0, which serves the store, too).
 #
 # REQUIRES: torch2
 # RUN: rm -rf %t && mkdir -p %t
@@ -33,12 +33,6 @@ STEPS, B = 5, 4
 FLAGS = dict(optimizer="adamw", lr=0.01, weight_decay=0.01, clip_norm=0.5)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def artifact(k, parallel):
     tag = "k%d%s" % (k, "_dp" if parallel else "")
     return e2e.compile_model(MODEL, os.path.join(out, tag), B, accumulation_steps=k,
@@ -49,15 +43,6 @@ def train_cmd(art, tag):
     return [e2e.tool("accrue-train"), art, "--data", DATA, "--steps", str(STEPS),
             "--no-progress", "--export", os.path.join(out, tag + ".onnx"),
             "--log", os.path.join(out, tag + ".jsonl")]
-
-
-def clean_env():
-    env = dict(os.environ)
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
-                 "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_NODELIST",
-                 "SLURM_STEP_NODELIST", "SLURM_JOB_ID", "ACCRUE_LAUNCHER"):
-        env.pop(name, None)
-    return env
 
 
 def run_ranks(cmd, envs, timeout=120):
@@ -85,14 +70,14 @@ want = e2e.initializers(os.path.join(out, "one.onnx"))
 two, four = artifact(2, True), artifact(1, True)
 
 # torchrun itself.
-port = free_port()
+port = e2e.free_port()
 e2e.run([TORCHRUN_PYTHON, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--no-python",
          "--master-addr", "127.0.0.1", "--master-port", str(port), "--"] + train_cmd(two, "torchrun"))
 check_same("torchrun", want)
 
 # torchrun's environment, 4 ranks.
-port = free_port()
-envs = [dict(clean_env(), RANK=str(r), WORLD_SIZE="4", LOCAL_RANK=str(r),
+port = e2e.free_port()
+envs = [dict(e2e.clean_env(), RANK=str(r), WORLD_SIZE="4", LOCAL_RANK=str(r),
              MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)) for r in range(4)]
 for code, text in run_ranks(train_cmd(four, "torchrun4"), envs):
     assert code == 0, text
@@ -113,7 +98,7 @@ def free_job_id():
 
 
 job = free_job_id()
-envs = [dict(clean_env(), SLURM_PROCID=str(r), SLURM_NTASKS="2", SLURM_LOCALID=str(r),
+envs = [dict(e2e.clean_env(), SLURM_PROCID=str(r), SLURM_NTASKS="2", SLURM_LOCALID=str(r),
              SLURM_STEP_ID="0", SLURM_JOB_NODELIST="localhost,node[2-3]", SLURM_JOB_ID=job)
         for r in range(2)]
 for code, text in run_ranks(train_cmd(two, "srun"), envs):
@@ -121,7 +106,7 @@ for code, text in run_ranks(train_cmd(two, "srun"), envs):
 check_same("srun", want)
 
 # Wrong environments: one line naming the variable, a non-zero exit.
-port = str(free_port())
+port = str(e2e.free_port())
 cases = [
     (dict(RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1"),
      "torchrun's environment is incomplete: MASTER_PORT is not set"),
@@ -133,13 +118,13 @@ cases = [
     (dict(ACCRUE_LAUNCHER="pbs"), "unknown launcher 'pbs'"),
 ]
 for extra, message in cases:
-    proc = subprocess.run(train_cmd(two, "bad"), env=dict(clean_env(), **extra),
+    proc = subprocess.run(train_cmd(two, "bad"), env=dict(e2e.clean_env(), **extra),
                           capture_output=True, text=True, timeout=60)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr
     assert sum("error" in line for line in lines) == 1, proc.stderr
     print("refused: %s" % message)
-proc = subprocess.run(train_cmd(two, "bad") + ["--launcher", "pbs"], env=clean_env(),
+proc = subprocess.run(train_cmd(two, "bad") + ["--launcher", "pbs"], env=e2e.clean_env(),
                       capture_output=True, text=True, timeout=60)
 assert proc.returncode != 0 and "--launcher must be auto, mpi, torchrun or slurm" in proc.stderr
 
@@ -149,15 +134,15 @@ for extra in [dict(SLURM_PROCID="0", SLURM_NTASKS="4", SLURM_JOB_ID="5"),
               dict(MASTER_ADDR="10.0.0.1", MASTER_PORT="1234"),
               dict(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="10.0.0.1",
                    MASTER_PORT="1234")]:
-    proc = subprocess.run(train_cmd(two, "single"), env=dict(clean_env(), **extra),
+    proc = subprocess.run(train_cmd(two, "single"), env=dict(e2e.clean_env(), **extra),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "x 2 ranks" not in proc.stdout + proc.stderr, \
         proc.stdout + proc.stderr
 print("one process: batch-script Slurm variables, a stray MASTER_ADDR, WORLD_SIZE=1")
 
 # Two processes given the same rank: refused at the rendezvous.
-port = str(free_port())
-envs = [dict(clean_env(), RANK="0" if r < 2 else "1", WORLD_SIZE="2", LOCAL_RANK="0",
+port = str(e2e.free_port())
+envs = [dict(e2e.clean_env(), RANK="0" if r < 2 else "1", WORLD_SIZE="2", LOCAL_RANK="0",
              MASTER_ADDR="127.0.0.1", MASTER_PORT=port, ACCRUE_RENDEZVOUS_TIMEOUT="5")
         for r in range(2)]
 envs[1]["ACCRUE_STORE_PORT"] = port
@@ -170,30 +155,35 @@ print("two processes with RANK=0: refused")
 # A rank that never arrives: the rendezvous ends after the timeout.
 start = time.time()
 proc = subprocess.run(train_cmd(two, "alone"), env=dict(
-    clean_env(), RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
-    MASTER_PORT=str(free_port()), ACCRUE_RENDEZVOUS_TIMEOUT="2"),
+    e2e.clean_env(), RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+    MASTER_PORT=str(e2e.free_port()), ACCRUE_RENDEZVOUS_TIMEOUT="2"),
     capture_output=True, text=True, timeout=60)
 assert proc.returncode != 0 and "timed out waiting for the other ranks" in proc.stderr, \
     proc.stderr
 assert time.time() - start < 20
 print("a missing rank ends the rendezvous in %.1f s" % (time.time() - start))
 
-# A rank killed mid-run: the other exits within seconds, with an error.
+# A rank killed mid-run: the other exits within seconds, with an error
+# naming it (the ranks' connections to the store tell rank 0 which one
+# closed; when rank 0 itself is killed, the store goes with it).
 long_run = [e2e.tool("accrue-train"), two, "--data", DATA, "--steps", "100000000",
             "--no-progress"]
-port = str(free_port())
-procs = [subprocess.Popen(long_run, env=dict(clean_env(), RANK=str(r), WORLD_SIZE="2",
-                                             LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
-                                             MASTER_PORT=port),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-         for r in range(2)]
-time.sleep(3)
-assert procs[0].poll() is None and procs[1].poll() is None
-procs[1].kill()
-killed = time.time()
-_, err = procs[0].communicate(timeout=60)
-assert procs[0].returncode != 0 and "did another rank exit" in err, err
-assert time.time() - killed < 10, time.time() - killed
-procs[1].communicate()
-print("rank 0 ended %.2f s after rank 1 was killed: %s" % (
-    time.time() - killed, err.strip().splitlines()[-1]))
+for victim in (1, 0):
+    port = str(e2e.free_port())
+    procs = [subprocess.Popen(long_run, env=dict(e2e.clean_env(), RANK=str(r), WORLD_SIZE="2",
+                                                 LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
+                                                 MASTER_PORT=port),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r in range(2)]
+    time.sleep(3)
+    assert procs[0].poll() is None and procs[1].poll() is None
+    procs[victim].kill()
+    killed = time.time()
+    survivor = procs[1 - victim]
+    _, err = survivor.communicate(timeout=60)
+    assert survivor.returncode != 0 and "rank %d exited" % victim in err, err
+    assert time.time() - killed < 10, time.time() - killed
+    assert len(err.strip().splitlines()) == 1, err
+    procs[victim].communicate()
+    print("rank %d ended %.2f s after rank %d was killed: %s" % (
+        1 - victim, time.time() - killed, victim, err.strip().splitlines()[-1]))

@@ -14,7 +14,6 @@
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 
@@ -25,12 +24,6 @@ import accrue_e2e as e2e
 out = sys.argv[1]
 SPIRALS = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "spirals")
 FLAGS = dict(optimizer="adamw", lr=0.01, weight_decay=0.01, clip_norm=0.5)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def compile_split(model, b, k, ranks, extra):
@@ -47,7 +40,7 @@ def train(art, data, steps, ranks, ckpt, tag, resume=False, extra=()):
     if ranks == 1:
         proc = e2e.run(cmd)
         return proc.stdout + proc.stderr
-    port = str(free_port())
+    port = str(e2e.free_port())
     procs = [subprocess.Popen(cmd, env=dict(os.environ, RANK=str(r), WORLD_SIZE=str(ranks),
                                             LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
                                             MASTER_PORT=port),

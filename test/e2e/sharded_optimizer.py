@@ -21,7 +21,6 @@
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 
@@ -33,21 +32,6 @@ DATA = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "spirals"
 STEPS, B = 5, 4
 FLAGS = dict(optimizer="adamw", lr=0.01, weight_decay=0.01, clip_norm=0.5)
 MPIRUN = [os.environ["ACCRUE_MPIRUN"], "--oversubscribe", "--quiet"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def clean_env():
-    env = dict(os.environ)
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
-                 "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_NODELIST",
-                 "SLURM_STEP_NODELIST", "SLURM_JOB_ID", "ACCRUE_LAUNCHER"):
-        env.pop(name, None)
-    return env
 
 
 sharded = e2e.compile_model(MODEL, os.path.join(out, "sharded"), B, data_parallel=True,
@@ -69,9 +53,9 @@ def train_cmd(art, tag, k, steps=STEPS, extra=()):
 
 def gloo(art, tag, ranks, k, steps=STEPS, extra=(), expect_ok=True):
     """The ranks of a torchrun-style launch, their collectives by Gloo."""
-    port = str(free_port())
+    port = str(e2e.free_port())
     cmd = train_cmd(art, tag, k, steps, extra)
-    procs = [subprocess.Popen(cmd, env=dict(clean_env(), RANK=str(r), WORLD_SIZE=str(ranks),
+    procs = [subprocess.Popen(cmd, env=dict(e2e.clean_env(), RANK=str(r), WORLD_SIZE=str(ranks),
                                             LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
                                             MASTER_PORT=port),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -362,7 +362,9 @@ def test_pip_install(tmp_path):
     (scikit-build-core, in build-pip/; no scripts/build needed), and the
     wheel installs into a clean venv (numpy from PyPI), where it compiles
     and trains the spirals model to accrue-train's parameters, bit for
-    bit."""
+    bit, and trains a data-parallel step on 2 ranks launched as torchrun
+    would (Gloo, through the libaccrue-gloo.so the wheel carries) to the
+    parameters of one rank at twice the accumulation steps."""
     import glob
     import subprocess
     import sys
@@ -393,6 +395,36 @@ def test_pip_install(tmp_path):
     assert str(venv) in proc.stdout
     want = cli_train(tmp_path, model, os.path.join(SPIRALS, "data.npz"), 5, FLAGS)
     assert_same(dict(np.load(tmp_path / "params.npz")), want)
+
+    import socket
+    import zipfile
+    assert "accrue/libaccrue-gloo.so" in zipfile.ZipFile(wheels[0]).namelist()
+    parallel = ("import accrue, numpy as np, sys\n"
+                "a = accrue.compile(sys.argv[1], sys.argv[2] + sys.argv[4], micro_batch=8, "
+                "accumulation_steps=2, data_parallel=True, optimizer='adamw', lr=0.01)\n"
+                "s = accrue.Session(a, accumulation_steps=int(sys.argv[5]))\n"
+                "s.train(dict(np.load(sys.argv[3])), steps=3)\n"
+                "np.savez(sys.argv[2] + sys.argv[4] + '.npz', **s.parameters())\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    procs = [subprocess.Popen([str(venv / "bin" / "python"), "-c", parallel, model,
+                               str(tmp_path / "dp"), os.path.join(SPIRALS, "data.npz"),
+                               str(rank), "2"],
+                              env=dict(env, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
+                                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+             for rank in range(2)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    one = subprocess.run([str(venv / "bin" / "python"), "-c", parallel, model, str(tmp_path / "dp"),
+                          os.path.join(SPIRALS, "data.npz"), "one", "4"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert one.returncode == 0, one.stderr
+    ranks, alone = np.load(str(tmp_path / "dp0.npz")), np.load(str(tmp_path / "dpone.npz"))
+    for name in alone.files:
+        np.testing.assert_allclose(ranks[name], alone[name], rtol=1e-5, atol=1e-7)
 
 
 def test_torch_example_as_tuple(tmp_path):

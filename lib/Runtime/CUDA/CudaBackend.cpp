@@ -426,6 +426,7 @@ public:
         CUgraphExec exec = nullptr;
         int64_t collectivesBefore =
             collectives ? Collectives::get().calls() : 0;
+        int64_t floatsBefore = collectives ? Collectives::get().floats() : 0;
         check(d.streamBeginCapture(context.stream,
                                    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
               "cuStreamBeginCapture");
@@ -438,11 +439,13 @@ public:
         found = graphs.emplace(key, exec).first;
         // The all-reduces the graph holds were counted as they were
         // captured.
-        capturedCollectives[key] =
-            collectives ? Collectives::get().calls() - collectivesBefore : 0;
+        capturedCollectives[key] = {
+            collectives ? Collectives::get().calls() - collectivesBefore : 0,
+            collectives ? Collectives::get().floats() - floatsBefore : 0};
       } else {
-        for (int64_t i = 0; i < capturedCollectives[key]; ++i)
-          Collectives::get().countCall();
+        auto [calls, floats] = capturedCollectives[key];
+        for (int64_t i = 0; i < calls; ++i)
+          Collectives::get().countCall(i == 0 ? floats : 0);
       }
       check(d.graphLaunch(found->second, context.stream), "cuGraphLaunch");
       ++context.graphLaunches;
@@ -561,7 +564,9 @@ private:
   /// Whether the copy stream has a batch the next call must wait for.
   bool copied = false;
   std::map<int64_t, CUgraphExec> graphs;
-  std::map<int64_t, int64_t> callsPerShape, capturedCollectives;
+  std::map<int64_t, int64_t> callsPerShape;
+  /// Per captured graph: the all-reduces it holds and the floats they sum.
+  std::map<int64_t, std::pair<int64_t, int64_t>> capturedCollectives;
   /// Whether steps sum over data-parallel ranks (joinCollectives).
   bool collectives = false;
   std::vector<Download> pendingDownloads;

@@ -5,7 +5,7 @@
 // key-value store that rank 0 serves on MASTER_ADDR:MASTER_PORT (Debian's
 // Gloo has file and Redis stores, not torch's TCP store): each rank
 // publishes its transport's address there and reads the others'. The
-// all-reduces and broadcasts are Gloo's own algorithms.
+// all-reduces, reduces, all-gathers and broadcasts are Gloo's own algorithms.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +15,7 @@
 #include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
-#include <gloo/reduce_scatter.h>
+#include <gloo/reduce.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
@@ -91,7 +91,10 @@ std::string receiveString(int fd) {
 }
 
 /// The store's server, in rank 0: keys set once, read by any rank; a read
-/// waits for its key. Requests: 'S' key value -> 'k'; 'G' key -> value. Its
+/// waits for its key. Requests: 'S' key value -> 'k'; 'G' key -> value;
+/// 'R' rank: this connection is that rank's, kept open while it lives;
+/// 'D' -> the ranks whose connections have closed ("1,3"; waits up to a
+/// few seconds for one, since a peer may see a rank's death first). Its
 /// threads share it (a read may wait for a rank that never comes), so it
 /// lives until the last of them ends; stop() ends its accepting.
 class StoreServer : public std::enable_shared_from_this<StoreServer> {
@@ -136,12 +139,25 @@ private:
   }
 
   void serve(int fd) {
+    std::string rank;
     try {
       for (;;) {
         char op = 0;
         receiveAll(fd, &op, 1);
         std::string key = receiveString(fd);
-        if (op == 'S') {
+        if (op == 'R') {
+          rank = key;
+        } else if (op == 'D') {
+          std::string gone;
+          {
+            std::unique_lock<std::mutex> lock(mutex);
+            changed.wait_for(lock, std::chrono::seconds(5),
+                             [&] { return !exited.empty(); });
+            for (const std::string &r : exited)
+              gone += (gone.empty() ? "" : ",") + r;
+          }
+          sendString(fd, gone);
+        } else if (op == 'S') {
           std::string value = receiveString(fd);
           bool fresh;
           {
@@ -167,12 +183,21 @@ private:
     } catch (const std::exception &) {
     }
     ::close(fd);
+    if (!rank.empty()) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        exited.push_back(rank);
+      }
+      changed.notify_all();
+    }
   }
 
   int listener = -1;
   std::mutex mutex;
   std::condition_variable changed;
   std::map<std::string, std::string> values;
+  /// The ranks whose connections have closed, in order.
+  std::vector<std::string> exited;
 };
 
 /// A rank's side of the store (Gloo's rendezvous interface).
@@ -241,6 +266,33 @@ public:
     for (const std::string &key : keys)
       get(key);
   }
+  /// Marks this connection as rank `rank`'s: the store sees it close when
+  /// the rank's process ends.
+  void registerRank(int rank) {
+    std::lock_guard<std::mutex> lock(mutex);
+    sendAll(fd, "R", 1);
+    sendString(fd, std::to_string(rank));
+  }
+  /// Which ranks have exited, for a message: "rank 3", "ranks 1, 3", or
+  /// "rank 0" when the store (rank 0 serves it) is gone too; empty when
+  /// none is known to have.
+  std::string exitedRanks() {
+    try {
+      std::lock_guard<std::mutex> lock(mutex);
+      sendAll(fd, "D", 1);
+      sendString(fd, "");
+      std::string gone = receiveString(fd);
+      if (gone.empty())
+        return "";
+      bool several = gone.find(',') != std::string::npos;
+      std::string text = several ? "ranks " : "rank ";
+      for (char c : gone)
+        text += c == ',' ? std::string(", ") : std::string(1, c);
+      return text;
+    } catch (const std::exception &) {
+      return "rank 0";
+    }
+  }
   /// The address this rank's connection to the store leaves from.
   std::string localAddress() const {
     sockaddr_in address{};
@@ -272,6 +324,9 @@ struct AccrueGloo {
       server->stop();
   }
   std::shared_ptr<StoreServer> server;
+  /// The rank's connection to the store, kept open: it tells the store
+  /// when this rank is gone, and the other ranks ask it who is.
+  std::unique_ptr<TcpStore> store;
   std::shared_ptr<gloo::Context> context;
   uint32_t tag = 0;
 };
@@ -290,7 +345,8 @@ extern "C" int accrue_gloo_connect(int rank, int size, const char *storeHost,
                      "ACCRUE_STORE_PORT");
       made->server->start();
     }
-    TcpStore store(storeHost, storePort, rendezvous);
+    made->store = std::make_unique<TcpStore>(storeHost, storePort, rendezvous);
+    TcpStore &store = *made->store;
     gloo::transport::tcp::attr attr;
     attr.hostname = *selfHost ? std::string(selfHost) : store.localAddress();
     auto device = gloo::transport::tcp::CreateDevice(attr);
@@ -299,6 +355,7 @@ extern "C" int accrue_gloo_connect(int rank, int size, const char *storeHost,
     context->connectFullMesh(store, device);
     context->setTimeout(
         std::chrono::milliseconds(int64_t(collectiveSeconds) * 1000));
+    store.registerRank(rank);
     made->context = context;
     *group = made.release();
     return 0;
@@ -310,14 +367,18 @@ extern "C" int accrue_gloo_connect(int rank, int size, const char *storeHost,
   }
 }
 
-/// Reports a collective's failure (1).
+/// Reports a collective's failure (1), naming the ranks that have exited
+/// when the store knows of any.
 static int collectiveFailed(const AccrueGloo &group, const char *what,
                             const std::exception &e, char *error,
                             size_t errorSize) {
+  std::string gone = group.store->exitedRanks();
   report(std::string("rank ") + std::to_string(group.context->rank) +
-             ": Gloo " + what + ": " + e.what() +
-             " (did another rank exit, or stall past "
-             "ACCRUE_COLLECTIVE_TIMEOUT?)",
+             ": Gloo " + what + " failed: " +
+             (gone.empty() ? std::string("") : gone + " exited (") + e.what() +
+             (gone.empty() ? " (did another rank exit, or stall past "
+                             "ACCRUE_COLLECTIVE_TIMEOUT?)"
+                           : ")"),
          error, errorSize);
   return 1;
 }
@@ -364,23 +425,23 @@ extern "C" int accrue_gloo_reduce_scatter(AccrueGloo *group, float *data,
                                           const int64_t *counts, char *error,
                                           size_t errorSize) {
   try {
-    std::vector<int> shards;
-    int64_t total = 0;
-    for (int r = 0; r < group->context->size; ++r) {
-      shards.push_back(static_cast<int>(counts[r]));
-      total += counts[r];
-    }
-    gloo::ReduceScatterHalvingDoubling<float> reduceScatter(
-        group->context, std::vector<float *>{data}, static_cast<int>(total),
-        shards);
-    reduceScatter.run();
-    // Gloo's halving-doubling reduce-scatter leaves this rank's sum at the
-    // start of the buffer, as MPI does.
-    int rank = group->context->rank;
+    // One Gloo reduce per shard, to the rank that owns it: each rank sends
+    // what a reduce-scatter sends, and the reduces work in place with
+    // segment-sized scratch. (Gloo's halving-doubling reduce-scatter keeps
+    // two buffers of the whole arena per call, which would cost a sharded
+    // rank more memory than the optimizer state it saves.)
+    using Reduce = void (*)(void *, const void *, const void *, size_t);
     int64_t begin = 0;
-    for (int r = 0; r < rank; ++r)
-      begin += counts[r];
-    std::memmove(data + begin, data, counts[rank] * sizeof(float));
+    for (int r = 0; r < group->context->size; begin += counts[r++]) {
+      if (!counts[r])
+        continue;
+      gloo::ReduceOptions options(group->context);
+      options.setTag(group->tag++);
+      options.setRoot(r);
+      options.setOutput(data + begin, static_cast<size_t>(counts[r]));
+      options.setReduceFunction(static_cast<Reduce>(&gloo::sum<float>));
+      gloo::reduce(options);
+    }
     return 0;
   } catch (const std::exception &e) {
     return collectiveFailed(*group, "reduce-scatter", e, error, errorSize);

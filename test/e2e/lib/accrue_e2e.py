@@ -122,3 +122,21 @@ def assert_close(name, actual, expected, rtol, atol):
             "%s: mismatch at %s: got %.9g, expected %.9g (|diff| %.3g > %.3g); max |diff| %.3g"
             % (name, i, actual[i], expected[i], err[i], bound[i], err.max()))
     print("%s: ok (max |diff| %.3g)" % (name, err.max()))
+
+
+def free_port():
+    """A TCP port free on localhost now (for a rendezvous)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
+                    "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_NODELIST",
+                    "SLURM_STEP_NODELIST", "SLURM_JOB_ID", "ACCRUE_LAUNCHER")
+
+
+def clean_env():
+    """This environment without a launcher's variables (torchrun's, srun's)."""
+    return {k: v for k, v in os.environ.items() if k not in LAUNCH_VARIABLES}

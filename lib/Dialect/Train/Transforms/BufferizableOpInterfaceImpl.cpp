@@ -183,37 +183,25 @@ void callAllReduce(RewriterBase &rewriter, Operation *op, Value buffer) {
   callCollective(rewriter, op, ACCRUE_ALL_REDUCE_FUNCTION, buffer);
 }
 
-struct AllReduceArenaOpInterface
-    : public UpdatesFirstOperandInPlace<AllReduceArenaOpInterface,
-                                        AllReduceArenaOp> {
+/// An op that hands its one arena operand to the host collective `Hook`, in
+/// place (train.all_reduce_arena, train.all_gather_arena).
+template <typename Op, const char *Hook>
+struct ArenaHookOpInterface
+    : public UpdatesFirstOperandInPlace<ArenaHookOpInterface<Op, Hook>, Op> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
-    FailureOr<Value> arena = getBuffer(
-        rewriter, cast<AllReduceArenaOp>(op).getAccumulator(), options, state);
+    FailureOr<Value> arena =
+        getBuffer(rewriter, op->getOperand(0), options, state);
     if (failed(arena))
       return failure();
-    callAllReduce(rewriter, op, *arena);
+    callCollective(rewriter, op, Hook, *arena);
     replaceOpWithBufferizedValues(rewriter, op, {*arena});
     return success();
   }
 };
-
-struct AllGatherArenaOpInterface
-    : public UpdatesFirstOperandInPlace<AllGatherArenaOpInterface,
-                                        AllGatherArenaOp> {
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    FailureOr<Value> arena = getBuffer(
-        rewriter, cast<AllGatherArenaOp>(op).getArena(), options, state);
-    if (failed(arena))
-      return failure();
-    callCollective(rewriter, op, ACCRUE_ALL_GATHER_FUNCTION, *arena);
-    replaceOpWithBufferizedValues(rewriter, op, {*arena});
-    return success();
-  }
-};
+constexpr char kAllReduceHook[] = ACCRUE_ALL_REDUCE_FUNCTION;
+constexpr char kAllGatherHook[] = ACCRUE_ALL_GATHER_FUNCTION;
 
 struct AllReduceOpInterface
     : public UpdatesFirstOperandInPlace<AllReduceOpInterface, AllReduceOp> {
@@ -269,7 +257,9 @@ void accrue::train::registerBufferizableOpInterfaceExternalModels(
     AccumulateOp::attachInterface<AccumulateOpInterface>(*ctx);
     StoreOp::attachInterface<StoreOpInterface>(*ctx);
     AllReduceOp::attachInterface<AllReduceOpInterface>(*ctx);
-    AllReduceArenaOp::attachInterface<AllReduceArenaOpInterface>(*ctx);
-    AllGatherArenaOp::attachInterface<AllGatherArenaOpInterface>(*ctx);
+    AllReduceArenaOp::attachInterface<
+        ArenaHookOpInterface<AllReduceArenaOp, kAllReduceHook>>(*ctx);
+    AllGatherArenaOp::attachInterface<
+        ArenaHookOpInterface<AllGatherArenaOp, kAllGatherHook>>(*ctx);
   });
 }
