@@ -222,6 +222,15 @@ typedef struct AccrueHostCollectives {
   /* Every rank's `bytes` at `data` become the group's first rank's. */
   int (*broadcast)(void *context, void *data, int64_t bytes, char *error,
                    size_t error_size);
+  /* For artifacts that shard their optimizer state (--shard-optimizer);
+   * NULL where the host has none. `data` is cut into `size` consecutive
+   * shards, rank r's of counts[r] floats. reduce_scatter_sum: this rank's
+   * shard becomes the sum over the ranks of theirs (the rest of `data` is
+   * scratch); all_gather: every shard becomes its owner's. In place. */
+  int (*reduce_scatter_sum)(void *context, float *data, const int64_t *counts,
+                            char *error, size_t error_size);
+  int (*all_gather)(void *context, float *data, const int64_t *counts,
+                    char *error, size_t error_size);
 } AccrueHostCollectives;
 /* Before the process's first data-parallel session (an error after). */
 int accrueSetCollectives(const AccrueHostCollectives *collectives,

@@ -30,11 +30,15 @@ public:
     std::function<void(float *, int64_t)> allReduceSum;
     std::function<void(int64_t *, int64_t, bool max)> allReduceExtremum;
     std::function<void(void *, int64_t)> broadcastBytes;
+    /// ZeRO, over consecutive shards of the given sizes (may be empty).
+    std::function<void(float *, const std::vector<int64_t> &)> reduceScatterSum,
+        allGather;
   };
   static void setHost(Host host);
   int rank() const { return rankId; }
-  /// Whether the collectives are a host's (setHost).
-  bool hosted() const;
+  /// Whether the collectives can serve a sharded optimizer state (a
+  /// host's may not).
+  bool shards() const;
   int size() const { return worldSize; }
   /// Sums `count` floats in place over all ranks.
   void allReduceSum(float *data, int64_t count);

@@ -377,6 +377,22 @@ int accrueSetCollectives(const AccrueHostCollectives *collectives,
       check(c.broadcast(c.context, data, bytes, message, sizeof message),
             message);
     };
+    if (c.reduce_scatter_sum && c.all_gather) {
+      host.reduceScatterSum = [c, check](float *data,
+                                         const std::vector<int64_t> &counts) {
+        char message[1024] = {};
+        check(c.reduce_scatter_sum(c.context, data, counts.data(), message,
+                                   sizeof message),
+              message);
+      };
+      host.allGather = [c, check](float *data,
+                                  const std::vector<int64_t> &counts) {
+        char message[1024] = {};
+        check(c.all_gather(c.context, data, counts.data(), message,
+                           sizeof message),
+              message);
+      };
+    }
     Collectives::setHost(std::move(host));
     return 0;
   });

@@ -500,19 +500,20 @@ std::vector<int64_t> Collectives::shardSizes(int64_t n, int64_t used) const {
   return sizes;
 }
 
-bool Collectives::hosted() const { return hostCollectives().has_value(); }
+bool Collectives::shards() const {
+  const std::optional<Host> &host = hostCollectives();
+  return !host || (host->reduceScatterSum && host->allGather);
+}
 
 void Collectives::reduceScatterSum(float *data, int64_t n, int64_t used) {
   ++numScatters;
   movedFloats += used;
   if (worldSize == 1)
     return;
-  if (hostCollectives())
-    throw Error("a sharded optimizer state needs MPI or Gloo: a host's "
-                "collectives (a torch.distributed process group) have no "
-                "reduce-scatter here");
   // The shards up to `used` (the rest of the arena holds no data).
   std::vector<int64_t> sizes = shardSizes(n, used);
+  if (hostCollectives())
+    return hostCollectives()->reduceScatterSum(data, sizes);
   if (loadedGloo) {
     char error[1024] = {};
     checkGloo(loadedGloo->reduceScatter(loadedGloo->group, data, sizes.data(),
@@ -538,11 +539,9 @@ void Collectives::allGather(float *data, int64_t n) {
   movedFloats += n;
   if (worldSize == 1)
     return;
-  if (hostCollectives())
-    throw Error("a sharded optimizer state needs MPI or Gloo: a host's "
-                "collectives (a torch.distributed process group) have no "
-                "all-gather here");
   std::vector<int64_t> sizes = shardSizes(n, n);
+  if (hostCollectives())
+    return hostCollectives()->allGather(data, sizes);
   if (loadedGloo) {
     char error[1024] = {};
     checkGloo(loadedGloo->allGather(loadedGloo->group, data, sizes.data(),

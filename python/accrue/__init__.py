@@ -162,7 +162,9 @@ def _use_process_group(group):
     """A data-parallel session's collectives from a torch.distributed
     process group (gloo or mpi on the CPU): its all-reduce sums the step's
     accumulator, its broadcast carries the first parameters (and on GPUs
-    NCCL's id). Rank and size are the group's. One group per process."""
+    NCCL's id); a sharded optimizer state's reduce-scatter and all-gather
+    are its reduces and broadcasts, one per shard. Rank and size are the
+    group's. One group per process."""
     import weakref
 
     import torch
@@ -193,8 +195,33 @@ def _use_process_group(group):
     def broadcast(array):
         dist.broadcast(torch.from_numpy(array), src=source, group=alive())
 
+    def shards(array, counts):
+        """(global rank, view) of each nonempty shard, in rank order."""
+        group, begin, views = alive(), 0, []
+        tensor = torch.from_numpy(array)
+        for rank, count in enumerate(counts):
+            if count:
+                views.append((dist.get_global_rank(group, rank) if hasattr(
+                    dist, "get_global_rank") else dist.distributed_c10d._get_global_rank(
+                        group, rank), tensor[begin:begin + count]))
+            begin += count
+        return group, views
+
+    # A sharded optimizer state's collectives: one reduce to each shard's
+    # owner (a reduce-scatter of unequal shards), one broadcast from each
+    # owner (an all-gather).
+    def reduce_scatter(array, counts):
+        group, views = shards(array, counts)
+        for owner, view in views:
+            dist.reduce(view, dst=owner, op=dist.ReduceOp.SUM, group=group)
+
+    def all_gather(array, counts):
+        group, views = shards(array, counts)
+        for owner, view in views:
+            dist.broadcast(view, src=owner, group=group)
+
     _accrue.set_collectives(dist.get_rank(group), dist.get_world_size(group), total, extremum,
-                            broadcast)
+                            broadcast, reduce_scatter, all_gather)
     _PROCESS_GROUP.append(held)
 
 

@@ -284,7 +284,8 @@ compile(const py::object &model, const std::string &output,
 /// A torch.distributed process group's collectives, as Python functions of
 /// numpy views of the step's buffers (accrue.Session(process_group=)).
 struct HostGroup {
-  py::function sum, extremum, broadcast;
+  py::function sum, extremum, broadcast, reduceScatter, allGather;
+  int size;
 };
 
 /// Calls `fn` with the GIL held (the step runs without it); an exception
@@ -307,11 +308,29 @@ template <typename T> py::array_t<T> viewOf(T *data, int64_t count) {
                         owner);
 }
 
+/// Calls a sharded optimizer state's collective `fn` of the group with
+/// the whole buffer and the list of the shards' sizes.
+int callSharded(py::function HostGroup::*fn, void *context, float *data,
+                const int64_t *counts, char *error, size_t size) {
+  auto *g = static_cast<HostGroup *>(context);
+  return callPython(
+      [&] {
+        std::vector<int64_t> sizes(counts, counts + g->size);
+        int64_t total = 0;
+        for (int64_t n : sizes)
+          total += n;
+        (g->*fn)(viewOf(data, total), sizes);
+      },
+      error, size);
+}
+
 void setCollectives(int rank, int size, py::function sum, py::function extremum,
-                    py::function broadcast) {
+                    py::function broadcast, py::function reduceScatter,
+                    py::function allGather) {
   // Kept for the process's life, as the collectives are.
-  auto *group =
-      new HostGroup{std::move(sum), std::move(extremum), std::move(broadcast)};
+  auto *group = new HostGroup{std::move(sum),       std::move(extremum),
+                              std::move(broadcast), std::move(reduceScatter),
+                              std::move(allGather), size};
   AccrueHostCollectives c{};
   c.context = group;
   c.rank = rank;
@@ -333,6 +352,16 @@ void setCollectives(int rank, int size, py::function sum, py::function extremum,
     return callPython(
         [&] { g->broadcast(viewOf(static_cast<uint8_t *>(data), bytes)); },
         error, size);
+  };
+  c.reduce_scatter_sum = [](void *context, float *data, const int64_t *counts,
+                            char *error, size_t size) {
+    return callSharded(&HostGroup::reduceScatter, context, data, counts, error,
+                       size);
+  };
+  c.all_gather = [](void *context, float *data, const int64_t *counts,
+                    char *error, size_t size) {
+    return callSharded(&HostGroup::allGather, context, data, counts, error,
+                       size);
   };
   AccrueError *error = nullptr;
   if (accrueSetCollectives(&c, &error))
@@ -357,7 +386,8 @@ PYBIND11_MODULE(_accrue, m) {
   m.def("check_session", &checkSession, py::arg("artifact"),
         py::arg("settings"));
   m.def("set_collectives", &setCollectives, py::arg("rank"), py::arg("size"),
-        py::arg("sum"), py::arg("extremum"), py::arg("broadcast"));
+        py::arg("sum"), py::arg("extremum"), py::arg("broadcast"),
+        py::arg("reduce_scatter"), py::arg("all_gather"));
 
   py::class_<Artifact>(m, "Artifact")
       .def(py::init<const std::string &>())

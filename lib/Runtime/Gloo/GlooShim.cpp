@@ -30,6 +30,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -337,6 +338,12 @@ extern "C" int accrue_gloo_connect(int rank, int size, const char *storeHost,
                                    AccrueGloo **group, char *error,
                                    size_t errorSize) {
   try {
+    // A write to a rank that has died must fail (Gloo throws, and the
+    // error names the rank), not end this process silently with SIGPIPE.
+    struct sigaction current {};
+    if (::sigaction(SIGPIPE, nullptr, &current) == 0 &&
+        current.sa_handler == SIG_DFL)
+      ::signal(SIGPIPE, SIG_IGN);
     auto made = std::make_unique<AccrueGloo>();
     std::chrono::milliseconds rendezvous(int64_t(rendezvousSeconds) * 1000);
     if (rank == 0) {

@@ -229,12 +229,12 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
   size_t arenaBytes = art->arenaSize * sizeof(float);
   paramArena = Buffer(*exec, arenaBytes);
   gradArena = Buffer(*exec, arenaBytes);
-  if (art->shardOptimizer && Collectives::get().hosted())
+  if (art->shardOptimizer && !Collectives::get().shards())
     throw Error("'" + art->dir +
                 "' shards its optimizer state (compiled with " +
                 settingRef("shard_optimizer") +
-                "), which needs MPI or Gloo: a torch.distributed process "
-                "group's collectives give it no reduce-scatter yet");
+                "), and the host's collectives have no reduce-scatter and "
+                "all-gather");
   if (art->shardOptimizer)
     art->stateShard(Collectives::get().rank(), Collectives::get().size(),
                     stateBegin, stateSize);
