@@ -265,9 +265,6 @@ public:
   /// Whether checkpoints are sets of shards (a sharded optimizer state on
   /// several ranks): then every rank calls saveCheckpoint.
   bool shardsCheckpoints() const;
-  /// The file of rank `rank` of `ranks`'s shard of `checkpoint`.
-  static std::string checkpointShardPath(const std::string &checkpoint,
-                                         int64_t rank, int64_t ranks);
   /// Restores what saveCheckpoint wrote and returns its `run` entries.
   /// Refuses (Error) a corrupt file or one written for other parameters or
   /// another optimizer.

@@ -70,11 +70,6 @@ std::string shardPath(const std::string &checkpoint, int64_t rank,
 
 } // namespace
 
-std::string Trainer::checkpointShardPath(const std::string &checkpoint,
-                                         int64_t rank, int64_t ranks) {
-  return shardPath(checkpoint, rank, ranks);
-}
-
 bool Trainer::shardsCheckpoints() const {
   return art->shardOptimizer && Collectives::get().size() > 1;
 }
@@ -82,19 +77,28 @@ bool Trainer::shardsCheckpoints() const {
 void Trainer::saveCheckpoint(
     const std::string &path,
     const std::map<std::string, std::string> &run) const {
-  // Host copies of the arenas (device targets keep them on the device).
-  std::vector<const Buffer *> arenas = {&paramArena, &bufferArena};
+  // Host copies of the arenas (device targets keep them on the device): a
+  // rank that writes only its shard of a set copies only its states.
+  bool shardOnly = shardsCheckpoints() && Collectives::get().rank() != 0;
+  std::vector<const Buffer *> arenas;
+  if (!shardOnly)
+    arenas = {&paramArena, &bufferArena};
   for (const Buffer &state : stateArenas)
     arenas.push_back(&state);
   std::vector<std::vector<float>> states = hostCopies(arenas);
-  std::vector<float> params = std::move(states[0]);
-  std::vector<float> buffers = std::move(states[1]);
-  states.erase(states.begin(), states.begin() + 2);
+  std::vector<float> params, buffers;
+  if (!shardOnly) {
+    params = std::move(states[0]);
+    buffers = std::move(states[1]);
+    states.erase(states.begin(), states.begin() + 2);
+  }
   std::vector<TensorRef> tensors;
-  for (const ParamSpec &param : art->params)
-    tensors.push_back(slice(param.name, params.data(), param));
-  for (const ParamSpec &buffer : art->buffers)
-    tensors.push_back(slice(buffer.name, buffers.data(), buffer));
+  if (!shardOnly) {
+    for (const ParamSpec &param : art->params)
+      tensors.push_back(slice(param.name, params.data(), param));
+    for (const ParamSpec &buffer : art->buffers)
+      tensors.push_back(slice(buffer.name, buffers.data(), buffer));
+  }
   std::vector<std::string> names = art->stateNames();
   std::map<std::string, std::string> metadata;
   if (shardsCheckpoints()) {
@@ -120,7 +124,7 @@ void Trainer::saveCheckpoint(
     if (!c.agree(completed))
       throw Error("checkpoint '" + path +
                   "': the ranks are at different steps");
-    if (c.rank() != 0)
+    if (shardOnly)
       return;
     metadata["optimizer_shards"] = std::to_string(c.size());
   } else {
