@@ -27,10 +27,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -95,7 +98,8 @@ std::string receiveString(int fd) {
 /// waits for its key. Requests: 'S' key value -> 'k'; 'G' key -> value;
 /// 'R' rank: this connection is that rank's, kept open while it lives;
 /// 'D' -> the ranks whose connections have closed ("1,3"; waits up to a
-/// few seconds for one, since a peer may see a rank's death first). Its
+/// few seconds for one, since a peer may see a rank's death first);
+/// 'W' -> the same, once there are any (a rank's watch). Its
 /// threads share it (a read may wait for a rank that never comes), so it
 /// lives until the last of them ends; stop() ends its accepting.
 class StoreServer : public std::enable_shared_from_this<StoreServer> {
@@ -148,6 +152,16 @@ private:
         std::string key = receiveString(fd);
         if (op == 'R') {
           rank = key;
+        } else if (op == 'W') {
+          // A rank's watch: answered when some rank has gone.
+          std::string gone;
+          {
+            std::unique_lock<std::mutex> lock(mutex);
+            changed.wait(lock, [&] { return !exited.empty(); });
+            for (const std::string &r : exited)
+              gone += (gone.empty() ? "" : ",") + r;
+          }
+          sendString(fd, gone);
         } else if (op == 'D') {
           std::string gone;
           {
@@ -276,11 +290,12 @@ public:
   }
   /// Which ranks have exited, for a message: "rank 3", "ranks 1, 3", or
   /// "rank 0" when the store (rank 0 serves it) is gone too; empty when
-  /// none is known to have.
-  std::string exitedRanks() {
+  /// none is known to have. With `wait`, only once some rank has (a
+  /// watch's connection, which has no receive timeout).
+  std::string exitedRanks(bool wait = false) {
     try {
       std::lock_guard<std::mutex> lock(mutex);
-      sendAll(fd, "D", 1);
+      sendAll(fd, wait ? "W" : "D", 1);
       sendString(fd, "");
       std::string gone = receiveString(fd);
       if (gone.empty())
@@ -293,6 +308,11 @@ public:
     } catch (const std::exception &) {
       return "rank 0";
     }
+  }
+  /// Receives without a time limit from now on.
+  void waitForever() {
+    timeval none{};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
   }
   /// The address this rank's connection to the store leaves from.
   std::string localAddress() const {
@@ -317,6 +337,62 @@ void report(const std::string &message, char *error, size_t size) {
   }
 }
 
+/// What a rank's watch thread knows: which ranks have gone, and whether
+/// this rank is inside a collective. Gloo ends a collective whose peer
+/// closes its connection, except one waiting to send to it (this Gloo's
+/// unbound buffers are not told of the pair's error): the watch ends such a
+/// wait, which would otherwise last the collective timeout.
+struct Watch {
+  int rank = 0;
+  std::atomic<int> inFlight{0};
+  std::mutex mutex;
+  std::string gone;
+
+  std::string goneRanks() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return gone;
+  }
+  /// Waits (on its own connection to the store) for a rank to go; then
+  /// gives a collective in flight 2 s to fail by itself before ending this
+  /// process with the error line.
+  static void start(std::shared_ptr<Watch> watch,
+                    std::unique_ptr<TcpStore> store) {
+    store->waitForever();
+    std::thread([watch, store = std::move(store)] {
+      std::string gone = store->exitedRanks(/*wait=*/true);
+      {
+        std::lock_guard<std::mutex> lock(watch->mutex);
+        watch->gone = gone;
+      }
+      for (int i = 0; i < 20 && watch->inFlight; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (!watch->inFlight)
+        return;
+      std::fprintf(stderr,
+                   "accrue: rank %d: a Gloo collective failed: %s exited "
+                   "while this rank waited to send to it\n",
+                   watch->rank, gone.c_str());
+      std::fflush(nullptr);
+      std::_Exit(1);
+    }).detach();
+  }
+};
+
+/// Marks a collective in flight for the watch; refuses to start one after
+/// a rank has gone (it could wait for it forever).
+class InFlight {
+public:
+  explicit InFlight(Watch &watch) : watch(watch) {
+    if (!watch.goneRanks().empty())
+      throw std::runtime_error("a rank is gone");
+    ++watch.inFlight;
+  }
+  ~InFlight() { --watch.inFlight; }
+
+private:
+  Watch &watch;
+};
+
 } // namespace
 
 struct AccrueGloo {
@@ -328,6 +404,7 @@ struct AccrueGloo {
   /// The rank's connection to the store, kept open: it tells the store
   /// when this rank is gone, and the other ranks ask it who is.
   std::unique_ptr<TcpStore> store;
+  std::shared_ptr<Watch> watch = std::make_shared<Watch>();
   std::shared_ptr<gloo::Context> context;
   uint32_t tag = 0;
 };
@@ -363,6 +440,9 @@ extern "C" int accrue_gloo_connect(int rank, int size, const char *storeHost,
     context->setTimeout(
         std::chrono::milliseconds(int64_t(collectiveSeconds) * 1000));
     store.registerRank(rank);
+    made->watch->rank = rank;
+    Watch::start(made->watch,
+                 std::make_unique<TcpStore>(storeHost, storePort, rendezvous));
     made->context = context;
     *group = made.release();
     return 0;
@@ -379,7 +459,9 @@ extern "C" int accrue_gloo_connect(int rank, int size, const char *storeHost,
 static int collectiveFailed(const AccrueGloo &group, const char *what,
                             const std::exception &e, char *error,
                             size_t errorSize) {
-  std::string gone = group.store->exitedRanks();
+  std::string gone = group.watch->goneRanks();
+  if (gone.empty())
+    gone = group.store->exitedRanks();
   report(std::string("rank ") + std::to_string(group.context->rank) +
              ": Gloo " + what + " failed: " +
              (gone.empty() ? std::string("") : gone + " exited (") + e.what() +
@@ -394,6 +476,7 @@ extern "C" int accrue_gloo_all_reduce(AccrueGloo *group, void *data,
                                       int64_t count, int reduction, char *error,
                                       size_t errorSize) {
   try {
+    InFlight inFlight(*group->watch);
     gloo::AllreduceOptions options(group->context);
     options.setTag(group->tag++);
     using Reduce = void (*)(void *, const void *, const void *, size_t);
@@ -417,6 +500,7 @@ extern "C" int accrue_gloo_broadcast(AccrueGloo *group, void *data,
                                      int64_t bytes, char *error,
                                      size_t errorSize) {
   try {
+    InFlight inFlight(*group->watch);
     gloo::BroadcastOptions options(group->context);
     options.setTag(group->tag++);
     options.setRoot(0);
@@ -432,6 +516,7 @@ extern "C" int accrue_gloo_reduce_scatter(AccrueGloo *group, float *data,
                                           const int64_t *counts, char *error,
                                           size_t errorSize) {
   try {
+    InFlight inFlight(*group->watch);
     // One Gloo reduce per shard, to the rank that owns it: each rank sends
     // what a reduce-scatter sends, and the reduces work in place with
     // segment-sized scratch. (Gloo's halving-doubling reduce-scatter keeps
@@ -459,6 +544,7 @@ extern "C" int accrue_gloo_all_gather(AccrueGloo *group, float *data,
                                       const int64_t *counts, char *error,
                                       size_t errorSize) {
   try {
+    InFlight inFlight(*group->watch);
     std::vector<size_t> shards;
     size_t begin = 0;
     for (int r = 0; r < group->context->size; ++r) {
