@@ -4,6 +4,7 @@ training on the same models.
 
 usage: bench/vs_pytorch.py [--build build] [--steps 3] [--runs 2]
                            [--models mlp,gpt,cnn] [--ort-python PYTHON]
+                           [--torch2-python PYTHON] [--jax-python PYTHON]
 
 The models (K micro-batches per AdamW step with global-norm clipping, the
 same data for everyone):
@@ -18,7 +19,13 @@ PyTorch (Debian's python3-torch with OpenBLAS, `apt install
 libopenblas0-pthread`, its core type set with OPENBLAS_CORETYPE, which
 these VMs' CPUs need; the bench prints the BLAS it found) runs the same
 loop (zero_grad, K x forward/backward of loss / K, clip_grad_norm_, step)
-with 1 thread and all cores; its best is the baseline. ONNX Runtime
+with 1 thread and all cores; its best is the baseline. PyTorch 2 (the
+newest-releases venv's PyPI wheel, MKL and oneDNN; --torch2-python) runs
+the same loop eager and with torch.compile (inductor, the module and the
+optimizer step), each at its better thread count. JAX/XLA runs
+bench/jax_baseline.py under --jax-python (default bench/.venv-jax/bin/python,
+skipped when absent): the whole window jitted, lax.scan over the
+micro-batches, optax clipping and AdamW, donated buffers. ONNX Runtime
 training runs bench/ort_training.py under --ort-python (a venv with
 onnxruntime-training 1.19.2; default bench/.venv-ort/bin/python, skipped
 when absent) with all cores. Time per optimizer step is the best of
@@ -120,10 +127,12 @@ def build(name, out, steps, export=True):
     return module, data, b, k, path
 
 
-def pytorch_step_seconds(name, steps, threads, runs):
-    """PyTorch's best of `runs` in a process of its own whose OpenMP and
-    OpenBLAS pools have `threads` threads (OpenBLAS's pthreads pool ignores
-    torch.set_num_threads and oversubscribes the cores otherwise)."""
+def pytorch_step_seconds(name, steps, threads, runs, python=sys.executable, mode="eager"):
+    """PyTorch's best of `runs` in a process of its own (run by `python`)
+    whose OpenMP and OpenBLAS pools have `threads` threads (OpenBLAS's
+    pthreads pool ignores torch.set_num_threads and oversubscribes the cores
+    otherwise); `mode` eager, or compile (torch.compile of the module and of
+    the optimizer's step, inductor)."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
     # OpenBLAS 0.3.21's runtime detection takes these VMs' CPU ("Intel Xeon
     # Processor") for an old core and runs sgemm at ~30 GFLOP/s on one
@@ -132,38 +141,45 @@ def pytorch_step_seconds(name, steps, threads, runs):
         with open("/proc/cpuinfo") as info:
             flags = info.read()
         env["OPENBLAS_CORETYPE"] = "SkylakeX" if "avx512f" in flags else "Haswell"
-    result = subprocess.run([sys.executable, os.path.abspath(__file__), "--pytorch-worker",
+    result = subprocess.run([python, os.path.abspath(__file__), "--pytorch-worker",
                              name, "--steps", str(steps), "--runs", str(runs),
-                             "--threads", str(threads)],
+                             "--threads", str(threads), "--mode", mode],
                             env=env, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit("PyTorch worker failed:\n" + result.stdout + result.stderr)
     return float(result.stdout.split()[-1])
 
 
-def pytorch_worker(name, steps, threads, runs):
+def pytorch_worker(name, steps, threads, runs, mode):
     # Denormals flushed to zero: PyTorch at its best (they made its GPT
     # steps 3.6x slower here as training went on).
     torch.set_flush_denormal(True)
     module, data, b, k, _ = build(name, None, steps, export=False)
-    print(min(pytorch_loop_seconds(module, data, b, k, steps, threads) for _ in range(runs)))
+    print(min(pytorch_loop_seconds(module, data, b, k, steps, threads, mode)
+              for _ in range(runs)))
 
 
-def pytorch_loop_seconds(module, data, b, k, steps, threads):
+def pytorch_loop_seconds(module, data, b, k, steps, threads, mode="eager"):
     torch.set_num_threads(threads)
     opt = torch.optim.AdamW(module.parameters(), lr=LR, weight_decay=0.01)
     tensors = [torch.tensor(v) for v in data.values()]
+    forward, update = module, opt.step
+    if mode == "compile":
+        # PyTorch 2 at its best on the CPU: inductor's code for the forward
+        # and backward, and the compiled optimizer step.
+        forward, update = torch.compile(module), torch.compile(opt.step)
 
     def step(s):
         opt.zero_grad(set_to_none=True)
         for m in range(k):
             lo = (s * k + m) * b
-            loss = module(*[t[lo:lo + b] for t in tensors]) / k
+            loss = forward(*[t[lo:lo + b] for t in tensors]) / k
             loss.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), CLIP)
-        opt.step()
+        update()
 
-    step(0)  # warm-up
+    step(0)  # warm-up (and compilation)
+    step(0)
     start = time.perf_counter()
     for s in range(steps):
         step(s)
@@ -194,6 +210,14 @@ def accrue_step_seconds(trainer, artifact, npz, steps, threads, log):
     return sum(times) / len(times) / 1e3
 
 
+def jax_step_seconds(python, name, npz, b, k, steps, threads):
+    result = subprocess.run([python, os.path.join(HERE, "jax_baseline.py"), name, npz, str(b),
+                             str(k), str(steps), str(threads)], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit("jax_baseline.py failed:\n" + result.stdout + result.stderr)
+    return float(result.stdout.split()[-1])
+
+
 def ort_step_seconds(python, path, npz, b, k, steps, threads, out):
     result = subprocess.run([python, os.path.join(HERE, "ort_training.py"), path, npz,
                              str(b), str(k), str(steps), str(threads), out],
@@ -209,24 +233,34 @@ def main():
         wp.add_argument("name")
         for flag in ["--steps", "--runs", "--threads"]:
             wp.add_argument(flag, type=int)
+        wp.add_argument("--mode", default="eager")
         w = wp.parse_args(sys.argv[2:])
-        return pytorch_worker(w.name, w.steps, w.threads, w.runs)
+        return pytorch_worker(w.name, w.steps, w.threads, w.runs, w.mode)
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--models", default="mlp,gpt,cnn")
     ap.add_argument("--ort-python", default=os.path.join(HERE, ".venv-ort", "bin", "python"))
+    ap.add_argument("--jax-python", default=os.path.join(HERE, ".venv-jax", "bin", "python"))
+    ap.add_argument("--torch2-python",
+                    default=os.path.join(HERE, "..", ".venv-onnx-latest", "bin", "python"))
     args, out, compiler, trainer = parse_args(ap)
     cores = os.cpu_count()
     ort = os.path.exists(args.ort_python)
-    print("PyTorch %s, BLAS: %s; ONNX Runtime training: %s" % (
-        torch.__version__, pytorch_blas(), args.ort_python if ort else "not found"))
+    torch2 = os.path.exists(args.torch2_python)
+    jax = os.path.exists(args.jax_python)
+    version2 = subprocess.run([args.torch2_python, "-c", "import torch; print(torch.__version__)"],
+                              capture_output=True, text=True).stdout.strip() if torch2 else None
+    print("PyTorch %s, BLAS: %s; PyTorch 2: %s; JAX: %s; ONNX Runtime training: %s" % (
+        torch.__version__, pytorch_blas(), version2 or "not found",
+        args.jax_python if jax else "not found", args.ort_python if ort else "not found"))
     print("| model | params | b x K | Accrue 1 thread ms | Accrue %d threads ms | "
-          "PyTorch 1 thread ms | PyTorch %d threads ms | ORT training %d threads ms | "
-          "Accrue / PyTorch (best of each) | Accrue / ORT | Accrue %d threads / 1 |"
-          % (cores, cores, cores, cores))
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    ratios = []
+          "PyTorch 1 thread ms | PyTorch %d threads ms | PyTorch 2 eager ms | "
+          "torch.compile ms | JAX/XLA ms | ORT training %d threads ms | "
+          "Accrue / PyTorch (best of each) | Accrue / best of PyTorch 2 and JAX | "
+          "Accrue / ORT | Accrue %d threads / 1 |" % (cores, cores, cores, cores))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios, ratios2 = [], []
     for name in args.models.split(","):
         module, data, b, k, path = build(name, out, args.steps)
         params = sum(p.numel() for p in module.parameters())
@@ -243,16 +277,38 @@ def main():
                   for t in [1, cores]}
         torch_times = {t: pytorch_step_seconds(name, args.steps, t, args.runs)
                        for t in [1, cores]}
+        # PyTorch 2 (PyPI's wheel: MKL and oneDNN) eager and compiled, each
+        # at its better thread count.
+        eager2 = compiled2 = float("nan")
+        if torch2:
+            eager2 = min(pytorch_step_seconds(name, args.steps, t, args.runs,
+                                              args.torch2_python) for t in [1, cores])
+            compiled2 = min(pytorch_step_seconds(name, args.steps, t, args.runs,
+                                                 args.torch2_python, "compile")
+                            for t in [1, cores])
+        xla = float("nan")
+        if jax:
+            xla = min(jax_step_seconds(args.jax_python, name, npz, b, k, args.steps, t)
+                      for t in [1, cores] for _ in range(args.runs))
+        peers = [v for v in (eager2, compiled2, xla) if v == v]
+        if peers:
+            ratios2.append(min(accrue.values()) / min(peers))
         ort_time = (min(ort_step_seconds(args.ort_python, path, npz, b, k, args.steps, cores,
                                          os.path.join(out, name + "_ort"))
                         for _ in range(args.runs)) if ort else float("nan"))
         best, torch_best = min(accrue.values()), min(torch_times.values())
         ratios.append(best / torch_best)
-        print("| %s | %.1fM | %d x %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f |" % (
-            name, params / 1e6, b, k, accrue[1] * 1e3, accrue[cores] * 1e3,
-            torch_times[1] * 1e3, torch_times[cores] * 1e3, ort_time * 1e3,
-            best / torch_best, best / ort_time, accrue[1] / accrue[cores]), flush=True)
+        print("| %s | %.1fM | %d x %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | "
+              "%.2f | %.2f | %.2f | %.2f |" % (
+                  name, params / 1e6, b, k, accrue[1] * 1e3, accrue[cores] * 1e3,
+                  torch_times[1] * 1e3, torch_times[cores] * 1e3, eager2 * 1e3,
+                  compiled2 * 1e3, xla * 1e3, ort_time * 1e3, best / torch_best,
+                  best / min(peers) if peers else float("nan"), best / ort_time,
+                  accrue[1] / accrue[cores]), flush=True)
     print("geometric mean of Accrue / PyTorch: %.2f" % float(np.exp(np.mean(np.log(ratios)))))
+    if ratios2:
+        print("geometric mean of Accrue / best of PyTorch 2 eager, torch.compile and JAX: %.2f"
+              % float(np.exp(np.mean(np.log(ratios2)))))
 
 
 if __name__ == "__main__":
