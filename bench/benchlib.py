@@ -24,13 +24,22 @@ def parse_args(ap):
     return args, out, tool("accrue-compile"), tool("accrue-train")
 
 
-def build_linear_model(path, inputs, outputs):
+def build_linear_model(path, inputs, outputs, layers=1):
     """y ~ x @ w with a mean squared error: one MatMul whose `inputs x
-    outputs` weight is the whole parameter arena."""
+    outputs` weight is the whole parameter arena; or, with `layers` > 1, a
+    chain x @ w0 @ w1 ... of square `inputs x inputs` weights, the last
+    `inputs x outputs`."""
     rng = np.random.default_rng(0)
-    w = (rng.standard_normal((inputs, outputs)) / np.sqrt(inputs)).astype(np.float32)
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["p"]),
-             helper.make_node("Sub", ["p", "y"], ["d"]),
+    weights, nodes, h = [], [], "x"
+    for i in range(layers):
+        cols = outputs if i == layers - 1 else inputs
+        name = "w" if layers == 1 else "w%d" % i
+        weights.append(numpy_helper.from_array(
+            (rng.standard_normal((inputs, cols)) / np.sqrt(inputs)).astype(np.float32), name))
+        nodes.append(helper.make_node("MatMul", [h, name], ["p" if i == layers - 1 else
+                                                            "h%d" % i]))
+        h = "h%d" % i
+    nodes += [helper.make_node("Sub", ["p", "y"], ["d"]),
              helper.make_node("Mul", ["d", "d"], ["e"]),
              helper.make_node("ReduceMean", ["e"], ["loss"], keepdims=0)]
     graph = helper.make_graph(
@@ -38,7 +47,7 @@ def build_linear_model(path, inputs, outputs):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", inputs]),
          helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", outputs])],
         [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
-        [numpy_helper.from_array(w, "w")])
+        weights)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 

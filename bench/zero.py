@@ -1,20 +1,24 @@
 #!/usr/bin/env python3
-"""Sharded optimizer state (ZeRO stage 1) against the unsharded step.
+"""Sharded optimizer state and gradients (ZeRO stages 1 and 2) against the
+unsharded step.
 
-usage: bench/zero.py [--ranks 2,4] [--engines gloo,mpi] [--size 2048]
-                     [--steps 20] [--runs 3]
+usage: bench/zero.py [--ranks 2,4] [--engines gloo,mpi] [--size 1024]
+                     [--layers 4] [--steps 20] [--runs 3]
 
-The model is one MatMul with a size x size weight and a mean squared error,
-trained with AdamW and clipping (two state arenas, each as large as the
-parameters) at micro-batch 4 and K=2 per rank. For each engine (Gloo, with
-ranks launched with torchrun's environment; MPI, under mpirun) and rank
-count G, two runs of the same work: `--data-parallel` (every rank keeps the whole
-optimizer state) and `--data-parallel --shard-optimizer` (each keeps 1/G).
-Reported per run: the largest rank's peak resident memory (/usr/bin/time's
-maximum resident set size), the difference the sharding makes against what the memory
-plan says it should (the states' (G - 1)/G), the floats handed to the
-collectives per step (metrics.jsonl), and rank 0's time per step after
-the first (it waits for the others in each collective; best of --runs).
+The model is a chain of --layers MatMuls with size x size weights and a
+mean squared error, trained with AdamW and clipping (two state arenas, each
+as large as the parameters) at micro-batch 4 and K=2 per rank. For each
+engine (Gloo, with ranks launched with torchrun's environment; MPI, under
+mpirun) and rank count G, three runs of the same work: `--data-parallel`
+(every rank keeps the whole optimizer state and accumulator),
+`--shard-optimizer` (stage 1: each keeps 1/G of the state) and
+`--shard-gradients` (stage 2: 1/G of the accumulator too, each weight's
+gradient reduce-scattered as the backward computes it). Reported per run:
+the largest rank's peak resident memory (/usr/bin/time's maximum resident
+set size), the difference the sharding makes against what the memory plan
+(`accrue-compile --plan --ranks G`) says it should, the floats handed to the
+collectives per step (metrics.jsonl), and rank 0's time per step after the
+first (it waits for the others in each collective; best of --runs).
 """
 import argparse
 import json
@@ -94,7 +98,8 @@ def measure(trainer, art, data, ranks, steps, log):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", default="2,4")
-    ap.add_argument("--size", type=int, default=2048)
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--engines", default="gloo,mpi")
@@ -103,20 +108,28 @@ def main():
         raise SystemExit("bench/zero.py: /usr/bin/time not found (apt install time)")
     rank_counts = [int(g) for g in args.ranks.split(",")]
     model = os.path.join(out, "linear.onnx")
-    build_linear_model(model, args.size, args.size)
+    build_linear_model(model, args.size, args.size, args.layers)
     data = os.path.join(out, "data.npz")
     write_linear_data(data, MICRO_BATCH * K * max(rank_counts) * 4, args.size, args.size)
     flags = ["--micro-batch", str(MICRO_BATCH), "--data-parallel", "--optimizer", "adamw",
              "--clip-norm", "1", "--no-parallel"]
+    runs = (("unsharded", []), ("stage 1", ["--shard-optimizer"]),
+            ("stage 2", ["--shard-gradients"]))
     arts = {}
-    for name, extra in (("unsharded", []), ("sharded", ["--shard-optimizer"])):
-        arts[name] = os.path.join(out, name)
+    for name, extra in runs:
+        arts[name] = os.path.join(out, name.replace(" ", ""))
         subprocess.run([compiler, model, "-o", arts[name]] + flags + extra, check=True)
     with open(os.path.join(arts["unsharded"], "step.json")) as f:
         arena = json.load(f)["arena_size"]
-    state = 2 * arena * 4
-    print("model: %d x %d weight, arena %.1f MB, AdamW state %.1f MB (2 arenas)"
-          % (args.size, args.size, arena * 4 / 1e6, state / 1e6))
+
+    def planned_peak(extra, ranks):
+        proc = subprocess.run([compiler, model, "-o", os.path.join(out, "plan"), "--plan=json",
+                               "--accumulation-steps", str(K), "--ranks", str(ranks)]
+                              + flags + extra, check=True, capture_output=True, text=True)
+        return json.loads(proc.stdout)["peak_bytes"]
+
+    print("model: %d x (%d x %d) weights, arena %.1f MB, AdamW state %.1f MB (2 arenas)"
+          % (args.layers, args.size, args.size, arena * 4 / 1e6, 2 * arena * 4 / 1e6))
     print()
     print("| engine | G | run | peak RSS per rank | saved | plan says |"
           " floats to collectives / step | ms / step | vs unsharded |")
@@ -124,7 +137,8 @@ def main():
     for engine, ranks in [(e, g) for e in args.engines.split(",") for g in rank_counts]:
         run = measure_mpi if engine == "mpi" else measure
         results = {}
-        for name in ("unsharded", "sharded"):
+        plans = {name: planned_peak(extra, ranks) for name, extra in runs}
+        for name, _ in runs:
             best = None
             for _ in range(args.runs):
                 got = run(trainer, arts[name], data, ranks, args.steps,
@@ -133,10 +147,10 @@ def main():
                 time.sleep(0.2)
             results[name] = best
         base = results["unsharded"]
-        for name in ("unsharded", "sharded"):
+        for name, _ in runs:
             peak, seconds, floats = results[name]
             saved = base[0] - peak
-            planned = state - state // ranks if name == "sharded" else 0
+            planned = plans["unsharded"] - plans[name]
             print("| %s | %d | %s | %.1f MB | %.1f MB | %.1f MB | %d | %.2f | %.2fx |" % (
                 engine, ranks, name, peak / 1e6, saved / 1e6, planned / 1e6, floats, seconds * 1e3,
                 seconds / base[1]))

@@ -46,6 +46,12 @@ public:
   /// rank's shard over the ranks, the data ending at element `used`
   /// (`data` outside the shard is scratch afterwards).
   void reduceScatterSum(float *data, int64_t n, int64_t used);
+  /// ZeRO stage 2: `data` is elements [offset, offset + count) of an
+  /// n-element arena; their sum over the ranks is added to the part of
+  /// this rank's shard (`shard`, its first element the shard's first) that
+  /// they overlap. `data` is scratch afterwards.
+  void reduceScatterAdd(float *data, int64_t count, int64_t offset, int64_t n,
+                        float *shard);
   /// Every rank's shard of the n-element arena `data` from its owner.
   void allGather(float *data, int64_t n);
   /// Collectives performed so far (for the metrics): all-reduces,
@@ -86,6 +92,9 @@ private:
   void maxOverRanks(int64_t *data, int64_t count);
   /// The shards' sizes, each cut at `used`.
   std::vector<int64_t> shardSizes(int64_t n, int64_t used) const;
+  /// Sums consecutive segments of `data` of the given sizes (one per
+  /// rank, in rank order) over the ranks, each to its rank, in place.
+  void reduceSegments(float *data, const std::vector<int64_t> &sizes);
   int64_t numCalls = 0, numScatters = 0, numGathers = 0, movedFloats = 0;
 };
 

@@ -135,6 +135,10 @@ struct Manifest {
   /// ZeRO stage 1: each rank keeps its shard of the optimizer state only
   /// (the state arguments are f32[-1]; StepABI.h's accrueShard says which).
   bool shardOptimizer = false;
+  /// ZeRO stage 2 (with shardOptimizer): the accumulator argument is the
+  /// rank's shard too, summed per micro-batch and gradient; every rank must
+  /// run the same number of micro-batches.
+  bool shardGradients = false;
   int64_t microBatch = 1;
   /// The default number of micro-batches per optimizer step.
   int64_t accumulationSteps = 1;

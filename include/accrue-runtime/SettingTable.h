@@ -175,13 +175,22 @@ public:
   }
 
   void flag(std::string name, std::string help, bool &field) {
-    Setting s{name, std::move(help), Setting::Kind::Flag, {}, field, {}, {}};
-    s.read = [name,
-              &field](std::string_view value) -> std::optional<std::string> {
+    bool defaultTrue = field;
+    flag(
+        std::move(name), std::move(help), [&field](bool on) { field = on; },
+        defaultTrue);
+  }
+  /// A flag whose value `set` applies (to more than one field, say).
+  void flag(std::string name, std::string help, std::function<void(bool)> set,
+            bool defaultTrue = false) {
+    Setting s{name, std::move(help), Setting::Kind::Flag, {}, defaultTrue, {},
+              {}};
+    s.read = [name, set = std::move(set)](
+                 std::string_view value) -> std::optional<std::string> {
       if (value.empty() || value == "true" || value == "1")
-        field = true;
+        set(true);
       else if (value == "false" || value == "0")
-        field = false;
+        set(false);
       else
         return settingExpects(name, "true or false", value);
       return std::nullopt;

@@ -109,6 +109,23 @@ typedef int64_t (*AccrueShardFn)(int64_t n);
 typedef void (*AccrueReduceScatterFn)(AccrueBuffer *arena, int64_t used);
 typedef void (*AccrueAllGatherFn)(AccrueBuffer *arena);
 
+/* ZeRO stage 2 (accrue-compile --shard-gradients): the accumulator argument
+ * is this rank's shard too (accrue_shard_size(arena_size) elements), and
+ * there is no accrue_reduce_scatter. Instead, per micro-batch and gradient,
+ * in the same order on every rank:
+ *   accrue_reduce_scatter_add(gradient, shard, offset, n): `gradient` is
+ *     the slice [offset, offset + gradient.size) of an n-element arena; its
+ *     sum over the ranks is added to the part of the rank's accumulator
+ *     shard it overlaps. The host may overwrite `gradient`;
+ * and after the micro-batch loop accrue_all_reduce on a two-element buffer
+ * (the loss sum and count). */
+#define ACCRUE_REDUCE_SCATTER_ADD_FUNCTION "accrue_reduce_scatter_add"
+#define ACCRUE_REDUCE_SCATTER_ADD_SYMBOL                                       \
+  "_mlir_ciface_accrue_reduce_scatter_add"
+typedef void (*AccrueReduceScatterAddFn)(AccrueBuffer *gradient,
+                                         AccrueBuffer *shard, int64_t offset,
+                                         int64_t n);
+
 /* CUDA steps call the runtime for their contractions:
  *   D[b] = sum_k A[b](m, k) B[b](k, n) + beta * C[b](m, n), written over C,
  * for b < batch, with every matrix given by its address and its strides in
@@ -231,6 +248,7 @@ static inline void accrueShard(int64_t n, int64_t rank, int64_t ranks,
 #define ACCRUE_KEY_CUDA_ARCHS "cuda_archs"
 #define ACCRUE_KEY_FILES "files"
 #define ACCRUE_KEY_SHARD_OPTIMIZER "shard_optimizer"
+#define ACCRUE_KEY_SHARD_GRADIENTS "shard_gradients"
 /* Keys inside an argument, a parameter, the optimizer and the loss scale. */
 #define ACCRUE_KEY_ROLE "role"
 #define ACCRUE_KEY_NAME "name"

@@ -137,6 +137,7 @@ accrue::buildManifest(ModuleOp module, const CompilerOptions &options,
   m.precision = options.pipeline.train.precision;
   m.collectives = options.pipeline.train.collectives;
   m.shardOptimizer = options.pipeline.train.shardOptimizer;
+  m.shardGradients = options.pipeline.train.shardGradients;
   auto microBatch =
       step->getAttrOfType<IntegerAttr>(train::StepAttrs::kMicroBatch);
   if (!microBatch)

@@ -98,7 +98,8 @@ FailureOr<StepProbe> probeStep(MLIRContext &ctx, StepSource &source,
 
 /// The parts of a plan that do not depend on the micro-batch: the arenas
 /// of `probe`'s step and its batch inputs per sample. A sharded optimizer
-/// state is the largest rank's shard (rank 0's) at `ranks` ranks.
+/// state (and, under stage 2, accumulator) is the largest rank's shard
+/// (rank 0's) at `ranks` ranks.
 rt::MemoryPlan planArenas(const StepProbe &probe,
                           const CompilerOptions &options) {
   rt::MemoryPlan plan;
@@ -107,6 +108,8 @@ rt::MemoryPlan planArenas(const StepProbe &probe,
   int64_t begin = 0, state = probe.layout.arenaSize;
   if (options.pipeline.train.shardOptimizer)
     accrueShard(probe.layout.arenaSize, 0, options.ranks, &begin, &state);
+  if (options.pipeline.train.shardGradients)
+    plan.gradients = state * int64_t(sizeof(float));
   plan.optimizerState = static_cast<int64_t>(probe.layout.stateNames.size()) *
                         state * int64_t(sizeof(float));
   plan.buffers = probe.layout.buffersSize * int64_t(sizeof(float));

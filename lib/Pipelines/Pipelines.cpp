@@ -53,8 +53,11 @@ void buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   if (options.fuseOptimizer)
     pm.addNestedPass<func::FuncOp>(train::createTrainFuseClipOptimizer());
-  if (options.shardOptimizer)
-    pm.addNestedPass<func::FuncOp>(train::createTrainShardOptimizer());
+  if (options.shardOptimizer) {
+    train::TrainShardOptimizerOptions shard;
+    shard.gradients = options.shardGradients;
+    pm.addNestedPass<func::FuncOp>(train::createTrainShardOptimizer(shard));
+  }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(train::createTrainFinalizeStepABI());
 }

@@ -39,27 +39,30 @@ void accrue::bindPipelineSettings(SettingTable &table,
                "per-micro-batch (for comparison)",
                train.collectives, accrueCollectivesName,
                accrueCollectivesCount());
-  table.custom("data_parallel",
-               "Sum gradients over the ranks of `mpirun -np G accrue-train` "
-               "(collectives=deferred unless given)",
-               Setting::Kind::Flag,
-               [&train](StringRef value) -> std::optional<std::string> {
-                 if (value == "false" || value == "0") {
-                   train.collectives = ACCRUE_COLLECTIVES_NONE;
-                   return std::nullopt;
-                 }
-                 if (!value.empty() && value != "true" && value != "1")
-                   return settingExpects("data_parallel", "true or false",
-                                         value);
-                 if (train.collectives == ACCRUE_COLLECTIVES_NONE)
-                   train.collectives = ACCRUE_COLLECTIVES_DEFERRED;
-                 return std::nullopt;
-               });
+  table.flag("data_parallel",
+             "Sum gradients over the ranks of `mpirun -np G accrue-train` "
+             "(collectives=deferred unless given)",
+             [&train](bool on) {
+               if (!on)
+                 train.collectives = ACCRUE_COLLECTIVES_NONE;
+               else if (train.collectives == ACCRUE_COLLECTIVES_NONE)
+                 train.collectives = ACCRUE_COLLECTIVES_DEFERRED;
+             });
   table.flag("shard_optimizer",
              "ZeRO stage 1: each data-parallel rank keeps and updates 1/G "
              "of the optimizer state (the gradients reduce-scattered, the "
              "parameters all-gathered); needs data_parallel, CPU target",
              train.shardOptimizer);
+  table.flag("shard_gradients",
+             "ZeRO stage 2: shard_optimizer, and each data-parallel rank "
+             "keeps 1/G of the gradient accumulator between micro-batches "
+             "(each gradient reduce-scattered as the backward computes it: "
+             "collectives per micro-batch and parameter); CPU target",
+             [&train](bool on) {
+               train.shardGradients = on;
+               if (on)
+                 train.shardOptimizer = true;
+             });
   table.custom(
       "recompute",
       "Activation recomputation in the backward: none, auto (keep the "
@@ -94,16 +97,15 @@ std::optional<std::string>
 accrue::validatePipelineOptions(const CompileOptions &options) {
   const TrainPipelineOptions &train = options.train;
   if (train.shardOptimizer) {
+    std::string flag = settingRef(train.shardGradients ? "shard_gradients"
+                                                       : "shard_optimizer");
     if (train.collectives != ACCRUE_COLLECTIVES_DEFERRED)
-      return settingRef("shard_optimizer") + " needs " +
-             settingRef("data_parallel") +
+      return flag + " needs " + settingRef("data_parallel") +
              " with one all-reduce per optimizer step (collectives=deferred)";
     if (!train.fuseOptimizer)
-      return settingRef("shard_optimizer") + " needs " +
-             settingRef("fuse_optimizer");
+      return flag + " needs " + settingRef("fuse_optimizer");
     if (options.target != ACCRUE_TARGET_CPU)
-      return settingRef("shard_optimizer") +
-             " is implemented for the cpu target only, not '" +
+      return flag + " is implemented for the cpu target only, not '" +
              accrueTargetName(options.target) + "'";
   }
   for (const Target *target : Target::all())

@@ -511,7 +511,36 @@ void Collectives::reduceScatterSum(float *data, int64_t n, int64_t used) {
   if (worldSize == 1)
     return;
   // The shards up to `used` (the rest of the arena holds no data).
-  std::vector<int64_t> sizes = shardSizes(n, used);
+  reduceSegments(data, shardSizes(n, used));
+}
+
+void Collectives::reduceScatterAdd(float *data, int64_t count, int64_t offset,
+                                   int64_t n, float *shard) {
+  ++numScatters;
+  movedFloats += count;
+  // The slice's overlap with each rank's shard: consecutive in `data`, as
+  // the shards are in the arena.
+  std::vector<int64_t> sizes;
+  int64_t mine = 0, at = 0, begin = 0, size = 0;
+  for (int r = 0; r < worldSize; ++r) {
+    accrueShard(n, r, worldSize, &begin, &size);
+    sizes.push_back(std::max<int64_t>(
+        std::min(begin + size, offset + count) - std::max(begin, offset), 0));
+    if (r == rankId)
+      mine = at;
+    at += sizes.back();
+  }
+  if (worldSize > 1)
+    reduceSegments(data, sizes);
+  accrueShard(n, rankId, worldSize, &begin, &size);
+  float *to = shard + (std::max(begin, offset) - begin);
+  const float *from = data + mine;
+  for (int64_t i = 0; i < sizes[rankId]; ++i)
+    to[i] += from[i];
+}
+
+void Collectives::reduceSegments(float *data,
+                                 const std::vector<int64_t> &sizes) {
   if (hostCollectives())
     return hostCollectives()->reduceScatterSum(data, sizes);
   if (loadedGloo) {
@@ -703,6 +732,23 @@ extern "C" void _mlir_ciface_accrue_reduce_scatter(AccrueBuffer *arena,
   });
 }
 
+/// Called by compiled stage-2 steps per micro-batch and gradient: the
+/// gradient's sum over the ranks added to the accumulator shard it
+/// overlaps.
+extern "C" void _mlir_ciface_accrue_reduce_scatter_add(AccrueBuffer *gradient,
+                                                       AccrueBuffer *shard,
+                                                       int64_t offset,
+                                                       int64_t n) {
+  hook("accrue_reduce_scatter_add", [&] {
+    if (gradient->stride != 1 || shard->stride != 1 || offset < 0 ||
+        offset + gradient->size > n)
+      throw Error("the gradient is not a contiguous slice of the arena");
+    Collectives::get().reduceScatterAdd(gradient->aligned + gradient->offset,
+                                        gradient->size, offset, n,
+                                        shard->aligned + shard->offset);
+  });
+}
+
 /// Called by compiled sharded steps after the update: every rank's shard
 /// of the parameters from the rank that updated it.
 extern "C" void _mlir_ciface_accrue_all_gather(AccrueBuffer *arena) {
@@ -712,14 +758,19 @@ extern "C" void _mlir_ciface_accrue_all_gather(AccrueBuffer *arena) {
     Collectives::get().allGather(arena->aligned + arena->offset, arena->size);
   });
 }
-static_assert(std::is_same_v<decltype(&accrue_shard_begin), AccrueShardFn> &&
-                  std::is_same_v<decltype(&accrue_shard_size), AccrueShardFn> &&
-                  std::is_same_v<decltype(&_mlir_ciface_accrue_reduce_scatter),
-                                 AccrueReduceScatterFn> &&
-                  std::is_same_v<decltype(&_mlir_ciface_accrue_all_gather),
-                                 AccrueAllGatherFn> &&
-                  std::string_view(ACCRUE_REDUCE_SCATTER_SYMBOL) ==
-                      "_mlir_ciface_accrue_reduce_scatter" &&
-                  std::string_view(ACCRUE_ALL_GATHER_SYMBOL) ==
-                      "_mlir_ciface_accrue_all_gather",
-              "the ZeRO hooks of StepABI.h");
+static_assert(
+    std::is_same_v<decltype(&accrue_shard_begin), AccrueShardFn> &&
+        std::is_same_v<decltype(&accrue_shard_size), AccrueShardFn> &&
+        std::is_same_v<decltype(&_mlir_ciface_accrue_reduce_scatter),
+                       AccrueReduceScatterFn> &&
+        std::is_same_v<decltype(&_mlir_ciface_accrue_all_gather),
+                       AccrueAllGatherFn> &&
+        std::is_same_v<decltype(&_mlir_ciface_accrue_reduce_scatter_add),
+                       AccrueReduceScatterAddFn> &&
+        std::string_view(ACCRUE_REDUCE_SCATTER_ADD_SYMBOL) ==
+            "_mlir_ciface_accrue_reduce_scatter_add" &&
+        std::string_view(ACCRUE_REDUCE_SCATTER_SYMBOL) ==
+            "_mlir_ciface_accrue_reduce_scatter" &&
+        std::string_view(ACCRUE_ALL_GATHER_SYMBOL) ==
+            "_mlir_ciface_accrue_all_gather",
+    "the ZeRO hooks of StepABI.h");

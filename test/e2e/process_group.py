@@ -5,7 +5,9 @@
 # rank's parameters at K=4 (rtol 1e-5) after 5 AdamW steps with clipping,
 # with one all-reduce per optimizer step; so does an artifact that shards
 # its optimizer state (--shard-optimizer), whose reduce-scatter and
-# all-gather are the group's reduces and broadcasts, one per shard.
+# all-gather are the group's reduces and broadcasts, one per shard, and one
+# that shards its gradients too (--shard-gradients: a reduce-scatter per
+# gradient and micro-batch, 6 gradients at K=2).
 #
 # REQUIRES: torch2, accrue-python
 # RUN: rm -rf %t && mkdir -p %t
@@ -51,6 +53,8 @@ accrue.compile(model, os.path.join(out, "two"), micro_batch=4, accumulation_step
                data_parallel=True, **FLAGS)
 accrue.compile(model, os.path.join(out, "sharded"), micro_batch=4, accumulation_steps=2,
                data_parallel=True, shard_optimizer=True, **FLAGS)
+accrue.compile(model, os.path.join(out, "stage2"), micro_batch=4, accumulation_steps=2,
+               data_parallel=True, shard_gradients=True, **FLAGS)
 one = accrue.Session(accrue.compile(model, os.path.join(out, "one"), micro_batch=4,
                                     accumulation_steps=4, **FLAGS))
 one.train(dict(np.load(os.path.join(SPIRALS, "data.npz"))), steps=STEPS)
@@ -77,3 +81,6 @@ print("2 ranks over a torch.distributed gloo group: one rank's parameters")
 stdout = launch("sharded")
 assert "reduce_scatters [1, 1, 1, 1, 1]" in stdout, stdout
 print("2 ranks sharding the optimizer state over the group: one rank's parameters")
+stdout = launch("stage2")
+assert "reduce_scatters [12, 12, 12, 12, 12]" in stdout, stdout
+print("2 ranks sharding the gradients too over the group: one rank's parameters")

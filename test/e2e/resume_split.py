@@ -40,16 +40,10 @@ def train(art, data, steps, ranks, ckpt, tag, resume=False, extra=()):
     if ranks == 1:
         proc = e2e.run(cmd)
         return proc.stdout + proc.stderr
-    port = str(e2e.free_port())
-    procs = [subprocess.Popen(cmd, env=dict(os.environ, RANK=str(r), WORLD_SIZE=str(ranks),
-                                            LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
-                                            MASTER_PORT=port),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for r in range(ranks)]
-    texts = [p.communicate(timeout=300) for p in procs]
-    for p, (o, e) in zip(procs, texts):
-        assert p.returncode == 0, o + e
-    return texts[0][0] + texts[0][1]
+    results = e2e.gloo_ranks(cmd, ranks, timeout=300, env=os.environ)
+    for code, text in results:
+        assert code == 0, text
+    return results[0][1]
 
 
 def compare(tag, got_tag, want_tag, bitwise=False):

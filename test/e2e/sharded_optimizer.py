@@ -21,7 +21,6 @@
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import accrue_e2e as e2e
@@ -53,14 +52,7 @@ def train_cmd(art, tag, k, steps=STEPS, extra=()):
 
 def gloo(art, tag, ranks, k, steps=STEPS, extra=(), expect_ok=True):
     """The ranks of a torchrun-style launch, their collectives by Gloo."""
-    port = str(e2e.free_port())
-    cmd = train_cmd(art, tag, k, steps, extra)
-    procs = [subprocess.Popen(cmd, env=dict(e2e.clean_env(), RANK=str(r), WORLD_SIZE=str(ranks),
-                                            LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
-                                            MASTER_PORT=port),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for r in range(ranks)]
-    results = [(p.wait(timeout=120), p.stdout.read() + p.stderr.read()) for p in procs]
+    results = e2e.gloo_ranks(train_cmd(art, tag, k, steps, extra), ranks)
     if expect_ok:
         for code, text in results:
             assert code == 0, text

@@ -40,6 +40,9 @@ struct TrainPipelineOptions {
   /// and updates its shard of the optimizer state; the gradients are
   /// reduce-scattered and the parameters all-gathered.
   bool shardOptimizer = false;
+  /// ZeRO stage 2 (with shardOptimizer): the gradient accumulator is
+  /// sharded too, each micro-batch's gradients reduce-scattered into it.
+  bool shardGradients = false;
   /// Activation recomputation in the backward (train-autodiff): the
   /// segments between the forward's cuts, and/or the ops of the ONNX nodes
   /// whose names match a regex.

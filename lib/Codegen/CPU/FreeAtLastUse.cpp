@@ -7,7 +7,11 @@
 // just after the buffer's last use, a dealloc returns the memory to the
 // allocator for the ops that follow, so the peak is what is live at once,
 // and recomputed activations (train-autodiff's recomputation) actually free
-// what they do not keep.
+// what they do not keep. The alloc moves the other way, to just before the
+// buffer's first use: bufferization allocates where the tensor was made,
+// which can be much earlier than where it is written (a ZeRO stage-2
+// gradient whose zero init CSE shared with the forward's would otherwise
+// live through the whole backward).
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,6 +76,25 @@ struct FreeAtLastUsePass
         continue;
       dealloc->moveAfter(last);
       ++numMoved;
+    }
+    // Then each such buffer's alloc to its first use. (Its operands, the
+    // dynamic sizes, are defined before the alloc, so before any point
+    // after it too.)
+    for (memref::DeallocOp dealloc : deallocs) {
+      auto alloc = dealloc.getMemref().getDefiningOp<memref::AllocOp>();
+      if (!alloc || alloc->getBlock() != dealloc->getBlock())
+        continue;
+      Block *block = alloc->getBlock();
+      Operation *first = nullptr;
+      for (Operation *user : alloc->getUsers()) {
+        Operation *ancestor = block->findAncestorOpInBlock(*user);
+        if (ancestor && (!first || ancestor->isBeforeInBlock(first)))
+          first = ancestor;
+      }
+      if (!first || first == dealloc || first == alloc->getNextNode())
+        continue;
+      alloc->moveBefore(first);
+      ++numSunk;
     }
   }
 };

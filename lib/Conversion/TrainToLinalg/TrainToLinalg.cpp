@@ -295,7 +295,8 @@ struct FusedUpdateLowering : public OpConversionPattern<FusedUpdateOp> {
   /// ZeRO stage 1: the same two passes over this rank's shard, the norm's
   /// sum of squares summed over the ranks between them; then the
   /// parameters' shards are gathered and the whole accumulator is zeroed
-  /// (outside the shard it holds what the reduce-scatter left).
+  /// (outside the shard it holds what the reduce-scatter left). Under
+  /// stage 2 the accumulator is the shard, zeroed by the update pass.
   LogicalResult lowerSharded(FusedUpdateOp op, OpAdaptor adaptor,
                              ConversionPatternRewriter &rewriter) const {
     Location loc = op.getLoc();
@@ -309,7 +310,11 @@ struct FusedUpdateLowering : public OpConversionPattern<FusedUpdateOp> {
           ArrayRef<OpFoldResult>{count},
           ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
     };
-    Value gradients = shardOf(adaptor.getAccumulator());
+    // Stage 2's accumulator is the shard itself, zeroed in the update pass.
+    bool shardedAccumulator =
+        !cast<RankedTensorType>(op.getAccumulator().getType()).hasStaticShape();
+    Value gradients = shardedAccumulator ? adaptor.getAccumulator()
+                                         : shardOf(adaptor.getAccumulator());
     Value params = shardOf(adaptor.getParams());
     Value partial = arith::TruncFOp::create(
         b, loc, b.getF32Type(),
@@ -323,20 +328,24 @@ struct FusedUpdateLowering : public OpConversionPattern<FusedUpdateOp> {
             b, loc, summed,
             ValueRange{arith::ConstantIndexOp::create(b, loc, 0)}));
     SmallVector<Value> outputs{params};
+    if (shardedAccumulator)
+      outputs.push_back(gradients);
     llvm::append_range(outputs, adaptor.getStates());
-    ValueRange results =
-        updateElements(b, op, adaptor, norm, gradients, outputs, false);
+    ValueRange results = updateElements(
+        b, op, adaptor, norm, shardedAccumulator ? ValueRange{} : gradients,
+        outputs, shardedAccumulator);
     Value updated = tensor::InsertSliceOp::create(
         b, loc, results[0], adaptor.getParams(), ArrayRef<OpFoldResult>{begin},
         ArrayRef<OpFoldResult>{count},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-    SmallVector<Value> replacements{
-        AllGatherArenaOp::create(b, loc, updated),
-        linalg::FillOp::create(
-            b, loc,
-            ValueRange{arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0))},
-            ValueRange{adaptor.getAccumulator()})
-            .getResult(0)};
+    SmallVector<Value> replacements{AllGatherArenaOp::create(b, loc, updated)};
+    if (!shardedAccumulator)
+      replacements.push_back(
+          linalg::FillOp::create(b, loc,
+                                 ValueRange{arith::ConstantOp::create(
+                                     b, loc, b.getF32FloatAttr(0))},
+                                 ValueRange{adaptor.getAccumulator()})
+              .getResult(0));
     llvm::append_range(replacements, results.drop_front());
     replacements.push_back(norm);
     rewriter.replaceOp(op, replacements);
@@ -398,7 +407,8 @@ struct ConvertTrainToLinalgPass
     // accumulator in place (BufferizableOpInterfaceImpl.cpp).
     target.addLegalOp<AccumulateOp, StoreOp, RecomputeBarrierOp>();
     // So does train.all_reduce, which becomes a call of the runtime.
-    target.addLegalOp<AllReduceOp, AllReduceArenaOp, AllGatherArenaOp>();
+    target.addLegalOp<AllReduceOp, AllReduceArenaOp, AllGatherArenaOp,
+                      ReduceScatterAddOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
     patterns.add<UnpackLowering, GlobalNormLowering, NextLossScaleLowering,

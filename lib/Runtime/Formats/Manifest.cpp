@@ -199,6 +199,8 @@ uint64_t Manifest::fingerprint() const noexcept {
     << accrueOptimizerName(optimizer.kind);
   if (shardOptimizer)
     f << ACCRUE_KEY_SHARD_OPTIMIZER;
+  if (shardGradients)
+    f << ACCRUE_KEY_SHARD_GRADIENTS;
   for (const auto &[key, value] : optimizer.hyperparameters)
     f << key << value;
   f << (clipNorm ? *clipNorm : -1.0);
@@ -328,6 +330,8 @@ std::string Manifest::toJson() const noexcept {
     manifest[ACCRUE_KEY_EFFECTIVE_BATCH] = *effectiveBatch;
   if (shardOptimizer)
     manifest[ACCRUE_KEY_SHARD_OPTIMIZER] = true;
+  if (shardGradients)
+    manifest[ACCRUE_KEY_SHARD_GRADIENTS] = true;
   if (!buffers.empty())
     manifest[ACCRUE_KEY_BUFFERS] = slots(buffers);
   if (activationBytes)
@@ -420,6 +424,8 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     m.arenaSize = doc.at(ACCRUE_KEY_ARENA_SIZE).get<int64_t>();
     if (doc.contains(ACCRUE_KEY_SHARD_OPTIMIZER))
       m.shardOptimizer = doc.at(ACCRUE_KEY_SHARD_OPTIMIZER).get<bool>();
+    if (doc.contains(ACCRUE_KEY_SHARD_GRADIENTS))
+      m.shardGradients = doc.at(ACCRUE_KEY_SHARD_GRADIENTS).get<bool>();
     auto readSlots = [](const json &list, std::vector<ParamSpec> &out) {
       for (const json &param : list)
         out.push_back({param.at(ACCRUE_KEY_NAME).get<std::string>(),
@@ -516,6 +522,8 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     throw bad("the arena size is out of range");
   if (m.shardOptimizer && (!m.dataParallel() || m.target != ACCRUE_TARGET_CPU))
     throw bad("a sharded optimizer state needs a data-parallel CPU step");
+  if (m.shardGradients && !m.shardOptimizer)
+    throw bad("a sharded accumulator needs a sharded optimizer state");
   auto checkSlots = [&](const std::vector<ParamSpec> &list, int64_t size,
                         const std::string &what) {
     for (const ParamSpec &param : list) {
@@ -541,9 +549,10 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
     bool arena = arg.role == ACCRUE_ROLE_PARAMS ||
                  arg.role == ACCRUE_ROLE_ACCUMULATOR ||
                  arg.role == ACCRUE_ROLE_STATE;
-    bool shard = arg.role == ACCRUE_ROLE_STATE && m.shardOptimizer;
+    bool shard = (arg.role == ACCRUE_ROLE_STATE && m.shardOptimizer) ||
+                 (arg.role == ACCRUE_ROLE_ACCUMULATOR && m.shardGradients);
     if (shard && arg.shape != std::vector<int64_t>{-1})
-      throw bad("optimizer state '" + arg.name +
+      throw bad("argument '" + arg.name +
                 "' of a sharded step is not a shard of dynamic size");
     if (arena && !shard && arg.shape != std::vector<int64_t>{m.arenaSize})
       throw bad("argument '" + arg.name + "' is not an arena of " +

@@ -614,9 +614,10 @@ void Session::launchNext() {
       std::min(std::max<int64_t>(window.valid - rank * perRank, 0), perRank);
   int64_t samples =
       (valid + art.microBatch - 1) / art.microBatch * art.microBatch;
-  // An all-reduce per micro-batch needs the same number of micro-batches
-  // on every rank: ranks short of samples run masked padding.
-  if (art.collectives == ACCRUE_COLLECTIVES_PER_MICRO_BATCH)
+  // Collectives per micro-batch need the same number of micro-batches on
+  // every rank: ranks short of samples run masked padding.
+  if (art.collectives == ACCRUE_COLLECTIVES_PER_MICRO_BATCH ||
+      art.shardGradients)
     samples = art.microBatch * k;
   std::vector<const void *> inputs(data.arrays.size());
   staging.resize(data.arrays.size());

@@ -228,7 +228,6 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
     initial(param);
   size_t arenaBytes = art->arenaSize * sizeof(float);
   paramArena = Buffer(*exec, arenaBytes);
-  gradArena = Buffer(*exec, arenaBytes);
   if (art->shardOptimizer && !Collectives::get().shards())
     throw Error("'" + art->dir +
                 "' shards its optimizer state (compiled with " +
@@ -241,6 +240,10 @@ Trainer::Trainer(std::shared_ptr<const Artifact> artifact,
   else
     art->stateShard(0, 1, stateBegin, stateSize);
   // (A buffer is never empty: the last ranks' shards may be.)
+  gradArena =
+      Buffer(*exec, art->shardGradients ? std::max<int64_t>(stateSize, 1) *
+                                              int64_t(sizeof(float))
+                                        : int64_t(arenaBytes));
   for (size_t s = 0; s < art->stateNames().size(); ++s)
     stateArenas.emplace_back(*exec, std::max<int64_t>(stateSize, 1) *
                                         int64_t(sizeof(float)));
@@ -428,7 +431,9 @@ void Trainer::launch(const std::vector<const void *> &inputs, int64_t samples,
       packed.addMemref(paramArena.data(), arg.shape);
       break;
     case ACCRUE_ROLE_ACCUMULATOR:
-      packed.addMemref(gradArena.data(), arg.shape);
+      packed.addMemref(gradArena.data(), art->shardGradients
+                                             ? std::vector<int64_t>{stateSize}
+                                             : arg.shape);
       break;
     case ACCRUE_ROLE_STATE:
       packed.addMemref(stateArenas[nextState++].data(), {stateSize});
@@ -577,6 +582,11 @@ std::map<std::string, Array> Trainer::bufferArrays() const {
 }
 
 std::map<std::string, Array> Trainer::gradientArrays() const {
+  if (art->shardGradients)
+    throw Error("'" + art->dir +
+                "' keeps only this rank's shard of the "
+                "gradients (compiled with " +
+                settingRef("shard_gradients") + ")");
   return arenaArrays(gradArena, art->params);
 }
 

@@ -2,18 +2,19 @@
 
 // A dealloc at the end of its block moves to just after the last use of
 // the buffer or of a view of it (an op with a region counts where it
-// sits); a buffer yielded out of a loop keeps its dealloc.
+// sits), and its alloc to just before the first use (%b is not live
+// during the loop); a buffer yielded out of a loop keeps its dealloc.
 
 // CHECK-LABEL: func @moved
 // CHECK: %[[A:.+]] = memref.alloc() : memref<16xf32>
-// CHECK: %[[B:.+]] = memref.alloc() : memref<4x4xf32>
-// CHECK: linalg.fill {{.*}} outs(%[[A]] : memref<16xf32>)
-// CHECK: %[[V:.+]] = memref.expand_shape %[[A]]
-// CHECK: scf.for
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[A]] : memref<16xf32>)
+// CHECK-NEXT: %[[V:.+]] = memref.expand_shape %[[A]]
+// CHECK-NEXT: scf.for
 // CHECK: memref.load %[[V]]
 // CHECK: }
 // CHECK-NEXT: memref.dealloc %[[A]]
-// CHECK: linalg.fill {{.*}} outs(%[[B]] : memref<4x4xf32>)
+// CHECK-NEXT: %[[B:.+]] = memref.alloc() : memref<4x4xf32>
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[B]] : memref<4x4xf32>)
 // CHECK-NEXT: memref.dealloc %[[B]]
 // CHECK: return
 func.func @moved(%out: memref<f32>) {

@@ -141,3 +141,11 @@ func.func @loss_scale_backs_off_up(%s: f32, %k: i64, %norm: f32) {
   %next:3 = train.next_loss_scale %s, %k, %norm {growth = 2.0 : f64, backoff = 2.0 : f64, interval = 3 : i64}
   return
 }
+
+// -----
+
+func.func @scatter_past_the_arena(%shard: tensor<?xf32>, %g: tensor<4x8xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{the gradient's 32 elements at offset 40 lie outside an arena of 64}}
+  %r = train.reduce_scatter_add %shard, %g offset 40 of 64 : tensor<?xf32>, tensor<4x8xf32>
+  return %r : tensor<?xf32>
+}

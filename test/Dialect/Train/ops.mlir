@@ -69,3 +69,17 @@ func.func @all_reduce(%acc: tensor<32xf32>, %n: f32, %d: f32) -> (tensor<32xf32>
   %r, %rn, %rd = train.all_reduce %acc, %n, %d scalars_at 30 : tensor<32xf32>
   return %r, %rn, %rd : tensor<32xf32>, f32, f32
 }
+
+// -----
+
+// ZeRO stage 2: a gradient reduce-scattered into the accumulator's shard,
+// and the sharded update of that shard (its type spelled after the
+// parameters').
+// CHECK-LABEL: func @stage2
+func.func @stage2(%p: tensor<64xf32>, %shard: tensor<?xf32>, %m: tensor<?xf32>, %g: tensor<4x8xf32>, %lr: f32, %t: i64, %s: f32) -> (tensor<64xf32>, tensor<?xf32>, tensor<?xf32>) {
+  // CHECK: train.reduce_scatter_add %{{.+}}, %{{.+}} offset 16 of 64 : tensor<?xf32>, tensor<4x8xf32>
+  %a = train.reduce_scatter_add %shard, %g offset 16 of 64 : tensor<?xf32>, tensor<4x8xf32>
+  // CHECK: train.fused_update {{.+}} {optimizer = #train.sgd<momentum = 9.000000e-01>, sharded} : tensor<64xf32> accumulator tensor<?xf32>, tensor<?xf32>
+  %p1, %a1, %m1, %n = train.fused_update %p, %a states(%m) grad_scale %s lr %lr step %t {optimizer = #train.sgd<momentum = 0.9>, sharded} : tensor<64xf32> accumulator tensor<?xf32>, tensor<?xf32>
+  return %p1, %a1, %m1 : tensor<64xf32>, tensor<?xf32>, tensor<?xf32>
+}

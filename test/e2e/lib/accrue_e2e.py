@@ -140,3 +140,22 @@ LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_P
 def clean_env():
     """This environment without a launcher's variables (torchrun's, srun's)."""
     return {k: v for k, v in os.environ.items() if k not in LAUNCH_VARIABLES}
+
+
+def gloo_ranks(cmd, ranks, timeout=120, env=None):
+    """Runs `cmd` as the `ranks` processes of a torchrun-style launch on
+    this host (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT;
+    Accrue's collectives then go through Gloo): [(exit code, stdout +
+    stderr)] in rank order."""
+    port = str(free_port())
+    base = dict(env if env is not None else clean_env())
+    procs = [subprocess.Popen(cmd, env=dict(base, RANK=str(r), WORLD_SIZE=str(ranks),
+                                            LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
+                                            MASTER_PORT=port),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r in range(ranks)]
+    results = []
+    for p in procs:
+        o, e = p.communicate(timeout=timeout)
+        results.append((p.returncode, o + e))
+    return results

@@ -38,7 +38,8 @@ def OutlineKernels : Pass<"outline-kernels", "::mlir::ModuleOp"> {
 }
 
 def FreeAtLastUse : Pass<"free-at-last-use", "::mlir::func::FuncOp"> {
-  let summary = "Move each dealloc to just after its buffer's last use";
+  let summary = "Move each dealloc to just after its buffer's last use, "
+                "and its alloc to just before the first";
   let description = [{
     Ownership-based buffer deallocation frees a buffer at the end of the
     block that owns it: in the micro-batch loop, the end of the micro-step,
@@ -48,9 +49,16 @@ def FreeAtLastUse : Pass<"free-at-last-use", "::mlir::func::FuncOp"> {
     or a view of it (an op with a nested region counts where it is in the
     block). A buffer that may escape through a terminator (a view yielded
     by a loop or branch) keeps its dealloc where it is.
+
+    Likewise the `memref.alloc` of such a buffer moves down to just before
+    the first op of its block that uses it: bufferization allocates where
+    the tensor was made, which can be long before it is written (the shared
+    zero fill a contraction starts from, placed where CSE left it). Only
+    where buffers live changes, not what any op computes.
   }];
   let statistics = [
     Statistic<"numMoved", "moved", "Deallocs moved to a last use">,
+    Statistic<"numSunk", "sunk", "Allocs moved to a first use">,
   ];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }

@@ -13,6 +13,22 @@
 using namespace mlir;
 using namespace accrue::train;
 
+/// train.fused_update's accumulator type: the parameters' unless spelled
+/// `accumulator <type>` (a ZeRO stage-2 shard).
+static ParseResult parseAccumulatorType(OpAsmParser &parser, Type params,
+                                        Type &accumulator) {
+  accumulator = params;
+  if (succeeded(parser.parseOptionalKeyword("accumulator")))
+    return parser.parseType(accumulator);
+  return success();
+}
+
+static void printAccumulatorType(OpAsmPrinter &printer, Operation *,
+                                 Type params, Type accumulator) {
+  if (accumulator != params)
+    printer << " accumulator " << accumulator;
+}
+
 #define GET_OP_CLASSES
 #include "accrue/Dialect/Train/IR/TrainOps.cpp.inc"
 
@@ -184,6 +200,18 @@ LogicalResult AllReduceOp::verify() {
   return success();
 }
 
+LogicalResult ReduceScatterAddOp::verify() {
+  auto type = getGradient().getType();
+  int64_t offset = getOffset(), arena = getArenaSize();
+  if (!type.hasStaticShape())
+    return emitOpError("gradient of type ") << type << " has no static shape";
+  if (offset < 0 || arena < 1 || offset + type.getNumElements() > arena)
+    return emitOpError("the gradient's ")
+           << type.getNumElements() << " elements at offset " << offset
+           << " lie outside an arena of " << arena;
+  return success();
+}
+
 namespace {
 /// `accumulate(%acc, accumulate(zeros, %g...) at 0)` adds `%g...` to `%acc`
 /// directly, without the temporary arena.
@@ -270,10 +298,13 @@ LogicalResult FusedUpdateOp::verify() {
     if (state.getType() != shard)
       return emitOpError("sharded state arena of type ")
              << state.getType() << " is not " << shard;
-  if (getAccumulator().getType() != getParams().getType())
+  // Stage 1 reads its shard of the whole accumulator, stage 2 holds the
+  // shard alone.
+  if (getAccumulator().getType() != getParams().getType() &&
+      getAccumulator().getType() != shard)
     return emitOpError("accumulator of type ")
-           << getAccumulator().getType() << " differs from the parameters' "
-           << getParams().getType();
+           << getAccumulator().getType() << " is neither the parameters' "
+           << getParams().getType() << " nor a shard " << shard;
   return success();
 }
 

@@ -140,21 +140,20 @@ struct StoreOpInterface
   }
 };
 
-/// A collective hook of the host (the step contract's), declared once per
-/// module: takes a rank-1 f32 buffer and, for the reduce-scatter, the
-/// count of elements used; called through MLIR's C interface.
-func::FuncOp collectiveFunction(RewriterBase &rewriter, Operation *from,
-                                StringRef name, bool takesCount = false) {
+/// The rank-1 f32 memref type the collective hooks take.
+MemRefType hookBufferType(MLIRContext *ctx) {
+  return MemRefType::get({ShapedType::kDynamic}, Float32Type::get(ctx),
+                         StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
+                                                {ShapedType::kDynamic}));
+}
+
+/// A collective hook of the host (the step contract's) taking `inputs`,
+/// declared once per module and called through MLIR's C interface.
+func::FuncOp hookFunction(RewriterBase &rewriter, Operation *from,
+                          StringRef name, TypeRange inputs) {
   auto module = from->getParentOfType<ModuleOp>();
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
-  MLIRContext *ctx = rewriter.getContext();
-  SmallVector<Type> inputs{
-      MemRefType::get({ShapedType::kDynamic}, Float32Type::get(ctx),
-                      StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
-                                             {ShapedType::kDynamic}))};
-  if (takesCount)
-    inputs.push_back(rewriter.getI64Type());
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(module.getBody());
   auto fn = func::FuncOp::create(rewriter, module.getLoc(), name,
@@ -164,14 +163,17 @@ func::FuncOp collectiveFunction(RewriterBase &rewriter, Operation *from,
   return fn;
 }
 
-/// Calls the host's collective `name` on `buffer` (and `count`).
+/// Calls the host's collective `name` on `buffer` (a rank-1 f32 buffer)
+/// and, for the reduce-scatter, `count`, the number of elements used.
 void callCollective(RewriterBase &rewriter, Operation *op, StringRef name,
                     Value buffer, std::optional<int64_t> count = {}) {
-  func::FuncOp callee =
-      collectiveFunction(rewriter, op, name, count.has_value());
+  SmallVector<Type> inputs{hookBufferType(rewriter.getContext())};
+  if (count)
+    inputs.push_back(rewriter.getI64Type());
+  func::FuncOp callee = hookFunction(rewriter, op, name, inputs);
   Location loc = op->getLoc();
-  SmallVector<Value> args{memref::CastOp::create(
-      rewriter, loc, callee.getFunctionType().getInput(0), buffer)};
+  SmallVector<Value> args{
+      memref::CastOp::create(rewriter, loc, inputs[0], buffer)};
   if (count)
     args.push_back(arith::ConstantIntOp::create(rewriter, loc,
                                                 rewriter.getI64Type(), *count));
@@ -249,6 +251,69 @@ struct AllReduceOpInterface
   }
 };
 
+/// Stage 2's reduce-scatter of one gradient into the accumulator's shard:
+/// the shard is updated in place and the gradient's buffer is the hook's
+/// to overwrite (the engines reduce in place), so a gradient read later is
+/// copied first by the analysis.
+struct ReduceScatterAddOpInterface
+    : public UpdatesFirstOperandInPlace<ReduceScatterAddOpInterface,
+                                        ReduceScatterAddOp> {
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return true;
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto scatter = cast<ReduceScatterAddOp>(op);
+    Location loc = op->getLoc();
+    FailureOr<Value> shard =
+        getBuffer(rewriter, scatter.getShard(), options, state);
+    FailureOr<Value> gradient =
+        getBuffer(rewriter, scatter.getGradient(), options, state);
+    if (failed(shard) || failed(gradient))
+      return failure();
+    // The hook takes the gradient flat: a contiguous buffer is collapsed
+    // (a scalar expanded), anything else copied.
+    auto type = cast<MemRefType>(gradient->getType());
+    Value flat = *gradient, copy;
+    if (!type.getLayout().isIdentity()) {
+      copy = memref::AllocOp::create(
+          rewriter, loc,
+          MemRefType::get(type.getShape(), type.getElementType()));
+      memref::CopyOp::create(rewriter, loc, *gradient, copy);
+      flat = copy;
+    }
+    if (type.getRank() == 0) {
+      flat = memref::ExpandShapeOp::create(
+          rewriter, loc, MemRefType::get({1}, type.getElementType()), flat,
+          ArrayRef<ReassociationIndices>{});
+    } else if (type.getRank() > 1) {
+      SmallVector<ReassociationIndices> all{
+          llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))};
+      flat = memref::CollapseShapeOp::create(rewriter, loc, flat, all);
+    }
+    MemRefType buffer = hookBufferType(rewriter.getContext());
+    Type i64 = rewriter.getI64Type();
+    func::FuncOp callee =
+        hookFunction(rewriter, op, ACCRUE_REDUCE_SCATTER_ADD_FUNCTION,
+                     {buffer, buffer, i64, i64});
+    func::CallOp::create(
+        rewriter, loc, callee,
+        ValueRange{memref::CastOp::create(rewriter, loc, buffer, flat),
+                   memref::CastOp::create(rewriter, loc, buffer, *shard),
+                   arith::ConstantIntOp::create(rewriter, loc, i64,
+                                                scatter.getOffset()),
+                   arith::ConstantIntOp::create(rewriter, loc, i64,
+                                                scatter.getArenaSize())});
+    if (copy)
+      memref::DeallocOp::create(rewriter, loc, copy);
+    replaceOpWithBufferizedValues(rewriter, op, {*shard});
+    return success();
+  }
+};
+
 } // namespace
 
 void accrue::train::registerBufferizableOpInterfaceExternalModels(
@@ -261,5 +326,6 @@ void accrue::train::registerBufferizableOpInterfaceExternalModels(
         ArenaHookOpInterface<AllReduceArenaOp, kAllReduceHook>>(*ctx);
     AllGatherArenaOp::attachInterface<
         ArenaHookOpInterface<AllGatherArenaOp, kAllGatherHook>>(*ctx);
+    ReduceScatterAddOp::attachInterface<ReduceScatterAddOpInterface>(*ctx);
   });
 }

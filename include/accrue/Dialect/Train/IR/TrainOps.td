@@ -207,6 +207,30 @@ def Train_AllGatherArenaOp : Train_Op<"all_gather_arena", [
   let assemblyFormat = "$arena attr-dict `:` type($arena)";
 }
 
+def Train_ReduceScatterAddOp : Train_Op<"reduce_scatter_add", [
+    AllTypesMatch<["shard", "result"]>]> {
+  let summary = "sum one gradient over the ranks into a sharded accumulator";
+  let description = [{
+    ZeRO stage 2 (`train-shard-optimizer` with `gradients`): `gradient`,
+    flattened, is the slice of an `arena_size`-element arena that starts at
+    `offset`. Its sum over the data-parallel ranks is added to `shard`, this
+    rank's shard of the arena's accumulator (the step contract's
+    `accrue_shard_begin`/`accrue_shard_size` of `arena_size`); the part of
+    the slice outside the shard goes to the ranks that own it. One call of
+    the contract's `accrue_reduce_scatter_add` hook, which may overwrite the
+    gradient's buffer. Not pure: it communicates, so every rank must make
+    the same calls in the same order.
+  }];
+  let arguments = (ins Train_Arena:$shard, RankedTensorOf<[F32]>:$gradient,
+                   I64Attr:$offset, I64Attr:$arena_size);
+  let results = (outs Train_Arena:$result);
+  let assemblyFormat = [{
+    $shard `,` $gradient `offset` $offset `of` $arena_size attr-dict `:`
+    type($shard) `,` type($gradient)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Clipping and optimizers
 //===----------------------------------------------------------------------===//
@@ -290,8 +314,7 @@ def Train_NextLossScaleOp : Train_Op<"next_loss_scale", [Pure]> {
 }
 
 def Train_FusedUpdateOp : Train_Op<"fused_update", [Pure,
-    InferTypeOpAdaptor,
-    AllTypesMatch<["params", "accumulator"]>]> {
+    InferTypeOpAdaptor]> {
   let summary = "norm, clip, unscale, optimizer and accumulator reset in one";
   let description = [{
     The end of an optimizer step over flat arenas, as two passes over the
@@ -311,7 +334,9 @@ def Train_FusedUpdateOp : Train_Op<"fused_update", [Pure,
     states hold the shard alone (`tensor<?xf32>`, as many elements as the
     shard), the norm is the square root of the sum over the ranks of their
     shards' squares, and the updated shards of the parameters are gathered
-    on every rank.
+    on every rank. Under ZeRO stage 2 the accumulator is itself the shard
+    (`tensor<?xf32>`, summed by `train.reduce_scatter_add`), and the
+    zeroed shard is returned.
   }];
   let arguments = (ins Train_Arena:$params, Train_Arena:$accumulator,
                    Variadic<Train_Arena>:$states, F32:$grad_scale, F32:$lr,
@@ -323,6 +348,7 @@ def Train_FusedUpdateOp : Train_Op<"fused_update", [Pure,
   let assemblyFormat = [{
     $params `,` $accumulator (`states` `(` $states^ `)`)? `grad_scale`
     $grad_scale `lr` $lr `step` $step attr-dict `:` type($params)
+    `` custom<AccumulatorType>(ref(type($params)), type($accumulator))
     (`,` type($states)^)?
   }];
   let hasVerifier = 1;

@@ -240,10 +240,26 @@ def TrainShardOptimizer
     rest from the other ranks (`train.all_gather_arena`, which the update's
     lowering adds). Anything else reading the summed accumulator is an
     error: outside the rank's shard it holds no sum.
+
+    With `gradients` (ZeRO stage 2) the accumulator is sharded too: the
+    step's accumulator argument and the micro-batch loop carry this rank's
+    shard only (`tensor<?xf32>`); each micro-batch's `train.accumulate` of
+    its gradients becomes one `train.reduce_scatter_add` per gradient,
+    placed right after the op that computes it, so that the backward's
+    gradients need not all be live at once; and after the loop only the
+    loss sum and count are all-reduced.
   }];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"gradients", "gradients", "bool", /*default=*/"false",
+           "ZeRO stage 2: shard the gradient accumulator as well">,
+  ];
   let statistics = [
     Statistic<"numSharded", "sharded-updates", "Optimizer updates sharded">,
+    Statistic<"numScattered", "scattered-gradients",
+              "Gradients reduce-scattered per micro-batch (stage 2)">,
   ];
 }
 
