@@ -73,6 +73,25 @@ public:
   /// Sums device buffers instead of host ones: the step's collective hook
   /// hands its buffer to `reducer` (a CUDA backend installs NCCL).
   static void setDeviceReducer(std::function<void(float *, int64_t)> reducer);
+  /// ZeRO on device buffers: `scatter` sums consecutive segments of the
+  /// given sizes (one per rank, in rank order) over the ranks, each to its
+  /// rank, in place; `gather` gives every rank each segment from its rank.
+  static void setDeviceShardCollectives(
+      std::function<void(float *, const std::vector<int64_t> &)> scatter,
+      std::function<void(float *, const std::vector<int64_t> &)> gather);
+  /// The shards' sizes of an n-element arena (StepABI.h's accrueShard),
+  /// each cut at `used`.
+  std::vector<int64_t> shardSizes(int64_t n, int64_t used) const;
+  /// Counts a reduce-scatter or all-gather of `count` floats made by a
+  /// device backend.
+  void countScatter(int64_t count) {
+    ++numScatters;
+    movedFloats += count;
+  }
+  void countGather(int64_t count) {
+    ++numGathers;
+    movedFloats += count;
+  }
   /// Whether all ranks pass the same value (a cheap consistency check).
   bool agree(int64_t value);
   /// Whether `mine` holds on any rank (every rank gets the same answer).
@@ -90,8 +109,6 @@ private:
   int rankId = 0, worldSize = 1;
   /// The maximum over the ranks of each of `count` int64s, in place.
   void maxOverRanks(int64_t *data, int64_t count);
-  /// The shards' sizes, each cut at `used`.
-  std::vector<int64_t> shardSizes(int64_t n, int64_t used) const;
   /// Sums consecutive segments of `data` of the given sizes (one per
   /// rank, in rank order) over the ranks, each to its rank, in place.
   void reduceSegments(float *data, const std::vector<int64_t> &sizes);

@@ -51,7 +51,7 @@ void accrue::bindPipelineSettings(SettingTable &table,
   table.flag("shard_optimizer",
              "ZeRO stage 1: each data-parallel rank keeps and updates 1/G "
              "of the optimizer state (the gradients reduce-scattered, the "
-             "parameters all-gathered); needs data_parallel, CPU target",
+             "parameters all-gathered); needs data_parallel",
              train.shardOptimizer);
   table.flag("shard_gradients",
              "ZeRO stage 2: shard_optimizer, and each data-parallel rank "
@@ -104,7 +104,9 @@ accrue::validatePipelineOptions(const CompileOptions &options) {
              " with one all-reduce per optimizer step (collectives=deferred)";
     if (!train.fuseOptimizer)
       return flag + " needs " + settingRef("fuse_optimizer");
-    if (options.target != ACCRUE_TARGET_CPU)
+    // Stage 1 runs on every target; stage 2's per-gradient reduce-scatter
+    // adds into the shard on the host.
+    if (train.shardGradients && options.target != ACCRUE_TARGET_CPU)
       return flag + " is implemented for the cpu target only, not '" +
              accrueTargetName(options.target) + "'";
   }

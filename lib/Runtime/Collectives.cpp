@@ -73,6 +73,17 @@ struct Mpi {
 Mpi *loadedMpi = nullptr;
 
 /// The reducer of device buffers, if a device backend installed one.
+/// A device backend's reduce-to-owners and broadcast-from-owners of
+/// consecutive segments (ZeRO on device buffers).
+std::function<void(float *, const std::vector<int64_t> &)> &deviceScatter() {
+  static std::function<void(float *, const std::vector<int64_t> &)> f;
+  return f;
+}
+std::function<void(float *, const std::vector<int64_t> &)> &deviceGather() {
+  static std::function<void(float *, const std::vector<int64_t> &)> f;
+  return f;
+}
+
 std::function<void(float *, int64_t)> &deviceReducer() {
   static std::function<void(float *, int64_t)> reducer;
   return reducer;
@@ -506,8 +517,7 @@ bool Collectives::shards() const {
 }
 
 void Collectives::reduceScatterSum(float *data, int64_t n, int64_t used) {
-  ++numScatters;
-  movedFloats += used;
+  countScatter(used);
   if (worldSize == 1)
     return;
   // The shards up to `used` (the rest of the arena holds no data).
@@ -516,8 +526,7 @@ void Collectives::reduceScatterSum(float *data, int64_t n, int64_t used) {
 
 void Collectives::reduceScatterAdd(float *data, int64_t count, int64_t offset,
                                    int64_t n, float *shard) {
-  ++numScatters;
-  movedFloats += count;
+  countScatter(count);
   // The slice's overlap with each rank's shard: consecutive in `data`, as
   // the shards are in the arena.
   std::vector<int64_t> sizes;
@@ -564,8 +573,7 @@ void Collectives::reduceSegments(float *data,
 }
 
 void Collectives::allGather(float *data, int64_t n) {
-  ++numGathers;
-  movedFloats += n;
+  countGather(n);
   if (worldSize == 1)
     return;
   std::vector<int64_t> sizes = shardSizes(n, n);
@@ -620,6 +628,13 @@ void Collectives::broadcastBytes(void *data, int64_t bytes) {
 void Collectives::setDeviceReducer(
     std::function<void(float *, int64_t)> reducer) {
   deviceReducer() = std::move(reducer);
+}
+
+void Collectives::setDeviceShardCollectives(
+    std::function<void(float *, const std::vector<int64_t> &)> scatter,
+    std::function<void(float *, const std::vector<int64_t> &)> gather) {
+  deviceScatter() = std::move(scatter);
+  deviceGather() = std::move(gather);
 }
 
 /// The maximum over the ranks of each of the `count` int64s at `data`, in
@@ -722,9 +737,19 @@ extern "C" void _mlir_ciface_accrue_reduce_scatter(AccrueBuffer *arena,
       throw Error("the accumulator is not a contiguous arena with its "
                   "scalars inside");
     float *data = arena->aligned + arena->offset;
+    Collectives &c = Collectives::get();
+    if (deviceScatter()) {
+      // Device memory: the gradients up to the scalars reduce-scattered,
+      // the two scalars all-reduced, by the device's collectives.
+      c.countScatter(used);
+      if (c.size() > 1) {
+        deviceScatter()(data, c.shardSizes(arena->size, used - 2));
+        deviceReducer()(data + used - 2, 2);
+      }
+      return;
+    }
     float scalars[2] = {data[used - 2], data[used - 1]};
     data[used - 2] = data[used - 1] = 0.0f;
-    Collectives &c = Collectives::get();
     c.reduceScatterSum(data, arena->size, used);
     c.allReduceSum(scalars, 2);
     data[used - 2] = scalars[0];
@@ -755,7 +780,15 @@ extern "C" void _mlir_ciface_accrue_all_gather(AccrueBuffer *arena) {
   hook("accrue_all_gather", [&] {
     if (arena->stride != 1)
       throw Error("the parameters are not a contiguous arena");
-    Collectives::get().allGather(arena->aligned + arena->offset, arena->size);
+    Collectives &c = Collectives::get();
+    if (deviceGather()) {
+      c.countGather(arena->size);
+      if (c.size() > 1)
+        deviceGather()(arena->aligned + arena->offset,
+                       c.shardSizes(arena->size, arena->size));
+      return;
+    }
+    c.allGather(arena->aligned + arena->offset, arena->size);
   });
 }
 static_assert(

@@ -301,6 +301,19 @@ int ncclAllReduce(const void *, void *, size_t, int, int, void *, void *) {
   count(counts.capturing ? "captured_all_reduces" : "ncclAllReduce");
   return 0;
 }
+int ncclReduce(const void *, void *, size_t, int, int, int, void *, void *) {
+  count(counts.capturing ? "captured_reduces" : "ncclReduce");
+  return 0;
+}
+int ncclBroadcast(const void *, void *, size_t, int, int, void *, void *) {
+  count(counts.capturing ? "captured_broadcasts" : "ncclBroadcast");
+  return 0;
+}
+int ncclGroupStart() {
+  count(counts.capturing ? "captured_group_starts" : "ncclGroupStart");
+  return 0;
+}
+int ncclGroupEnd() { return 0; }
 const char *ncclGetErrorString(int) { return "stub error"; }
 
 } // extern "C"

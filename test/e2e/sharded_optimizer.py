@@ -12,6 +12,8 @@
 # checkpoint and one shard per rank) that resumes sharded at G=4, on one
 # process, and in an unsharded 2-rank run, each equal to the uninterrupted
 # run (rtol 1e-5); a missing or corrupt shard is one line naming its file.
+# The CUDA pipeline's sharded step (emulated) gives the CPU's parameters,
+# and its checkpoint set resumes on one process.
 # What sharding cannot do is refused at compile time naming the flag.
 #
 # REQUIRES: mpi
@@ -92,6 +94,25 @@ for ranks, k in ((2, 2), (3, 2), (4, 1)):
         assert s["collective_floats"] == p["collective_floats"] + ARENA + 3, (p, s)
         e2e.assert_close("sharded%d loss" % ranks, s["loss"], p["loss"], rtol=1e-6, atol=0)
     print("sharded%d: one reduce-scatter and one all-gather per step" % ranks)
+# The CUDA pipeline's sharded step, emulated on the CPU: the same parameters
+# and collectives as the CPU's.
+emulated = e2e.compile_model(MODEL, os.path.join(out, "emulated"), B, data_parallel=True,
+                             shard_optimizer=True, target="cuda-emulated", **FLAGS)
+gloo(emulated, "emulated2", 2, 2)
+same("emulated2", e2e.initializers(os.path.join(out, "sharded2.onnx")),
+     "the CPU's sharded run (target cuda-emulated)")
+assert all(s["reduce_scatters"] == 1 and s["all_gathers"] == 1 for s in log("emulated2")), \
+    log("emulated2")
+# Its checkpoint set (the state shards come from device buffers) resumes on
+# one process.
+emulated_ckpt = os.path.join(out, "emulated_ckpt")
+gloo(emulated, "emulated_first", 2, 2, steps=3,
+     extra=["--checkpoint-dir", emulated_ckpt, "--checkpoint-every", "3"])
+os.remove(os.path.join(emulated_ckpt, "accrue.lock"))
+e2e.run(train_cmd(emulated, "emulated_at1", 4, extra=["--checkpoint-dir", emulated_ckpt,
+                                                      "--resume"]))
+same("emulated_at1", e2e.initializers(os.path.join(out, "emulated2.onnx")),
+     "the uninterrupted emulated run (resumed on one process)")
 mpi(plain, "mpi_plain", 2, 2)
 mpi(sharded, "mpi_sharded", 2, 2)
 same("mpi_sharded", e2e.initializers(os.path.join(out, "mpi_plain.onnx")),
@@ -153,10 +174,8 @@ print("checkpoint sets: resumed at 4 ranks, on one process and unsharded; broken
 # What sharding cannot do, refused at compile time.
 for flags, message in ((["--shard-optimizer"], "--shard-optimizer needs --data-parallel"),
                        (["--shard-optimizer", "--data-parallel", "--no-fuse-optimizer"],
-                        "--shard-optimizer needs --fuse-optimizer"),
-                       (["--shard-optimizer", "--data-parallel", "--target", "cuda-emulated"],
-                        "--shard-optimizer is implemented for the cpu target only")):
+                        "--shard-optimizer needs --fuse-optimizer")):
     proc = e2e.run([e2e.tool("accrue-compile"), MODEL, "--micro-batch", "4", "-o",
                     os.path.join(out, "refused")] + flags, expect_ok=False)
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr
-print("refused: sharding without data parallelism, a fused update, or the CPU")
+print("refused: sharding without data parallelism or a fused update")

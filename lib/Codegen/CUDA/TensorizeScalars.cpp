@@ -268,7 +268,7 @@ private:
 
   /// The data-parallel all-reduce carries the loss sum and count in the
   /// accumulator's free tail: put them there and read them back with
-  /// device copies, and sum the arena alone.
+  /// device copies, and sum the arena alone (or reduce-scatter it).
   LogicalResult rewriteAllReduce(train::AllReduceOp reduce) {
     OpBuilder b(reduce);
     Location loc = reduce.getLoc();
@@ -287,7 +287,10 @@ private:
       arena = tensor::InsertSliceOp::create(b, loc, element, arena, slot(k),
                                             unit, unit);
     }
-    Value summed = train::AllReduceArenaOp::create(b, loc, arena);
+    // (ZeRO: a reduce-scatter whose data ends after the two scalars.)
+    auto summed = train::AllReduceArenaOp::create(b, loc, arena);
+    if (reduce.getScatter())
+      summed.setScatterUsed(at + 2);
     SmallVector<Value> results{reduce.getNewLossSum(), reduce.getNewCount()};
     for (auto [k, result] : llvm::enumerate(results))
       tensors.map(result, tensor::ExtractSliceOp::create(

@@ -16,6 +16,8 @@ namespace {
 /// The runtime entries host code may hand device buffers to.
 bool isRuntimeEntry(StringRef callee) {
   return callee == ACCRUE_ALL_REDUCE_FUNCTION ||
+         callee == ACCRUE_REDUCE_SCATTER_FUNCTION ||
+         callee == ACCRUE_ALL_GATHER_FUNCTION ||
          callee.starts_with("accrue_gemm");
 }
 

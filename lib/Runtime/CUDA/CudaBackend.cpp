@@ -217,6 +217,12 @@ struct Nccl {
   int (*commInitRank)(NcclComm *comm, int ranks, NcclUniqueId id, int rank);
   int (*allReduce)(const void *send, void *receive, size_t count, int type,
                    int op, NcclComm comm, CUstream stream);
+  int (*reduce)(const void *send, void *receive, size_t count, int type, int op,
+                int root, NcclComm comm, CUstream stream);
+  int (*broadcast)(const void *send, void *receive, size_t count, int type,
+                   int root, NcclComm comm, CUstream stream);
+  int (*groupStart)();
+  int (*groupEnd)();
   const char *(*getErrorString)(int result);
   NcclComm comm = nullptr;
 
@@ -241,6 +247,10 @@ Nccl &nccl() {
     bind(n.getUniqueId, "ncclGetUniqueId");
     bind(n.commInitRank, "ncclCommInitRank");
     bind(n.allReduce, "ncclAllReduce");
+    bind(n.reduce, "ncclReduce");
+    bind(n.broadcast, "ncclBroadcast");
+    bind(n.groupStart, "ncclGroupStart");
+    bind(n.groupEnd, "ncclGroupEnd");
     bind(n.getErrorString, "ncclGetErrorString");
     Collectives &group = Collectives::get();
     NcclUniqueId id{};
@@ -489,6 +499,34 @@ public:
                           Context::get().stream),
               "ncclAllReduce");
     });
+    // ZeRO: one reduce to each segment's owner, one broadcast from it,
+    // grouped into one NCCL launch each, in place.
+    auto perSegment = [](float *data, const std::vector<int64_t> &sizes,
+                         bool reduce) {
+      Nccl &n = nccl();
+      CUstream stream = Context::get().stream;
+      n.check(n.groupStart(), "ncclGroupStart");
+      int64_t begin = 0;
+      for (int r = 0; r < static_cast<int>(sizes.size()); begin += sizes[r++]) {
+        if (!sizes[r])
+          continue;
+        float *segment = data + begin;
+        auto count = static_cast<size_t>(sizes[r]);
+        n.check(reduce ? n.reduce(segment, segment, count, kNcclFloat32,
+                                  kNcclSum, r, n.comm, stream)
+                       : n.broadcast(segment, segment, count, kNcclFloat32, r,
+                                     n.comm, stream),
+                reduce ? "ncclReduce" : "ncclBroadcast");
+      }
+      n.check(n.groupEnd(), "ncclGroupEnd");
+    };
+    Collectives::setDeviceShardCollectives(
+        [perSegment](float *data, const std::vector<int64_t> &sizes) {
+          perSegment(data, sizes, true);
+        },
+        [perSegment](float *data, const std::vector<int64_t> &sizes) {
+          perSegment(data, sizes, false);
+        });
     (void)n;
   }
 

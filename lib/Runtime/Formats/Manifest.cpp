@@ -520,10 +520,11 @@ Manifest Manifest::parse(const std::string &text, const std::string &path) {
               "be positive");
   if (m.arenaSize < 1 || m.arenaSize > (int64_t(1) << 40))
     throw bad("the arena size is out of range");
-  if (m.shardOptimizer && (!m.dataParallel() || m.target != ACCRUE_TARGET_CPU))
-    throw bad("a sharded optimizer state needs a data-parallel CPU step");
-  if (m.shardGradients && !m.shardOptimizer)
-    throw bad("a sharded accumulator needs a sharded optimizer state");
+  if (m.shardOptimizer && !m.dataParallel())
+    throw bad("a sharded optimizer state needs a data-parallel step");
+  if (m.shardGradients && (!m.shardOptimizer || m.target != ACCRUE_TARGET_CPU))
+    throw bad("a sharded accumulator needs a sharded optimizer state and "
+              "the CPU");
   auto checkSlots = [&](const std::vector<ParamSpec> &list, int64_t size,
                         const std::string &what) {
     for (const ParamSpec &param : list) {

@@ -99,3 +99,17 @@ func.func @replaced(%t: tensor<f32>, %k: index, %m: memref<f32>) {
   memref.store %last, %m[] : memref<f32>
   return
 }
+
+// -----
+
+// A scattering data-parallel all-reduce (ZeRO) stays one: its scalars go to
+// the arena's tail and the arena is reduce-scattered up to them.
+// CHECK-LABEL: func @scatter
+// CHECK: %[[TAIL:.+]] = tensor.insert_slice %{{.+}} into %{{.+}}[61] [1] [1]
+// CHECK: train.all_reduce_arena %[[TAIL]] scatter_used 62 : tensor<64xf32>
+func.func @scatter(%acc: tensor<64xf32>, %s: tensor<f32>, %c: tensor<f32>) -> tensor<64xf32> {
+  %n = tensor.extract %s[] : tensor<f32>
+  %d = tensor.extract %c[] : tensor<f32>
+  %r, %rn, %rd = train.all_reduce %acc, %n, %d scalars_at 60 scatter : tensor<64xf32>
+  return %r : tensor<64xf32>
+}

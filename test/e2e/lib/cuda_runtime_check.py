@@ -4,8 +4,9 @@ import json
 import sys
 
 # mode: single (with a checkpoint after the last step), scaled (fp16 with
-# dynamic loss scaling), parallel (2 ranks) or separate-bias (cuBLASLt has
-# no bias-gradient epilogue); then the micro-batches per step.
+# dynamic loss scaling), parallel (2 ranks), sharded (2 ranks, ZeRO stage 1)
+# or separate-bias (cuBLASLt has no bias-gradient epilogue); then the
+# micro-batches per step.
 mode, stub, metrics = sys.argv[1:4]
 log = [json.loads(line) for line in open(metrics)]
 steps = len(log)
@@ -15,7 +16,7 @@ assert [r["graph_launches"] for r in log] == [0] + [1] * (steps - 1), log
 # after the last step, single, drains the device between steps: not
 # counted.)
 assert all(r["device_syncs"] == 0 for r in log), log
-files = [stub + ".0", stub + ".1"] if mode == "parallel" else [stub]
+files = [stub + ".0", stub + ".1"] if mode in ("parallel", "sharded") else [stub]
 for path in files:
     calls = json.load(open(path))
     assert calls["module_target"] == "sm_90", calls
@@ -64,8 +65,22 @@ for path in files:
     if mode == "parallel":
         assert calls["ncclCommInitRank"] == 1, calls
         assert calls["ncclAllReduce"] == 1 and calls["captured_all_reduces"] == 2, calls
+        assert "ncclReduce" not in calls and "ncclBroadcast" not in calls, calls
+    if mode == "sharded":
+        # Per step (the direct one, and each of the two captured graphs):
+        # the reduce-scatter is one NCCL group of a reduce per rank's shard,
+        # the all-gather one of a broadcast per shard; all-reduces of the
+        # loss sum and count (beside the reduce-scatter) and of the norm's
+        # partial sum.
+        assert calls["ncclCommInitRank"] == 1, calls
+        assert calls["ncclGroupStart"] == 2 and calls["captured_group_starts"] == 4, calls
+        assert calls["ncclReduce"] == 2 and calls["captured_reduces"] == 4, calls
+        assert calls["ncclBroadcast"] == 2 and calls["captured_broadcasts"] == 4, calls
+        assert calls["ncclAllReduce"] == 2 and calls["captured_all_reduces"] == 4, calls
 if mode == "parallel":
     assert all(r["all_reduces"] == 1 for r in log), log
+if mode == "sharded":
+    assert all(r["reduce_scatters"] == 1 and r["all_gathers"] == 1 for r in log), log
 if mode == "scaled":
     # The step keeps its loss scale on the device; the host's copy of it
     # (from the metrics) is in the log.

@@ -197,7 +197,13 @@ struct ArenaHookOpInterface
         getBuffer(rewriter, op->getOperand(0), options, state);
     if (failed(arena))
       return failure();
-    callCollective(rewriter, op, Hook, *arena);
+    // A scattering all_reduce_arena calls the reduce-scatter instead.
+    auto scatterUsed = op->getAttrOfType<IntegerAttr>("scatter_used");
+    if (scatterUsed)
+      callCollective(rewriter, op, ACCRUE_REDUCE_SCATTER_FUNCTION, *arena,
+                     scatterUsed.getInt());
+    else
+      callCollective(rewriter, op, Hook, *arena);
     replaceOpWithBufferizedValues(rewriter, op, {*arena});
     return success();
   }

@@ -186,10 +186,25 @@ def Train_AllReduceArenaOp : Train_Op<"all_reduce_arena", [
     `train.all_reduce` without its scalars, for targets where the loss sum
     and count already live in the arena's tail (the CUDA pipeline puts them
     there with device kernels). Not pure: it communicates.
+
+    With `scatter_used` (ZeRO stage 1 on such targets) the arena is
+    reduce-scattered instead, by the contract's reduce-scatter hook: the
+    data ends at element `scatter_used`, whose last two elements (the loss
+    sum and count) are summed on every rank; elsewhere only this rank's
+    shard holds the sum afterwards.
   }];
-  let arguments = (ins Train_Arena:$accumulator);
+  let arguments = (ins Train_Arena:$accumulator,
+                   OptionalAttr<I64Attr>:$scatter_used);
   let results = (outs Train_Arena:$result);
-  let assemblyFormat = "$accumulator attr-dict `:` type($accumulator)";
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$accumulator), [{
+      build($_builder, $_state, accumulator, ::mlir::IntegerAttr());
+    }]>
+  ];
+  let assemblyFormat = [{
+    $accumulator (`scatter_used` $scatter_used^)? attr-dict `:`
+    type($accumulator)
+  }];
 }
 
 def Train_AllGatherArenaOp : Train_Op<"all_gather_arena", [
