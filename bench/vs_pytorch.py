@@ -31,6 +31,14 @@ onnxruntime-training 1.19.2; default bench/.venv-ort/bin/python, skipped
 when absent) with all cores. Time per optimizer step is the best of
 `--runs` runs of `--steps` steps after one warm-up step (Accrue: the
 mean of the steps' time_ms in its metrics).
+
+The machine's limit, measured in the same run: OpenBLAS's sgemm on
+2048 x 2048 squares (numpy under this Python, its best core type and
+thread count). Each model's FLOPs per optimizer step are PyTorch 2's count
+(torch.utils.flop_counter: matrix products and convolutions, forward and
+backward, K micro-batches; elementwise work is not counted), so "GFLOP/s"
+is that count over Accrue's best time, and "% of sgemm" that rate over the
+sgemm peak.
 """
 import argparse
 import json
@@ -127,12 +135,9 @@ def build(name, out, steps, export=True):
     return module, data, b, k, path
 
 
-def pytorch_step_seconds(name, steps, threads, runs, python=sys.executable, mode="eager"):
-    """PyTorch's best of `runs` in a process of its own (run by `python`)
-    whose OpenMP and OpenBLAS pools have `threads` threads (OpenBLAS's
-    pthreads pool ignores torch.set_num_threads and oversubscribes the cores
-    otherwise); `mode` eager, or compile (torch.compile of the module and of
-    the optimizer's step, inductor)."""
+def openblas_env(threads):
+    """The environment of a process whose OpenMP and OpenBLAS pools have
+    `threads` threads and whose OpenBLAS uses its best kernels here."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
     # OpenBLAS 0.3.21's runtime detection takes these VMs' CPU ("Intel Xeon
     # Processor") for an old core and runs sgemm at ~30 GFLOP/s on one
@@ -141,6 +146,53 @@ def pytorch_step_seconds(name, steps, threads, runs, python=sys.executable, mode
         with open("/proc/cpuinfo") as info:
             flags = info.read()
         env["OPENBLAS_CORETYPE"] = "SkylakeX" if "avx512f" in flags else "Haswell"
+    return env
+
+
+SGEMM = """
+import time, numpy as np
+n = 2048
+a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+b = a.T.copy()
+a @ b
+best = min((lambda t: (a @ b, time.perf_counter() - t)[1])(time.perf_counter())
+           for _ in range(5))
+print(2 * n ** 3 / best / 1e9)
+"""
+
+
+def sgemm_gflops(threads):
+    """OpenBLAS's sgemm rate (numpy's matmul) with `threads` threads."""
+    result = subprocess.run([sys.executable, "-c", SGEMM], env=openblas_env(threads),
+                            capture_output=True, text=True, check=True)
+    return float(result.stdout.split()[-1])
+
+
+def step_flops(name, python):
+    """FLOPs per optimizer step by PyTorch 2's counter (run by `python`)."""
+    result = subprocess.run([python, os.path.abspath(__file__), "--flops-worker", name],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit("FLOP counter failed:\n" + result.stdout + result.stderr)
+    return float(result.stdout.split()[-1])
+
+
+def flops_worker(name):
+    from torch.utils.flop_counter import FlopCounterMode
+    module, data, b, k, _ = build(name, None, 1, export=False)
+    batch = [torch.tensor(v[:b]) for v in data.values()]
+    with FlopCounterMode(display=False) as counter:
+        module(*batch).backward()
+    print(counter.get_total_flops() * k)
+
+
+def pytorch_step_seconds(name, steps, threads, runs, python=sys.executable, mode="eager"):
+    """PyTorch's best of `runs` in a process of its own (run by `python`)
+    whose OpenMP and OpenBLAS pools have `threads` threads (OpenBLAS's
+    pthreads pool ignores torch.set_num_threads and oversubscribes the cores
+    otherwise); `mode` eager, or compile (torch.compile of the module and of
+    the optimizer's step, inductor)."""
+    env = openblas_env(threads)
     result = subprocess.run([python, os.path.abspath(__file__), "--pytorch-worker",
                              name, "--steps", str(steps), "--runs", str(runs),
                              "--threads", str(threads), "--mode", mode],
@@ -236,6 +288,8 @@ def main():
         wp.add_argument("--mode", default="eager")
         w = wp.parse_args(sys.argv[2:])
         return pytorch_worker(w.name, w.steps, w.threads, w.runs, w.mode)
+    if len(sys.argv) > 1 and sys.argv[1] == "--flops-worker":
+        return flops_worker(sys.argv[2])
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--runs", type=int, default=2)
@@ -254,12 +308,16 @@ def main():
     print("PyTorch %s, BLAS: %s; PyTorch 2: %s; JAX: %s; ONNX Runtime training: %s" % (
         torch.__version__, pytorch_blas(), version2 or "not found",
         args.jax_python if jax else "not found", args.ort_python if ort else "not found"))
-    print("| model | params | b x K | Accrue 1 thread ms | Accrue %d threads ms | "
+    peak = max(sgemm_gflops(t) for t in [1, cores])
+    print("sgemm peak (OpenBLAS through numpy, 2048 x 2048, best of 1 and %d threads): "
+          "%.1f GFLOP/s" % (cores, peak))
+    print("| model | params | b x K | GFLOP / step | Accrue 1 thread ms | Accrue %d threads ms | "
+          "Accrue GFLOP/s | %% of sgemm | "
           "PyTorch 1 thread ms | PyTorch %d threads ms | PyTorch 2 eager ms | "
           "torch.compile ms | JAX/XLA ms | ORT training %d threads ms | "
           "Accrue / PyTorch (best of each) | Accrue / best of PyTorch 2 and JAX | "
           "Accrue / ORT | Accrue %d threads / 1 |" % (cores, cores, cores, cores))
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     ratios, ratios2 = [], []
     for name in args.models.split(","):
         module, data, b, k, path = build(name, out, args.steps)
@@ -298,9 +356,11 @@ def main():
                         for _ in range(args.runs)) if ort else float("nan"))
         best, torch_best = min(accrue.values()), min(torch_times.values())
         ratios.append(best / torch_best)
-        print("| %s | %.1fM | %d x %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | "
-              "%.2f | %.2f | %.2f | %.2f |" % (
-                  name, params / 1e6, b, k, accrue[1] * 1e3, accrue[cores] * 1e3,
+        flops = step_flops(name, args.torch2_python) if torch2 else float("nan")
+        print("| %s | %.1fM | %d x %d | %.2f | %.1f | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.1f | "
+              "%.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f |" % (
+                  name, params / 1e6, b, k, flops / 1e9, accrue[1] * 1e3, accrue[cores] * 1e3,
+                  flops / best / 1e9, 100 * flops / best / 1e9 / peak,
                   torch_times[1] * 1e3, torch_times[cores] * 1e3, eager2 * 1e3,
                   compiled2 * 1e3, xla * 1e3, ort_time * 1e3, best / torch_best,
                   best / min(peers) if peers else float("nan"), best / ort_time,
