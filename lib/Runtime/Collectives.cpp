@@ -72,7 +72,6 @@ struct Mpi {
 /// Set once MPI is loaded and initialized; until then no run is parallel.
 Mpi *loadedMpi = nullptr;
 
-/// The reducer of device buffers, if a device backend installed one.
 /// A device backend's reduce-to-owners and broadcast-from-owners of
 /// consecutive segments (ZeRO on device buffers).
 std::function<void(float *, const std::vector<int64_t> &)> &deviceScatter() {
@@ -84,6 +83,7 @@ std::function<void(float *, const std::vector<int64_t> &)> &deviceGather() {
   return f;
 }
 
+/// The reducer of device buffers, if a device backend installed one.
 std::function<void(float *, int64_t)> &deviceReducer() {
   static std::function<void(float *, int64_t)> reducer;
   return reducer;

@@ -185,11 +185,23 @@ void callAllReduce(RewriterBase &rewriter, Operation *op, Value buffer) {
   callCollective(rewriter, op, ACCRUE_ALL_REDUCE_FUNCTION, buffer);
 }
 
-/// An op that hands its one arena operand to the host collective `Hook`, in
-/// place (train.all_reduce_arena, train.all_gather_arena).
-template <typename Op, const char *Hook>
+/// The host collective an arena op calls, and the count of elements used
+/// where it takes one.
+std::pair<StringRef, std::optional<int64_t>> hookOf(AllReduceArenaOp op) {
+  // A scattering all_reduce_arena (ZeRO on a device) reduce-scatters.
+  if (std::optional<uint64_t> used = op.getScatterUsed())
+    return {ACCRUE_REDUCE_SCATTER_FUNCTION, static_cast<int64_t>(*used)};
+  return {ACCRUE_ALL_REDUCE_FUNCTION, std::nullopt};
+}
+std::pair<StringRef, std::optional<int64_t>> hookOf(AllGatherArenaOp) {
+  return {ACCRUE_ALL_GATHER_FUNCTION, std::nullopt};
+}
+
+/// An op that hands its one arena operand to a host collective (hookOf),
+/// in place (train.all_reduce_arena, train.all_gather_arena).
+template <typename Op>
 struct ArenaHookOpInterface
-    : public UpdatesFirstOperandInPlace<ArenaHookOpInterface<Op, Hook>, Op> {
+    : public UpdatesFirstOperandInPlace<ArenaHookOpInterface<Op>, Op> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
@@ -197,19 +209,12 @@ struct ArenaHookOpInterface
         getBuffer(rewriter, op->getOperand(0), options, state);
     if (failed(arena))
       return failure();
-    // A scattering all_reduce_arena calls the reduce-scatter instead.
-    auto scatterUsed = op->getAttrOfType<IntegerAttr>("scatter_used");
-    if (scatterUsed)
-      callCollective(rewriter, op, ACCRUE_REDUCE_SCATTER_FUNCTION, *arena,
-                     scatterUsed.getInt());
-    else
-      callCollective(rewriter, op, Hook, *arena);
+    auto [hook, used] = hookOf(cast<Op>(op));
+    callCollective(rewriter, op, hook, *arena, used);
     replaceOpWithBufferizedValues(rewriter, op, {*arena});
     return success();
   }
 };
-constexpr char kAllReduceHook[] = ACCRUE_ALL_REDUCE_FUNCTION;
-constexpr char kAllGatherHook[] = ACCRUE_ALL_GATHER_FUNCTION;
 
 struct AllReduceOpInterface
     : public UpdatesFirstOperandInPlace<AllReduceOpInterface, AllReduceOp> {
@@ -328,10 +333,10 @@ void accrue::train::registerBufferizableOpInterfaceExternalModels(
     AccumulateOp::attachInterface<AccumulateOpInterface>(*ctx);
     StoreOp::attachInterface<StoreOpInterface>(*ctx);
     AllReduceOp::attachInterface<AllReduceOpInterface>(*ctx);
-    AllReduceArenaOp::attachInterface<
-        ArenaHookOpInterface<AllReduceArenaOp, kAllReduceHook>>(*ctx);
-    AllGatherArenaOp::attachInterface<
-        ArenaHookOpInterface<AllGatherArenaOp, kAllGatherHook>>(*ctx);
+    AllReduceArenaOp::attachInterface<ArenaHookOpInterface<AllReduceArenaOp>>(
+        *ctx);
+    AllGatherArenaOp::attachInterface<ArenaHookOpInterface<AllGatherArenaOp>>(
+        *ctx);
     ReduceScatterAddOp::attachInterface<ReduceScatterAddOpInterface>(*ctx);
   });
 }
