@@ -80,8 +80,9 @@ public:
       std::function<void(float *, const std::vector<int64_t> &)> scatter,
       std::function<void(float *, const std::vector<int64_t> &)> gather);
   /// The shards' sizes of an n-element arena (StepABI.h's accrueShard),
-  /// each cut at `used`.
-  std::vector<int64_t> shardSizes(int64_t n, int64_t used) const;
+  /// each cut to elements [from, used).
+  std::vector<int64_t> shardSizes(int64_t n, int64_t used,
+                                  int64_t from = 0) const;
   /// Counts a reduce-scatter or all-gather of `count` floats made by a
   /// device backend.
   void countScatter(int64_t count) {

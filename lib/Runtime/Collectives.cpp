@@ -41,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -501,12 +502,14 @@ void Collectives::allReduceSum(float *data, int64_t count) {
   });
 }
 
-std::vector<int64_t> Collectives::shardSizes(int64_t n, int64_t used) const {
+std::vector<int64_t> Collectives::shardSizes(int64_t n, int64_t used,
+                                             int64_t from) const {
   std::vector<int64_t> sizes;
   for (int r = 0; r < worldSize; ++r) {
     int64_t begin, size;
     accrueShard(n, r, worldSize, &begin, &size);
-    sizes.push_back(std::clamp<int64_t>(used - begin, 0, size));
+    sizes.push_back(std::max<int64_t>(
+        std::min(begin + size, used) - std::max(begin, from), 0));
   }
   return sizes;
 }
@@ -529,18 +532,12 @@ void Collectives::reduceScatterAdd(float *data, int64_t count, int64_t offset,
   countScatter(count);
   // The slice's overlap with each rank's shard: consecutive in `data`, as
   // the shards are in the arena.
-  std::vector<int64_t> sizes;
-  int64_t mine = 0, at = 0, begin = 0, size = 0;
-  for (int r = 0; r < worldSize; ++r) {
-    accrueShard(n, r, worldSize, &begin, &size);
-    sizes.push_back(std::max<int64_t>(
-        std::min(begin + size, offset + count) - std::max(begin, offset), 0));
-    if (r == rankId)
-      mine = at;
-    at += sizes.back();
-  }
+  std::vector<int64_t> sizes = shardSizes(n, offset + count, offset);
+  int64_t mine =
+      std::accumulate(sizes.begin(), sizes.begin() + rankId, int64_t(0));
   if (worldSize > 1)
     reduceSegments(data, sizes);
+  int64_t begin = 0, size = 0;
   accrueShard(n, rankId, worldSize, &begin, &size);
   float *to = shard + (std::max(begin, offset) - begin);
   const float *from = data + mine;
