@@ -190,8 +190,9 @@ def pytorch_step_seconds(name, steps, threads, runs, python=sys.executable, mode
     """PyTorch's best of `runs` in a process of its own (run by `python`)
     whose OpenMP and OpenBLAS pools have `threads` threads (OpenBLAS's
     pthreads pool ignores torch.set_num_threads and oversubscribes the cores
-    otherwise); `mode` eager, or compile (torch.compile of the module and of
-    the optimizer's step, inductor)."""
+    otherwise); `mode` eager, compile (torch.compile of the module and of
+    the optimizer's step, inductor), or autocast (eager under CPU autocast
+    to bf16)."""
     env = openblas_env(threads)
     result = subprocess.run([python, os.path.abspath(__file__), "--pytorch-worker",
                              name, "--steps", str(steps), "--runs", str(runs),
@@ -225,7 +226,8 @@ def pytorch_loop_seconds(module, data, b, k, steps, threads, mode="eager"):
         opt.zero_grad(set_to_none=True)
         for m in range(k):
             lo = (s * k + m) * b
-            loss = forward(*[t[lo:lo + b] for t in tensors]) / k
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "autocast"):
+                loss = forward(*[t[lo:lo + b] for t in tensors]) / k
             loss.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), CLIP)
         update()

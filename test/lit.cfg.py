@@ -56,6 +56,7 @@ sys.path.insert(0, os.path.join(config.accrue_src_root, "test"))
 import lit_common
 lit_common.add_cuda_toolkit(config)
 lit_common.add_sanitizer(config)
+lit_common.add_cpu_features(config)
 lit_common.require_features(config, lit_config, "ACCRUE_LIT_REQUIRE")
 # The slowest test takes seconds; the sanitizer build several times that.
 lit_common.set_timeout(lit_config, 600)

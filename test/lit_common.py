@@ -16,6 +16,18 @@ def add_cuda_toolkit(config):
         config.environment["ACCRUE_PTXAS"] = ptxas
 
 
+def add_cpu_features(config):
+    """`avx512bf16` where this CPU has AVX512-BF16 (accrue-compile then
+    runs bf16 contractions on vdpbf16ps by default)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    if "avx512_bf16" in flags:
+        config.available_features.add("avx512bf16")
+
+
 def require_features(config, lit_config, variable):
     """scripts/test installs everything the suite uses: there a missing
     feature named in `variable` is an install bug, not a reason to skip

@@ -244,7 +244,9 @@ LogicalResult StepCompilation::runTrainPasses() {
           target.checkToolchain(options.pipeline))
     return emitError(UnknownLoc::get(&ctx)) << *missing;
   lowering = options.pipeline;
-  target.resolveForHost(lowering, options.host);
+  if (std::optional<std::string> error =
+          target.resolveForHost(lowering, options.host))
+    return emitError(UnknownLoc::get(&ctx)) << *error;
   return runPasses(
       [&](OpPassManager &pm) { buildTrainPipeline(pm, lowering); });
 }

@@ -83,7 +83,11 @@ FailureOr<StepProbe> probeStep(MLIRContext &ctx, StepSource &source,
   const Target &target = Target::get(other.pipeline.target);
   PassManager pm(&ctx);
   buildTrainPipeline(pm, other.pipeline);
-  target.resolveForHost(other.pipeline, other.host);
+  if (std::optional<std::string> error =
+          target.resolveForHost(other.pipeline, other.host)) {
+    emitError(UnknownLoc::get(&ctx)) << *error;
+    return failure();
+  }
   target.buildBufferizationPipeline(pm, other.pipeline);
   if (failed(pm.run(*model->module)))
     return failure();

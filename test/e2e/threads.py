@@ -1,4 +1,6 @@
-# All cores, same bits: a CNN, a GPT and a wide MLP train 3 AdamW steps
+# All cores, same bits: a CNN, a GPT (fp32, and bf16: its products on
+# vdpbf16ps where the CPU has AVX512-BF16, B's pairs packed before the
+# parallel blocks) and a wide MLP train 3 AdamW steps
 # (K=2, clipping) with --threads 1, 2 and 3 to bitwise identical parameters,
 # losses and gradient norms. Each kernel's parallel loop splits only
 # independent outputs among threads and every sum keeps one order, so the
@@ -54,19 +56,21 @@ class WideMLP(torch.nn.Module):
 rng = np.random.default_rng(0)
 n = B * K * STEPS
 gpt = zoo.GPT(5, vocab=128, d=64, heads=4, layers=2, block=32)
+gpt_data = gpt.data(n, rng)
 MODELS = {
     "cnn": (SmallCNN(), {"x": rng.standard_normal((n, 3, 16, 16)).astype(np.float32),
-                         "y": rng.integers(0, 10, n).astype(np.int64)}),
-    "gpt": (gpt, gpt.data(n, rng)),
+                         "y": rng.integers(0, 10, n).astype(np.int64)}, {}),
+    "gpt": (gpt, gpt_data, {}),
+    "gpt_bf16": (gpt, gpt_data, {"precision": "bf16"}),
     "mlp": (WideMLP(), {"x": rng.standard_normal((n, 64)).astype(np.float32),
-                        "y": rng.integers(0, 10, n).astype(np.int64)}),
+                        "y": rng.integers(0, 10, n).astype(np.int64)}, {}),
 }
 
-for name, (module, data) in MODELS.items():
+for name, (module, data, precision) in MODELS.items():
     model, npz = os.path.join(out, name + ".onnx"), os.path.join(out, name + ".npz")
     zoo.export(module, data, model, 17)
     np.savez(npz, **data)
-    flags = dict(accumulation_steps=K, optimizer="adamw", lr=1e-3, clip_norm=1.0)
+    flags = dict(accumulation_steps=K, optimizer="adamw", lr=1e-3, clip_norm=1.0, **precision)
     art = e2e.compile_model(model, os.path.join(out, name), B, **flags)
     needed = subprocess.run(["readelf", "-d", os.path.join(art, "step.so")],
                             capture_output=True, text=True, check=True).stdout

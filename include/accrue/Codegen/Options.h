@@ -30,8 +30,14 @@ struct CPULoweringOptions {
   /// (rows of 2 registers, dot products over one register). Unset:
   /// accrue-compile asks the target CPU, accrue-opt takes 512.
   std::optional<int64_t> vectorBits;
+  /// Contractions whose operands are both bf16 (--precision bf16) read them
+  /// as bf16 and multiply pairs of them with AVX512-BF16's `vdpbf16ps`,
+  /// accumulating in f32 (else they read copies widened to f32). Unset:
+  /// accrue-compile asks the target CPU, accrue-opt takes false.
+  std::optional<bool> bf16Dot;
 
   int64_t vectorBitsOrDefault() const { return vectorBits.value_or(512); }
+  bool bf16DotOrDefault() const { return bf16Dot.value_or(false); }
 };
 
 /// How a tensor-level step is lowered for NVIDIA GPUs.

@@ -68,9 +68,12 @@ public:
     return std::nullopt;
   }
   /// Fills in what `options` leaves to the machine compiled for (the CPU's
-  /// vector width); accrue-opt keeps its documented defaults instead.
-  virtual void resolveForHost(LoweringOptions &options,
-                              const HostCodeOptions &host) const {}
+  /// vector width); accrue-opt keeps its documented defaults instead. A
+  /// setting the target CPU cannot honour is an error naming it.
+  virtual std::optional<std::string>
+  resolveForHost(LoweringOptions &options, const HostCodeOptions &host) const {
+    return std::nullopt;
+  }
 
   /// The step on tensors (nn, train, linalg) to the step on buffers, ready
   /// to be described (the manifest is written from it) and measured.

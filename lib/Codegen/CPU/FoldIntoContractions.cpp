@@ -4,7 +4,10 @@
 // of the contractions that read or write them), made only where the
 // contraction's new layout gets a vector kernel at least as good as its
 // old one: a transposed weight read by x @ W^T stays a transpose, because
-// folded, the outer products would become dot products.
+// folded, the outer products would become dot products. On CPUs with
+// AVX512-BF16, contractions of bf16 operands read them as bf16 (the
+// widening folds of Codegen/Common) where vdpbf16ps gives them the same
+// kind of kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,17 +33,40 @@ struct FoldIntoContractionsPass
   void runOnOperation() override {
     accrue::cpu::ContractionTiles tiles =
         accrue::cpu::contractionTilesFor(vectorBits);
-    auto keepsKernel = [tiles](linalg::GenericOp op, ArrayRef<AffineMap> maps) {
+    auto kernelOf = [tiles](linalg::GenericOp op, ArrayRef<AffineMap> maps,
+                            bool bf16) {
       SmallVector<int64_t> bounds = op.getStaticLoopRanges();
       if (ShapedType::isDynamicShape(bounds))
-        return false;
-      return accrue::cpu::contractionKernel(maps, bounds, tiles) >=
-             accrue::cpu::contractionKernel(op.getIndexingMapsArray(), bounds,
-                                            tiles);
+        return accrue::cpu::ContractionKernel::None;
+      return accrue::cpu::contractionKernel(maps, bounds, tiles, bf16);
+    };
+    auto readsBF16 = [](linalg::GenericOp op) {
+      std::optional<accrue::codegen::Contraction> c =
+          accrue::codegen::matchContraction(op);
+      return c && c->lhsElement.isBF16() && c->rhsElement.isBF16();
     };
     RewritePatternSet patterns(&getContext());
-    accrue::codegen::populateFoldIntoContractionsPatterns(patterns,
-                                                          keepsKernel);
+    if (layouts) {
+      auto keepsKernel = [&](linalg::GenericOp op, ArrayRef<AffineMap> maps) {
+        bool bf16 = readsBF16(op);
+        return kernelOf(op, maps, bf16) >=
+               kernelOf(op, op.getIndexingMapsArray(), bf16);
+      };
+      accrue::codegen::populateFoldIntoContractionsPatterns(patterns,
+                                                            keepsKernel);
+    }
+    if (bf16Dot) {
+      // The bf16 kernel of the same kind as the f32 one (it needs k in
+      // pairs).
+      auto takesBF16 = [&](linalg::GenericOp op, Type narrow) {
+        SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+        accrue::cpu::ContractionKernel kernel = kernelOf(op, maps, true);
+        return narrow.isBF16() &&
+               kernel != accrue::cpu::ContractionKernel::None &&
+               kernel == kernelOf(op, maps, false);
+      };
+      accrue::codegen::populateFoldWideningPatterns(patterns, takesBF16);
+    }
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

@@ -29,12 +29,23 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertNNToLinalg());
   pm.addNestedPass<func::FuncOp>(createConvertTrainToLinalg());
   pm.addPass(createCanonicalizerPass());
+  bool bf16Dot = options.vectorize && options.bf16DotOrDefault();
+  if (bf16Dot) {
+    // Before fusion, which would merge a bf16 product's widened inputs
+    // into the ops that produced them.
+    FoldIntoContractionsOptions widenings;
+    widenings.vectorBits = options.vectorBitsOrDefault();
+    widenings.bf16Dot = true;
+    widenings.layouts = false;
+    pm.addPass(createFoldIntoContractions(widenings));
+  }
   if (lowering.fuseElementwise)
     pm.addPass(accrue::createFuseElementwise());
   if (options.vectorize) {
     pm.addPass(createCollapseShortLoops());
     FoldIntoContractionsOptions fold;
     fold.vectorBits = options.vectorBitsOrDefault();
+    fold.bf16Dot = bf16Dot;
     pm.addPass(createFoldIntoContractions(fold));
   }
   pm.addPass(createCanonicalizerPass());
@@ -89,6 +100,7 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
     vectorize.tileK = tiles.k;
     vectorize.dotWidth = tiles.dotWidth;
     vectorize.parallel = options.parallel;
+    vectorize.bf16Dot = options.bf16DotOrDefault();
     pm.addNestedPass<func::FuncOp>(createVectorizeContractions(vectorize));
   }
   if (options.parallel) {
@@ -105,7 +117,12 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
     approximate.ops = {"math.exp", "math.log", "math.tanh", "math.erf"};
     pm.addPass(createApproximateMath(approximate));
   }
-  pm.addPass(createConvertVectorToLLVMPass());
+  {
+    // The bf16 kernels' vdpbf16ps (x86vector.avx512.dot).
+    ConvertVectorToLLVMPassOptions vectorToLLVM;
+    vectorToLLVM.x86Vector = options.vectorize && options.bf16DotOrDefault();
+    pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
+  }
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());

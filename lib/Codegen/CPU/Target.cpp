@@ -38,6 +38,12 @@ public:
                   "kernels (512, 256 or 128; default: the target CPU's in "
                   "accrue-compile, 512 in pipelines)",
                   cpu.vectorBits);
+    table.flag(
+        "bf16_dot",
+        "Contractions of bf16 operands (--precision bf16) on AVX512-BF16's "
+        "vdpbf16ps, accumulating in f32 (default: when the target CPU has "
+        "it; off: on operands widened to f32)",
+        [&cpu](bool on) { cpu.bf16Dot = on; }, /*defaultTrue=*/true);
   }
   std::optional<std::string>
   validate(const LoweringOptions &options) const override {
@@ -47,11 +53,20 @@ public:
              std::to_string(*bits);
     return std::nullopt;
   }
-  void resolveForHost(LoweringOptions &options,
-                      const HostCodeOptions &host) const override {
+  std::optional<std::string>
+  resolveForHost(LoweringOptions &options,
+                 const HostCodeOptions &host) const override {
     // The vector kernels' blocks fit the registers of the CPU compiled for.
     if (!options.cpu.vectorBits)
       options.cpu.vectorBits = vectorRegisterBits(host);
+    bool hasBF16 = hasCPUFeature(host, "avx512bf16");
+    if (options.cpu.bf16Dot.value_or(false) && !hasBF16)
+      return settingRef("bf16_dot") +
+             " needs a target CPU with AVX512-BF16; '" + host.cpu +
+             "' has none";
+    if (!options.cpu.bf16Dot)
+      options.cpu.bf16Dot = hasBF16;
+    return std::nullopt;
   }
   void
   buildBufferizationPipeline(OpPassManager &pm,

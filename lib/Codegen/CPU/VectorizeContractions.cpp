@@ -10,7 +10,13 @@
 //   - dot products when A and B are contiguous along k: per step of k, one
 //     vector of each row of A and of B, an FMA per pair; the vectors are
 //     reduced into C after the k block.
-// Other layouts keep their scalar loops.
+// Other layouts keep their scalar loops. With AVX512-BF16, a contraction
+// of two bf16 operands into f32 (as --precision bf16 forms them) gets the
+// same kernels on vdpbf16ps, which sums the products of pairs of bf16
+// into f32 lanes: the outer products take k in pairs (two rows of B
+// interleaved, so each lane holds its column's pair, and a broadcast of
+// A's pair; for large blocks of C, packed once per block of k), the dot
+// products twice the k per vector.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +28,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 
 namespace accrue::cpu {
 #define GEN_PASS_DEF_VECTORIZECONTRACTIONS
@@ -62,6 +69,9 @@ struct Plan {
   int64_t tileM, tileN, width = 1;
   /// Whether the blocks run as an scf.parallel loop (see the pass).
   bool parallel = false;
+  /// A and B are bf16, multiplied in pairs along k by vdpbf16ps (`width`
+  /// then counts bf16 elements, two per f32 lane of the partial sums).
+  bool bf16 = false;
   /// Blocks of m are the outer loop, blocks of n the inner one (see
   /// planLayout).
   bool mOuter = false;
@@ -76,6 +86,11 @@ struct Plan {
   /// of C accumulates them.
   int64_t tileK;
 };
+
+/// The rows of A (of one kernel) for which the bf16 outer products pack
+/// B's pairs once per block of k rather than interleave B's rows in each
+/// block of C: 8 blocks of 8 rows.
+constexpr int64_t kMinPackingRows = 64;
 
 /// The bytes of an operand's panel (a block of k by all of m or n) that
 /// the blocks of C may stream from cache: half of a 2 MiB L2.
@@ -92,10 +107,11 @@ bool unitInnerStride(Value value) {
 
 /// The plan of a contraction with these indexing maps (A, B, C in operand
 /// order) and static loop ranges; `contiguous` says which operands have a
-/// unit stride in their last dimension.
+/// unit stride in their last dimension; `bf16`, whether A and B are bf16
+/// (for vdpbf16ps, which needs k in pairs).
 FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
                            const accrue::cpu::ContractionTiles &tiles,
-                           std::array<bool, 3> contiguous) {
+                           std::array<bool, 3> contiguous, bool bf16 = false) {
   // Every operand indexed by plain loop dimensions (no sums or constants).
   for (AffineMap map : maps)
     if (!map.isProjectedPermutation(/*allowZeroInResults=*/false))
@@ -125,6 +141,8 @@ FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
       inner && llvm::is_contained(ms, inner.getPosition()))
     std::swap(ms, ns);
   Plan plan;
+  plan.bf16 = bf16;
+  int64_t elementBytes = bf16 ? 2 : 4;
   plan.m = ms.back();
   plan.n = pick(ns, {maps[2]});
   plan.k = pick(dims->k, {maps[0], maps[1]});
@@ -149,12 +167,15 @@ FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
     plan.tileK = largestDivisor(bounds[plan.k], {tiles.k, 128, 64, 32, 16, 8});
     if (!plan.tileK)
       plan.tileK = bounds[plan.k];
+    // vdpbf16ps takes k in pairs; every vector along n is a whole register.
+    if (bf16 && (plan.tileK % 2 || plan.tileN % tiles.dotWidth))
+      return failure();
     // Blocks of n outside blocks of m: one block's rows of B stay in cache
     // while the blocks of m stream A's panel (tileK x m). When that panel
     // outgrows the cache and B's does not (a weight gradient dY^T X over a
     // large vocabulary), the blocks of m go outside instead.
-    int64_t aPanel = plan.tileK * bounds[plan.m] * 4;
-    int64_t bPanel = plan.tileK * bounds[plan.n] * 4;
+    int64_t aPanel = plan.tileK * bounds[plan.m] * elementBytes;
+    int64_t bPanel = plan.tileK * bounds[plan.n] * elementBytes;
     plan.mOuter = aPanel > kPanelBytes && bPanel < aPanel;
     return plan;
   }
@@ -162,45 +183,60 @@ FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
   if (innermostIs(maps[plan.a], plan.k) && innermostIs(maps[plan.b], plan.k) &&
       contiguous[plan.a] && contiguous[plan.b]) {
     plan.kind = Plan::Kind::Dot;
-    plan.width =
-        largestDivisor(bounds[plan.k], {tiles.dotWidth, tiles.dotWidth / 2});
+    // A vdpbf16ps vector holds twice as many k, as bf16, as an f32 one.
+    int64_t width = bf16 ? 2 * tiles.dotWidth : tiles.dotWidth;
+    plan.width = largestDivisor(bounds[plan.k], {width, width / 2});
     plan.tileM = std::min<int64_t>(4, bounds[plan.m]);
     plan.tileN = std::min<int64_t>(4, bounds[plan.n]);
     if (!plan.width)
       return failure();
     plan.tileK = largestDivisor(bounds[plan.k], {tiles.k, 128, 64, 32, 16, 8});
     // No block size divides k (k = 12 with 4-wide vectors): one block.
-    if (!plan.tileK || plan.tileK % plan.width)
+    // With bf16, one block: each element's partial sums are reduced once
+    // (its vectors cover twice the k per step, so the horizontal
+    // reductions of blocks of k would cost as much as the products).
+    if (!plan.tileK || plan.tileK % plan.width || bf16)
       plan.tileK = bounds[plan.k];
     return plan;
   }
   return failure();
 }
 
-/// The plan of a contraction on static f32 buffers, or failure.
+/// The plan of a contraction on static buffers, f32 or (with `bf16Dot`)
+/// two bf16 inputs into f32, or failure.
 FailureOr<Plan> planContraction(linalg::LinalgOp op,
-                                const accrue::cpu::ContractionTiles &tiles) {
+                                const accrue::cpu::ContractionTiles &tiles,
+                                bool bf16Dot) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
     return failure();
+  SmallVector<Type, 3> elements;
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
-    if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
+    if (!type || !type.hasStaticShape())
       return failure();
+    elements.push_back(type.getElementType());
   }
+  bool bf16 = bf16Dot && elements[0].isBF16() && elements[1].isBF16();
+  if (!elements[2].isF32() ||
+      !(bf16 || (elements[0].isF32() && elements[1].isF32())))
+    return failure();
   return planLayout(op.getIndexingMapsArray(), op.getStaticLoopRanges(), tiles,
                     {unitInnerStride(op->getOperand(0)),
                      unitInnerStride(op->getOperand(1)),
-                     unitInnerStride(op->getOperand(2))});
+                     unitInnerStride(op->getOperand(2))},
+                    bf16);
 }
 
-/// What both kernels are built from: the contraction's operands and maps,
+/// What the kernels are built from: the contraction's operands and maps,
 /// the loops over its blocks (batch dimensions, then blocks of k, n and m,
 /// created by the constructor, which leaves the insertion point in the
-/// innermost body) and the position of each loop dimension there.
+/// innermost body; `inKBlock`, if given, emits code in each block of k
+/// before its blocks of C) and the position of each loop dimension there.
 struct BlockedContraction {
   BlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
-                     const Plan &plan)
+                     const Plan &plan,
+                     function_ref<void(BlockedContraction &)> inKBlock = {})
       : rewriter(rewriter), loc(op.getLoc()), plan(plan),
         maps(op.getIndexingMapsArray()), a(op->getOperand(plan.a)),
         b(op->getOperand(plan.b)), c(op->getOperand(2)) {
@@ -254,6 +290,11 @@ struct BlockedContraction {
         auto loop = scf::ForOp::create(rewriter, loc, lb, ub, step);
         ivs[dim] = loop.getInductionVar();
         rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+        if (dim == plan.k) {
+          kBlocks = loop;
+          if (inKBlock)
+            inKBlock(*this);
+        }
       }
     }
   }
@@ -344,6 +385,8 @@ struct BlockedContraction {
   SmallVector<AffineMap> maps;
   Value a, b, c;
   SmallVector<Value> ivs;
+  /// The loop over blocks of k.
+  scf::ForOp kBlocks;
 };
 
 /// Replaces `op` by loops over blocks of C (tileM rows of tileN), each
@@ -386,6 +429,228 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                             blocks.indices(blocks.maps[2], {{plan.m, row}}));
 }
 
+/// Index `value` of a block of k steps of 2 from `start`: (value - start) / 2.
+Value pairIndex(RewriterBase &rewriter, Location loc, Value value,
+                Value start) {
+  Value offset = arith::SubIOp::create(rewriter, loc, value, start);
+  return arith::ShRUIOp::create(
+      rewriter, loc, offset, arith::ConstantIndexOp::create(rewriter, loc, 1));
+}
+
+/// Where a buffer of pairs (packPairs) holds position `value` of
+/// [begin, ..) in blocks of `tile`: its block and its column in the block.
+std::pair<Value, Value> pairPlace(RewriterBase &rewriter, Location loc,
+                                  Value value, int64_t begin, int64_t tile) {
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  Value offset = arith::SubIOp::create(rewriter, loc, value, constant(begin));
+  Value block = arith::DivUIOp::create(rewriter, loc, offset, constant(tile));
+  Value within = arith::RemUIOp::create(rewriter, loc, offset, constant(tile));
+  return {block, arith::AddIOp::create(rewriter, loc, within, within)};
+}
+
+/// A buffer of this block of k's pairs of `operand` (read through `map`)
+/// along [begin, end) of its loop dimension `dim`, in which it is
+/// contiguous, in blocks of `tile` positions (the kernel's): [block][kk]
+/// holds, for each position of the block, the elements at steps 2kk and
+/// 2kk + 1 of the block of k, the pair vdpbf16ps multiplies, so that a
+/// block of C reads its pairs from consecutive addresses. `lanes`
+/// positions at a time are interleaved where they divide the range and
+/// the tile divides them or they divide the tile; otherwise pairs move one
+/// at a time.
+Value packPairs(BlockedContraction &blocks, Value operand, AffineMap map,
+                unsigned dim, int64_t begin, int64_t end, int64_t tile,
+                int64_t lanes) {
+  RewriterBase &rewriter = blocks.rewriter;
+  Location loc = blocks.loc;
+  const Plan &plan = blocks.plan;
+  Type bf16 = rewriter.getBF16Type();
+  Value packed = memref::AllocOp::create(
+      rewriter, loc,
+      MemRefType::get({(end - begin) / tile, plan.tileK / 2, 2 * tile}, bf16),
+      rewriter.getI64IntegerAttr(64));
+  auto pairs =
+      scf::ForOp::create(rewriter, loc, blocks.constant(0),
+                         blocks.constant(plan.tileK / 2), blocks.constant(1));
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(pairs.getBody()->getTerminator());
+  Value kk = pairs.getInductionVar();
+  Value k = arith::AddIOp::create(rewriter, loc, blocks.ivs[plan.k],
+                                  arith::AddIOp::create(rewriter, loc, kk, kk));
+  Value kNext = arith::AddIOp::create(rewriter, loc, k, blocks.constant(1));
+  bool vectors =
+      (end - begin) % lanes == 0 && (tile % lanes == 0 || lanes % tile == 0);
+  int64_t step = vectors ? lanes : 1;
+  auto loop = scf::ForOp::create(rewriter, loc, blocks.constant(begin),
+                                 blocks.constant(end), blocks.constant(step));
+  rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+  Value j = loop.getInductionVar();
+  SmallVector<Value> first = blocks.indices(map, {{plan.k, k}, {dim, j}});
+  SmallVector<Value> second = blocks.indices(map, {{plan.k, kNext}, {dim, j}});
+  auto [block, column] = pairPlace(rewriter, loc, j, begin, tile);
+  if (!vectors) {
+    Value pair = vector::FromElementsOp::create(
+        rewriter, loc, VectorType::get({2}, bf16),
+        ValueRange{memref::LoadOp::create(rewriter, loc, operand, first),
+                   memref::LoadOp::create(rewriter, loc, operand, second)});
+    vector::StoreOp::create(rewriter, loc, pair, packed,
+                            ValueRange{block, kk, column});
+    return packed;
+  }
+  auto rowType = VectorType::get({lanes}, bf16);
+  Value interleaved = vector::InterleaveOp::create(
+      rewriter, loc,
+      vector::LoadOp::create(rewriter, loc, rowType, operand, first),
+      vector::LoadOp::create(rewriter, loc, rowType, operand, second));
+  if (tile % lanes == 0) {
+    vector::StoreOp::create(rewriter, loc, interleaved, packed,
+                            ValueRange{block, kk, column});
+    return packed;
+  }
+  // The vector spans lanes / tile blocks.
+  for (int64_t piece = 0; piece < lanes / tile; ++piece) {
+    Value slice = vector::ExtractStridedSliceOp::create(
+        rewriter, loc, interleaved, ArrayRef<int64_t>{2 * tile * piece},
+        ArrayRef<int64_t>{2 * tile}, ArrayRef<int64_t>{1});
+    Value at =
+        arith::AddIOp::create(rewriter, loc, block, blocks.constant(piece));
+    vector::StoreOp::create(rewriter, loc, slice, packed,
+                            ValueRange{at, kk, blocks.constant(0)});
+  }
+  return packed;
+}
+
+/// Replaces bf16 `op` by loops over blocks of C as emitBlockedContraction
+/// does, on vdpbf16ps, which adds to each f32 lane the products of a pair
+/// along k: per pair of k, each row of the block gets its pair of A
+/// broadcast to every lane and multiplied with a vector of B's pairs, one
+/// per `lanes` columns. Each block of k packs B's pairs (two rows
+/// interleaved) before its blocks of C, and A's too where A is contiguous
+/// along m (along k, a pair is one 32-bit load already). With extra k
+/// dimensions (loops inside the blocks) or fewer than kMinPackingRows
+/// rows, the blocks interleave B's rows themselves and load A's pairs an
+/// element at a time.
+void emitBlockedContractionBF16(RewriterBase &rewriter, linalg::LinalgOp op,
+                                const Plan &plan, int64_t lanes) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  Type bf16 = rewriter.getBF16Type();
+  auto sumType = VectorType::get({lanes}, rewriter.getF32Type());
+  auto pairType = VectorType::get({2}, bf16);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  Value a = op->getOperand(plan.a);
+  bool pairedA = innermostIs(maps[plan.a], plan.k) && unitInnerStride(a);
+  bool pack = plan.outerK.empty() && plan.mEnd - plan.mBegin >= kMinPackingRows;
+  bool packA = pack && !pairedA && innermostIs(maps[plan.a], plan.m) &&
+               unitInnerStride(a);
+  Value packedA, packedB;
+  BlockedContraction blocks(
+      rewriter, op, plan, [&](BlockedContraction &blocks) {
+        if (!pack)
+          return;
+        packedB = packPairs(blocks, blocks.b, maps[plan.b], plan.n, plan.nBegin,
+                            plan.nEnd, plan.tileN, lanes);
+        if (packA)
+          packedA = packPairs(blocks, a, maps[plan.a], plan.m, plan.mBegin,
+                              plan.mEnd, plan.tileM, lanes);
+      });
+  Location loc = blocks.loc;
+  SmallVector<Value> rows = blocks.positions(plan.m, plan.tileM);
+  SmallVector<Value> columns;
+  for (int64_t j = 0; j < plan.tileN; j += lanes)
+    columns.push_back(j ? arith::AddIOp::create(rewriter, loc,
+                                                blocks.ivs[plan.n],
+                                                blocks.constant(j))
+                        : blocks.ivs[plan.n]);
+  auto positionOfC = [&](Value row, Value column) {
+    return blocks.indices(blocks.maps[2], {{plan.m, row}, {plan.n, column}});
+  };
+  SmallVector<Value> block = blocks.loadC(
+      SmallVector<Type>(rows.size() * columns.size(), sumType), [&] {
+        SmallVector<Value> loaded;
+        for (Value row : rows)
+          for (Value column : columns)
+            loaded.push_back(vector::LoadOp::create(
+                rewriter, loc, sumType, blocks.c, positionOfC(row, column)));
+        return loaded;
+      });
+  scf::ForOp loop = blocks.kLoop(2, block, [&](Value kPos, ValueRange sums) {
+    Value kNext =
+        arith::AddIOp::create(rewriter, loc, kPos, blocks.constant(1));
+    Value kk =
+        pack ? pairIndex(rewriter, loc, kPos, blocks.ivs[plan.k]) : Value();
+    SmallVector<Value> pairsOfB;
+    for (Value column : columns) {
+      if (pack) {
+        auto [block, at] =
+            pairPlace(rewriter, loc, column, plan.nBegin, plan.tileN);
+        pairsOfB.push_back(vector::LoadOp::create(
+            rewriter, loc, VectorType::get({2 * lanes}, bf16), packedB,
+            ValueRange{block, kk, at}));
+        continue;
+      }
+      auto rowOfB = [&](Value k) {
+        return vector::LoadOp::create(
+            rewriter, loc, VectorType::get({lanes}, bf16), blocks.b,
+            blocks.indices(blocks.maps[plan.b],
+                           {{plan.k, k}, {plan.n, column}}));
+      };
+      pairsOfB.push_back(vector::InterleaveOp::create(
+          rewriter, loc, rowOfB(kPos), rowOfB(kNext)));
+    }
+    SmallVector<Value> next;
+    for (auto [i, rowOfA] : llvm::enumerate(rows)) {
+      Value row = rowOfA;
+      auto indexOfA = [&](Value k) {
+        return blocks.indices(blocks.maps[plan.a],
+                              {{plan.m, row}, {plan.k, k}});
+      };
+      Value pair;
+      if (packA) {
+        auto [block, at] =
+            pairPlace(rewriter, loc, row, plan.mBegin, plan.tileM);
+        pair = vector::LoadOp::create(rewriter, loc, pairType, packedA,
+                                      ValueRange{block, kk, at});
+      } else if (pairedA) {
+        pair =
+            vector::LoadOp::create(rewriter, loc, pairType, a, indexOfA(kPos));
+      } else {
+        pair = vector::FromElementsOp::create(
+            rewriter, loc, pairType,
+            ValueRange{
+                memref::LoadOp::create(rewriter, loc, a, indexOfA(kPos)),
+                memref::LoadOp::create(rewriter, loc, a, indexOfA(kNext))});
+      }
+      // The pair as one 32-bit word, in every lane.
+      Value word = vector::ExtractOp::create(
+          rewriter, loc,
+          vector::BitCastOp::create(
+              rewriter, loc, VectorType::get({1}, rewriter.getI32Type()), pair),
+          ArrayRef<int64_t>{0});
+      Value splat = vector::BitCastOp::create(
+          rewriter, loc, VectorType::get({2 * lanes}, bf16),
+          vector::BroadcastOp::create(
+              rewriter, loc, VectorType::get({lanes}, rewriter.getI32Type()),
+              word));
+      for (auto [j, pairs] : llvm::enumerate(pairsOfB))
+        next.push_back(x86vector::DotBF16Op::create(
+            rewriter, loc, sumType, sums[i * columns.size() + j], splat,
+            pairs));
+    }
+    return next;
+  });
+  for (auto [i, row] : llvm::enumerate(rows))
+    for (auto [j, column] : llvm::enumerate(columns))
+      vector::StoreOp::create(rewriter, loc,
+                              loop.getResult(i * columns.size() + j), blocks.c,
+                              positionOfC(row, column));
+  // The packed pairs live for one block of k.
+  rewriter.setInsertionPoint(blocks.kBlocks.getBody()->getTerminator());
+  for (Value packed : {packedA, packedB})
+    if (packed)
+      memref::DeallocOp::create(rewriter, loc, packed);
+}
+
 /// Replaces `op` by loops over blocks of C (tileM x tileN), each the dot
 /// products of tileM rows of A with tileN rows of B along a block of k:
 /// tileM x tileN vector partial sums over `width` consecutive k, reduced
@@ -395,9 +660,14 @@ void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
   OpBuilder::InsertionGuard guard(rewriter);
   BlockedContraction blocks(rewriter, op, plan);
   Location loc = blocks.loc;
-  auto vectorType = VectorType::get({plan.width}, rewriter.getF32Type());
-  Value zeros = arith::ConstantOp::create(rewriter, loc, vectorType,
-                                          rewriter.getZeroAttr(vectorType));
+  // The vectors of A and B, and of the partial sums (with bf16, one f32
+  // lane per pair of k).
+  auto vectorType = VectorType::get(
+      {plan.width}, plan.bf16 ? rewriter.getBF16Type() : rewriter.getF32Type());
+  auto sumType = VectorType::get({plan.bf16 ? plan.width / 2 : plan.width},
+                                 rewriter.getF32Type());
+  Value zeros = arith::ConstantOp::create(rewriter, loc, sumType,
+                                          rewriter.getZeroAttr(sumType));
   SmallVector<Value> rowsOfM = blocks.positions(plan.m, plan.tileM);
   SmallVector<Value> rowsOfN = blocks.positions(plan.n, plan.tileN);
   SmallVector<Value> init(plan.tileM * plan.tileN, zeros);
@@ -414,9 +684,15 @@ void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
           blocks.indices(blocks.maps[plan.b],
                          {{plan.n, row}, {plan.k, kPos}})));
     for (int64_t i = 0; i < plan.tileM; ++i)
-      for (int64_t j = 0; j < plan.tileN; ++j)
-        next.push_back(vector::FMAOp::create(rewriter, loc, as[i], bs[j],
-                                             sums[i * plan.tileN + j]));
+      for (int64_t j = 0; j < plan.tileN; ++j) {
+        Value sum = sums[i * plan.tileN + j];
+        next.push_back(
+            plan.bf16 ? x86vector::DotBF16Op::create(rewriter, loc, sumType,
+                                                     sum, as[i], bs[j])
+                            .getResult()
+                      : vector::FMAOp::create(rewriter, loc, as[i], bs[j], sum)
+                            .getResult());
+      }
     return next;
   };
   scf::ForOp loop = blocks.kLoop(plan.width, init, body);
@@ -446,7 +722,7 @@ struct VectorizeContractionsPass
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : contractions) {
       FailureOr<Plan> plan =
-          planContraction(op, {tileM, tileN, tileK, dotWidth});
+          planContraction(op, {tileM, tileN, tileK, dotWidth}, bf16Dot);
       bool zeroInit = op->hasAttr("accrue.zero_init");
       if (failed(plan)) {
         // Not a kernel of ours: the zero fill folded into it comes back.
@@ -487,7 +763,9 @@ struct VectorizeContractionsPass
           Plan piece = *plan;
           piece.mBegin = mBegin, piece.mEnd = mEnd, piece.tileM = tileM;
           piece.nBegin = nBegin, piece.nEnd = nEnd, piece.tileN = tileN;
-          if (piece.kind == Plan::Kind::OuterProduct)
+          if (piece.kind == Plan::Kind::OuterProduct && piece.bf16)
+            emitBlockedContractionBF16(rewriter, op, piece, dotWidth);
+          else if (piece.kind == Plan::Kind::OuterProduct)
             emitBlockedContraction(rewriter, op, piece);
           else
             emitBlockedDot(rewriter, op, piece);
@@ -513,8 +791,9 @@ ContractionTiles contractionTilesFor(int64_t vectorBits) {
 
 ContractionKernel contractionKernel(ArrayRef<AffineMap> maps,
                                     ArrayRef<int64_t> bounds,
-                                    const ContractionTiles &tiles) {
-  FailureOr<Plan> plan = planLayout(maps, bounds, tiles, {true, true, true});
+                                    const ContractionTiles &tiles, bool bf16) {
+  FailureOr<Plan> plan =
+      planLayout(maps, bounds, tiles, {true, true, true}, bf16);
   if (failed(plan))
     return ContractionKernel::None;
   return plan->kind == Plan::Kind::OuterProduct

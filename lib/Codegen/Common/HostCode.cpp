@@ -161,6 +161,14 @@ int64_t accrue::vectorRegisterBits(const HostCodeOptions &options) {
   return 128;
 }
 
+bool accrue::hasCPUFeature(const HostCodeOptions &options, StringRef feature) {
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createTargetMachine(options, error);
+  return machine &&
+         machine->getMCSubtargetInfo()->checkFeatures(("+" + feature).str());
+}
+
 LogicalResult accrue::writeObjectFile(llvm::Module &module,
                                       const HostCodeOptions &options,
                                       StringRef path, std::string &error) {

@@ -31,10 +31,12 @@ enum class ContractionKernel { None = 0, Dot = 1, OuterProduct = 2 };
 
 /// The kernel a contraction C = A * B with these indexing maps (A, B, C in
 /// operand order) and static loop ranges gets when every operand is
-/// contiguous in its last dimension.
+/// contiguous in its last dimension; with `bf16`, the kernel of bf16 A and
+/// B on vdpbf16ps (k in pairs).
 ContractionKernel contractionKernel(llvm::ArrayRef<mlir::AffineMap> maps,
                                     llvm::ArrayRef<int64_t> bounds,
-                                    const ContractionTiles &tiles);
+                                    const ContractionTiles &tiles,
+                                    bool bf16 = false);
 
 } // namespace accrue::cpu
 

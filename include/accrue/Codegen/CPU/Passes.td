@@ -109,6 +109,16 @@ def VectorizeContractions
     n for dot products) get smaller blocks; other layouts keep their scalar
     loops.
 
+    With `bf16-dot`, a contraction of two bf16 inputs into f32 (its body
+    widens them) gets the same kernels on AVX512-BF16's `vdpbf16ps`
+    (`x86vector.avx512.dot`), which adds the products of a pair of bf16 to
+    each f32 lane: the outer products take k in pairs (the two rows of B
+    interleaved, A's pair broadcast), the dot products twice the k per
+    vector in one block of k. Where at least 64 rows of A read them, each
+    block of k first packs B's pairs (and A's, unless A is contiguous along
+    k), in blocks of the kernel's tile, into a buffer the blocks of C then
+    stream. k (each block of k) must be even.
+
     With `parallel`, contractions of at least `min-parallel-flops`
     multiply-adds get one `scf.parallel` loop: over the batch dimensions
     when they have at least 4 iterations, else over the blocks of C inside
@@ -128,12 +138,16 @@ def VectorizeContractions
            "Run the blocks of large contractions as scf.parallel loops">,
     Option<"minParallelFlops", "min-parallel-flops", "int64_t", "131072",
            "Multiply-adds below which a contraction stays sequential">,
+    Option<"bf16Dot", "bf16-dot", "bool", "false",
+           "Contractions of two bf16 inputs into f32 on AVX512-BF16's "
+           "vdpbf16ps (x86vector.avx512.dot)">,
   ];
   let statistics = [
     Statistic<"numVectorized", "vectorized", "Contractions vectorized">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect",
+                           "::mlir::x86vector::X86VectorDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
 }
@@ -240,10 +254,25 @@ def FoldIntoContractions : Pass<"fold-into-contractions"> {
     `accumulate-in-place` adds it straight into the arena. The forward's
     transposed weight stays (folded, B would be contiguous along k and the
     outer products would become dot products).
+
+    With `bf16-dot`, a contraction whose two inputs are bf16 tensors
+    widened to f32 (as nn-to-linalg widens a bf16 product's operands)
+    reads the bf16 tensors and widens in its body, where the new
+    contraction gets the same kernel on `vdpbf16ps` as it had in f32 (k in
+    pairs); data movement between a widening and the contractions it
+    feeds moves bf16 values (the folds of `cuda-fold-into-contractions`).
+    Without `layouts`, only these widening folds run: the pipeline runs
+    them before elementwise fusion too, which would merge a widening into
+    the op that produced its bf16 values.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "int64_t", "512",
            "The target's vector register width (sets the kernels' tiles)">,
+    Option<"bf16Dot", "bf16-dot", "bool", "false",
+           "Contractions read bf16 operands (vectorize-contractions' "
+           "bf16-dot kernels)">,
+    Option<"layouts", "layouts", "bool", "true",
+           "The layout folds (off: only the widening folds)">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }

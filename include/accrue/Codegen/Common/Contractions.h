@@ -80,6 +80,42 @@ using FoldControl = std::function<bool(mlir::linalg::GenericOp op,
 void populateFoldIntoContractionsPatterns(mlir::RewritePatternSet &patterns,
                                           FoldControl control = {});
 
+/// Whether contraction `op` may read its two inputs, each widened from a
+/// tensor of `narrow` (bf16 or f16), in that type.
+using WideningControl =
+    std::function<bool(mlir::linalg::GenericOp op, mlir::Type narrow)>;
+
+/// Patterns (on tensors) for targets whose contractions read bf16 or f16
+/// operands and accumulate in f32:
+///   - contraction(widen(a), widen(b)) -> contraction(a, b) widening in its
+///     body, where `control` (if given) allows it;
+///   - movement(widen(x)) -> widen(movement(x)) where what the movement
+///     (a pad with a constant exact in the narrow type, a reshape, a copy)
+///     feeds is only contractions: it moves the narrow values;
+///   - contraction(a, b) widening a in its body while b is f32 (fusion
+///     put the widening there) -> contraction(widen(a), b).
+void populateFoldWideningPatterns(mlir::RewritePatternSet &patterns,
+                                  WideningControl control = {});
+
+/// `narrow` (bf16 or f16) widened to f32 by an elementwise op, as
+/// widenedFrom recognizes.
+mlir::Value widenToF32(mlir::PatternRewriter &rewriter, mlir::Location loc,
+                       mlir::Value narrow);
+
+/// `op` on `inputs` instead of its own, its body cloned with each block
+/// argument k mapped to `argument`(k, the new block argument) (the new
+/// argument itself by default), but for the body ops `skip` maps to a
+/// value (of the new body) that stands for their result; `op`'s
+/// discardable attributes kept.
+mlir::linalg::GenericOp withInputs(
+    mlir::PatternRewriter &rewriter, mlir::linalg::GenericOp op,
+    mlir::ValueRange inputs,
+    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location, unsigned,
+                                   mlir::Value)>
+        argument,
+    llvm::function_ref<mlir::Value(mlir::Operation &, mlir::ValueRange)> skip =
+        nullptr);
+
 } // namespace accrue::codegen
 
 #endif // ACCRUE_CODEGEN_COMMON_CONTRACTIONS_H

@@ -41,6 +41,9 @@ struct HostCodeOptions {
 /// AVX-512, 256 with AVX, else 128.
 int64_t vectorRegisterBits(const HostCodeOptions &options);
 
+/// Whether the target CPU has LLVM subtarget feature `feature` ("avx512bf16").
+bool hasCPUFeature(const HostCodeOptions &options, llvm::StringRef feature);
+
 /// Translates an LLVM-dialect module to optimized LLVM IR for the target,
 /// with packed entry points added.
 llvm::FailureOr<std::unique_ptr<llvm::Module>>
