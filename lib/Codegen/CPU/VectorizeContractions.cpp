@@ -190,13 +190,10 @@ FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
     plan.tileN = std::min<int64_t>(4, bounds[plan.n]);
     if (!plan.width)
       return failure();
-    plan.tileK = largestDivisor(bounds[plan.k], {tiles.k, 128, 64, 32, 16, 8});
-    // No block size divides k (k = 12 with 4-wide vectors): one block.
-    // With bf16, one block: each element's partial sums are reduced once
-    // (its vectors cover twice the k per step, so the horizontal
-    // reductions of blocks of k would cost as much as the products).
-    if (!plan.tileK || plan.tileK % plan.width || bf16)
-      plan.tileK = bounds[plan.k];
+    // One block of k: each element's vector partial sums are reduced
+    // once, at the end (in blocks of k, the horizontal reductions cost
+    // about as much as the products).
+    plan.tileK = bounds[plan.k];
     return plan;
   }
   return failure();

@@ -103,8 +103,9 @@ def VectorizeContractions
     block of `tile-k` steps of k: outer products (`tile-m` x `tile-n`) when
     B and C are contiguous along n (per k, one row of B and a broadcast FMA
     per row of the block), dot products when A and B are contiguous along
-    k. k blocks are the outer loop after the batch dimensions, so one
-    block's rows of B stay in cache for every block of C; extra k
+    k (over all of k, so that each element's vector of partial sums is
+    reduced once). k blocks are the outer loop after the batch dimensions,
+    so one block's rows of B stay in cache for every block of C; extra k
     dimensions run inside the block's accumulation. Remainders of m (and of
     n for dot products) get smaller blocks; other layouts keep their scalar
     loops.
@@ -114,7 +115,7 @@ def VectorizeContractions
     (`x86vector.avx512.dot`), which adds the products of a pair of bf16 to
     each f32 lane: the outer products take k in pairs (the two rows of B
     interleaved, A's pair broadcast), the dot products twice the k per
-    vector in one block of k. Where at least 64 rows of A read them, each
+    vector. Where at least 64 rows of A read them, each
     block of k first packs B's pairs (and A's, unless A is contiguous along
     k), in blocks of the kernel's tile, into a buffer the blocks of C then
     stream. k (each block of k) must be even.
