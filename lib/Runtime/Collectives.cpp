@@ -9,8 +9,8 @@
 // broadcast here).
 //
 // The launcher decides the engine (ACCRUE_LAUNCHER, accrue-train
-// --launcher; detected from the environment by default): under mpirun,
-// Open MPI; under torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+// --launcher; detected from the environment by default, Launch.cpp): under
+// mpirun, Open MPI; under torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
 // MASTER_PORT) or srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, the node
 // list's first host), Gloo over TCP, its ranks meeting through a store rank
 // 0 serves on MASTER_ADDR:MASTER_PORT (the next port under torchrun, whose
@@ -29,6 +29,7 @@
 #include "accrue-runtime/GlooShim.h"
 #include "accrue-runtime/StepABI.h"
 
+#include "Launch.h"
 #include "Libraries.h"
 
 #include <mpi.h>
@@ -171,138 +172,6 @@ Mpi *activeMpi() {
   return initialized && !finalized ? loadedMpi : nullptr;
 }
 
-//===----------------------------------------------------------------------===//
-// Launchers
-//===----------------------------------------------------------------------===//
-
-/// A run's place among its ranks as torchrun or srun describes it.
-struct Launch {
-  std::string launcher;
-  int rank = 0, size = 1, localRank = 0;
-  std::string host; // the rendezvous store's (MASTER_ADDR)
-  int port = 0;     // (MASTER_PORT)
-};
-
-std::string &chosenLauncher() {
-  static std::string chosen;
-  return chosen;
-}
-
-const char *env(const char *name) {
-  const char *value = std::getenv(name);
-  return value && *value ? value : nullptr;
-}
-
-/// The integer value of environment variable `name` (a one-line error
-/// naming it when it is missing or not an integer in [low, high]).
-int intVariable(const char *name, const std::string &launcher, int64_t low,
-                int64_t high) {
-  const char *value = env(name);
-  if (!value)
-    throw Error(launcher + "'s environment is incomplete: " + name +
-                " is not set");
-  char *end = nullptr;
-  long long parsed = std::strtoll(value, &end, 10);
-  if (*end || parsed < low || parsed > high)
-    throw Error(std::string(name) + "='" + value + "' is not an integer in [" +
-                std::to_string(low) + ", " + std::to_string(high) + "]");
-  return static_cast<int>(parsed);
-}
-
-/// The first host of a Slurm node list: "gpu[03-05,07],cpu1" -> "gpu03".
-std::string firstHost(std::string list) {
-  size_t comma = list.find(',');
-  size_t bracket = list.find('[');
-  if (bracket == std::string::npos ||
-      (comma != std::string::npos && comma < bracket))
-    return list.substr(0, comma);
-  std::string prefix = list.substr(0, bracket);
-  std::string range = list.substr(bracket + 1);
-  size_t end = range.find_first_of(",-]");
-  // The name goes on after the brackets ("node[01-02]-ib" -> "node01-ib").
-  size_t close = range.find(']');
-  std::string suffix;
-  if (close != std::string::npos) {
-    suffix = range.substr(close + 1);
-    suffix = suffix.substr(0, suffix.find(','));
-  }
-  return prefix + range.substr(0, end) + suffix;
-}
-
-/// The launch torchrun or srun set up, or none (mpirun, or one process).
-std::optional<Launch> detectLaunch() {
-  std::string launcher = chosenLauncher();
-  if (launcher.empty() && env("ACCRUE_LAUNCHER"))
-    launcher = env("ACCRUE_LAUNCHER");
-  if (launcher.empty() || launcher == "auto") {
-    // torchrun sets RANK and WORLD_SIZE (a MASTER_ADDR alone is not a
-    // launch); srun sets its step's variables, which a batch script
-    // running one process does not have.
-    if (env("OMPI_COMM_WORLD_SIZE") || env("PMIX_RANK") || env("PMI_SIZE"))
-      launcher = "mpi";
-    else if (env("RANK") || env("WORLD_SIZE"))
-      launcher = "torchrun";
-    else if (env("SLURM_PROCID") && env("SLURM_STEP_ID"))
-      launcher = "slurm";
-    else
-      launcher = "mpi";
-  }
-  if (launcher == "mpi")
-    return std::nullopt;
-  Launch launch;
-  launch.launcher = launcher;
-  if (launcher == "torchrun") {
-    launch.size = intVariable("WORLD_SIZE", launcher, 1, 1 << 20);
-    launch.rank = intVariable("RANK", launcher, 0, launch.size - 1);
-    launch.localRank = intVariable("LOCAL_RANK", launcher, 0, launch.size - 1);
-    if (!env("MASTER_ADDR"))
-      throw Error("torchrun's environment is incomplete: MASTER_ADDR is not "
-                  "set");
-    launch.host = env("MASTER_ADDR");
-    launch.port = intVariable("MASTER_PORT", launcher, 1, 65535);
-    // torchrun's own agent serves PyTorch's store on MASTER_PORT while its
-    // workers run: Accrue's store takes the next port.
-    if (env("TORCHELASTIC_USE_AGENT_STORE") &&
-        std::string(env("TORCHELASTIC_USE_AGENT_STORE")) == "True")
-      launch.port = launch.port % 65535 + 1;
-  } else if (launcher == "slurm") {
-    launch.size = intVariable(
-        env("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS",
-        launcher, 1, 1 << 20);
-    launch.rank = intVariable("SLURM_PROCID", launcher, 0, launch.size - 1);
-    launch.localRank =
-        intVariable("SLURM_LOCALID", launcher, 0, launch.size - 1);
-    if (env("MASTER_ADDR")) {
-      launch.host = env("MASTER_ADDR");
-    } else {
-      const char *nodes = env("SLURM_STEP_NODELIST");
-      if (!nodes)
-        nodes = env("SLURM_JOB_NODELIST");
-      if (!nodes)
-        throw Error("slurm's environment is incomplete: neither "
-                    "SLURM_STEP_NODELIST nor SLURM_JOB_NODELIST is set (or "
-                    "set MASTER_ADDR)");
-      launch.host = firstHost(nodes);
-    }
-    // One port per job where MASTER_PORT does not say.
-    launch.port =
-        env("MASTER_PORT")
-            ? intVariable("MASTER_PORT", launcher, 1, 65535)
-            : 29500 +
-                  intVariable("SLURM_JOB_ID", launcher, 0, INT32_MAX) % 10000;
-  } else {
-    throw Error("unknown launcher '" + launcher +
-                "' (ACCRUE_LAUNCHER or --launcher: auto, mpi, torchrun, "
-                "slurm)");
-  }
-  if (env("ACCRUE_STORE_PORT"))
-    launch.port = intVariable("ACCRUE_STORE_PORT", launcher, 1, 65535);
-  // One process needs no collectives.
-  if (launch.size == 1)
-    return std::nullopt;
-  return launch;
-}
-
 /// Gloo through libaccrue-gloo.so.
 struct Gloo {
   AccrueGlooConnectFn connect;
@@ -320,7 +189,7 @@ Gloo *loadedGloo = nullptr;
 /// library holding the runtime (bin/../lib too), else the loader's path.
 Gloo loadGloo() {
   std::vector<std::string> names;
-  if (const char *chosen = env("ACCRUE_GLOO_LIBRARY")) {
+  if (const char *chosen = nonEmptyEnv("ACCRUE_GLOO_LIBRARY")) {
     names.push_back(chosen);
   } else {
     Dl_info info;
@@ -367,7 +236,7 @@ Gloo loadGloo() {
 /// store leaves from (the interface that reaches rank 0; the host name may
 /// resolve to a loopback address).
 std::string selfHost() {
-  const char *chosen = env("ACCRUE_GLOO_HOST");
+  const char *chosen = nonEmptyEnv("ACCRUE_GLOO_HOST");
   return chosen ? chosen : "";
 }
 
@@ -415,11 +284,11 @@ Collectives::Collectives() {
     // A rank that never arrives ends the rendezvous after this; a collective
     // waits longer (rank 0 may be writing a checkpoint); a rank that dies
     // ends the others at once (its connections close).
-    int rendezvous = env("ACCRUE_RENDEZVOUS_TIMEOUT")
+    int rendezvous = nonEmptyEnv("ACCRUE_RENDEZVOUS_TIMEOUT")
                          ? intVariable("ACCRUE_RENDEZVOUS_TIMEOUT",
                                        launch->launcher, 1, 1 << 20)
                          : 60;
-    int collective = env("ACCRUE_COLLECTIVE_TIMEOUT")
+    int collective = nonEmptyEnv("ACCRUE_COLLECTIVE_TIMEOUT")
                          ? intVariable("ACCRUE_COLLECTIVE_TIMEOUT",
                                        launch->launcher, 1, 1 << 20)
                          : 1800;

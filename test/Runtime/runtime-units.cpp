@@ -6,7 +6,8 @@
 // LR schedules are transformers' get_{linear,cosine}_schedule_with_warmup;
 // the cosine one's value at the middle of the decay is lr / 2), and the
 // counting emulator's counter against the sectors a warp's request touches
-// by the GPU's rules (32 consecutive threads of a block, 32-byte sectors).
+// by the GPU's rules (32 consecutive threads of a block, 32-byte sectors),
+// and the first host of Slurm node lists.
 // Run by test/Runtime/units.test; prints each failed check and exits 1.
 //
 //===----------------------------------------------------------------------===//
@@ -15,6 +16,7 @@
 #include "accrue-runtime/StepABI.h"
 
 #include "Gemm.h"
+#include "Launch.h"
 #include "Run/AccessCounter.h"
 
 #include <nlohmann/json.hpp>
@@ -526,6 +528,20 @@ void gemmBiasGradients() {
       "unknown GEMM epilogue 9", "an unknown epilogue");
 }
 
+/// Slurm node lists (scontrol's hostlist syntax) to their first host, the
+/// rendezvous host of an srun launch without MASTER_ADDR.
+void slurmFirstHost() {
+  std::pair<const char *, const char *> cases[] = {
+      {"localhost", "localhost"},       {"localhost,node[2-3]", "localhost"},
+      {"gpu[03-05,07],cpu1", "gpu03"},  {"gpu[07,03-05]", "gpu07"},
+      {"node[01-02]-ib", "node01-ib"},  {"node[01-02]-ib,login1", "node01-ib"},
+      {"rack1-node[9]", "rack1-node9"},
+  };
+  for (auto [list, host] : cases)
+    check(firstHost(list) == host,
+          std::string("the first host of ") + list + ": " + firstHost(list));
+}
+
 int main() {
   windows();
   accumulation();
@@ -535,6 +551,7 @@ int main() {
   exactGemmInputs();
   narrowGemmOutputs();
   gemmBiasGradients();
+  slurmFirstHost();
   if (failures)
     return 1;
   std::printf("runtime units: all checks passed\n");
