@@ -5,9 +5,10 @@ usage: jax_baseline.py MODEL DATA.npz MICRO_BATCH K STEPS THREADS
 
 Run by bench/vs_pytorch.py under --jax-python (a venv with jax[cpu] and
 optax: `python3 -m venv bench/.venv-jax && bench/.venv-jax/bin/pip install
-"jax[cpu]" optax`). MODEL is mlp, gpt or cnn, the same architectures as
+"jax[cpu]" optax`). MODEL is mlp, gpt, cnn or lstmT, the same architectures as
 vs_pytorch.py's (the GPT is the test suite's: pre-norm blocks, causal
-attention, exact GELU, a tied head, cross-entropy ignoring -100). One
+attention, exact GELU, a tied head, cross-entropy ignoring -100; lstmT is
+the LSTM language model over T tokens, its recurrence a lax.scan). One
 optimizer step is one jitted function over the whole window: lax.scan over
 the K micro-batches accumulating the gradients of each micro-batch's mean
 loss / K (the loop vs_pytorch.py times in PyTorch), then optax's global-norm
@@ -121,8 +122,44 @@ def gpt(vocab=4096, d=256, heads=4, layers=4, block=128):
     return params, loss
 
 
+def lstm(vocab=1024, width=128, hidden=256, layers=2):
+    """torch.nn.LSTM's cell (gates i, f, g, o; both biases), batch first."""
+    keys = iter(jax.random.split(jax.random.PRNGKey(0), 2 + 2 * layers))
+    scale = 1 / np.sqrt(hidden)
+
+    def uniform(shape):
+        return jax.random.uniform(next(keys), shape, minval=-scale, maxval=scale)
+    params = {"emb": jax.random.normal(next(keys), (vocab, width)),
+              "layers": [{"w_ih": uniform((4 * hidden, width if i == 0 else hidden)),
+                          "w_hh": uniform((4 * hidden, hidden)),
+                          "b": jnp.zeros(4 * hidden)} for i in range(layers)],
+              "head": dense(next(keys), hidden, vocab)}
+
+    def layer(p, xs):
+        # The input projections of every step at once, then the recurrence.
+        inputs = xs @ p["w_ih"].T + p["b"]
+
+        def cell(carry, gates_in):
+            h, c = carry
+            i, f, g, o = jnp.split(gates_in + h @ p["w_hh"].T, 4, axis=-1)
+            c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+            h = jax.nn.sigmoid(o) * jnp.tanh(c)
+            return (h, c), h
+        zeros = jnp.zeros((xs.shape[0], hidden))
+        _, hs = jax.lax.scan(cell, (zeros, zeros), inputs.transpose(1, 0, 2))
+        return hs.transpose(1, 0, 2)
+
+    def loss(params, idx, targets):
+        x = params["emb"][idx]
+        for p in params["layers"]:
+            x = layer(p, x)
+        return cross_entropy(linear(params["head"], x).reshape(-1, vocab), targets.reshape(-1))
+    return params, loss
+
+
 def main():
-    params, loss = {"mlp": mlp, "cnn": cnn, "gpt": gpt}[MODEL]()
+    params, loss = (lstm if MODEL.startswith("lstm") else
+                    {"mlp": mlp, "cnn": cnn, "gpt": gpt}[MODEL])()
     data = np.load(DATA)
     arrays = [data[name] for name in data.files]
     arrays = [a.astype(np.int32) if a.dtype == np.int64 else a for a in arrays]
