@@ -2,36 +2,38 @@
 
 // Backpropagation through an nn.scan: h_t = tanh(x_t + h_{t-1} r) over 4
 // steps, the loss the sum of all h_t, differentiated with respect to r and
-// h0. The forward saves the carries entering each step; the backward is a
-// scan in the opposite direction whose carries are dh and the running sum
-// of dr, which scans the saved carries, the inputs and the outputs'
-// adjoint, recomputes the step from the saved carry and differentiates
-// it. x is not differentiated: the stacked dx is dropped (canonicalization).
+// h0. The forward saves the carries entering each step (and its product's
+// results, dropped here as the backward does not read them); the backward
+// is a scan in the opposite direction whose carry is dh, which scans the
+// outputs' adjoint and the stacked h_t (read, not recomputed: tanh's VJP
+// needs only its result). dr = sum_t h_{t-1}^T dpre_t sums over the samples
+// of each step, so it is one product over samples and steps after the
+// loop: the saved carries^T times the stacked dpre, as [12, 2] matrices.
+// x is not differentiated: the stacked dx is dropped (canonicalization).
 
 // CHECK-LABEL: func.func private @fwd_grad
 // CHECK-SAME: (%[[R:.+]]: tensor<2x2xf32>, %[[H0:.+]]: tensor<3x2xf32>, %[[X:.+]]: tensor<3x4x2xf32>)
 // CHECK-DAG: %[[ONES:.+]] = nn.constant dense<1.000000e+00> : tensor<3x4x2xf32>
-// CHECK-DAG: %[[DR0:.+]] = nn.constant dense<0.000000e+00> : tensor<2x2xf32>
 // CHECK-DAG: %[[DH0:.+]] = nn.constant dense<0.000000e+00> : tensor<3x2xf32>
-// CHECK: %[[F:.+]]:3 = nn.scan(%[[H0]], %[[X]], %[[R]]) {num_carries = 1 : i64, num_scanned = 1 : i64, saves_carries}
+// CHECK: %[[F:.+]]:3 = nn.scan(%[[H0]], %[[X]], %[[R]]) {num_carries = 1 : i64, num_scanned = 1 : i64, saves_carries} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>)
 // CHECK: %[[L:.+]] = nn.reduce_sum %[[F]]#1
 // R^T, which the step's VJP reads, is hoisted out of the loop
 // (canonicalization) and passed as an invariant.
 // CHECK: %[[RT:.+]] = nn.transpose %[[R]]
-// CHECK: %[[B:.+]]:2 = nn.scan(%[[DH0]], %[[DR0]], %[[F]]#2, %[[X]], %[[ONES]], %[[R]], %[[RT]]) {num_carries = 2 : i64, num_scanned = 3 : i64, reverse} : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<2x2xf32>)
-// CHECK: ^bb0(%[[DH:.+]]: tensor<3x2xf32>, %[[DRSUM:.+]]: tensor<2x2xf32>, %[[HT:.+]]: tensor<3x2xf32>, %[[XT:.+]]: tensor<3x2xf32>, %[[DYT:.+]]: tensor<3x2xf32>, %[[RR:.+]]: tensor<2x2xf32>, %[[RRT:.+]]: tensor<2x2xf32>):
-// The step, recomputed from the saved carry.
-// CHECK: %[[HR:.+]] = nn.matmul %[[HT]], %[[RR]]
-// CHECK: %[[PRE:.+]] = nn.add %[[XT]], %[[HR]]
-// CHECK: %[[H:.+]] = nn.tanh %[[PRE]]
+// CHECK: %[[B:.+]]:2 = nn.scan(%[[DH0]], %[[ONES]], %[[F]]#1, %[[RT]]) {num_carries = 1 : i64, num_scanned = 2 : i64, reverse} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>)
+// CHECK: ^bb0(%[[DH:.+]]: tensor<3x2xf32>, %[[DYT:.+]]: tensor<3x2xf32>, %[[H:.+]]: tensor<3x2xf32>, %[[RRT:.+]]: tensor<2x2xf32>):
+// CHECK-NOT: nn.tanh
 // h_t is both the next carry and the step output: their adjoints add.
 // CHECK: %[[DHT:.+]] = nn.add %[[DH]], %[[DYT]]
+// CHECK: %[[HH:.+]] = nn.mul %[[H]], %[[H]]
 // CHECK: %[[DPRE:.+]] = nn.mul %[[DHT]]
 // CHECK: %[[DHPREV:.+]] = nn.matmul %[[DPRE]], %[[RRT]]
-// CHECK: %[[DRT:.+]] = nn.matmul %{{.+}}, %[[DPRE]]
-// CHECK: %[[DRNEXT:.+]] = nn.add %[[DRSUM]], %[[DRT]]
-// CHECK: nn.yield %[[DHPREV]], %[[DRNEXT]]
-// CHECK: return %[[L]], %[[B]]#1, %[[B]]#0
+// CHECK-NOT: nn.matmul
+// CHECK: nn.yield %[[DHPREV]], %[[DPRE]]
+// CHECK: %[[HS:.+]] = nn.reshape %[[F]]#2 : (tensor<3x4x2xf32>) -> tensor<12x2xf32>
+// CHECK: %[[DPRES:.+]] = nn.reshape %[[B]]#1 : (tensor<3x4x2xf32>) -> tensor<12x2xf32>
+// CHECK: %[[DR:.+]] = nn.gemm %[[HS]], %[[DPRES]] {transA = true} : (tensor<12x2xf32>, tensor<12x2xf32>) -> tensor<2x2xf32>
+// CHECK: return %[[L]], %[[DR]], %[[B]]#0
 
 func.func private @fwd(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> tensor<f32> {
   %res:2 = nn.scan(%h0, %x, %r) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>) {
@@ -52,31 +54,28 @@ func.func @step(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>
 // -----
 
 // Two carries, as an LSTM has (h and the cell state c): c_t = c_{t-1} + x_t,
-// h_t = tanh(h_{t-1} r + c_t). The reverse scan carries both adjoints and
-// dr's running sum; c_t reaches the loss through h_t and through the next
-// step, so its adjoint is the incoming dc plus the pre-activation's, and
-// it flows to c_{t-1} unchanged (the add). Both initial carries get their
-// adjoints.
+// h_t = tanh(h_{t-1} r + c_t). The reverse scan carries both adjoints; c_t
+// reaches the loss through h_t and through the next step, so its adjoint is
+// the incoming dc plus the pre-activation's, and it flows to c_{t-1}
+// unchanged (the add). Both initial carries get their adjoints; dr is the
+// product after the loop of the saved h (the forward's result #3) and the
+// stacked dpre.
 
 // CHECK-LABEL: func.func private @fwd_grad
 // CHECK-SAME: (%[[R:.+]]: tensor<2x2xf32>, %[[H0:.+]]: tensor<3x2xf32>, %[[C0:.+]]: tensor<3x2xf32>, %[[X:.+]]: tensor<3x4x2xf32>)
 // CHECK: %[[F:.+]]:5 = nn.scan(%[[H0]], %[[C0]], %[[X]], %[[R]]) {num_carries = 2 : i64, num_scanned = 1 : i64, saves_carries}
 // CHECK: %[[L:.+]] = nn.reduce_sum %[[F]]#2
-// CHECK: %[[B:.+]]:3 = nn.scan(%{{.+}}, %{{.+}}, %{{.+}}, %[[F]]#3, %[[F]]#4, %[[X]], %{{.+}}, %[[R]], %{{.+}}) {num_carries = 3 : i64, num_scanned = 4 : i64, reverse}
-// CHECK: ^bb0(%[[DH:.+]]: tensor<3x2xf32>, %[[DC:.+]]: tensor<3x2xf32>, %[[DRSUM:.+]]: tensor<2x2xf32>, %[[HT:.+]]: tensor<3x2xf32>, %[[CT:.+]]: tensor<3x2xf32>, %[[XT:.+]]: tensor<3x2xf32>, %[[DYT:.+]]: tensor<3x2xf32>, %[[RR:.+]]: tensor<2x2xf32>, %[[RRT:.+]]: tensor<2x2xf32>):
-// CHECK: %[[CNEW:.+]] = nn.add %[[CT]], %[[XT]]
-// CHECK: %[[HR:.+]] = nn.matmul %[[HT]], %[[RR]]
-// CHECK: %[[PRE:.+]] = nn.add %[[HR]], %[[CNEW]]
-// CHECK: %[[H:.+]] = nn.tanh %[[PRE]]
+// CHECK: %[[B:.+]]:3 = nn.scan(%{{.+}}, %{{.+}}, %{{.+}}, %[[F]]#2, %{{.+}}) {num_carries = 2 : i64, num_scanned = 2 : i64, reverse}
+// CHECK: ^bb0(%[[DH:.+]]: tensor<3x2xf32>, %[[DC:.+]]: tensor<3x2xf32>, %[[DYT:.+]]: tensor<3x2xf32>, %[[H:.+]]: tensor<3x2xf32>, %[[RRT:.+]]: tensor<2x2xf32>):
 // CHECK: %[[DHT:.+]] = nn.add %[[DH]], %[[DYT]]
 // CHECK: %[[DPRE:.+]] = nn.mul %[[DHT]], %{{.+}}
 // CHECK: %[[DCPREV:.+]] = nn.add %[[DC]], %[[DPRE]]
 // CHECK: %[[DHPREV:.+]] = nn.matmul %[[DPRE]], %[[RRT]]
-// CHECK: %[[HTT:.+]] = nn.transpose %[[HT]]
-// CHECK: %[[DRT:.+]] = nn.matmul %[[HTT]], %[[DPRE]]
-// CHECK: %[[DRNEXT:.+]] = nn.add %[[DRSUM]], %[[DRT]]
-// CHECK: nn.yield %[[DHPREV]], %[[DCPREV]], %[[DRNEXT]]
-// CHECK: return %[[L]], %[[B]]#2, %[[B]]#0, %[[B]]#1
+// CHECK: nn.yield %[[DHPREV]], %[[DCPREV]], %[[DPRE]]
+// CHECK: %[[HS:.+]] = nn.reshape %[[F]]#3
+// CHECK: %[[DPRES:.+]] = nn.reshape %[[B]]#2
+// CHECK: %[[DR:.+]] = nn.gemm %[[HS]], %[[DPRES]] {transA = true}
+// CHECK: return %[[L]], %[[DR]], %[[B]]#0, %[[B]]#1
 
 func.func private @fwd(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %c0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> tensor<f32> {
   %res:3 = nn.scan(%h0, %c0, %x, %r) {num_carries = 2 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>) {
@@ -123,4 +122,43 @@ func.func private @fwd(%w: tensor<3x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4
 func.func @step(%w: tensor<3x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x5x2xf32>) -> (tensor<f32>, tensor<3x2xf32>) {
   %l, %g = train.value_and_grad @fwd(%w, %h0, %x) {wrt = array<i64: 0>} : (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4x5x2xf32>) -> (tensor<f32>, tensor<3x2xf32>)
   return %l, %g : tensor<f32>, tensor<3x2xf32>
+}
+
+// -----
+
+// A step whose backward needs its product: h_t = sigmoid(h_{t-1} r + x_t)
+// is a carry, and the step outputs h_t^2, so sigmoid's VJP recomputes h_t
+// from the pre-activation. The forward stacks the product h_{t-1} r as a
+// new step output (its result #2) and the backward scans it instead of
+// multiplying again: the only product left in its body is dpre R^T.
+
+// CHECK-LABEL: func.func private @fwd_grad
+// CHECK-SAME: (%[[R:.+]]: tensor<2x2xf32>, %[[H0:.+]]: tensor<3x2xf32>, %[[X:.+]]: tensor<3x4x2xf32>)
+// CHECK: %[[F:.+]]:4 = nn.scan(%[[H0]], %[[X]], %[[R]]) {num_carries = 1 : i64, num_scanned = 1 : i64, saves_carries} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>)
+// CHECK: %[[P:.+]] = nn.matmul
+// CHECK: nn.yield %{{.+}}, %{{.+}}, %[[P]] :
+// CHECK: %[[B:.+]]:2 = nn.scan(%{{.+}}, %[[X]], %{{.+}}, %[[F]]#2, %{{.+}}) {num_carries = 1 : i64, num_scanned = 3 : i64, reverse}
+// CHECK: ^bb0(%{{.+}}: tensor<3x2xf32>, %[[XT:.+]]: tensor<3x2xf32>, %{{.+}}: tensor<3x2xf32>, %[[PT:.+]]: tensor<3x2xf32>, %[[RRT:.+]]: tensor<2x2xf32>):
+// CHECK: %[[PRE:.+]] = nn.add %[[XT]], %[[PT]]
+// CHECK: nn.sigmoid %[[PRE]]
+// CHECK: nn.matmul %{{.+}}, %[[RRT]]
+// CHECK-NOT: nn.matmul
+// CHECK: nn.yield
+// CHECK: nn.gemm %{{.+}}, %{{.+}} {transA = true}
+
+func.func private @fwd(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> tensor<f32> {
+  %res:2 = nn.scan(%h0, %x, %r) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x2xf32>, %rr: tensor<2x2xf32>):
+    %0 = nn.matmul %h, %rr : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+    %1 = nn.add %xt, %0 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+    %2 = nn.sigmoid %1 : tensor<3x2xf32>
+    %3 = nn.mul %2, %2 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+    nn.yield %2, %3 : tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  %s = nn.reduce_sum %res#1 {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<3x4x2xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+func.func @step(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> (tensor<f32>, tensor<2x2xf32>) {
+  %l, %g = train.value_and_grad @fwd(%r, %h0, %x) {wrt = array<i64: 0>} : (tensor<2x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>) -> (tensor<f32>, tensor<2x2xf32>)
+  return %l, %g : tensor<f32>, tensor<2x2xf32>
 }

@@ -1,4 +1,4 @@
-//===- Scan.cpp - nn.scan: verifier, VJP, canonicalization ------*- C++ -*-===//
+//===- Scan.cpp - nn.scan: verifier, canonicalization -----------*- C++ -*-===//
 
 #include "accrue/Dialect/NN/IR/NN.h"
 
@@ -135,169 +135,43 @@ LogicalResult ScanOp::verify() {
   return success();
 }
 
-ScanOp ScanOp::replaceWithSavedCarries(ScanOp op) {
-  SmallVector<Type> types(op.getResultTypes());
+ScanOp ScanOp::saveForBackward(ScanOp op) {
+  Block &body = op.getBodyBlock();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  int64_t carries = op.getNumCarries(), steps = op.getNumSteps();
+  int64_t batch =
+      cast<RankedTensorType>(op.getScanned().front().getType()).getDimSize(0);
+  // The step's contractions, stacked as new outputs (unless already one).
+  ValueRange outputs = yield.getValues().drop_front(carries);
+  SmallVector<Value> products;
+  for (Operation &inner : body.without_terminator())
+    if (isa<MatMulOp, GemmOp, ConvOp>(inner))
+      for (Value result : inner.getResults()) {
+        auto type = cast<RankedTensorType>(result.getType());
+        if (type.getRank() >= 1 && type.getDimSize(0) == batch &&
+            !llvm::is_contained(outputs, result))
+          products.push_back(result);
+      }
+  SmallVector<Type> types(op.getFinalCarries().getTypes());
+  llvm::append_range(types, op.getStackedOutputs().getTypes());
+  for (Value product : products)
+    types.push_back(stackedType(product.getType(), steps));
   for (Value init : op.getCarryInits())
-    types.push_back(stackedType(init.getType(), op.getNumSteps()));
+    types.push_back(stackedType(init.getType(), steps));
   OpBuilder b(op);
-  auto scan = ScanOp::create(b, op.getLoc(), types, op.getInputs(),
-                             op.getNumCarries(), op.getNumScanned(),
-                             op.getReverse(), /*saves_carries=*/true);
+  auto scan = ScanOp::create(b, op.getLoc(), types, op.getInputs(), carries,
+                             op.getNumScanned(), op.getReverse(),
+                             /*saves_carries=*/true);
   scan.getBody().takeBody(op.getBody());
+  SmallVector<Value> values(yield.getValues());
+  llvm::append_range(values, products);
+  b.setInsertionPoint(yield);
+  YieldOp::create(b, yield.getLoc(), values);
+  yield.erase();
   for (auto [from, to] : llvm::zip(op.getResults(), scan.getResults()))
     from.replaceAllUsesWith(to);
   op.erase();
   return scan;
-}
-
-// The backward is a scan in the opposite direction. Its carries are the
-// adjoints of the forward carries and the running sums of the invariants'
-// adjoints; it scans the saved carries, the forward's scanned inputs and
-// the step outputs' adjoints; its body recomputes the forward step from the
-// carries entering it and differentiates it.
-LogicalResult ScanOp::buildVJP(OpBuilder &b, ValueRange dys,
-                               SmallVectorImpl<Value> &dxs) {
-  Location loc = getLoc();
-  int64_t carries = getNumCarries(), outputs = getNumOutputs();
-  if (!getSavesCarries())
-    return emitOpError("needs its carries saved to be differentiated");
-  for (Value v : dys.drop_front(carries + outputs))
-    if (v)
-      return emitOpError("saved carries cannot be differentiated");
-  for (Value init : getCarryInits())
-    if (!isFloatTensor(init))
-      return emitOpError("cannot differentiate integer carries");
-  auto zerosLike = [&](OpBuilder &builder, Type type) {
-    return NNBuilder(builder, loc).splat(cast<RankedTensorType>(type), 0.0);
-  };
-
-  // Backward inputs: carries (adjoints, then invariant adjoint sums),
-  // scanned (saved carries, forward scanned, output adjoints), invariants.
-  SmallVector<Value> inputs;
-  for (int64_t i = 0; i < carries; ++i)
-    inputs.push_back(dys[i] ? dys[i]
-                            : zerosLike(b, getCarryInits()[i].getType()));
-  SmallVector<int64_t> sums; // invariant indices with an adjoint sum
-  for (auto [i, inv] : llvm::enumerate(getInvariants()))
-    if (isFloatTensor(inv)) {
-      sums.push_back(i);
-      inputs.push_back(zerosLike(b, inv.getType()));
-    }
-  int64_t backCarries = inputs.size();
-  llvm::append_range(inputs, getSavedCarries());
-  llvm::append_range(inputs, getScanned());
-  SmallVector<int64_t> seeded; // outputs with an adjoint
-  for (int64_t i = 0; i < outputs; ++i)
-    if (Value dy = dys[carries + i]) {
-      seeded.push_back(i);
-      inputs.push_back(dy);
-    }
-  int64_t backScanned = inputs.size() - backCarries;
-  llvm::append_range(inputs, getInvariants());
-
-  // Result types: the carries, then one stacked adjoint per float scanned
-  // input.
-  SmallVector<Type> types;
-  for (int64_t i = 0; i < backCarries; ++i)
-    types.push_back(inputs[i].getType());
-  SmallVector<int64_t> stepAdjoints; // float scanned inputs
-  for (auto [i, x] : llvm::enumerate(getScanned()))
-    if (isFloatTensor(x)) {
-      stepAdjoints.push_back(i);
-      types.push_back(x.getType());
-    }
-  auto back = ScanOp::create(b, loc, types, inputs, backCarries, backScanned,
-                             !getReverse(), /*saves_carries=*/false);
-
-  Block &forward = getBodyBlock();
-  Block *block = &back.addBody();
-  auto arg = [&](int64_t i) { return block->getArgument(i); };
-  int64_t scannedForward = getNumScanned();
-  // The forward step, recomputed from the carries entering it.
-  IRMapping mapping;
-  for (int64_t i = 0; i < carries; ++i)
-    mapping.map(forward.getArgument(i), arg(backCarries + i));
-  for (int64_t i = 0; i < scannedForward; ++i)
-    mapping.map(forward.getArgument(carries + i),
-                arg(backCarries + carries + i));
-  int64_t invariantArgs = backCarries + backScanned;
-  for (int64_t i = 0, e = getInvariants().size(); i < e; ++i)
-    mapping.map(forward.getArgument(carries + scannedForward + i),
-                arg(invariantArgs + i));
-  OpBuilder inner = OpBuilder::atBlockEnd(block);
-  SmallVector<Operation *> ops;
-  for (Operation &op : forward.without_terminator()) {
-    Operation *clone = inner.clone(op, mapping);
-    // A scan in the step is differentiated like this one: from its saved
-    // carries.
-    if (auto nested = dyn_cast<ScanOp>(clone);
-        nested && !nested.getSavesCarries()) {
-      clone = replaceWithSavedCarries(nested);
-      for (auto [from, to] : llvm::zip(op.getResults(), clone->getResults()))
-        mapping.map(from, to);
-    }
-    ops.push_back(clone);
-  }
-  auto yield = cast<YieldOp>(forward.getTerminator());
-  auto yielded = [&](int64_t i) {
-    return mapping.lookupOrDefault(yield.getValues()[i]);
-  };
-
-  // Differentiate it: sources are every float argument of the step, sinks
-  // the seeded yields.
-  DenseMap<Value, Value> adjoints;
-  SmallVector<Value> sinks;
-  for (int64_t i = 0; i < carries; ++i) {
-    accumulateAdjoint(inner, loc, adjoints, yielded(i), arg(i));
-    sinks.push_back(yielded(i));
-  }
-  for (auto [k, i] : llvm::enumerate(seeded)) {
-    Value dy = arg(backCarries + carries + scannedForward + k);
-    accumulateAdjoint(inner, loc, adjoints, yielded(carries + i), dy);
-    sinks.push_back(yielded(carries + i));
-  }
-  SmallVector<Value> sources;
-  for (BlockArgument a : block->getArguments().drop_front(backCarries))
-    if (isFloatTensor(a))
-      sources.push_back(a);
-  DenseSet<Value> varied, useful;
-  if (failed(findActiveValues(*block, sources, sinks, varied, useful)))
-    return failure();
-  auto isActive = [&](Value v) {
-    return varied.contains(v) && useful.contains(v);
-  };
-  if (failed(reverseSweep(inner, ops, isActive, adjoints)))
-    return failure();
-
-  SmallVector<Value> next;
-  auto adjointOr0 = [&](Value v) {
-    Value adj = adjoints.lookup(v);
-    return adj ? adj : zerosLike(inner, v.getType());
-  };
-  for (int64_t i = 0; i < carries; ++i)
-    next.push_back(adjointOr0(arg(backCarries + i)));
-  for (auto [k, i] : llvm::enumerate(sums)) {
-    Value sum = arg(carries + k);
-    if (Value adj = adjoints.lookup(arg(invariantArgs + i)))
-      sum = NNBuilder(inner, loc).add(sum, adj);
-    next.push_back(sum);
-  }
-  for (int64_t i : stepAdjoints)
-    next.push_back(adjointOr0(arg(backCarries + carries + i)));
-  YieldOp::create(inner, loc, next);
-
-  // Operand adjoints: carry inits, scanned inputs, invariants.
-  for (int64_t i = 0; i < carries; ++i)
-    dxs.push_back(back.getResult(i));
-  SmallVector<Value> scannedAdjoints(scannedForward);
-  for (auto [k, i] : llvm::enumerate(stepAdjoints))
-    scannedAdjoints[i] = back.getResult(backCarries + k);
-  llvm::append_range(dxs, scannedAdjoints);
-  SmallVector<Value> invariantAdjoints(getInvariants().size());
-  for (auto [k, i] : llvm::enumerate(sums))
-    invariantAdjoints[i] = back.getResult(carries + k);
-  llvm::append_range(dxs, invariantAdjoints);
-  return success();
 }
 
 namespace {

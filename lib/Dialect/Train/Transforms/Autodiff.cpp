@@ -260,11 +260,11 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp callee,
     seed = body.addArgument(inputs.back(), callee.getLoc());
   auto ret = cast<func::ReturnOp>(body.getTerminator());
 
-  // A scan's backward reads the carries entering each step: the forward
-  // saves them.
+  // A scan's backward reads the carries entering each step and the step's
+  // contractions: the forward saves them.
   for (auto scan : llvm::make_early_inc_range(body.getOps<nn::ScanOp>()))
     if (!scan.getSavesCarries())
-      nn::ScanOp::replaceWithSavedCarries(scan);
+      nn::ScanOp::saveForBackward(scan);
 
   // Activity: values that depend on a differentiated argument (forward) and
   // that the loss depends on (backward).

@@ -24,8 +24,12 @@ def NN_ScanOp : NN_Op<"scan", [IsolatedFromAbove, RecursiveMemoryEffects,
     samples independently.
 
     The VJP is one scan in the opposite direction whose body recomputes the
-    step from the saved carries and differentiates it, carrying the
-    carries' adjoints and accumulating the invariants' adjoints.
+    step from the saved carries (reading what the forward stacked, such as
+    its contractions' results, instead of recomputing it) and
+    differentiates it, carrying the carries' adjoints; the invariants'
+    adjoints are running sums, or, when each step's term sums over the
+    step's samples (a weight's h^T dz), one contraction over samples and
+    steps after the loop.
   }];
   let arguments = (ins Variadic<NN_Tensor>:$inputs, I64Attr:$num_carries,
                    I64Attr:$num_scanned, UnitAttr:$reverse,
@@ -55,9 +59,12 @@ def NN_ScanOp : NN_Op<"scan", [IsolatedFromAbove, RecursiveMemoryEffects,
     /// Creates the (empty) body: one argument per input, a step of each
     /// scanned input.
     ::mlir::Block &addBody();
-    /// Replaces `op` with the same scan (its body moved) saving its carries,
-    /// built just before it; returns the new scan.
-    static ScanOp replaceWithSavedCarries(ScanOp op);
+    /// Replaces `op` with the same scan (its body moved), built just before
+    /// it, that saves what its VJP reads: the carries entering each step
+    /// and, as new step outputs, the results of the step's contractions,
+    /// which the backward reads instead of recomputing them. Returns the
+    /// new scan.
+    static ScanOp saveForBackward(ScanOp op);
   }];
 }
 
