@@ -187,7 +187,10 @@ class NN_BinaryOp<string mnemonic, string onnxName, list<Trait> traits = []>
   }];
 }
 
-def NN_AddOp : NN_BinaryOp<"add", "Add", [Commutative]>;
+def NN_AddOp : NN_BinaryOp<"add", "Add", [Commutative]> {
+  // Sums of disjoint placed slices (nn.slice_grad) become one nn.concat.
+  let hasCanonicalizer = 1;
+}
 def NN_SubOp : NN_BinaryOp<"sub", "Sub">;
 def NN_MulOp : NN_BinaryOp<"mul", "Mul", [Commutative]>;
 def NN_DivOp : NN_BinaryOp<"div", "Div">;
