@@ -64,17 +64,9 @@ LogicalResult MatMulOp::buildVJP(OpBuilder &b, ValueRange dys,
     // one contraction instead of a product per batch element added up
     // afterwards. (dA keeps the transposed copy of B: the CPU's outer-
     // product kernel on it beats dot products along B's rows.)
-    int64_t k = lhsType.getShape().back(), n = rhsType.getShape().back();
-    int64_t rows = lhsType.getNumElements() / k;
-    Type element = lhsType.getElementType();
-    Value a2 = nn.reshape(getLhs(), RankedTensorType::get({rows, k}, element));
-    Value dy2 = nn.reshape(
-        dy, RankedTensorType::get({rows, n}, dyType.getElementType()));
-    FloatAttr one = b.getF32FloatAttr(1.0f);
-    BoolAttr t = b.getBoolAttr(true), f = b.getBoolAttr(false);
     dxs.push_back(
         MatMulOp::create(b, loc, dy, transposeLast2(b, loc, getRhs())));
-    dxs.push_back(GemmOp::create(b, loc, a2, dy2, Value(), one, one, t, f));
+    dxs.push_back(nn.rowsProduct(getLhs(), dy));
     return success();
   }
   Value da = MatMulOp::create(b, loc, dy, transposeLast2(b, loc, getRhs()));

@@ -34,6 +34,20 @@ Value NNBuilder::broadcastTo(Value value, RankedTensorType target) {
   return ExpandOp::create(b, loc, target, value);
 }
 
+Value NNBuilder::rowsProduct(Value a, Value d) {
+  auto aType = cast<RankedTensorType>(a.getType());
+  auto dType = cast<RankedTensorType>(d.getType());
+  int64_t i = aType.getShape().back(), j = dType.getShape().back();
+  int64_t rows = aType.getNumElements() / i;
+  Value a2 =
+      reshape(a, RankedTensorType::get({rows, i}, aType.getElementType()));
+  Value d2 =
+      reshape(d, RankedTensorType::get({rows, j}, dType.getElementType()));
+  FloatAttr one = b.getF32FloatAttr(1.0f);
+  return GemmOp::create(b, loc, a2, d2, /*c=*/Value(), one, one,
+                        b.getBoolAttr(true), b.getBoolAttr(false));
+}
+
 Value NNBuilder::sumToShape(Value value, RankedTensorType target) {
   auto type = cast<RankedTensorType>(value.getType());
   if (type == target)

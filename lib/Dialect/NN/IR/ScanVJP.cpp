@@ -22,13 +22,21 @@ using namespace accrue::nn;
 
 namespace {
 
+/// Where a step value of a scan's body is stacked over the steps: a
+/// scanned input (the value is its step) or a step output.
+struct Stacked {
+  bool isInput;
+  int64_t index;
+};
+
 /// One step's term of a weight's adjoint that sums over the step's samples
 /// (dimension 0): a^T d (`a` [N, I], `d` [N, J]), or `d` reduced over
-/// `axes`, 0 among them.
+/// `axes`, 0 among them; `aAt` and `dAt` say where `a` and `d` are stacked.
 struct SampleSum {
   Value a, d;
   SmallVector<int64_t> axes;
   RankedTensorType type;
+  Stacked aAt = {}, dAt = {};
 };
 
 bool isRows(Value v, int64_t batch) {
@@ -90,14 +98,9 @@ LogicalResult splitSampleSums(Value term, int64_t batch,
   return success();
 }
 
-/// Where a step value of `scan`'s body is stacked over the steps: a scanned
-/// input (the value is its step) or a step output (new ones are appended to
-/// `outputs`, the values the rebuilt body yields as outputs).
-struct Stacked {
-  bool isInput;
-  int64_t index;
-};
-
+/// Where `v`, a step value of `scan`'s body, is stacked; a step output not
+/// yet yielded is appended to `outputs`, the values the rebuilt body yields
+/// as outputs.
 Stacked stackOf(ScanOp scan, Value v, SmallVectorImpl<Value> &outputs) {
   int64_t carries = scan.getNumCarries();
   if (auto arg = dyn_cast<BlockArgument>(v))
@@ -144,13 +147,12 @@ ScanOp sumAfterLoop(OpBuilder &b, ScanOp back, int64_t first, int64_t count,
 
   // The step values the sums read, stacked.
   SmallVector<Value> outputs(yield.getValues().drop_front(carries));
-  SmallVector<SmallVector<std::pair<Stacked, Stacked>>> stacks;
-  for (auto &[c, terms] : moved) {
-    auto &pairs = stacks.emplace_back();
-    for (SampleSum &term : terms)
-      pairs.push_back({term.a ? stackOf(back, term.a, outputs) : Stacked{},
-                       stackOf(back, term.d, outputs)});
-  }
+  for (auto &[c, terms] : moved)
+    for (SampleSum &term : terms) {
+      if (term.a)
+        term.aAt = stackOf(back, term.a, outputs);
+      term.dAt = stackOf(back, term.d, outputs);
+    }
 
   // The scan without those carries, yielding the new outputs.
   llvm::BitVector gone(body.getNumArguments());
@@ -193,27 +195,14 @@ ScanOp sumAfterLoop(OpBuilder &b, ScanOp back, int64_t first, int64_t count,
     return s.isInput ? back.getInputs()[s.index]
                      : scan.getStackedOutputs()[s.index];
   };
-  FloatAttr one = b.getF32FloatAttr(1.0f);
-  for (auto [k, entry] : llvm::enumerate(moved)) {
-    auto &[c, terms] = entry;
+  for (auto &[c, terms] : moved) {
     Value total;
-    for (auto [term, stack] : llvm::zip(terms, stacks[k])) {
+    for (SampleSum &term : terms) {
       Value sum;
-      Value d = stacked(stack.second);
-      auto dType = cast<RankedTensorType>(d.getType());
+      Value d = stacked(term.dAt);
       if (term.a) {
         // [N, T, I]^T [N, T, J] as one product over N x T rows.
-        Value a = stacked(stack.first);
-        auto aType = cast<RankedTensorType>(a.getType());
-        int64_t rows = batch * steps;
-        Value a2 =
-            nn.reshape(a, RankedTensorType::get({rows, aType.getShape().back()},
-                                                aType.getElementType()));
-        Value d2 =
-            nn.reshape(d, RankedTensorType::get({rows, dType.getShape().back()},
-                                                dType.getElementType()));
-        sum = GemmOp::create(b, loc, a2, d2, /*c=*/Value(), one, one,
-                             b.getBoolAttr(true), b.getBoolAttr(false));
+        sum = nn.rowsProduct(stacked(term.aAt), d);
       } else {
         // The step's axes over [N, ...] are the stacked value's over
         // [N, T, ...], T among them.

@@ -84,6 +84,10 @@ public:
   mlir::Value broadcastTo(mlir::Value value, mlir::RankedTensorType target);
   /// Reshapes `value` to `target` (nn.reshape, or the value itself).
   mlir::Value reshape(mlir::Value value, mlir::RankedTensorType target);
+  /// a^T d over rows: every dimension of `a` [..., I] and `d` [..., J] but
+  /// the last is a row, and the [I, J] result sums over all of them (one
+  /// nn.gemm of the two as 2-D matrices; a weight's adjoint).
+  mlir::Value rowsProduct(mlir::Value a, mlir::Value d);
 
   mlir::Value add(mlir::Value lhs, mlir::Value rhs);
   mlir::Value sub(mlir::Value lhs, mlir::Value rhs);
