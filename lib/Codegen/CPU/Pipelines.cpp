@@ -99,6 +99,8 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
     vectorize.tileN = tiles.n;
     vectorize.tileK = tiles.k;
     vectorize.dotWidth = tiles.dotWidth;
+    vectorize.dotTileM = tiles.dotM;
+    vectorize.dotTileN = tiles.dotN;
     vectorize.parallel = options.parallel;
     vectorize.bf16Dot = options.bf16DotOrDefault();
     pm.addNestedPass<func::FuncOp>(createVectorizeContractions(vectorize));

@@ -15,14 +15,19 @@
 
 namespace accrue::cpu {
 
-/// The register blocks of the contraction kernels.
+/// The register blocks of the contraction kernels: m x n elements of C in
+/// the outer-product kernel, blocks of k per cache block, and in the
+/// dot-product kernel dotM x dotN elements of C, dotWidth k per vector.
 struct ContractionTiles {
-  int64_t m = 8, n = 32, k = 256, dotWidth = 16;
+  int64_t m = 8, n = 32, k = 256, dotWidth = 16, dotM = 4, dotN = 4;
 };
 
-/// The tiles for a target whose vector registers are `vectorBits` wide:
-/// blocks of two vectors along n, 8 rows (16 registers of the block) with
-/// 8 or more lanes, 4 rows on 128-bit targets.
+/// The tiles for a target whose vector registers are `vectorBits` wide,
+/// sized so a block's accumulators and the vectors it loads fit the
+/// target's vector registers: blocks of two vectors along n; 8 rows (16 of
+/// AVX-512's 32 registers), 6 rows on AVX2 (12 of its 16), 4 on 128-bit
+/// targets; dot-product blocks of 4 x 4 on AVX-512, 2 x 4 with 16
+/// registers.
 ContractionTiles contractionTilesFor(int64_t vectorBits);
 
 /// The kernels, from worst to best: scalar loops, dot products (A and B

@@ -132,6 +132,10 @@ def VectorizeContractions
            "Columns of C per register block">,
     Option<"dotWidth", "dot-width", "int64_t", "16",
            "Consecutive k per vector in the dot-product kernel">,
+    Option<"dotTileM", "dot-tile-m", "int64_t", "4",
+           "Rows of C per block of the dot-product kernel">,
+    Option<"dotTileN", "dot-tile-n", "int64_t", "4",
+           "Columns of C per block of the dot-product kernel">,
     Option<"tileK", "tile-k", "int64_t", "256",
            "Reduction steps per cache block (the outermost loop after batch "
            "dimensions)">,
