@@ -58,6 +58,9 @@ struct Plan {
   /// Blocks of m are the outer loop, blocks of n the inner one (see
   /// planLayout).
   bool mOuter = false;
+  /// Outer products over many rows copy each block of k's rows of B into
+  /// a contiguous buffer first.
+  bool packB = false;
   /// C starts as zeros (a zero fill folded into the op, `accrue.zero_init`):
   /// the first k block does not read it.
   bool zeroInit = false;

@@ -108,7 +108,10 @@ def VectorizeContractions
     so one block's rows of B stay in cache for every block of C; extra k
     dimensions run inside the block's accumulation. Remainders of m (and of
     n for dot products) get smaller blocks; other layouts keep their scalar
-    loops.
+    loops. With `pack-b`, outer products over at least 64 rows (and no
+    extra k dimensions) first copy each block of k's rows of B into one
+    buffer, in blocks of `tile-n` columns, so a block of C reads them from
+    consecutive addresses; the sums keep their order.
 
     With `bf16-dot`, a contraction of two bf16 inputs into f32 (its body
     widens them) gets the same kernels on AVX512-BF16's `vdpbf16ps`
@@ -136,6 +139,9 @@ def VectorizeContractions
            "Rows of C per block of the dot-product kernel">,
     Option<"dotTileN", "dot-tile-n", "int64_t", "4",
            "Columns of C per block of the dot-product kernel">,
+    Option<"packB", "pack-b", "bool", "false",
+           "Outer products over 64 or more rows copy each block of k's rows "
+           "of B into one contiguous buffer first">,
     Option<"tileK", "tile-k", "int64_t", "256",
            "Reduction steps per cache block (the outermost loop after batch "
            "dimensions)">,
