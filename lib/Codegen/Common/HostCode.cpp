@@ -223,6 +223,12 @@ LogicalResult accrue::linkSharedLibrary(StringRef objectPath,
   return success();
 }
 
+// compiler-rt's f32 to bf16 conversion (round to nearest even), linked
+// into this library from the same archive compiled steps link: the JIT's
+// code calls it where the CPU has no instruction for the conversion
+// (without AVX512-BF16). Only its address is taken here.
+extern "C" void __truncsfbf2();
+
 FailureOr<std::unique_ptr<ExecutionEngine>>
 accrue::createJIT(ModuleOp module, const HostCodeOptions &options) {
   llvm::InitializeNativeTarget();
@@ -245,5 +251,12 @@ accrue::createJIT(ModuleOp module, const HostCodeOptions &options) {
   if (!engine)
     return module.emitError("JIT compilation failed: ")
            << llvm::toString(engine.takeError());
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner("__truncsfbf2")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&__truncsfbf2),
+        llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
   return std::move(*engine);
 }
