@@ -91,16 +91,20 @@ def export(model, data, path, opset, dynamo):
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
 
 
+def window(data, step, dtype):
+    """The one big batch of optimizer step `step`, its floats in `dtype`."""
+    batch = {k: torch.tensor(v[step * E:(step + 1) * E]) for k, v in data.items()}
+    return {k: v.to(dtype) if v.is_floating_point() else v for k, v in batch.items()}
+
+
 def pytorch_step(model, data, dtype=torch.float32):
     """PyTorch on the one big batch of each window."""
     model = model.to(dtype)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WD)
     for step in range(STEPS):
-        window = {k: torch.tensor(v[step * E:(step + 1) * E]) for k, v in data.items()}
-        window = {k: v.to(dtype) if v.is_floating_point() else v for k, v in window.items()}
         opt.zero_grad()
-        model(**window).loss.backward()
+        model(**window(data, step, dtype)).loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
         opt.step()
     return {n: p.detach().double().numpy() for n, p in model.named_parameters()}
@@ -113,9 +117,7 @@ def first_gradients(model, data, dtype):
     """PyTorch's gradients on the first window, in `dtype`."""
     model = copy.deepcopy(model).to(dtype)
     model.train()
-    window = {k: torch.tensor(v[:E]) for k, v in data.items()}
-    window = {k: v.to(dtype) if v.is_floating_point() else v for k, v in window.items()}
-    model(**window).loss.backward()
+    model(**window(data, 0, dtype)).loss.backward()
     return {n: p.grad.double().numpy() for n, p in model.named_parameters()}
 
 

@@ -15,11 +15,6 @@ using namespace accrue::cpu;
 
 namespace {
 
-/// The rows of A (of one kernel) for which the bf16 outer products pack
-/// B's pairs once per block of k rather than interleave B's rows in each
-/// block of C: 8 blocks of 8 rows.
-constexpr int64_t kMinPackingRows = 64;
-
 /// Index `value` of a block of k steps of 2 from `start`: (value - start) / 2.
 Value pairIndex(RewriterBase &rewriter, Location loc, Value value,
                 Value start) {
@@ -121,9 +116,9 @@ Value packPairs(BlockedContraction &blocks, Value operand, AffineMap map,
 /// per `lanes` columns. Each block of k packs B's pairs (two rows
 /// interleaved) before its blocks of C, and A's too where A is contiguous
 /// along m (along k, a pair is one 32-bit load already). With extra k
-/// dimensions (loops inside the blocks) or fewer than kMinPackingRows
-/// rows, the blocks interleave B's rows themselves and load A's pairs an
-/// element at a time.
+/// dimensions (loops inside the blocks) or fewer than 64 rows
+/// (Plan::packsPerKBlock), the blocks interleave B's rows themselves and
+/// load A's pairs an element at a time.
 void accrue::cpu::emitBlockedContractionBF16(RewriterBase &rewriter,
                                              linalg::LinalgOp op,
                                              const Plan &plan, int64_t lanes) {
@@ -134,7 +129,7 @@ void accrue::cpu::emitBlockedContractionBF16(RewriterBase &rewriter,
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   Value a = op->getOperand(plan.a);
   bool pairedA = innermostIs(maps[plan.a], plan.k) && unitInnerStride(a);
-  bool pack = plan.outerK.empty() && plan.mEnd - plan.mBegin >= kMinPackingRows;
+  bool pack = plan.packsPerKBlock();
   bool packA = pack && !pairedA && innermostIs(maps[plan.a], plan.m) &&
                unitInnerStride(a);
   Value packedA, packedB;

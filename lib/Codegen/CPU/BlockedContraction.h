@@ -71,6 +71,11 @@ struct Plan {
   /// the rows of B (and A) of one k block stay in cache while every block
   /// of C accumulates them.
   int64_t tileK;
+
+  /// Whether the kernel copies operands into packed buffers once per block
+  /// of k: where enough rows of A reuse them (8 blocks of 8 rows) and no
+  /// extra k dimensions run inside the blocks of C.
+  bool packsPerKBlock() const { return outerK.empty() && mEnd - mBegin >= 64; }
 };
 
 /// What the kernels are built from: the contraction's operands and maps,

@@ -175,11 +175,6 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op,
                     bf16);
 }
 
-/// The rows of A (of one kernel) for which the outer products copy B's
-/// rows of a block of k into one contiguous buffer (packRows): 8 blocks of
-/// 8 rows, as the bf16 kernels.
-constexpr int64_t kMinPackingRows = 64;
-
 /// A buffer of this block of k's rows of B along [nBegin, nEnd), in blocks
 /// of tileN: [block][kk] holds the tileN elements of row k + kk that a
 /// block of C loads, so a block of C reads its rows of B from consecutive
@@ -227,8 +222,7 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                             const Plan &plan) {
   OpBuilder::InsertionGuard guard(rewriter);
   auto rowType = VectorType::get({plan.tileN}, rewriter.getF32Type());
-  bool pack = plan.packB && plan.outerK.empty() &&
-              plan.mEnd - plan.mBegin >= kMinPackingRows;
+  bool pack = plan.packB && plan.packsPerKBlock();
   Value packedB;
   BlockedContraction blocks(rewriter, op, plan,
                             [&](BlockedContraction &blocks) {
