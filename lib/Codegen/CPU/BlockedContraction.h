@@ -59,8 +59,9 @@ struct Plan {
   /// planLayout).
   bool mOuter = false;
   /// Outer products over many rows copy each block of k's rows of B into
-  /// a contiguous buffer first.
-  bool packB = false;
+  /// a contiguous buffer first (packB), and its columns of A where A is
+  /// contiguous along m (packA).
+  bool packA = false, packB = false;
   /// C starts as zeros (a zero fill folded into the op, `accrue.zero_init`):
   /// the first k block does not read it.
   bool zeroInit = false;
@@ -106,7 +107,8 @@ struct BlockedContraction {
     groups.push_back({{plan.k}, false});
     unsigned outer = plan.mOuter ? plan.m : plan.n;
     unsigned inner = plan.mOuter ? plan.n : plan.m;
-    if (plan.parallel && !parallelBatch) {
+    parallelBlocks = plan.parallel && !parallelBatch;
+    if (parallelBlocks) {
       groups.push_back({{outer, inner}, true});
     } else {
       groups.push_back({{outer}, false});
@@ -237,6 +239,8 @@ struct BlockedContraction {
   SmallVector<Value> ivs;
   /// The loop over blocks of k.
   scf::ForOp kBlocks;
+  /// Whether the blocks of C in each block of k are an scf.parallel loop.
+  bool parallelBlocks = false;
 };
 
 /// Replaces bf16 `op` by the blocks of `plan` on vdpbf16ps

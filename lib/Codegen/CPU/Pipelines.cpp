@@ -101,6 +101,7 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
     vectorize.dotWidth = tiles.dotWidth;
     vectorize.dotTileM = tiles.dotM;
     vectorize.dotTileN = tiles.dotN;
+    vectorize.packA = tiles.packA;
     vectorize.packB = tiles.packB;
     vectorize.parallel = options.parallel;
     vectorize.bf16Dot = options.bf16DotOrDefault();

@@ -126,6 +126,7 @@ FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
     int64_t aPanel = plan.tileK * bounds[plan.m] * elementBytes;
     int64_t bPanel = plan.tileK * bounds[plan.n] * elementBytes;
     plan.mOuter = aPanel > kPanelBytes && bPanel < aPanel;
+    plan.packA = tiles.packA;
     plan.packB = tiles.packB;
     return plan;
   }
@@ -175,60 +176,94 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op,
                     bf16);
 }
 
-/// A buffer of this block of k's rows of B along [nBegin, nEnd), in blocks
-/// of tileN: [block][kk] holds the tileN elements of row k + kk that a
-/// block of C loads, so a block of C reads its rows of B from consecutive
-/// addresses instead of one per row of B (rows a power of two apart share
-/// a few cache sets).
-Value packRows(BlockedContraction &blocks, VectorType rowType) {
+/// The block of `tile` positions of [begin, ..) along a loop dimension
+/// that `position` starts: where a packed buffer (packPanel) holds it.
+Value blockIndex(BlockedContraction &blocks, Value position, int64_t begin,
+                 int64_t tile) {
+  RewriterBase &rewriter = blocks.rewriter;
+  return arith::DivUIOp::create(rewriter, blocks.loc,
+                                arith::SubIOp::create(rewriter, blocks.loc,
+                                                      position,
+                                                      blocks.constant(begin)),
+                                blocks.constant(tile));
+}
+
+/// A buffer of this block of k's elements of `operand` (indexed by `map`,
+/// contiguous along its loop dimension `dim`) over [begin, end) of `dim`,
+/// in blocks of `tile`: [block][kk] holds the `tile` elements at k + kk
+/// that a block of C reads, so that it reads them from consecutive
+/// addresses instead of one row of the operand per step of k (rows a power
+/// of two apart share a few cache sets). The buffer is allocated before the
+/// blocks of k, each of which fills it (in parallel over k when the blocks
+/// of C are parallel); the caller frees it after them.
+Value packPanel(BlockedContraction &blocks, Value operand, AffineMap map,
+                unsigned dim, int64_t begin, int64_t end, int64_t tile) {
   RewriterBase &rewriter = blocks.rewriter;
   Location loc = blocks.loc;
   const Plan &plan = blocks.plan;
-  Value packed = memref::AllocOp::create(
-      rewriter, loc,
-      MemRefType::get(
-          {(plan.nEnd - plan.nBegin) / plan.tileN, plan.tileK, plan.tileN},
-          rewriter.getF32Type()),
-      rewriter.getI64IntegerAttr(64));
-  auto kk = scf::ForOp::create(rewriter, loc, blocks.constant(0),
-                               blocks.constant(plan.tileK), blocks.constant(1));
+  Value packed;
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(blocks.kBlocks);
+    packed = memref::AllocOp::create(
+        rewriter, loc,
+        MemRefType::get({(end - begin) / tile, plan.tileK, tile},
+                        rewriter.getF32Type()),
+        rewriter.getI64IntegerAttr(64));
+  }
+  SmallVector<Value> lbs = {blocks.constant(0), blocks.constant(begin)};
+  SmallVector<Value> ubs = {blocks.constant(plan.tileK), blocks.constant(end)};
+  SmallVector<Value> steps = {blocks.constant(1), blocks.constant(tile)};
   OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(kk.getBody()->getTerminator());
-  Value k = arith::AddIOp::create(rewriter, loc, blocks.ivs[plan.k],
-                                  kk.getInductionVar());
-  auto columns = scf::ForOp::create(rewriter, loc, blocks.constant(plan.nBegin),
-                                    blocks.constant(plan.nEnd),
-                                    blocks.constant(plan.tileN));
-  rewriter.setInsertionPoint(columns.getBody()->getTerminator());
-  Value j = columns.getInductionVar();
-  Value row = vector::LoadOp::create(
-      rewriter, loc, rowType, blocks.b,
-      blocks.indices(blocks.maps[plan.b], {{plan.k, k}, {plan.n, j}}));
-  Value block = arith::DivUIOp::create(
-      rewriter, loc,
-      arith::SubIOp::create(rewriter, loc, j, blocks.constant(plan.nBegin)),
-      blocks.constant(plan.tileN));
+  SmallVector<Value> ivs;
+  if (blocks.parallelBlocks) {
+    auto loop = scf::ParallelOp::create(rewriter, loc, lbs, ubs, steps);
+    loop->setAttr("accrue.parallel_kernel", rewriter.getUnitAttr());
+    llvm::append_range(ivs, loop.getInductionVars());
+    rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+  } else {
+    for (auto [lb, ub, step] : llvm::zip(lbs, ubs, steps)) {
+      auto loop = scf::ForOp::create(rewriter, loc, lb, ub, step);
+      ivs.push_back(loop.getInductionVar());
+      rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+    }
+  }
+  Value kk = ivs[0], j = ivs[1];
+  Value k = arith::AddIOp::create(rewriter, loc, blocks.ivs[plan.k], kk);
+  Value elements = vector::LoadOp::create(
+      rewriter, loc, VectorType::get({tile}, rewriter.getF32Type()), operand,
+      blocks.indices(map, {{plan.k, k}, {dim, j}}));
   vector::StoreOp::create(
-      rewriter, loc, row, packed,
-      ValueRange{block, kk.getInductionVar(), blocks.constant(0)});
+      rewriter, loc, elements, packed,
+      ValueRange{blockIndex(blocks, j, begin, tile), kk, blocks.constant(0)});
   return packed;
 }
 
 /// Replaces `op` by loops over blocks of C (tileM rows of tileN), each
 /// accumulated in registers over a block of k: per k, one row of B is
 /// loaded and each row of the block gets a broadcast FMA with its element
-/// of A.
+/// of A. Over many rows (Plan::packsPerKBlock), each block of k first packs
+/// B's rows (packB) and, where A is contiguous along m (a transposed
+/// operand, as the X of a weight gradient X^T dY), A's columns (packA).
 void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                             const Plan &plan) {
   OpBuilder::InsertionGuard guard(rewriter);
   auto rowType = VectorType::get({plan.tileN}, rewriter.getF32Type());
-  bool pack = plan.packB && plan.packsPerKBlock();
-  Value packedB;
-  BlockedContraction blocks(rewriter, op, plan,
-                            [&](BlockedContraction &blocks) {
-                              if (pack)
-                                packedB = packRows(blocks, rowType);
-                            });
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  Value a = op->getOperand(plan.a);
+  bool packB = plan.packB && plan.packsPerKBlock();
+  bool packA = plan.packA && plan.packsPerKBlock() &&
+               innermostIs(maps[plan.a], plan.m) && unitInnerStride(a);
+  Value packedA, packedB;
+  BlockedContraction blocks(
+      rewriter, op, plan, [&](BlockedContraction &blocks) {
+        if (packB)
+          packedB = packPanel(blocks, blocks.b, maps[plan.b], plan.n,
+                              plan.nBegin, plan.nEnd, plan.tileN);
+        if (packA)
+          packedA = packPanel(blocks, a, maps[plan.a], plan.m, plan.mBegin,
+                              plan.mEnd, plan.tileM);
+      });
   Location loc = blocks.loc;
   SmallVector<Value> rows = blocks.positions(plan.m, plan.tileM);
   SmallVector<Value> block =
@@ -240,29 +275,34 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
               blocks.indices(blocks.maps[2], {{plan.m, row}})));
         return loaded;
       });
-  Value blockOfB;
-  if (pack)
-    blockOfB = arith::DivUIOp::create(
-        rewriter, loc,
-        arith::SubIOp::create(rewriter, loc, blocks.ivs[plan.n],
-                              blocks.constant(plan.nBegin)),
-        blocks.constant(plan.tileN));
+  Value blockOfB =
+      packB ? blockIndex(blocks, blocks.ivs[plan.n], plan.nBegin, plan.tileN)
+            : Value();
+  Value blockOfA =
+      packA ? blockIndex(blocks, blocks.ivs[plan.m], plan.mBegin, plan.tileM)
+            : Value();
   scf::ForOp loop = blocks.kLoop(1, block, [&](Value kPos, ValueRange sums) {
+    Value kk = packA || packB ? arith::SubIOp::create(rewriter, loc, kPos,
+                                                      blocks.ivs[plan.k])
+                              : Value();
     Value rowOfB =
-        pack ? vector::LoadOp::create(
-                   rewriter, loc, rowType, packedB,
-                   ValueRange{blockOfB,
-                              arith::SubIOp::create(rewriter, loc, kPos,
-                                                    blocks.ivs[plan.k]),
-                              blocks.constant(0)})
-             : vector::LoadOp::create(
-                   rewriter, loc, rowType, blocks.b,
-                   blocks.indices(blocks.maps[plan.b], {{plan.k, kPos}}));
+        packB ? vector::LoadOp::create(
+                    rewriter, loc, rowType, packedB,
+                    ValueRange{blockOfB, kk, blocks.constant(0)})
+              : vector::LoadOp::create(
+                    rewriter, loc, rowType, blocks.b,
+                    blocks.indices(blocks.maps[plan.b], {{plan.k, kPos}}));
     SmallVector<Value> next;
-    for (auto [row, sum] : llvm::zip(rows, sums)) {
-      Value element = memref::LoadOp::create(
-          rewriter, loc, blocks.a,
-          blocks.indices(blocks.maps[plan.a], {{plan.m, row}, {plan.k, kPos}}));
+    for (auto [i, row, sum] : llvm::enumerate(rows, sums)) {
+      Value element =
+          packA ? memref::LoadOp::create(
+                      rewriter, loc, packedA,
+                      ValueRange{blockOfA, kk,
+                                 blocks.constant(static_cast<int64_t>(i))})
+                : memref::LoadOp::create(
+                      rewriter, loc, a,
+                      blocks.indices(blocks.maps[plan.a],
+                                     {{plan.m, row}, {plan.k, kPos}}));
       Value splat =
           vector::BroadcastOp::create(rewriter, loc, rowType, element);
       next.push_back(vector::FMAOp::create(rewriter, loc, splat, rowOfB, sum));
@@ -272,11 +312,11 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
   for (auto [row, sum] : llvm::zip(rows, loop.getResults()))
     vector::StoreOp::create(rewriter, loc, sum, blocks.c,
                             blocks.indices(blocks.maps[2], {{plan.m, row}}));
-  // The packed rows live for one block of k.
-  if (packedB) {
-    rewriter.setInsertionPoint(blocks.kBlocks.getBody()->getTerminator());
-    memref::DeallocOp::create(rewriter, loc, packedB);
-  }
+  // The packed buffers are refilled by each block of k.
+  rewriter.setInsertionPointAfter(blocks.kBlocks);
+  for (Value packed : {packedA, packedB})
+    if (packed)
+      memref::DeallocOp::create(rewriter, loc, packed);
 }
 
 /// Replaces `op` by loops over blocks of C (tileM x tileN), each the dot
@@ -350,7 +390,7 @@ struct VectorizeContractionsPass
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : contractions) {
       FailureOr<Plan> plan = planContraction(
-          op, {tileM, tileN, tileK, dotWidth, dotTileM, dotTileN, packB},
+          op, {tileM, tileN, tileK, dotWidth, dotTileM, dotTileN, packA, packB},
           bf16Dot);
       bool zeroInit = op->hasAttr("accrue.zero_init");
       if (failed(plan)) {
@@ -421,7 +461,7 @@ ContractionTiles contractionTilesFor(int64_t vectorBits) {
   tiles.dotM = lanes >= 16 ? 4 : 2;
   // Measured on AVX2 only (Zen 3: a GPT step 1.1-1.35x faster, the LSTM
   // LM's 1.1-1.45x); AVX-512 keeps its unpacked kernels until measured.
-  tiles.packB = lanes < 16;
+  tiles.packA = tiles.packB = lanes < 16;
   return tiles;
 }
 

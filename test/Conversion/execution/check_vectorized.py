@@ -22,6 +22,7 @@ x, w = rand(3, 16, 32), rand(32, 64)
 p, q = rand(8, 32), rand(12, 32)
 r, s12 = rand(8, 12), rand(6, 12)
 dy, xw = rand(256, 1056), rand(256, 32)
+g = rand(72, 32)
 t3 = rand(3, 20, 18)
 u = rand(4, 8, 16, 2, 16, 2)
 CASES = [
@@ -34,6 +35,9 @@ CASES = [
     # Neither (A contiguous along m, B along k): scalar loops.
     ("gemm_tatb", "nn.gemm %at, %bt {transA = true, transB = true}", [at, bt],
      at.T.astype(np.float64) @ bt.T),
+    # 72 rows: with 16 registers, each block of k packs B's rows (not A's,
+    # which is contiguous along k).
+    ("gemm_tall", "nn.gemm %g, %w", [g, w], g.astype(np.float64) @ w),
     # A batch dimension, blocks of 8 x 32.
     ("batched", "nn.matmul %x, %w", [x, w], np.matmul(x.astype(np.float64), w)),
     # Dot products over k = 12: 4-wide vectors at 256 or 128 bits, and no
@@ -61,7 +65,7 @@ CASES = [
 ]
 NAMES = {id(a): "a", id(b): "b", id(at): "at", id(bt): "bt", id(x): "x", id(w): "w",
          id(p): "p", id(q): "q", id(r): "r", id(s12): "s12", id(dy): "dy", id(xw): "xw",
-         id(t3): "t3", id(u): "u"}
+         id(t3): "t3", id(u): "u", id(g): "g"}
 
 
 def ty(array):
@@ -75,7 +79,7 @@ def dense(array):
 
 def gen(path):
     lines = ["func.func private @printMemrefF32(memref<*xf32>)", "", "func.func @main() {"]
-    for array in [a, b, at, bt, x, w, p, q, r, s12, dy, xw, t3, u]:
+    for array in [a, b, at, bt, x, w, p, q, r, s12, dy, xw, t3, u, g]:
         lines.append("  %%%s = arith.constant dense<%s> : %s" % (NAMES[id(array)], dense(array),
                                                                  ty(array)))
     for name, op, operands, result, *transposed in CASES:

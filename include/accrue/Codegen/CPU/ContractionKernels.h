@@ -21,8 +21,9 @@ namespace accrue::cpu {
 struct ContractionTiles {
   int64_t m = 8, n = 32, k = 256, dotWidth = 16, dotM = 4, dotN = 4;
   /// Outer products over many rows copy B's rows of each block of k into
-  /// one contiguous buffer.
-  bool packB = false;
+  /// one contiguous buffer (packB), and A's columns where A is contiguous
+  /// along m (packA).
+  bool packA = false, packB = false;
 };
 
 /// The tiles for a target whose vector registers are `vectorBits` wide,
@@ -30,7 +31,8 @@ struct ContractionTiles {
 /// target's vector registers: blocks of two vectors along n; 8 rows (16 of
 /// AVX-512's 32 registers), 6 rows on AVX2 (12 of its 16), 4 on 128-bit
 /// targets; dot-product blocks of 4 x 4 on AVX-512, 2 x 4 with 16
-/// registers; with 16 registers, outer products over many rows pack B.
+/// registers; with 16 registers, outer products over many rows pack B
+/// (and A where A is contiguous along m).
 ContractionTiles contractionTilesFor(int64_t vectorBits);
 
 /// The kernels, from worst to best: scalar loops, dot products (A and B

@@ -111,7 +111,13 @@ def VectorizeContractions
     loops. With `pack-b`, outer products over at least 64 rows (and no
     extra k dimensions) first copy each block of k's rows of B into one
     buffer, in blocks of `tile-n` columns, so a block of C reads them from
-    consecutive addresses; the sums keep their order.
+    consecutive addresses; with `pack-a`, the same outer products whose A
+    is contiguous along m (a transposed operand, as in a weight gradient
+    X^T dY, where the rows of a block of C are consecutive elements of each
+    of k's rows of A, rows that lie far apart) copy A's columns of each
+    block of k, in blocks of `tile-m`. A kernel allocates its buffers once
+    and each block of k refills them, in parallel over k when its blocks
+    of C are parallel. The sums keep their order.
 
     With `bf16-dot`, a contraction of two bf16 inputs into f32 (its body
     widens them) gets the same kernels on AVX512-BF16's `vdpbf16ps`
@@ -139,6 +145,10 @@ def VectorizeContractions
            "Rows of C per block of the dot-product kernel">,
     Option<"dotTileN", "dot-tile-n", "int64_t", "4",
            "Columns of C per block of the dot-product kernel">,
+    Option<"packA", "pack-a", "bool", "false",
+           "Outer products over 64 or more rows whose A is contiguous along m "
+           "copy each block of k's columns of A into one contiguous buffer "
+           "first">,
     Option<"packB", "pack-b", "bool", "false",
            "Outer products over 64 or more rows copy each block of k's rows "
            "of B into one contiguous buffer first">,
