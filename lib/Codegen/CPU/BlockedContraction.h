@@ -66,8 +66,12 @@ struct Plan {
   /// the first k block does not read it.
   bool zeroInit = false;
   /// The ranges of m and n this kernel covers (multiples of the tiles); a
-  /// remainder gets a kernel of its own with smaller tiles.
-  int64_t mBegin = 0, mEnd = 0, nBegin = 0, nEnd = 0;
+  /// remainder gets a kernel of its own with smaller tiles, or, for m
+  /// (tailM rows from mEnd), one smaller block in each block of n after its
+  /// blocks of m, which reads that block's rows of B while they are cached
+  /// instead of a second pass over all of B (blocks of m inside blocks of
+  /// n only).
+  int64_t mBegin = 0, mEnd = 0, nBegin = 0, nEnd = 0, tailM = 0;
   /// k is split into blocks of tileK, the outermost loop after the batch:
   /// the rows of B (and A) of one k block stay in cache while every block
   /// of C accumulates them.
@@ -108,7 +112,13 @@ struct BlockedContraction {
     unsigned outer = plan.mOuter ? plan.m : plan.n;
     unsigned inner = plan.mOuter ? plan.n : plan.m;
     parallelBlocks = plan.parallel && !parallelBatch;
-    if (parallelBlocks) {
+    // A tail block of m follows the blocks of m in each block of n: the
+    // parallel loop is over blocks of n only.
+    assert((!plan.tailM || !plan.mOuter) && "a tail of m needs m inside n");
+    if (parallelBlocks && plan.tailM) {
+      groups.push_back({{outer}, true});
+      groups.push_back({{inner}, false});
+    } else if (parallelBlocks) {
       groups.push_back({{outer, inner}, true});
     } else {
       groups.push_back({{outer}, false});
@@ -147,6 +157,8 @@ struct BlockedContraction {
           if (inKBlock)
             inKBlock(*this);
         }
+        if (dim == inner)
+          innerBlocks = loop;
       }
     }
   }
@@ -237,8 +249,9 @@ struct BlockedContraction {
   SmallVector<AffineMap> maps;
   Value a, b, c;
   SmallVector<Value> ivs;
-  /// The loop over blocks of k.
-  scf::ForOp kBlocks;
+  /// The loop over blocks of k, and the innermost loop over blocks of C
+  /// (null when the blocks of C are one scf.parallel loop).
+  scf::ForOp kBlocks, innerBlocks;
   /// Whether the blocks of C in each block of k are an scf.parallel loop.
   bool parallelBlocks = false;
 };

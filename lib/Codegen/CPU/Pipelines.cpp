@@ -103,6 +103,7 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
     vectorize.dotTileN = tiles.dotN;
     vectorize.packA = tiles.packA;
     vectorize.packB = tiles.packB;
+    vectorize.fuseMTail = tiles.fuseMTail;
     vectorize.parallel = options.parallel;
     vectorize.bf16Dot = options.bf16DotOrDefault();
     pm.addNestedPass<func::FuncOp>(createVectorizeContractions(vectorize));

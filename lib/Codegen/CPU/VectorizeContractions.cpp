@@ -244,7 +244,8 @@ Value packPanel(BlockedContraction &blocks, Value operand, AffineMap map,
 /// loaded and each row of the block gets a broadcast FMA with its element
 /// of A. Over many rows (Plan::packsPerKBlock), each block of k first packs
 /// B's rows (packB) and, where A is contiguous along m (a transposed
-/// operand, as the X of a weight gradient X^T dY), A's columns (packA).
+/// operand, as the X of a weight gradient X^T dY), A's columns (packA). A
+/// tail of m (Plan::tailM) is one more block in each block of n.
 void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                             const Plan &plan) {
   OpBuilder::InsertionGuard guard(rewriter);
@@ -265,37 +266,42 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                               plan.mEnd, plan.tileM);
       });
   Location loc = blocks.loc;
-  SmallVector<Value> rows = blocks.positions(plan.m, plan.tileM);
-  SmallVector<Value> block =
-      blocks.loadC(SmallVector<Type>(rows.size(), rowType), [&] {
-        SmallVector<Value> loaded;
-        for (Value row : rows)
-          loaded.push_back(vector::LoadOp::create(
-              rewriter, loc, rowType, blocks.c,
-              blocks.indices(blocks.maps[2], {{plan.m, row}})));
-        return loaded;
-      });
-  Value blockOfB =
-      packB ? blockIndex(blocks, blocks.ivs[plan.n], plan.nBegin, plan.tileN)
-            : Value();
-  Value blockOfA =
-      packA ? blockIndex(blocks, blocks.ivs[plan.m], plan.mBegin, plan.tileM)
-            : Value();
-  scf::ForOp loop = blocks.kLoop(1, block, [&](Value kPos, ValueRange sums) {
-    Value kk = packA || packB ? arith::SubIOp::create(rewriter, loc, kPos,
-                                                      blocks.ivs[plan.k])
-                              : Value();
-    Value rowOfB =
-        packB ? vector::LoadOp::create(
-                    rewriter, loc, rowType, packedB,
-                    ValueRange{blockOfB, kk, blocks.constant(0)})
-              : vector::LoadOp::create(
-                    rewriter, loc, rowType, blocks.b,
-                    blocks.indices(blocks.maps[plan.b], {{plan.k, kPos}}));
-    SmallVector<Value> next;
-    for (auto [i, row, sum] : llvm::enumerate(rows, sums)) {
-      Value element =
-          packA ? memref::LoadOp::create(
+  // The block of `count` rows at the current position of m; `packedRows`:
+  // its elements of A are in packedA.
+  auto emitBlock = [&](int64_t count, bool packedRows) {
+    SmallVector<Value> rows = blocks.positions(plan.m, count);
+    SmallVector<Value> block =
+        blocks.loadC(SmallVector<Type>(rows.size(), rowType), [&] {
+          SmallVector<Value> loaded;
+          for (Value row : rows)
+            loaded.push_back(vector::LoadOp::create(
+                rewriter, loc, rowType, blocks.c,
+                blocks.indices(blocks.maps[2], {{plan.m, row}})));
+          return loaded;
+        });
+    Value blockOfB =
+        packB ? blockIndex(blocks, blocks.ivs[plan.n], plan.nBegin, plan.tileN)
+              : Value();
+    Value blockOfA = packedRows ? blockIndex(blocks, blocks.ivs[plan.m],
+                                             plan.mBegin, plan.tileM)
+                                : Value();
+    scf::ForOp loop = blocks.kLoop(1, block, [&](Value kPos, ValueRange sums) {
+      Value kk =
+          packedRows || packB
+              ? arith::SubIOp::create(rewriter, loc, kPos, blocks.ivs[plan.k])
+              : Value();
+      Value rowOfB =
+          packB ? vector::LoadOp::create(
+                      rewriter, loc, rowType, packedB,
+                      ValueRange{blockOfB, kk, blocks.constant(0)})
+                : vector::LoadOp::create(
+                      rewriter, loc, rowType, blocks.b,
+                      blocks.indices(blocks.maps[plan.b], {{plan.k, kPos}}));
+      SmallVector<Value> next;
+      for (auto [i, row, sum] : llvm::enumerate(rows, sums)) {
+        Value element =
+            packedRows
+                ? memref::LoadOp::create(
                       rewriter, loc, packedA,
                       ValueRange{blockOfA, kk,
                                  blocks.constant(static_cast<int64_t>(i))})
@@ -303,15 +309,25 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                       rewriter, loc, a,
                       blocks.indices(blocks.maps[plan.a],
                                      {{plan.m, row}, {plan.k, kPos}}));
-      Value splat =
-          vector::BroadcastOp::create(rewriter, loc, rowType, element);
-      next.push_back(vector::FMAOp::create(rewriter, loc, splat, rowOfB, sum));
-    }
-    return next;
-  });
-  for (auto [row, sum] : llvm::zip(rows, loop.getResults()))
-    vector::StoreOp::create(rewriter, loc, sum, blocks.c,
-                            blocks.indices(blocks.maps[2], {{plan.m, row}}));
+        Value splat =
+            vector::BroadcastOp::create(rewriter, loc, rowType, element);
+        next.push_back(
+            vector::FMAOp::create(rewriter, loc, splat, rowOfB, sum));
+      }
+      return next;
+    });
+    for (auto [row, sum] : llvm::zip(rows, loop.getResults()))
+      vector::StoreOp::create(rewriter, loc, sum, blocks.c,
+                              blocks.indices(blocks.maps[2], {{plan.m, row}}));
+  };
+  emitBlock(plan.tileM, packA);
+  // The tail of m, after the blocks of m in this block of n; packA packed
+  // the whole blocks only.
+  if (plan.tailM) {
+    rewriter.setInsertionPointAfter(blocks.innerBlocks);
+    blocks.ivs[plan.m] = blocks.constant(plan.mEnd);
+    emitBlock(plan.tailM, /*packedRows=*/false);
+  }
   // The packed buffers are refilled by each block of k.
   rewriter.setInsertionPointAfter(blocks.kBlocks);
   for (Value packed : {packedA, packedB})
@@ -389,9 +405,11 @@ struct VectorizeContractionsPass
     func.walk([&](linalg::LinalgOp op) { contractions.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : contractions) {
-      FailureOr<Plan> plan = planContraction(
-          op, {tileM, tileN, tileK, dotWidth, dotTileM, dotTileN, packA, packB},
-          bf16Dot);
+      FailureOr<Plan> plan =
+          planContraction(op,
+                          {tileM, tileN, tileK, dotWidth, dotTileM, dotTileN,
+                           packA, packB, fuseMTail},
+                          bf16Dot);
       bool zeroInit = op->hasAttr("accrue.zero_init");
       if (failed(plan)) {
         // Not a kernel of ours: the zero fill folded into it comes back.
@@ -426,11 +444,25 @@ struct VectorizeContractionsPass
           result.push_back({whole, extent, extent - whole});
         return result;
       };
-      for (auto [mBegin, mEnd, tileM] : pieces(bounds[plan->m], plan->tileM))
+      // With fuse-m-tail, an outer product's remainder of m is a block in
+      // each block of n of the whole blocks' kernel (Plan::tailM) where the
+      // blocks of m are inside those of n and, if parallel, the blocks of n
+      // alone are enough to share (schedule-parallel-loops keeps only them
+      // from 16 blocks on).
+      auto mPieces = pieces(bounds[plan->m], plan->tileM);
+      int64_t tailM = 0;
+      if (fuseMTail && plan->kind == Plan::Kind::OuterProduct && !plan->bf16 &&
+          !plan->mOuter && mPieces.size() == 2 &&
+          (!plan->parallel || bounds[plan->n] / plan->tileN >= 16)) {
+        tailM = mPieces.back()[2];
+        mPieces.pop_back();
+      }
+      for (auto [mBegin, mEnd, tileM] : mPieces)
         for (auto [nBegin, nEnd, tileN] :
              pieces(bounds[plan->n], plan->tileN)) {
           Plan piece = *plan;
           piece.mBegin = mBegin, piece.mEnd = mEnd, piece.tileM = tileM;
+          piece.tailM = tailM;
           piece.nBegin = nBegin, piece.nEnd = nEnd, piece.tileN = tileN;
           if (piece.kind == Plan::Kind::OuterProduct && piece.bf16)
             emitBlockedContractionBF16(rewriter, op, piece, dotWidth);
@@ -461,7 +493,7 @@ ContractionTiles contractionTilesFor(int64_t vectorBits) {
   tiles.dotM = lanes >= 16 ? 4 : 2;
   // Measured on AVX2 only (Zen 3: a GPT step 1.1-1.35x faster, the LSTM
   // LM's 1.1-1.45x); AVX-512 keeps its unpacked kernels until measured.
-  tiles.packA = tiles.packB = lanes < 16;
+  tiles.packA = tiles.packB = tiles.fuseMTail = lanes < 16;
   return tiles;
 }
 

@@ -22,9 +22,13 @@ x, w = rand(3, 16, 32), rand(32, 64)
 p, q = rand(8, 32), rand(12, 32)
 r, s12 = rand(8, 12), rand(6, 12)
 dy, xw = rand(256, 1056), rand(256, 32)
-g = rand(72, 32)
 t3 = rand(3, 20, 18)
 u = rand(4, 8, 16, 2, 16, 2)
+# (Drawn last: the arrays above keep the values their tolerances were
+# checked with.)
+g = rand(72, 32)
+h, wide = rand(20, 32), rand(32, 256)
+xs, ds = rand(64, 16), rand(64, 70)
 CASES = [
     # B and C contiguous along n: outer products (10 rows: blocks of 2).
     ("gemm", "nn.gemm %a, %b", [a, b], a.astype(np.float64) @ b),
@@ -38,6 +42,9 @@ CASES = [
     # 72 rows: with 16 registers, each block of k packs B's rows (not A's,
     # which is contiguous along k).
     ("gemm_tall", "nn.gemm %g, %w", [g, w], g.astype(np.float64) @ w),
+    # 20 rows over 16 blocks of n, in parallel: with 16 registers, 3 blocks
+    # of 6 rows and a tail of 2 in each block of n.
+    ("gemm_wide", "nn.gemm %h, %wide", [h, wide], h.astype(np.float64) @ wide),
     # A batch dimension, blocks of 8 x 32.
     ("batched", "nn.matmul %x, %w", [x, w], np.matmul(x.astype(np.float64), w)),
     # Dot products over k = 12: 4-wide vectors at 256 or 128 bits, and no
@@ -52,6 +59,10 @@ CASES = [
     # the blocks of m are the outer loop.
     ("wgrad_large", "nn.gemm %xw, %dy {transA = true}", [xw, dy],
      (xw.T.astype(np.float64) @ dy).T, [1, 0]),
+    # 70 rows with 16 registers: A packed for the 11 blocks of 6 rows, read
+    # in place by the tail of 4.
+    ("wgrad_tail", "nn.gemm %xs, %ds {transA = true}", [xs, ds],
+     (xs.T.astype(np.float64) @ ds).T, [1, 0]),
     # Transposes in blocks of 16 x 16 (tile-transposes), with smaller
     # blocks at the edges.
     ("transpose2d", "nn.transpose %b {perm = array<i64: 1, 0>}", [b], b.T.astype(np.float64)),
@@ -65,7 +76,8 @@ CASES = [
 ]
 NAMES = {id(a): "a", id(b): "b", id(at): "at", id(bt): "bt", id(x): "x", id(w): "w",
          id(p): "p", id(q): "q", id(r): "r", id(s12): "s12", id(dy): "dy", id(xw): "xw",
-         id(t3): "t3", id(u): "u", id(g): "g"}
+         id(t3): "t3", id(u): "u", id(g): "g", id(h): "h", id(wide): "wide",
+         id(xs): "xs", id(ds): "ds"}
 
 
 def ty(array):
@@ -79,7 +91,8 @@ def dense(array):
 
 def gen(path):
     lines = ["func.func private @printMemrefF32(memref<*xf32>)", "", "func.func @main() {"]
-    for array in [a, b, at, bt, x, w, p, q, r, s12, dy, xw, t3, u, g]:
+    for array in [a, b, at, bt, x, w, p, q, r, s12, dy, xw, t3, u, g, h, wide, xs,
+                  ds]:
         lines.append("  %%%s = arith.constant dense<%s> : %s" % (NAMES[id(array)], dense(array),
                                                                  ty(array)))
     for name, op, operands, result, *transposed in CASES:

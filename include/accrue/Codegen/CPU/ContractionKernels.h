@@ -24,6 +24,9 @@ struct ContractionTiles {
   /// one contiguous buffer (packB), and A's columns where A is contiguous
   /// along m (packA).
   bool packA = false, packB = false;
+  /// An outer product's rows after its last whole block of m are one more
+  /// block in each block of n, not a second pass over B.
+  bool fuseMTail = false;
 };
 
 /// The tiles for a target whose vector registers are `vectorBits` wide,

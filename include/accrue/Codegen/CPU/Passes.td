@@ -117,7 +117,13 @@ def VectorizeContractions
     of k's rows of A, rows that lie far apart) copy A's columns of each
     block of k, in blocks of `tile-m`. A kernel allocates its buffers once
     and each block of k refills them, in parallel over k when its blocks
-    of C are parallel. The sums keep their order.
+    of C are parallel. With `fuse-m-tail`, the rows after an outer
+    product's last whole block of m (32 rows: 5 blocks of 6, then 2) are
+    one smaller block in each block of n, after its blocks of m, reading
+    the rows of B those just read, instead of a kernel of their own that
+    streams all of B again, where the blocks of m run inside the blocks of
+    n (and, when parallel, n has at least 16 blocks). The sums keep their
+    order.
 
     With `bf16-dot`, a contraction of two bf16 inputs into f32 (its body
     widens them) gets the same kernels on AVX512-BF16's `vdpbf16ps`
@@ -152,6 +158,9 @@ def VectorizeContractions
     Option<"packB", "pack-b", "bool", "false",
            "Outer products over 64 or more rows copy each block of k's rows "
            "of B into one contiguous buffer first">,
+    Option<"fuseMTail", "fuse-m-tail", "bool", "false",
+           "An outer product's rows after its last whole block of m are one "
+           "more block in each block of n instead of a second pass over B">,
     Option<"tileK", "tile-k", "int64_t", "256",
            "Reduction steps per cache block (the outermost loop after batch "
            "dimensions)">,
