@@ -130,8 +130,7 @@ void accrue::cpu::emitBlockedContractionBF16(RewriterBase &rewriter,
   Value a = op->getOperand(plan.a);
   bool pairedA = innermostIs(maps[plan.a], plan.k) && unitInnerStride(a);
   bool pack = plan.packsPerKBlock();
-  bool packA = pack && !pairedA && innermostIs(maps[plan.a], plan.m) &&
-               unitInnerStride(a);
+  bool packA = packsA(op, plan);
   Value packedA, packedB;
   BlockedContraction blocks(
       rewriter, op, plan, [&](BlockedContraction &blocks) {

@@ -83,6 +83,16 @@ struct Plan {
   bool packsPerKBlock() const { return outerK.empty() && mEnd - mBegin >= 64; }
 };
 
+/// Whether an outer-product kernel packs `op`'s A per block of k (with
+/// Plan::packsPerKBlock): where A is contiguous along m, a transposed
+/// operand (the X of a weight gradient X^T dY) whose elements a block of C
+/// reads at each step of k lie in one row of A, and the rows far apart.
+inline bool packsA(linalg::LinalgOp op, const Plan &plan) {
+  return plan.packsPerKBlock() &&
+         innermostIs(op.getIndexingMapsArray()[plan.a], plan.m) &&
+         unitInnerStride(op->getOperand(plan.a));
+}
+
 /// What the kernels are built from: the contraction's operands and maps,
 /// the loops over its blocks (batch dimensions, then blocks of k, n and m,
 /// created by the constructor, which leaves the insertion point in the

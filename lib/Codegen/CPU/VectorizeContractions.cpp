@@ -250,20 +250,17 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                             const Plan &plan) {
   OpBuilder::InsertionGuard guard(rewriter);
   auto rowType = VectorType::get({plan.tileN}, rewriter.getF32Type());
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  Value a = op->getOperand(plan.a);
   bool packB = plan.packB && plan.packsPerKBlock();
-  bool packA = plan.packA && plan.packsPerKBlock() &&
-               innermostIs(maps[plan.a], plan.m) && unitInnerStride(a);
+  bool packA = plan.packA && packsA(op, plan);
   Value packedA, packedB;
   BlockedContraction blocks(
       rewriter, op, plan, [&](BlockedContraction &blocks) {
         if (packB)
-          packedB = packPanel(blocks, blocks.b, maps[plan.b], plan.n,
+          packedB = packPanel(blocks, blocks.b, blocks.maps[plan.b], plan.n,
                               plan.nBegin, plan.nEnd, plan.tileN);
         if (packA)
-          packedA = packPanel(blocks, a, maps[plan.a], plan.m, plan.mBegin,
-                              plan.mEnd, plan.tileM);
+          packedA = packPanel(blocks, blocks.a, blocks.maps[plan.a], plan.m,
+                              plan.mBegin, plan.mEnd, plan.tileM);
       });
   Location loc = blocks.loc;
   // The block of `count` rows at the current position of m; `packedRows`:
@@ -306,7 +303,7 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                       ValueRange{blockOfA, kk,
                                  blocks.constant(static_cast<int64_t>(i))})
                 : memref::LoadOp::create(
-                      rewriter, loc, a,
+                      rewriter, loc, blocks.a,
                       blocks.indices(blocks.maps[plan.a],
                                      {{plan.m, row}, {plan.k, kPos}}));
         Value splat =
