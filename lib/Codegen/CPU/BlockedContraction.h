@@ -76,6 +76,12 @@ struct Plan {
   /// the rows of B (and A) of one k block stay in cache while every block
   /// of C accumulates them.
   int64_t tileK;
+  /// Dot products only: 0, or the first outer k dimension runs in blocks
+  /// of this many iterations around the blocks of C, instead of inside
+  /// each (see planLayout), so that a block of C's rows of A and B over
+  /// one such block stay in L1 while the blocks of C of its block of n
+  /// reuse them. The vector partial sums wait between blocks in a buffer.
+  int64_t outerKBlock = 0;
 
   /// Whether the kernel copies operands into packed buffers once per block
   /// of k: where enough rows of A reuse them (8 blocks of 8 rows) and no
@@ -118,6 +124,8 @@ struct BlockedContraction {
     SmallVector<std::pair<SmallVector<unsigned>, bool>> groups;
     if (!plan.batch.empty())
       groups.push_back({SmallVector<unsigned>(plan.batch), parallelBatch});
+    if (plan.outerKBlock)
+      groups.push_back({{plan.outerK.front()}, false});
     groups.push_back({{plan.k}, false});
     unsigned outer = plan.mOuter ? plan.m : plan.n;
     unsigned inner = plan.mOuter ? plan.n : plan.m;
@@ -146,6 +154,8 @@ struct BlockedContraction {
               std::make_tuple(plan.nBegin, plan.nEnd, plan.tileN);
         else if (dim == plan.k)
           step = plan.tileK;
+        else if (plan.outerKBlock && dim == plan.outerK.front())
+          step = plan.outerKBlock;
         lbs.push_back(constant(begin));
         ubs.push_back(constant(end));
         steps.push_back(constant(step));
@@ -162,6 +172,8 @@ struct BlockedContraction {
         auto loop = scf::ForOp::create(rewriter, loc, lb, ub, step);
         ivs[dim] = loop.getInductionVar();
         rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+        if (plan.outerKBlock && dim == plan.outerK.front())
+          outerKBlocks = loop;
         if (dim == plan.k) {
           kBlocks = loop;
           if (inKBlock)
@@ -230,8 +242,15 @@ struct BlockedContraction {
                    unsigned outer = 0) {
     if (outer < plan.outerK.size()) {
       unsigned dim = plan.outerK[outer];
-      auto loop = scf::ForOp::create(rewriter, loc, constant(0),
-                                     constant(bounds[dim]), constant(1), init);
+      // A blocked outer k dimension runs over its current block.
+      Value begin = constant(0), end = constant(bounds[dim]);
+      if (outer == 0 && plan.outerKBlock) {
+        begin = outerKBlocks.getInductionVar();
+        end = arith::AddIOp::create(rewriter, loc, begin,
+                                    constant(plan.outerKBlock));
+      }
+      auto loop =
+          scf::ForOp::create(rewriter, loc, begin, end, constant(1), init);
       OpBuilder::InsertionGuard inner(rewriter);
       rewriter.setInsertionPointToStart(loop.getBody());
       ivs[dim] = loop.getInductionVar();
@@ -262,6 +281,9 @@ struct BlockedContraction {
   /// The loop over blocks of k, and the innermost loop over blocks of C
   /// (null when the blocks of C are one scf.parallel loop).
   scf::ForOp kBlocks, innerBlocks;
+  /// With Plan::outerKBlock, the loop over blocks of the first outer k
+  /// dimension (around kBlocks).
+  scf::ForOp outerKBlocks;
   /// Whether the blocks of C in each block of k are an scf.parallel loop.
   bool parallelBlocks = false;
 };

@@ -113,10 +113,13 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
     // with enough work run on OpenMP's threads, the rest stay sequential.
     pm.addPass(createConvertLinalgToParallelLoopsPass());
     pm.addNestedPass<func::FuncOp>(createScheduleParallelLoops());
-    pm.addPass(createConvertSCFToOpenMPPass());
   } else {
     pm.addPass(createConvertLinalgToLoopsPass());
   }
+  // A short innermost loop hides the loop around it from LLVM's vectorizer.
+  pm.addNestedPass<func::FuncOp>(createUnrollShortLoops());
+  if (options.parallel)
+    pm.addPass(createConvertSCFToOpenMPPass());
   {
     ApproximateMathOptions approximate;
     approximate.ops = {"math.exp", "math.log", "math.tanh", "math.erf"};

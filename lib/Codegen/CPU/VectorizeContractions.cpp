@@ -53,6 +53,11 @@ int64_t largestDivisor(int64_t extent, ArrayRef<int64_t> candidates) {
 /// The bytes of an operand's panel (a block of k by all of m or n) that
 /// the blocks of C may stream from cache: half of a 2 MiB L2.
 constexpr int64_t kPanelBytes = 1 << 20;
+/// The bytes of the rows of A and B that a dot-product block of C reads
+/// over all of k beyond which k is blocked (Plan::outerKBlock), and the
+/// bytes a block of k may then hold: a 32 KiB L1, and half of it.
+constexpr int64_t kDotRowsBytes = 16 << 10;
+constexpr int64_t kDotBlockBytes = 16 << 10;
 
 /// The plan of a contraction with these indexing maps (A, B, C in operand
 /// order) and static loop ranges; `contiguous` says which operands have a
@@ -145,6 +150,29 @@ FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
     // once, at the end (in blocks of k, the horizontal reductions cost
     // about as much as the products).
     plan.tileK = bounds[plan.k];
+    // Over a long outer k (a convolution's weight gradient sums over the
+    // samples and the pixels), a block of C's rows of A and B outgrow L1,
+    // and each block of n streams all of A again from beyond L2. The
+    // first outer k dimension then runs in blocks around the blocks of C
+    // (without batch dimensions, which would need partial sums each).
+    int64_t batch = 1;
+    for (unsigned d : plan.batch)
+      batch *= bounds[d];
+    if (plan.outerK.empty() || batch != 1)
+      return plan;
+    int64_t rowBytes = (plan.tileM + plan.tileN) * elementBytes;
+    for (unsigned d : plan.outerK)
+      rowBytes *= d == plan.outerK.front() ? 1 : bounds[d];
+    rowBytes *= bounds[plan.k];
+    int64_t outer = bounds[plan.outerK.front()];
+    if (rowBytes * outer <= kDotRowsBytes)
+      return plan;
+    plan.outerKBlock = 1;
+    for (int64_t block = outer / 2; block > 1; --block)
+      if (outer % block == 0 && rowBytes * block <= kDotBlockBytes) {
+        plan.outerKBlock = block;
+        break;
+      }
     return plan;
   }
   return failure();
@@ -352,6 +380,54 @@ void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
   SmallVector<Value> rowsOfM = blocks.positions(plan.m, plan.tileM);
   SmallVector<Value> rowsOfN = blocks.positions(plan.n, plan.tileN);
   SmallVector<Value> init(plan.tileM * plan.tileN, zeros);
+  // With blocks of the outer k, the partial sums of each block of C wait in
+  // `partial` ([m][n][lane]) from one block to the next: the same sums in
+  // the same order as in registers.
+  Value partial, first, last;
+  SmallVector<SmallVector<Value>> partialAt;
+  if (plan.outerKBlock) {
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(blocks.outerKBlocks);
+      partial = memref::AllocOp::create(
+          rewriter, loc,
+          MemRefType::get({plan.mEnd - plan.mBegin, plan.nEnd - plan.nBegin,
+                           sumType.getNumElements()},
+                          rewriter.getF32Type()),
+          rewriter.getI64IntegerAttr(64));
+      rewriter.setInsertionPointAfter(blocks.outerKBlocks);
+      memref::DeallocOp::create(rewriter, loc, partial);
+    }
+    Value start = blocks.outerKBlocks.getInductionVar();
+    int64_t lastStart = blocks.bounds[plan.outerK.front()] - plan.outerKBlock;
+    first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                  start, blocks.constant(0));
+    last = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, start,
+                                 blocks.constant(lastStart));
+    for (Value row : rowsOfM) {
+      Value i = arith::SubIOp::create(rewriter, loc, row,
+                                      blocks.constant(plan.mBegin));
+      for (Value column : rowsOfN)
+        partialAt.push_back(
+            {i,
+             arith::SubIOp::create(rewriter, loc, column,
+                                   blocks.constant(plan.nBegin)),
+             blocks.constant(0)});
+    }
+    auto resume = scf::IfOp::create(
+        rewriter, loc, SmallVector<Type>(init.size(), sumType), first,
+        /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(&resume.getThenRegion().front());
+    scf::YieldOp::create(rewriter, loc, init);
+    rewriter.setInsertionPointToStart(&resume.getElseRegion().front());
+    SmallVector<Value> saved;
+    for (ArrayRef<Value> at : partialAt)
+      saved.push_back(
+          vector::LoadOp::create(rewriter, loc, sumType, partial, at));
+    scf::YieldOp::create(rewriter, loc, saved);
+    init.assign(resume.getResults().begin(), resume.getResults().end());
+  }
   auto body = [&](Value kPos, ValueRange sums) {
     SmallVector<Value> as, bs, next;
     for (Value row : rowsOfM)
@@ -377,6 +453,16 @@ void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
     return next;
   };
   scf::ForOp loop = blocks.kLoop(plan.width, init, body);
+  OpBuilder::InsertionGuard guard2(rewriter);
+  if (plan.outerKBlock) {
+    // Saved for the next block of k, or, after the last, reduced into C.
+    auto save = scf::IfOp::create(rewriter, loc, TypeRange(), last,
+                                  /*withElseRegion=*/true);
+    rewriter.setInsertionPointToStart(&save.getElseRegion().front());
+    for (auto [sum, at] : llvm::zip(loop.getResults(), partialAt))
+      vector::StoreOp::create(rewriter, loc, sum, partial, at);
+    rewriter.setInsertionPointToStart(&save.getThenRegion().front());
+  }
   for (int64_t i = 0; i < plan.tileM; ++i)
     for (int64_t j = 0; j < plan.tileN; ++j) {
       SmallVector<Value> position = blocks.indices(

@@ -29,6 +29,27 @@ u = rand(4, 8, 16, 2, 16, 2)
 g = rand(72, 32)
 h, wide = rand(20, 32), rand(32, 256)
 xs, ds = rand(64, 16), rand(64, 70)
+pin, pdy = rand(4, 8, 32, 32), rand(4, 8, 16, 16)
+cin, cdy = rand(8, 3, 16, 16), rand(8, 5, 16, 16)
+
+
+def max_pool_grad(x, dy):
+    """The adjoint of a 2x2, stride 2 max pooling of `x` (no ties)."""
+    n, c, h, w = x.shape
+    windows = x.reshape(n, c, h // 2, 2, w // 2, 2)
+    peak = windows.max(axis=(3, 5), keepdims=True)
+    spread = dy.astype(np.float64)[:, :, :, None, :, None]
+    return np.where(windows == peak, spread, 0.0).reshape(x.shape)
+
+
+def conv_grad_weight(x, dy):
+    """The adjoint of a 3x3 convolution of `x` (stride 1, pads 1) w.r.t.
+    its weight, in float64."""
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    h, w = x.shape[2:]
+    return np.stack([np.stack([
+        np.einsum("sohw,sihw->oi", dy, padded[:, :, i:i + h, j:j + w])
+        for j in range(3)], axis=-1) for i in range(3)], axis=-2)
 CASES = [
     # B and C contiguous along n: outer products (10 rows: blocks of 2).
     ("gemm", "nn.gemm %a, %b", [a, b], a.astype(np.float64) @ b),
@@ -73,11 +94,26 @@ CASES = [
     # (collapse-short-loops).
     ("split_sum", "nn.reduce_sum %u {axes = array<i64: 0, 2, 3, 4, 5>, keepdims = false}", [u],
      u.astype(np.float64).sum(axis=(0, 2, 3, 4, 5))),
+    # A max pooling's adjoint, iterated [N, C, H/2, 2, W/2, 2] and reading
+    # the window's maximum at (N, C, H/2, W/2): the innermost loop (2) is
+    # unrolled into the one around it (unroll-short-loops).
+    ("pool_grad", "nn.max_pool_grad %pin, %pdy {kernel = array<i64: 2, 2>, "
+     "strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, "
+     "dilations = array<i64: 1, 1>}", [pin, pdy], max_pool_grad(pin, pdy)),
+    # A convolution's weight gradient: dot products of dY's rows (5) with
+    # the columns' (27) over the pixels, summed over 8 samples, too long
+    # for one block of C's rows to stay in L1: the samples run in blocks
+    # around the blocks of C, the partial sums kept in between; 5 x 27
+    # leaves a tail of each.
+    ("conv_wgrad", "nn.conv_grad_weight %cin, %cdy {strides = array<i64: 1, 1>, "
+     "pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1}",
+     [cin, cdy], conv_grad_weight(cin, cdy)),
 ]
 NAMES = {id(a): "a", id(b): "b", id(at): "at", id(bt): "bt", id(x): "x", id(w): "w",
          id(p): "p", id(q): "q", id(r): "r", id(s12): "s12", id(dy): "dy", id(xw): "xw",
          id(t3): "t3", id(u): "u", id(g): "g", id(h): "h", id(wide): "wide",
-         id(xs): "xs", id(ds): "ds"}
+         id(xs): "xs", id(ds): "ds", id(pin): "pin", id(pdy): "pdy", id(cin): "cin",
+         id(cdy): "cdy"}
 
 
 def ty(array):
@@ -92,7 +128,7 @@ def dense(array):
 def gen(path):
     lines = ["func.func private @printMemrefF32(memref<*xf32>)", "", "func.func @main() {"]
     for array in [a, b, at, bt, x, w, p, q, r, s12, dy, xw, t3, u, g, h, wide, xs,
-                  ds]:
+                  ds, pin, pdy, cin, cdy]:
         lines.append("  %%%s = arith.constant dense<%s> : %s" % (NAMES[id(array)], dense(array),
                                                                  ty(array)))
     for name, op, operands, result, *transposed in CASES:

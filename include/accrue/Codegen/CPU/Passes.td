@@ -106,7 +106,12 @@ def VectorizeContractions
     k (over all of k, so that each element's vector of partial sums is
     reduced once). k blocks are the outer loop after the batch dimensions,
     so one block's rows of B stay in cache for every block of C; extra k
-    dimensions run inside the block's accumulation. Remainders of m (and of
+    dimensions run inside the block's accumulation, except where a dot
+    product block's rows of A and B over all of k would outgrow a 32 KiB
+    L1 (a convolution's weight gradient, summed over samples and pixels):
+    the first extra k dimension then runs in blocks around the blocks of C
+    (of as many iterations as fit half of L1), and each block of C keeps
+    its vector partial sums in a buffer between them. Remainders of m (and of
     n for dot products) get smaller blocks; other layouts keep their scalar
     loops. With `pack-b`, outer products over at least 64 rows (and no
     extra k dimensions) first copy each block of k's rows of B into one
@@ -267,6 +272,33 @@ def CollapseShortLoops : Pass<"collapse-short-loops"> {
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
+}
+
+def UnrollShortLoops : Pass<"unroll-short-loops", "::mlir::func::FuncOp"> {
+  let summary = "Unroll a short innermost loop into the loop around it";
+  let description = [{
+    LLVM's loop vectorizer only vectorizes innermost loops. A 2x2 pooling
+    window's gradient routed by the window's argmax iterates
+    `[N, C, H/2, 2, W/2, 2]` and reads the argmax at `(N, C, H/2, W/2)`, so
+    `collapse-short-loops` cannot merge its innermost loop (2 long) with
+    the one around it: LLVM gets a 2-iteration innermost loop, keeps it
+    scalar, and turns the argmax's select into an unpredictable branch.
+    This pass fully unrolls an innermost `scf.for` with constant bounds
+    and fewer than 8 iterations (repeatedly, while the unrolled body stays
+    under `max-ops` ops) when it sits in another `scf.for`: the loop
+    around it becomes innermost, and LLVM vectorizes it (the two window
+    columns are an interleaved pair of loads and stores). Loops holding
+    vector values (the contraction kernels) are left alone. Unrolling
+    keeps every operation and its order: results are bitwise unchanged.
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "int64_t", "256",
+           "Ops an unrolled body may hold">,
+  ];
+  let statistics = [
+    Statistic<"numUnrolled", "unrolled", "Short loops unrolled">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
 def FoldIntoContractions : Pass<"fold-into-contractions"> {

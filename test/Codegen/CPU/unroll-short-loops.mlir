@@ -1,0 +1,99 @@
+// RUN: accrue-opt %s -split-input-file -unroll-short-loops | FileCheck %s
+// RUN: accrue-opt %s -split-input-file -unroll-short-loops="max-ops=8" | FileCheck %s --check-prefix=SMALL
+
+// A max pooling's adjoint as linalg's loops leave it: the window's column
+// (2 long) innermost. It is unrolled into the loop over the windows (16),
+// which becomes innermost; the window's row (2), outside that loop, stays.
+// CHECK-LABEL: func @window_columns
+// CHECK: scf.for %[[ROW:.*]] = %c0 to %c2 step %c1
+// CHECK-NEXT: scf.for %[[X:.*]] = %c0 to %c16 step %c1
+// CHECK-NOT: scf.for
+// CHECK: arith.muli %[[X]], %c2
+// CHECK-NEXT: %[[I0:.*]] = arith.addi
+// CHECK-NEXT: memref.store %{{.*}}, %{{.*}}[%[[ROW]], %[[I0]]]
+// CHECK: arith.muli %[[X]], %c2
+// CHECK-NEXT: %[[I1:.*]] = arith.addi
+// CHECK-NEXT: memref.store %{{.*}}, %{{.*}}[%[[ROW]], %[[I1]]]
+// CHECK-NOT: memref.store
+// With at most 8 ops to an unrolled body (9, twice): unchanged.
+// SMALL-LABEL: func @window_columns
+// SMALL-COUNT-3: scf.for
+func.func @window_columns(%dy: memref<16xf32>, %arg: memref<16xi32>, %dx: memref<2x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c2 step %c1 {
+    scf.for %x = %c0 to %c16 step %c1 {
+      scf.for %j = %c0 to %c2 step %c1 {
+        %g = memref.load %dy[%x] : memref<16xf32>
+        %w = memref.load %arg[%x] : memref<16xi32>
+        %jw = arith.index_cast %j : index to i32
+        %hit = arith.cmpi eq, %w, %jw : i32
+        %v = arith.select %hit, %g, %zero : f32
+        %x2 = arith.muli %x, %c2 : index
+        %col = arith.addi %x2, %j : index
+        memref.store %v, %dx[%i, %col] : memref<2x32xf32>
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// Two short loops (2 x 3) innermost: both are unrolled, six stores in the
+// loop around them.
+// CHECK-LABEL: func @nested_short
+// CHECK: scf.for
+// CHECK-NOT: scf.for
+// CHECK-COUNT-6: memref.store
+// CHECK-NOT: memref.store
+func.func @nested_short(%out: memref<64x2x3xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  scf.for %x = %c0 to %c64 step %c1 {
+    scf.for %i = %c0 to %c2 step %c1 {
+      scf.for %j = %c0 to %c3 step %c1 {
+        memref.store %one, %out[%x, %i, %j] : memref<64x2x3xf32>
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// Left alone: a loop of 8 (LLVM vectorizes it), a short loop that is not
+// nested in another (nothing to vectorize around it), and a short loop of
+// vector code (a contraction kernel's).
+// CHECK-LABEL: func @left_alone
+// CHECK-COUNT-4: scf.for
+func.func @left_alone(%a: memref<64x8xf32>, %b: memref<4xf32>, %v: memref<64x4x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  %ones = arith.constant dense<1.0> : vector<8xf32>
+  scf.for %x = %c0 to %c64 step %c1 {
+    scf.for %j = %c0 to %c8 step %c1 {
+      memref.store %one, %a[%x, %j] : memref<64x8xf32>
+    }
+  }
+  scf.for %j = %c0 to %c4 step %c1 {
+    memref.store %one, %b[%j] : memref<4xf32>
+  }
+  scf.for %x = %c0 to %c64 step %c1 {
+    scf.for %j = %c0 to %c4 step %c1 {
+      vector.store %ones, %v[%x, %j, %c0] : memref<64x4x8xf32>, vector<8xf32>
+    }
+  }
+  return
+}
