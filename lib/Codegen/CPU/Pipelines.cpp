@@ -47,6 +47,7 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
     fold.vectorBits = options.vectorBitsOrDefault();
     fold.bf16Dot = bf16Dot;
     pm.addPass(createFoldIntoContractions(fold));
+    pm.addPass(createMergeContractionDims());
   }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

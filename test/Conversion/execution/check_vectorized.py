@@ -66,7 +66,8 @@ CASES = [
     # 20 rows over 16 blocks of n, in parallel: with 16 registers, 3 blocks
     # of 6 rows and a tail of 2 in each block of n.
     ("gemm_wide", "nn.gemm %h, %wide", [h, wide], h.astype(np.float64) @ wide),
-    # A batch dimension, blocks of 8 x 32.
+    # A's batch of 3 x 16 rows, merged into one m of 48 rows
+    # (merge-contraction-dims): blocks of 8 x 32.
     ("batched", "nn.matmul %x, %w", [x, w], np.matmul(x.astype(np.float64), w)),
     # Dot products over k = 12: 4-wide vectors at 256 or 128 bits, and no
     # k block size divides 12 (scalar loops at 512 bits).

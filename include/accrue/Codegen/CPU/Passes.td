@@ -301,6 +301,28 @@ def UnrollShortLoops : Pass<"unroll-short-loops", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def MergeContractionDims : Pass<"merge-contraction-dims"> {
+  let summary = "Merge a contraction's adjacent loops of the same kind";
+  let description = [{
+    A MatMul of a `[B, T, D]` activation by a `[D, E]` weight is a
+    contraction with two m dimensions, B and T; `vectorize-contractions`
+    blocks only the last and runs the others as batch loops, so each of
+    the B slices of T rows packs all of the weight's rows of B again (and
+    its blocks of C see only T rows). Where every operand of a
+    `linalg.generic` contraction on tensors reads consecutive loops
+    consecutively, in order, or not at all (so they are all batch, all m,
+    all n or all k dimensions: the same operands read them), this merges
+    them into one (`linalg::collapseOpIterationDims`): the MatMul becomes
+    one of B T rows. Each element of the result is
+    still summed over the same k in the same order.
+  }];
+  let statistics = [
+    Statistic<"numMerged", "merged", "Contractions whose loops merged">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def FoldIntoContractions : Pass<"fold-into-contractions"> {
   let summary = "Fold transposes and sums into the contractions that use them";
   let description = [{
