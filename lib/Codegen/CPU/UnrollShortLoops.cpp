@@ -8,7 +8,6 @@
 
 #include "accrue/Codegen/CPU/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
@@ -26,34 +25,26 @@ namespace {
 /// LLVM vectorizes them where they are (as in collapse-short-loops).
 constexpr int64_t kShortLoop = 8;
 
-/// The static trip count of `loop`, if its bounds and step are constants.
-std::optional<int64_t> tripCount(scf::ForOp loop) {
-  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
-  std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
-  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
-  if (!lb || !ub || !step || *step <= 0)
-    return std::nullopt;
-  return *ub > *lb ? (*ub - *lb + *step - 1) / *step : 0;
-}
-
 /// Whether `loop` is a short innermost loop of scalar code nested in
 /// another scf.for, whose unrolled body would hold at most `maxOps` ops.
 bool shouldUnroll(scf::ForOp loop, int64_t maxOps) {
   if (!loop->getParentOfType<scf::ForOp>())
     return false;
-  std::optional<int64_t> trips = tripCount(loop);
-  if (!trips || *trips >= kShortLoop)
+  std::optional<APInt> trips = loop.getStaticTripCount();
+  if (!trips || trips->uge(kShortLoop))
     return false;
   int64_t ops = 0;
   WalkResult walk = loop.getBody()->walk([&](Operation *op) {
     ++ops;
+    auto isVector = [](Type t) { return isa<VectorType>(t); };
     if (isa<LoopLikeOpInterface>(op) ||
-        llvm::any_of(op->getResultTypes(),
-                     [](Type t) { return isa<VectorType>(t); }))
+        llvm::any_of(op->getOperandTypes(), isVector) ||
+        llvm::any_of(op->getResultTypes(), isVector))
       return WalkResult::interrupt();
     return WalkResult::advance();
   });
-  return !walk.wasInterrupted() && ops * *trips <= maxOps;
+  return !walk.wasInterrupted() &&
+         ops * static_cast<int64_t>(trips->getZExtValue()) <= maxOps;
 }
 
 struct UnrollShortLoopsPass

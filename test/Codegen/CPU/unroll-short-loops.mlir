@@ -73,7 +73,8 @@ func.func @nested_short(%out: memref<64x2x3xf32>) {
 // nested in another (nothing to vectorize around it), and a short loop of
 // vector code (a contraction kernel's).
 // CHECK-LABEL: func @left_alone
-// CHECK-COUNT-4: scf.for
+// CHECK-COUNT-5: scf.for
+// CHECK-NOT: scf.for
 func.func @left_alone(%a: memref<64x8xf32>, %b: memref<4xf32>, %v: memref<64x4x8xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
