@@ -53,11 +53,10 @@ int64_t largestDivisor(int64_t extent, ArrayRef<int64_t> candidates) {
 /// The bytes of an operand's panel (a block of k by all of m or n) that
 /// the blocks of C may stream from cache: half of a 2 MiB L2.
 constexpr int64_t kPanelBytes = 1 << 20;
-/// The bytes of the rows of A and B that a dot-product block of C reads
-/// over all of k beyond which k is blocked (Plan::outerKBlock), and the
-/// bytes a block of k may then hold: a 32 KiB L1, and half of it.
+/// The bytes of the rows of A and B a dot-product block of C may read over
+/// its k before the first outer k dimension is blocked (Plan::outerKBlock):
+/// half of a 32 KiB L1.
 constexpr int64_t kDotRowsBytes = 16 << 10;
-constexpr int64_t kDotBlockBytes = 16 << 10;
 
 /// The plan of a contraction with these indexing maps (A, B, C in operand
 /// order) and static loop ranges; `contiguous` says which operands have a
@@ -160,16 +159,17 @@ FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
       batch *= bounds[d];
     if (plan.outerK.empty() || batch != 1)
       return plan;
-    int64_t rowBytes = (plan.tileM + plan.tileN) * elementBytes;
-    for (unsigned d : plan.outerK)
-      rowBytes *= d == plan.outerK.front() ? 1 : bounds[d];
-    rowBytes *= bounds[plan.k];
+    // The bytes of rows per iteration of the first outer k dimension.
+    int64_t rowBytes =
+        (plan.tileM + plan.tileN) * elementBytes * bounds[plan.k];
+    for (unsigned d : ArrayRef<unsigned>(plan.outerK).drop_front())
+      rowBytes *= bounds[d];
     int64_t outer = bounds[plan.outerK.front()];
     if (rowBytes * outer <= kDotRowsBytes)
       return plan;
     plan.outerKBlock = 1;
     for (int64_t block = outer / 2; block > 1; --block)
-      if (outer % block == 0 && rowBytes * block <= kDotBlockBytes) {
+      if (outer % block == 0 && rowBytes * block <= kDotRowsBytes) {
         plan.outerKBlock = block;
         break;
       }

@@ -107,11 +107,11 @@ def VectorizeContractions
     reduced once). k blocks are the outer loop after the batch dimensions,
     so one block's rows of B stay in cache for every block of C; extra k
     dimensions run inside the block's accumulation, except where a dot
-    product block's rows of A and B over all of k would outgrow a 32 KiB
-    L1 (a convolution's weight gradient, summed over samples and pixels):
-    the first extra k dimension then runs in blocks around the blocks of C
-    (of as many iterations as fit half of L1), and each block of C keeps
-    its vector partial sums in a buffer between them. Remainders of m (and of
+    product block's rows of A and B over all of k would outgrow half of a
+    32 KiB L1 (a convolution's weight gradient, summed over samples and
+    pixels): the first extra k dimension then runs in blocks around the
+    blocks of C (of as many iterations as fit there), and each block of C
+    keeps its vector partial sums in a buffer between them. Remainders of m (and of
     n for dot products) get smaller blocks; other layouts keep their scalar
     loops. With `pack-b`, outer products over at least 64 rows (and no
     extra k dimensions) first copy each block of k's rows of B into one
