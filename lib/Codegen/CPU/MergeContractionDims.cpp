@@ -54,12 +54,14 @@ SmallVector<ReassociationIndices> runsToMerge(linalg::LinalgOp op) {
 struct MergeContractionDimsPass
     : accrue::cpu::impl::MergeContractionDimsBase<MergeContractionDimsPass> {
   void runOnOperation() override {
-    getOperation()->walk([&](linalg::LinalgOp op) {
-      if (!runsToMerge(op).empty())
-        ++numMerged;
-    });
     RewritePatternSet patterns(&getContext());
-    linalg::populateCollapseDimensions(patterns, runsToMerge);
+    // A merged op has no runs left: each contraction counts once.
+    linalg::populateCollapseDimensions(patterns, [&](linalg::LinalgOp op) {
+      SmallVector<ReassociationIndices> runs = runsToMerge(op);
+      if (!runs.empty())
+        ++numMerged;
+      return runs;
+    });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

@@ -383,7 +383,7 @@ void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
   // With blocks of the outer k, the partial sums of each block of C wait in
   // `partial` ([m][n][lane]) from one block to the next: the same sums in
   // the same order as in registers.
-  Value partial, first, last;
+  Value partial, last;
   SmallVector<SmallVector<Value>> partialAt;
   if (plan.outerKBlock) {
     {
@@ -400,8 +400,8 @@ void emitBlockedDot(RewriterBase &rewriter, linalg::LinalgOp op,
     }
     Value start = blocks.outerKBlocks.getInductionVar();
     int64_t lastStart = blocks.bounds[plan.outerK.front()] - plan.outerKBlock;
-    first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                  start, blocks.constant(0));
+    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                        start, blocks.constant(0));
     last = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, start,
                                  blocks.constant(lastStart));
     for (Value row : rowsOfM) {
