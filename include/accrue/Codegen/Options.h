@@ -35,8 +35,14 @@ struct CPULoweringOptions {
   /// accumulating in f32 (else they read copies widened to f32). Unset:
   /// accrue-compile asks the target CPU, accrue-opt takes false.
   std::optional<bool> bf16Dot;
+  /// The target CPU's L2 cache per core in bytes; an outer product keeps in
+  /// half of it the panel (a block of k by all of m or n) that its blocks
+  /// of C read again. Unset: accrue-compile reads the compiling machine's
+  /// when compiling for it, else (and in accrue-opt) 2 MiB.
+  std::optional<int64_t> l2Bytes;
 
   int64_t vectorBitsOrDefault() const { return vectorBits.value_or(512); }
+  int64_t l2BytesOrDefault() const { return l2Bytes.value_or(2 << 20); }
   bool bf16DotOrDefault() const { return bf16Dot.value_or(false); }
 };
 

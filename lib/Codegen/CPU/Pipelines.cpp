@@ -105,6 +105,7 @@ void buildCPUToLLVMPipeline(OpPassManager &pm,
     vectorize.packA = tiles.packA;
     vectorize.packB = tiles.packB;
     vectorize.fuseMTail = tiles.fuseMTail;
+    vectorize.l2Bytes = options.l2BytesOrDefault();
     vectorize.parallel = options.parallel;
     vectorize.bf16Dot = options.bf16DotOrDefault();
     pm.addNestedPass<func::FuncOp>(createVectorizeContractions(vectorize));

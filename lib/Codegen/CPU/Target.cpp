@@ -38,6 +38,11 @@ public:
                   "kernels (512, 256 or 128; default: the target CPU's in "
                   "accrue-compile, 512 in pipelines)",
                   cpu.vectorBits);
+    table.integer("l2_bytes",
+                  "The target CPU's L2 cache per core in bytes, which orders "
+                  "the contraction kernels' blocks (default: the compiling "
+                  "machine's when compiling for it, else 2 MiB)",
+                  cpu.l2Bytes);
     table.flag(
         "bf16_dot",
         "Contractions of bf16 operands (--precision bf16) on AVX512-BF16's "
@@ -51,6 +56,11 @@ public:
         bits && *bits != 128 && *bits != 256 && *bits != 512)
       return settingRef("vector_bits") + " must be 128, 256 or 512, not " +
              std::to_string(*bits);
+    if (std::optional<int64_t> bytes = options.cpu.l2Bytes;
+        bytes && (*bytes < (64 << 10) || *bytes > (1ll << 30)))
+      return settingRef("l2_bytes") +
+             " must be between 65536 (64 KiB) and 1073741824 (1 GiB), not " +
+             std::to_string(*bytes);
     return std::nullopt;
   }
   std::optional<std::string>
@@ -59,6 +69,8 @@ public:
     // The vector kernels' blocks fit the registers of the CPU compiled for.
     if (!options.cpu.vectorBits)
       options.cpu.vectorBits = vectorRegisterBits(host);
+    if (!options.cpu.l2Bytes)
+      options.cpu.l2Bytes = l2CacheBytes(host);
     bool hasBF16 = hasCPUFeature(host, "avx512bf16");
     if (options.cpu.bf16Dot.value_or(false) && !hasBF16)
       return settingRef("bf16_dot") +

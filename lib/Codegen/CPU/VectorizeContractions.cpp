@@ -50,9 +50,6 @@ int64_t largestDivisor(int64_t extent, ArrayRef<int64_t> candidates) {
   return 0;
 }
 
-/// The bytes of an operand's panel (a block of k by all of m or n) that
-/// the blocks of C may stream from cache: half of a 2 MiB L2.
-constexpr int64_t kPanelBytes = 1 << 20;
 /// The bytes of the rows of A and B a dot-product block of C may read over
 /// its k before the first outer k dimension is blocked (Plan::outerKBlock):
 /// half of a 32 KiB L1.
@@ -123,13 +120,17 @@ FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
     // vdpbf16ps takes k in pairs; every vector along n is a whole register.
     if (bf16 && (plan.tileK % 2 || plan.tileN % tiles.dotWidth))
       return failure();
-    // Blocks of n outside blocks of m: one block's rows of B stay in cache
-    // while the blocks of m stream A's panel (tileK x m). When that panel
-    // outgrows the cache and B's does not (a weight gradient dY^T X over a
-    // large vocabulary), the blocks of m go outside instead.
+    // Blocks of n outside blocks of m: one block's rows of B stay in L1
+    // while the blocks of m stream A's panel (tileK x m), tileM elements
+    // per step of k. Where A's panel outgrows half of L2 and B's fits in
+    // it (a weight gradient dY^T X over a large vocabulary, or an LM
+    // head's data gradient, whose rows of A lie 16 KiB apart), the blocks
+    // of m go outside: a block's rows of A stay in L1 while the blocks of
+    // n read B's panel from L2. Where neither fits, streaming A costs less.
     int64_t aPanel = plan.tileK * bounds[plan.m] * elementBytes;
     int64_t bPanel = plan.tileK * bounds[plan.n] * elementBytes;
-    plan.mOuter = aPanel > kPanelBytes && bPanel < aPanel;
+    int64_t panelBytes = tiles.l2Bytes / 2;
+    plan.mOuter = aPanel > panelBytes && bPanel <= panelBytes;
     plan.packA = tiles.packA;
     plan.packB = tiles.packB;
     return plan;
@@ -491,7 +492,7 @@ struct VectorizeContractionsPass
       FailureOr<Plan> plan =
           planContraction(op,
                           {tileM, tileN, tileK, dotWidth, dotTileM, dotTileN,
-                           packA, packB, fuseMTail},
+                           packA, packB, fuseMTail, l2Bytes},
                           bf16Dot);
       bool zeroInit = op->hasAttr("accrue.zero_init");
       if (failed(plan)) {

@@ -21,6 +21,8 @@
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <unistd.h>
+
 using namespace mlir;
 using namespace accrue;
 
@@ -159,6 +161,16 @@ int64_t accrue::vectorRegisterBits(const HostCodeOptions &options) {
   if (info->checkFeatures("+avx"))
     return 256;
   return 128;
+}
+
+std::optional<int64_t> accrue::l2CacheBytes(const HostCodeOptions &options) {
+  if (options.cpu != "host")
+    return std::nullopt;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  if (long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE); bytes > 0)
+    return bytes;
+#endif
+  return std::nullopt;
 }
 
 bool accrue::hasCPUFeature(const HostCodeOptions &options, StringRef feature) {

@@ -27,6 +27,10 @@ struct ContractionTiles {
   /// An outer product's rows after its last whole block of m are one more
   /// block in each block of n, not a second pass over B.
   bool fuseMTail = false;
+  /// The L2 cache per core: an outer product's blocks of C re-read the
+  /// panel (a block of k by all of m or n) of one operand, the one that
+  /// fits half of it (B's, else A's if only A's does not).
+  int64_t l2Bytes = 2 << 20;
 };
 
 /// The tiles for a target whose vector registers are `vectorBits` wide,

@@ -105,7 +105,10 @@ def VectorizeContractions
     per row of the block), dot products when A and B are contiguous along
     k (over all of k, so that each element's vector of partial sums is
     reduced once). k blocks are the outer loop after the batch dimensions,
-    so one block's rows of B stay in cache for every block of C; extra k
+    so one block's rows of B stay in cache for every block of C; an outer
+    product's blocks of n run outside its blocks of m (each block of n
+    streams A's panel, the block of k by all rows) unless A's panel
+    outgrows half of `l2-bytes` and B's fits there; extra k
     dimensions run inside the block's accumulation, except where a dot
     product block's rows of A and B over all of k would outgrow half of a
     32 KiB L1 (a convolution's weight gradient, summed over samples and
@@ -166,6 +169,10 @@ def VectorizeContractions
     Option<"fuseMTail", "fuse-m-tail", "bool", "false",
            "An outer product's rows after its last whole block of m are one "
            "more block in each block of n instead of a second pass over B">,
+    Option<"l2Bytes", "l2-bytes", "int64_t", "2097152",
+           "The target CPU's L2 cache per core in bytes: the blocks of m "
+           "run outside the blocks of n where only B's panel fits half of "
+           "it">,
     Option<"tileK", "tile-k", "int64_t", "256",
            "Reduction steps per cache block (the outermost loop after batch "
            "dimensions)">,

@@ -18,6 +18,7 @@
 #include "llvm/IR/Module.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace mlir {
@@ -40,6 +41,10 @@ struct HostCodeOptions {
 /// The widest vector registers of the target CPU, in bits: 512 with
 /// AVX-512, 256 with AVX, else 128.
 int64_t vectorRegisterBits(const HostCodeOptions &options);
+
+/// The L2 cache per core of the target CPU in bytes, where it is the
+/// compiling machine's ("host") and the C library can say; else none.
+std::optional<int64_t> l2CacheBytes(const HostCodeOptions &options);
 
 /// Whether the target CPU has LLVM subtarget feature `feature` ("avx512bf16").
 bool hasCPUFeature(const HostCodeOptions &options, llvm::StringRef feature);
