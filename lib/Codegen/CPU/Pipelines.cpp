@@ -57,6 +57,10 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
   // depends on the micro-batch size, not on the number of steps.
   // After the last CSE: recomputed ops stay apart from their forward copies.
   pm.addNestedPass<func::FuncOp>(train::createTrainStripRecomputeBarriers());
+  // A result inserted into a slice of a larger tensor (a scan step's
+  // output into the stacked one) is computed in that slice, not in a
+  // temporary copied there.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
   {
     // A scan's loop yields each step's new carries, fresh buffers (the
     // previous ones are freed).
