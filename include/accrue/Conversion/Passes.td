@@ -13,7 +13,21 @@ def ConvertNNToLinalg : Pass<"convert-nn-to-linalg"> {
     style generics, shape ops `tensor` reshapes and transposes, losses
     generics. Every op of the `nn` dialect is covered; the pass fails on
     anything left.
+
+    With `decode-labels-once` (the CPU pipeline), a loss gradient over the
+    classes decodes each item's label (range and ignore_index checks) once,
+    into an i32 class, -1 where it does not count, in a generic over the
+    items, and its elementwise body compares that with its class index in
+    i32; without, each element decodes the label, in i64. (On the CPU the
+    label's load stays in the loop, since the gradient's store may alias
+    it, and LLVM vectorizes a loop with i64 lanes at half the width; a GPU
+    would pay a launch for it.)
   }];
+  let options = [
+    Option<"decodeLabelsOnce", "decode-labels-once", "bool", "false",
+           "Loss gradients decode each item's label into an i32 class in a "
+           "generic over the items, not per element">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",

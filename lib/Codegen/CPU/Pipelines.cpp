@@ -26,7 +26,11 @@ namespace accrue::cpu {
 void buildCPUBufferizationPipeline(OpPassManager &pm,
                                    const LoweringOptions &lowering) {
   const CPULoweringOptions &options = lowering.cpu;
-  pm.addNestedPass<func::FuncOp>(createConvertNNToLinalg());
+  {
+    ConvertNNToLinalgOptions nnToLinalg;
+    nnToLinalg.decodeLabelsOnce = true;
+    pm.addNestedPass<func::FuncOp>(createConvertNNToLinalg(nnToLinalg));
+  }
   pm.addNestedPass<func::FuncOp>(createConvertTrainToLinalg());
   pm.addPass(createCanonicalizerPass());
   bool bf16Dot = options.vectorize && options.bf16DotOrDefault();

@@ -75,6 +75,64 @@ LabelInfo decodeLabel(OpBuilder &b, Location loc, Value label,
   return {counted, ignored, index};
 }
 
+/// Each item's class as a gradient over the scores reads it: the label
+/// where it counts, else -1; i32 where the classes fit. The gradient's loop
+/// over the classes then compares i32 (as i64, the vectorizer halves its
+/// width for them: the label's decoding, reloaded every iteration because
+/// the store may alias it, would run in i64 lanes).
+Value itemClasses(OpBuilder &b, Location loc, Value labels,
+                  std::optional<int64_t> ignore, int64_t numClasses) {
+  Type type = numClasses <= std::numeric_limits<int32_t>::max()
+                  ? b.getI32Type()
+                  : b.getI64Type();
+  auto labelType = cast<RankedTensorType>(labels.getType());
+  return buildElementwise(
+      b, loc, RankedTensorType::get(labelType.getShape(), type), labels,
+      [&](OpBuilder &nb, Location nl, ValueRange args) -> Value {
+        LabelInfo info = decodeLabel(nb, nl, args[0], ignore, numClasses);
+        return arith::SelectOp::create(
+            nb, nl, info.counted,
+            arith::IndexCastOp::create(nb, nl, type, info.index),
+            arith::ConstantOp::create(nb, nl, b.getIntegerAttr(type, -1)));
+      });
+}
+
+/// In a generic over the scores, from its item's class (itemClasses):
+/// whether the label counts, the class to read weights at, and whether
+/// this element's class (dimension 1) is the label's.
+struct ClassInfo {
+  LabelInfo label;
+  Value isLabel;
+};
+ClassInfo decodeClass(OpBuilder &b, Location loc, Value itemClass) {
+  Type type = itemClass.getType();
+  Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, 0));
+  Value counted =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, itemClass, zero);
+  Value index = arith::IndexCastOp::create(
+      b, loc, b.getIndexType(),
+      arith::SelectOp::create(b, loc, counted, itemClass, zero));
+  Value c = arith::IndexCastOp::create(b, loc, type,
+                                       linalg::IndexOp::create(b, loc, 1));
+  Value isLabel =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, c, itemClass);
+  return {{counted, /*ignored=*/Value(), index}, isLabel};
+}
+
+/// ClassInfo of an element of a gradient over the scores, from its item's
+/// class (itemClasses) where `decoded`, else from its item's label.
+ClassInfo elementClass(OpBuilder &b, Location loc, Value labelOrClass,
+                       bool decoded, std::optional<int64_t> ignore,
+                       int64_t numClasses) {
+  if (decoded)
+    return decodeClass(b, loc, labelOrClass);
+  LabelInfo info = decodeLabel(b, loc, labelOrClass, ignore, numClasses);
+  Value isLabel =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                            linalg::IndexOp::create(b, loc, 1), info.index);
+  return {info, isLabel};
+}
+
 /// The class weight of `info`'s label, or 1 without weights.
 Value classWeight(OpBuilder &b, Location loc, Value weights, LabelInfo &info,
                   Type element) {
@@ -275,7 +333,9 @@ struct SoftmaxCrossEntropyLossLowering
 
 struct SoftmaxCrossEntropyGradLowering
     : public OpConversionPattern<SoftmaxCrossEntropyGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  SoftmaxCrossEntropyGradLowering(MLIRContext *ctx, bool decodeLabelsOnce)
+      : OpConversionPattern(ctx), decodeLabelsOnce(decodeLabelsOnce) {}
+  bool decodeLabelsOnce;
   LogicalResult
   matchAndRewrite(SoftmaxCrossEntropyGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -288,7 +348,11 @@ struct SoftmaxCrossEntropyGradLowering
     auto [max, sumExp] = softmaxStats(rewriter, loc, scores, shapes);
 
     AffineMap items = shapes.itemsMap(ctx);
-    SmallVector<Value> inputs{scores, adaptor.getLabels(), max, sumExp};
+    Value classes = decodeLabelsOnce
+                        ? itemClasses(rewriter, loc, adaptor.getLabels(),
+                                      ignore, shapes.numClasses)
+                        : adaptor.getLabels();
+    SmallVector<Value> inputs{scores, classes, max, sumExp};
     SmallVector<AffineMap> maps{rewriter.getMultiDimIdentityMap(shapes.rank),
                                 items, items, items};
     addGradientInputs(rewriter, loc, shapes, op.getReduction(),
@@ -300,16 +364,13 @@ struct SoftmaxCrossEntropyGradLowering
         rewriter, loc, shapes.scores, inputs,
         emptyTensor(rewriter, loc, shapes.scores), maps, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
-          LabelInfo info =
-              decodeLabel(b, l, args[1], ignore, shapes.numClasses);
+          auto [info, isLabel] = elementClass(b, l, args[1], decodeLabelsOnce,
+                                              ignore, shapes.numClasses);
           Value prob = arith::DivFOp::create(
               b, l,
               math::ExpOp::create(
                   b, l, arith::SubFOp::create(b, l, args[0], args[2])),
               args[3]);
-          Value c = linalg::IndexOp::create(b, l, 1);
-          Value isLabel = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                                c, info.index);
           Value one = scalarConstant(b, l, element, 1.0);
           Value zero = scalarConstant(b, l, element, 0.0);
           Value onehot = arith::SelectOp::create(b, l, isLabel, one, zero);
@@ -357,7 +418,9 @@ struct NegativeLogLikelihoodLossLowering
 
 struct NegativeLogLikelihoodGradLowering
     : public OpConversionPattern<NegativeLogLikelihoodGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  NegativeLogLikelihoodGradLowering(MLIRContext *ctx, bool decodeLabelsOnce)
+      : OpConversionPattern(ctx), decodeLabelsOnce(decodeLabelsOnce) {}
+  bool decodeLabelsOnce;
   LogicalResult
   matchAndRewrite(NegativeLogLikelihoodGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -368,7 +431,10 @@ struct NegativeLogLikelihoodGradLowering
     std::optional<int64_t> ignore = op.getIgnoreIndex();
     Value weights = adaptor.getWeights();
     bool mean = op.getReduction() == LossReduction::Mean;
-    SmallVector<Value> inputs{adaptor.getTarget()};
+    SmallVector<Value> inputs{
+        decodeLabelsOnce ? itemClasses(rewriter, loc, adaptor.getTarget(),
+                                       ignore, shapes.numClasses)
+                         : adaptor.getTarget()};
     SmallVector<AffineMap> maps{shapes.itemsMap(ctx)};
     addGradientInputs(rewriter, loc, shapes, op.getReduction(),
                       adaptor.getTarget(), adaptor.getDloss(), weights, ignore,
@@ -378,11 +444,8 @@ struct NegativeLogLikelihoodGradLowering
         emptyTensor(rewriter, loc, shapes.scores), maps,
         SmallVector<IteratorType>(shapes.rank, IteratorType::parallel),
         [&](OpBuilder &b, Location l, ValueRange args) {
-          LabelInfo info =
-              decodeLabel(b, l, args[0], ignore, shapes.numClasses);
-          Value c = linalg::IndexOp::create(b, l, 1);
-          Value isLabel = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                                c, info.index);
+          auto [info, isLabel] = elementClass(b, l, args[0], decodeLabelsOnce,
+                                              ignore, shapes.numClasses);
           Value hit = arith::AndIOp::create(b, l, isLabel, info.counted);
           Value grad = arith::NegFOp::create(
               b, l,
@@ -419,9 +482,12 @@ struct ClassWeightSumLowering : public OpConversionPattern<ClassWeightSumOp> {
 
 } // namespace
 
-void lowering::populateLossLowering(RewritePatternSet &patterns) {
-  patterns.add<SoftmaxCrossEntropyLossLowering, SoftmaxCrossEntropyGradLowering,
-               NegativeLogLikelihoodLossLowering,
-               NegativeLogLikelihoodGradLowering, ClassWeightSumLowering>(
+void lowering::populateLossLowering(RewritePatternSet &patterns,
+                                    bool decodeLabelsOnce) {
+  patterns.add<SoftmaxCrossEntropyLossLowering,
+               NegativeLogLikelihoodLossLowering, ClassWeightSumLowering>(
       patterns.getContext());
+  patterns
+      .add<SoftmaxCrossEntropyGradLowering, NegativeLogLikelihoodGradLowering>(
+          patterns.getContext(), decodeLabelsOnce);
 }

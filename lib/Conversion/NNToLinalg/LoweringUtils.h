@@ -89,7 +89,10 @@ void populateElementwiseLowering(mlir::RewritePatternSet &patterns);
 void populateContractionLowering(mlir::RewritePatternSet &patterns);
 void populateReductionLowering(mlir::RewritePatternSet &patterns);
 void populateShapeLowering(mlir::RewritePatternSet &patterns);
-void populateLossLowering(mlir::RewritePatternSet &patterns);
+/// With `decodeLabelsOnce`, the gradients over the classes decode each
+/// item's label once (see convert-nn-to-linalg's decode-labels-once).
+void populateLossLowering(mlir::RewritePatternSet &patterns,
+                          bool decodeLabelsOnce);
 /// Softmax and Dropout, then convolution and pooling.
 void populateNeuralLowering(mlir::RewritePatternSet &patterns);
 void populateConvolutionLowering(mlir::RewritePatternSet &patterns);

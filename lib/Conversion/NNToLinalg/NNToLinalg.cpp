@@ -66,7 +66,7 @@ struct ConvertNNToLinalgPass
     nn::lowering::populateContractionLowering(patterns);
     nn::lowering::populateReductionLowering(patterns);
     nn::lowering::populateShapeLowering(patterns);
-    nn::lowering::populateLossLowering(patterns);
+    nn::lowering::populateLossLowering(patterns, decodeLabelsOnce);
     nn::lowering::populateNeuralLowering(patterns);
     nn::lowering::populateScanLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
