@@ -6,7 +6,10 @@
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -20,6 +23,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Utils/LoopUtils.h"
 
 #include <unistd.h>
 
@@ -60,6 +64,60 @@ createTargetMachine(const HostCodeOptions &options, std::string &error) {
   return machine;
 }
 
+/// Asks LLVM's loop vectorizer for a whole 512-bit register of f32 lanes in
+/// the loops that round to bf16 or widen from it, on a CPU with
+/// AVX512-BF16. LLVM 22 prices those conversions as if done one element at a
+/// time, so it vectorized --precision bf16's elementwise kernels 4 wide
+/// (xmm), where vcvtneps2bf16 converts 16 floats at once. Only innermost
+/// loops that carry no floating-point value (no sum whose order a wider
+/// vector would change) get the hint; LLVM still checks that the loop can
+/// be vectorized.
+struct WidenBF16Loops : llvm::PassInfoMixin<WidenBF16Loops> {
+  static constexpr unsigned kLanes = 16;
+
+  static bool convertsBF16(const llvm::Loop &loop) {
+    for (llvm::BasicBlock *block : loop.blocks())
+      for (llvm::Instruction &inst : *block) {
+        if (auto *trunc = llvm::dyn_cast<llvm::FPTruncInst>(&inst);
+            trunc && trunc->getType()->getScalarType()->isBFloatTy())
+          return true;
+        if (auto *ext = llvm::dyn_cast<llvm::FPExtInst>(&inst);
+            ext && ext->getSrcTy()->getScalarType()->isBFloatTy())
+          return true;
+      }
+    return false;
+  }
+
+  static bool carriesFloats(const llvm::Loop &loop) {
+    return llvm::any_of(loop.getHeader()->phis(), [](llvm::PHINode &phi) {
+      return phi.getType()->isFPOrFPVectorTy();
+    });
+  }
+
+  llvm::PreservedAnalyses run(llvm::Function &fn,
+                              llvm::FunctionAnalysisManager &fam) {
+    bool changed = false;
+    auto &trips = fam.getResult<llvm::ScalarEvolutionAnalysis>(fn);
+    for (llvm::Loop *loop :
+         fam.getResult<llvm::LoopAnalysis>(fn).getLoopsInPreorder()) {
+      // Fewer iterations than lanes: nothing to widen (and LLVM would
+      // report the hinted loop it then leaves alone).
+      unsigned trip = trips.getSmallConstantTripCount(loop);
+      if (loop->isInnermost() && (trip == 0 || trip >= kLanes) &&
+          convertsBF16(*loop) && !carriesFloats(*loop)) {
+        llvm::addStringMetadataToLoop(loop, "llvm.loop.vectorize.width",
+                                      kLanes);
+        changed = true;
+      }
+    }
+    if (!changed)
+      return llvm::PreservedAnalyses::all();
+    llvm::PreservedAnalyses kept;
+    kept.preserveSet<llvm::CFGAnalyses>();
+    return kept;
+  }
+};
+
 /// LLVM's default pipeline at `optLevel`, without loop unrolling: the
 /// generated loop nests have small static trip counts, which LLVM otherwise
 /// unrolls fully into megabytes of code at great compile-time cost, for
@@ -78,6 +136,12 @@ llvm::Error optimizeModule(llvm::Module &module, llvm::TargetMachine *machine,
   tuning.LoopVectorization = vectorize;
   tuning.SLPVectorization = vectorize;
   llvm::PassBuilder builder(machine, tuning);
+  if (vectorize && machine &&
+      machine->getMCSubtargetInfo()->checkFeatures("+avx512bf16"))
+    builder.registerVectorizerStartEPCallback(
+        [](llvm::FunctionPassManager &fpm, llvm::OptimizationLevel) {
+          fpm.addPass(WidenBF16Loops());
+        });
   builder.registerModuleAnalyses(mam);
   builder.registerCGSCCAnalyses(cgam);
   builder.registerFunctionAnalyses(fam);
