@@ -5,8 +5,8 @@
 // reductions start from into one tensor; one-shot bufferization then
 // copies that tensor for every op that writes into it (each needs its own
 // buffer), a full copy per contraction where a fill would do. Giving each
-// destination-passing use a fill of its own lets every one bufferize in
-// place.
+// destination-passing use a fill of its own, right before it, lets every
+// one bufferize in place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,12 +40,13 @@ struct DuplicateSharedFillsPass
         if (auto dps = dyn_cast<DestinationStyleOpInterface>(use.getOwner());
             dps && dps.isDpsInit(&use))
           inits.push_back(&use);
-      // The first destination keeps the original (unless nothing else
-      // reads it, every use gets its own).
-      bool keepFirst =
-          inits.size() == static_cast<size_t>(std::distance(filled.use_begin(),
-                                                            filled.use_end()));
-      for (OpOperand *use : llvm::drop_begin(inits, keepFirst ? 1 : 0)) {
+      // Each destination gets a fill of its own right before it, where
+      // accumulate-in-place finds it: one kept where CSE left the shared
+      // fill (the first of its shape in the step, perhaps in the forward)
+      // would decide by that position whether its gradient accumulates in
+      // place, so that moving an unrelated op (hoist-loop-invariants) or
+      // recomputing one (--recompute) would change the gradient's rounding.
+      for (OpOperand *use : inits) {
         OpBuilder b(use->getOwner());
         Value empty = tensor::EmptyOp::create(
             b, fill.getLoc(),
@@ -56,6 +57,13 @@ struct DuplicateSharedFillsPass
                      .getResult(0));
         ++numDuplicated;
       }
+      if (!fill->use_empty())
+        continue;
+      Value init = fill.getDpsInits()[0];
+      fill->erase();
+      if (auto empty = init.getDefiningOp<tensor::EmptyOp>();
+          empty && empty->use_empty())
+        empty->erase();
     }
   }
 };

@@ -55,6 +55,9 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
   }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // After CSE, which leaves one transpose or cast of a weight per
+  // micro-batch body: it runs once per step.
+  pm.addNestedPass<func::FuncOp>(accrue::createHoistLoopInvariants());
   pm.addPass(createDuplicateSharedFills());
   // Accumulators carried by scf.for stay in place; temporaries of a
   // micro-step are allocated and freed inside the loop, so peak memory

@@ -47,7 +47,7 @@ void buildCUDABufferizationPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createCudaFoldIntoContractions());
-  pm.addNestedPass<func::FuncOp>(createCudaHoistLoopInvariants());
+  pm.addNestedPass<func::FuncOp>(createHoistLoopInvariants());
   // No deallocation: every temporary becomes a view of the workspace.
   // After the last CSE on tensors: recomputed ops stay apart from their
   // forward copies (the CSE after bufferization merges no linalg op: they

@@ -199,7 +199,12 @@ def DuplicateSharedFills : Pass<"duplicate-shared-fills"> {
   let description = [{
     CSE merges identical fills (the zeros contractions and sums start
     from); one-shot bufferization then copies the shared buffer for each op
-    that writes into it. A fill per destination bufferizes in place instead.
+    that writes into it. A fill per destination, right before it,
+    bufferizes in place instead; the shared fill stays only for ops that
+    read it. Right before: `accumulate-in-place` then finds every weight
+    gradient's fill next to its reduction, whatever was moved or recomputed
+    elsewhere in the step (with the first destination left on the shared
+    fill, where CSE put it, a gradient's rounding depended on that place).
   }];
   let statistics = [
     Statistic<"numDuplicated", "duplicated", "Fills duplicated">,

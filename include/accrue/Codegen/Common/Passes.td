@@ -35,4 +35,30 @@ def FuseElementwise : Pass<"fuse-elementwise"> {
                            "::mlir::affine::AffineDialect"];
 }
 
+def HoistLoopInvariants
+    : Pass<"hoist-loop-invariants", "::mlir::func::FuncOp"> {
+  let summary = "Compute what every micro-batch computes alike once per step";
+  let description = [{
+    On tensors, before bufferization: a linalg op in the micro-batch loop
+    (`train.microbatch_loop`) whose inputs, and every value its body uses,
+    come from outside the loop computes the same tensor in every
+    micro-batch: a weight's transpose or its bf16 / fp16 cast for the
+    products, the position embedding's rows at a constant arange, a
+    constant mask. It moves before the loop, writing into a `tensor.empty`
+    of its own, so it runs once per optimizer step instead of K times (as
+    PyTorch's autocast caches the casts of its weights). Its result then
+    lives through the loop: the step's memory grows by the hoisted
+    tensors (the weights' transposed or low-precision copies, at most), the
+    same for every K. Left in the loop: an op whose result is used other
+    than read (as an input of a linalg op or by `tensor.extract`): written
+    into in place (a destination, a loop's initial value), it would
+    bufferize into a copy per micro-batch; and an op writing into anything
+    but a `tensor.empty` of static shape. Results are those of the loop as
+    it was: the same ops on the same values. Both the CPU and the CUDA
+    pipelines run it.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // ACCRUE_CODEGEN_COMMON_PASSES_TD

@@ -26,13 +26,23 @@ std::optional<int64_t> train::estimateMicroStepPeakBytes(func::FuncOp step) {
   if (!loop)
     return std::nullopt;
   int64_t live = 0, peak = 0;
-  loop.getBody()->walk<WalkOrder::PreOrder>([&](Operation *op) {
+  auto sweep = [&](Operation *op) {
     if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
       live += bufferBytes(alloc.getType());
       peak = std::max(peak, live);
     } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
       live -= bufferBytes(cast<MemRefType>(dealloc.getMemref().getType()));
     }
-  });
+  };
+  // What the step computed before the loop and still holds through it (a
+  // weight's transpose or cast that hoist-loop-invariants moved out of the
+  // loop) is live in every micro-step.
+  for (Operation &op : step.getBody().front()) {
+    if (&op == loop.getOperation())
+      break;
+    op.walk<WalkOrder::PreOrder>(sweep);
+  }
+  peak = live;
+  loop.getBody()->walk<WalkOrder::PreOrder>(sweep);
   return peak;
 }

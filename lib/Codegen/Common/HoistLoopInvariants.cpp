@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "accrue/Codegen/CUDA/Passes.h"
+#include "accrue/Codegen/Common/Passes.h"
 
 #include "accrue/Dialect/Train/IR/Train.h"
 
@@ -17,10 +17,10 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 
-namespace accrue::cuda {
-#define GEN_PASS_DEF_CUDAHOISTLOOPINVARIANTS
-#include "accrue/Codegen/CUDA/Passes.h.inc"
-} // namespace accrue::cuda
+namespace accrue {
+#define GEN_PASS_DEF_HOISTLOOPINVARIANTS
+#include "accrue/Codegen/Common/Passes.h.inc"
+} // namespace accrue
 
 using namespace mlir;
 
@@ -58,9 +58,8 @@ bool isHoistable(scf::ForOp loop, linalg::LinalgOp op) {
   return true;
 }
 
-struct CudaHoistLoopInvariantsPass
-    : public accrue::cuda::impl::CudaHoistLoopInvariantsBase<
-          CudaHoistLoopInvariantsPass> {
+struct HoistLoopInvariantsPass
+    : public accrue::impl::HoistLoopInvariantsBase<HoistLoopInvariantsPass> {
   void runOnOperation() override {
     getOperation().walk([](scf::ForOp loop) {
       if (!loop->hasAttr(accrue::train::StepAttrs::kMicrobatchLoop))

@@ -1,4 +1,4 @@
-// RUN: accrue-opt %s -split-input-file -allow-unregistered-dialect -cuda-hoist-loop-invariants | FileCheck %s
+// RUN: accrue-opt %s -split-input-file -allow-unregistered-dialect -hoist-loop-invariants | FileCheck %s
 
 // In the micro-batch loop: a weight's transpose and its bf16 cast read only
 // the parameters, so they move before the loop, each into a tensor.empty of
