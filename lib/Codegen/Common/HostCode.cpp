@@ -97,18 +97,18 @@ struct WidenBF16Loops : llvm::PassInfoMixin<WidenBF16Loops> {
   llvm::PreservedAnalyses run(llvm::Function &fn,
                               llvm::FunctionAnalysisManager &fam) {
     bool changed = false;
-    auto &trips = fam.getResult<llvm::ScalarEvolutionAnalysis>(fn);
     for (llvm::Loop *loop :
          fam.getResult<llvm::LoopAnalysis>(fn).getLoopsInPreorder()) {
+      if (!loop->isInnermost() || !convertsBF16(*loop) || carriesFloats(*loop))
+        continue;
       // Fewer iterations than lanes: nothing to widen (and LLVM would
       // report the hinted loop it then leaves alone).
-      unsigned trip = trips.getSmallConstantTripCount(loop);
-      if (loop->isInnermost() && (trip == 0 || trip >= kLanes) &&
-          convertsBF16(*loop) && !carriesFloats(*loop)) {
-        llvm::addStringMetadataToLoop(loop, "llvm.loop.vectorize.width",
-                                      kLanes);
-        changed = true;
-      }
+      unsigned trip = fam.getResult<llvm::ScalarEvolutionAnalysis>(fn)
+                          .getSmallConstantTripCount(loop);
+      if (trip != 0 && trip < kLanes)
+        continue;
+      llvm::addStringMetadataToLoop(loop, "llvm.loop.vectorize.width", kLanes);
+      changed = true;
     }
     if (!changed)
       return llvm::PreservedAnalyses::all();

@@ -18,13 +18,6 @@ static int64_t bufferBytes(MemRefType type) {
 }
 
 std::optional<int64_t> train::estimateMicroStepPeakBytes(func::FuncOp step) {
-  // The micro-batch loop is the step's top-level scf.for.
-  scf::ForOp loop;
-  for (Operation &op : step.getBody().front())
-    if ((loop = dyn_cast<scf::ForOp>(op)))
-      break;
-  if (!loop)
-    return std::nullopt;
   int64_t live = 0, peak = 0;
   auto sweep = [&](Operation *op) {
     if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
@@ -34,15 +27,19 @@ std::optional<int64_t> train::estimateMicroStepPeakBytes(func::FuncOp step) {
       live -= bufferBytes(cast<MemRefType>(dealloc.getMemref().getType()));
     }
   };
-  // What the step computed before the loop and still holds through it (a
-  // weight's transpose or cast that hoist-loop-invariants moved out of the
-  // loop) is live in every micro-step.
+  // The micro-batch loop is the step's top-level scf.for. What the step
+  // computed before it and still holds through it (a weight's transpose or
+  // cast that hoist-loop-invariants moved out of the loop) is live in every
+  // micro-step.
   for (Operation &op : step.getBody().front()) {
-    if (&op == loop.getOperation())
-      break;
-    op.walk<WalkOrder::PreOrder>(sweep);
+    auto loop = dyn_cast<scf::ForOp>(op);
+    if (!loop) {
+      op.walk<WalkOrder::PreOrder>(sweep);
+      continue;
+    }
+    peak = live;
+    loop.getBody()->walk<WalkOrder::PreOrder>(sweep);
+    return peak;
   }
-  peak = live;
-  loop.getBody()->walk<WalkOrder::PreOrder>(sweep);
-  return peak;
+  return std::nullopt;
 }
