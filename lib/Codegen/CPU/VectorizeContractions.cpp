@@ -55,13 +55,20 @@ int64_t largestDivisor(int64_t extent, ArrayRef<int64_t> candidates) {
 /// half of a 32 KiB L1.
 constexpr int64_t kDotRowsBytes = 16 << 10;
 
+/// The longest k (over all of a kernel's k dimensions) an outer product
+/// adds into the C it loads that leaves it bound by C's traffic (see
+/// planLayout).
+constexpr int64_t kShortK = 64;
+
 /// The plan of a contraction with these indexing maps (A, B, C in operand
 /// order) and static loop ranges; `contiguous` says which operands have a
 /// unit stride in their last dimension; `bf16`, whether A and B are bf16
-/// (for vdpbf16ps, which needs k in pairs).
+/// (for vdpbf16ps, which needs k in pairs); `readsC`, whether the kernel
+/// adds into values of C it loads (not a zero-initialized C).
 FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
                            const accrue::cpu::ContractionTiles &tiles,
-                           std::array<bool, 3> contiguous, bool bf16 = false) {
+                           std::array<bool, 3> contiguous, bool bf16 = false,
+                           bool readsC = true) {
   // Every operand indexed by plain loop dimensions (no sums or constants).
   for (AffineMap map : maps)
     if (!map.isProjectedPermutation(/*allowZeroInResults=*/false))
@@ -127,10 +134,23 @@ FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
     // head's data gradient, whose rows of A lie 16 KiB apart), the blocks
     // of m go outside: a block's rows of A stay in L1 while the blocks of
     // n read B's panel from L2. Where neither fits, streaming A costs less.
+    //
+    // A kernel that adds a short k into the C it loads (a weight gradient
+    // accumulated in place over a micro-batch of 32 rows: 32 FMAs per
+    // element of C loaded and stored) is bound by C's traffic, and C is
+    // larger than L2. Blocks of m outside walk C along its rows, tileM
+    // sequential streams the prefetchers follow; blocks of n outside walk
+    // down tileN-wide columns, a new page every row. With the blocks of m
+    // outside, the MLP's step took 15% less time on Zen 4, one thread and
+    // two alike.
     int64_t aPanel = plan.tileK * bounds[plan.m] * elementBytes;
     int64_t bPanel = plan.tileK * bounds[plan.n] * elementBytes;
     int64_t panelBytes = tiles.l2Bytes / 2;
-    plan.mOuter = aPanel > panelBytes && bPanel <= panelBytes;
+    int64_t kPerLoadOfC = plan.tileK;
+    for (unsigned d : plan.outerK)
+      kPerLoadOfC *= bounds[d];
+    bool streamsC = readsC && kPerLoadOfC <= kShortK;
+    plan.mOuter = (aPanel > panelBytes || streamsC) && bPanel <= panelBytes;
     plan.packA = tiles.packA;
     plan.packB = tiles.packB;
     return plan;
@@ -202,7 +222,7 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op,
                     {unitInnerStride(op->getOperand(0)),
                      unitInnerStride(op->getOperand(1)),
                      unitInnerStride(op->getOperand(2))},
-                    bf16);
+                    bf16, /*readsC=*/!op->hasAttr("accrue.zero_init"));
 }
 
 /// The block of `tile` positions of [begin, ..) along a loop dimension

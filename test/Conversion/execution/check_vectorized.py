@@ -32,6 +32,7 @@ xs, ds = rand(64, 16), rand(64, 70)
 pin, pdy = rand(4, 8, 32, 32), rand(4, 8, 16, 16)
 cin, cdy = rand(8, 3, 16, 16), rand(8, 5, 16, 16)
 dl, wh = rand(80, 512), rand(512, 48)
+xa, dya, ca = rand(32, 96), rand(32, 64), rand(96, 64)
 
 
 def max_pool_grad(x, dy):
@@ -113,12 +114,18 @@ CASES = [
     # An LM head's data gradient in small (rows of A 2 KiB apart): which of
     # its loops over blocks of m and n is outside depends on the L2 size.
     ("lm_dgrad", "nn.gemm %dl, %wh", [dl, wh], dl.astype(np.float64) @ wh),
+    # A weight gradient added to the one accumulated so far (96 x 64 +=
+    # X^T dY over a micro-batch of 32 rows): 32 FMAs per element of C
+    # loaded, so the blocks of m go outside, walking C along its rows.
+    ("wgrad_acc", "nn.gemm %xa, %dya, %ca {transA = true}", [xa, dya, ca],
+     xa.T.astype(np.float64) @ dya + ca),
 ]
 NAMES = {id(a): "a", id(b): "b", id(at): "at", id(bt): "bt", id(x): "x", id(w): "w",
          id(p): "p", id(q): "q", id(r): "r", id(s12): "s12", id(dy): "dy", id(xw): "xw",
          id(t3): "t3", id(u): "u", id(g): "g", id(h): "h", id(wide): "wide",
          id(xs): "xs", id(ds): "ds", id(pin): "pin", id(pdy): "pdy", id(cin): "cin",
-         id(cdy): "cdy", id(dl): "dl", id(wh): "wh"}
+         id(cdy): "cdy", id(dl): "dl", id(wh): "wh", id(xa): "xa", id(dya): "dya",
+         id(ca): "ca"}
 
 
 def ty(array):
@@ -133,7 +140,7 @@ def dense(array):
 def gen(path):
     lines = ["func.func private @printMemrefF32(memref<*xf32>)", "", "func.func @main() {"]
     for array in [a, b, at, bt, x, w, p, q, r, s12, dy, xw, t3, u, g, h, wide, xs,
-                  ds, pin, pdy, cin, cdy, dl, wh]:
+                  ds, pin, pdy, cin, cdy, dl, wh, xa, dya, ca]:
         lines.append("  %%%s = arith.constant dense<%s> : %s" % (NAMES[id(array)], dense(array),
                                                                  ty(array)))
     for name, op, operands, result, *transposed in CASES:
