@@ -69,6 +69,21 @@ bool accumulatesIntoInit(Operation *op, Value buffer) {
   return yieldsSumWith(generic, body.getArguments().back());
 }
 
+/// An elementwise op that writes every element of `buffer`, its only init,
+/// without reading it: the bf16 rounding of a weight gradient (identity
+/// maps, parallel loops, one result computed from the inputs alone).
+bool writesElementwise(Operation *op, Value buffer) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  return generic && generic.getNumDpsInits() == 1 &&
+         generic.getDpsInits()[0] == buffer &&
+         !llvm::is_contained(generic.getDpsInputs(), buffer) &&
+         generic.getNumReductionLoops() == 0 && !generic.hasIndexSemantics() &&
+         llvm::all_of(generic.getIndexingMapsArray(),
+                      [](AffineMap m) { return m.isIdentity(); }) &&
+         !generic.payloadUsesValueFromOperand(generic.getDpsInitOperand(0)) &&
+         generic.getRegion().front().getTerminator()->getNumOperands() == 1;
+}
+
 /// The buffer a view (chain) of memref views looks into.
 Value rootOf(Value v) {
   while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
@@ -214,16 +229,21 @@ struct AccumulateInPlacePass
     memref::SubViewOp slice = slicedFrom(add.getDpsInits()[0]);
     if (!slice)
       return failure();
-    // The temporary's users: a zero fill, the reduction, the views.
+    // The temporary's users: a zero fill and the reduction, or an
+    // elementwise op that writes all of it; the views.
     linalg::FillOp fill;
     Operation *producer = nullptr;
+    bool elementwise = false;
     for (Operation *user : alloc->getUsers()) {
       if (auto f = dyn_cast<linalg::FillOp>(user);
           f && f.getDpsInits()[0] == alloc.getResult() &&
           matchPattern(f.getDpsInputs()[0], m_AnyZeroFloat())) {
         fill = f;
-      } else if (accumulatesIntoInit(user, alloc)) {
+      } else if (accumulatesIntoInit(user, alloc) && !producer) {
         producer = user;
+      } else if (writesElementwise(user, alloc) && !producer) {
+        producer = user;
+        elementwise = true;
       } else if (isa<memref::DeallocOp>(user)) {
         continue;
       } else if (!(views.empty() ? user == add.getOperation()
@@ -231,9 +251,10 @@ struct AccumulateInPlacePass
         return failure();
       }
     }
-    if (!fill || !producer || fill->getBlock() != block ||
-        producer->getBlock() != block || !fill->isBeforeInBlock(producer) ||
-        !producer->isBeforeInBlock(add))
+    if (!producer || producer->getBlock() != block ||
+        !producer->isBeforeInBlock(add) || (elementwise && fill) ||
+        (!elementwise && (!fill || fill->getBlock() != block ||
+                          !fill->isBeforeInBlock(producer))))
       return failure();
     // The slice must be available at the producer, and nothing between the
     // producer and the add may touch that slice (the add's write moves up).
@@ -267,10 +288,21 @@ struct AccumulateInPlacePass
       view = memref::ExpandShapeOp::create(b, add.getLoc(), *type, view, all);
     }
     producer->getOpOperand(producer->getNumOperands() - 1).set(view);
+    if (elementwise) {
+      // It yields out + f(in) instead of f(in): the add's sum (IEEE
+      // addition commutes, so the order of its operands does not matter).
+      Block &body = cast<linalg::GenericOp>(producer).getRegion().front();
+      Operation *yield = body.getTerminator();
+      OpBuilder inBody(yield);
+      yield->setOperand(0, arith::AddFOp::create(inBody, add.getLoc(),
+                                                 body.getArguments().back(),
+                                                 yield->getOperand(0)));
+    }
     add.erase();
     for (Operation *v : views)
       v->erase();
-    fill.erase();
+    if (fill)
+      fill.erase();
     SmallVector<Operation *> rest(alloc->getUsers());
     for (Operation *user : rest)
       if (isa<memref::DeallocOp>(user))

@@ -54,6 +54,8 @@ struct FoldIntoContractionsPass
       };
       accrue::codegen::populateFoldIntoContractionsPatterns(patterns,
                                                             keepsKernel);
+      accrue::codegen::populateMoveBeforeElementwisePatterns(patterns,
+                                                             keepsKernel);
     }
     if (bf16Dot) {
       // The bf16 kernel of the same kind as the f32 one (it needs k in

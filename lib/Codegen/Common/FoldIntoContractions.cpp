@@ -15,6 +15,7 @@
 #include "accrue/Codegen/Common/Contractions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 using namespace accrue::codegen;
@@ -144,6 +145,15 @@ struct FoldSumOfContraction : Controlled<OpRewritePattern<linalg::GenericOp>> {
   }
 };
 
+/// The indexing maps of `contraction` writing its result through a move
+/// whose output index e reads its input at toInput(e).
+SmallVector<AffineMap> movedResultMaps(linalg::GenericOp contraction,
+                                       AffineMap toInput) {
+  SmallVector<AffineMap> maps = contraction.getIndexingMapsArray();
+  maps[2] = inversePermutation(toInput).compose(maps[2]);
+  return maps;
+}
+
 /// transpose(contraction(x, y)) -> contraction(x, y) writing through the
 /// transposed map into a zero-filled init of the transpose's shape.
 struct FoldMovedResult
@@ -158,11 +168,7 @@ struct FoldMovedResult
         zeroBasedContraction(move.getDpsInputs()[0]);
     if (!contraction)
       return failure();
-    // Result index e of the move reads the contraction's result at
-    // toInput(e); the contraction writes its result at `produced`.
-    AffineMap produced = contraction->getIndexingMapsArray()[2];
-    SmallVector<AffineMap> maps = contraction->getIndexingMapsArray();
-    maps[2] = inversePermutation(*toInput).compose(produced);
+    SmallVector<AffineMap> maps = movedResultMaps(*contraction, *toInput);
     if (!allowed(*contraction, maps))
       return failure();
     Value zero = contraction->getDpsInits()[0]
@@ -178,10 +184,61 @@ struct FoldMovedResult
   }
 };
 
+/// transpose(f(contraction(x, y))) -> f(transpose(contraction(x, y))) for
+/// an elementwise f of the contraction's result alone (what bf16 autocast
+/// does to a weight gradient: round it to bf16), so that FoldMovedResult
+/// folds the transpose into the contraction. f then maps the transposed
+/// values, one by one as before.
+struct MoveBeforeElementwise
+    : Controlled<OpRewritePattern<linalg::TransposeOp>> {
+  using Controlled::Controlled;
+  LogicalResult matchAndRewrite(linalg::TransposeOp move,
+                                PatternRewriter &rewriter) const override {
+    auto f = move.getInput().getDefiningOp<linalg::GenericOp>();
+    if (!move.hasPureTensorSemantics() || !f || !f->hasOneUse() ||
+        !f.hasPureTensorSemantics() || f.getNumDpsInputs() != 1 ||
+        f.getNumDpsInits() != 1 || f.hasIndexSemantics() ||
+        f.getNumLoops() != f.getNumParallelLoops() ||
+        !llvm::all_of(f.getIndexingMapsArray(),
+                      [](AffineMap map) { return map.isIdentity(); }) ||
+        f.payloadUsesValueFromOperand(f.getDpsInitOperand(0)))
+      return failure();
+    Value produced = f.getDpsInputs()[0];
+    std::optional<linalg::GenericOp> contraction =
+        zeroBasedContraction(produced);
+    std::optional<AffineMap> toInput = outputToInputMap(move);
+    auto movedType = cast<RankedTensorType>(move.getInit().getType());
+    if (!contraction || !toInput || !movedType.hasStaticShape() ||
+        !allowed(*contraction, movedResultMaps(*contraction, *toInput)))
+      return failure();
+    Location loc = move.getLoc();
+    Value empty = tensor::EmptyOp::create(rewriter, loc, movedType.getShape(),
+                                          getElementTypeOrSelf(produced));
+    Value moved = linalg::TransposeOp::create(rewriter, loc, produced, empty,
+                                              move.getPermutation())
+                      .getResult()[0];
+    auto after = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{movedType}, ValueRange{moved},
+        ValueRange{move.getInit()}, f.getIndexingMapsArray(),
+        f.getIteratorTypesArray());
+    rewriter.cloneRegionBefore(f.getRegion(), after.getRegion(),
+                               after.getRegion().end());
+    after->setDiscardableAttrs(f->getDiscardableAttrDictionary());
+    rewriter.replaceOp(move, after.getResults());
+    rewriter.eraseOp(f);
+    return success();
+  }
+};
+
 } // namespace
 
 void accrue::codegen::populateFoldIntoContractionsPatterns(
     RewritePatternSet &patterns, FoldControl control) {
   patterns.add<FoldMovedInput, FoldSumOfContraction, FoldMovedResult>(
       patterns.getContext(), control);
+}
+
+void accrue::codegen::populateMoveBeforeElementwisePatterns(
+    RewritePatternSet &patterns, FoldControl control) {
+  patterns.add<MoveBeforeElementwise>(patterns.getContext(), control);
 }

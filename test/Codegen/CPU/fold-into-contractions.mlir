@@ -99,6 +99,51 @@ func.func @result(%x: tensor<64x32xf32>, %dy: tensor<64x48xf32>) -> tensor<48x32
 #mapX = affine_map<(i, t, o) -> (t, i)>
 #mapDY = affine_map<(i, t, o) -> (t, o)>
 #mapC = affine_map<(i, t, o) -> (i, o)>
+#id = affine_map<(i, j) -> (i, j)>
+
+// The same weight gradient rounded to bf16 before the transpose (bf16
+// autocast's gradient of a bf16 weight copy): the transpose moves before the
+// rounding and folds into the contraction, which writes dW; the rounding
+// maps dW's values.
+// CHECK-DAG: #[[$DW:.+]] = affine_map<(d0, d1, d2) -> (d2, d0)>
+// CHECK-LABEL: func @rounded_result
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[FILL:.+]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<48x32xf32>)
+// CHECK: %[[DW:.+]] = linalg.generic {indexing_maps = [{{.*}}, {{.*}}, #[[$DW]]]{{.*}} outs(%[[FILL]] : tensor<48x32xf32>)
+// CHECK: %[[R:.+]] = linalg.generic {{.*}} ins(%[[DW]] : tensor<48x32xf32>) outs(%{{.*}} : tensor<48x32xf32>)
+// CHECK: arith.truncf
+// CHECK: arith.extf
+// CHECK-NOT: linalg.transpose
+// CHECK: return %[[R]]
+func.func @rounded_result(%x: tensor<64x32xf32>, %dy: tensor<64x48xf32>) -> tensor<48x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x48xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<32x48xf32>) -> tensor<32x48xf32>
+  %r = linalg.generic {indexing_maps = [#mapX, #mapDY, #mapC], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %dy : tensor<64x32xf32>, tensor<64x48xf32>) outs(%c : tensor<32x48xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<32x48xf32>
+  %e2 = tensor.empty() : tensor<32x48xf32>
+  %rounded = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%r : tensor<32x48xf32>) outs(%e2 : tensor<32x48xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = arith.truncf %in : f32 to bf16
+    %w = arith.extf %n : bf16 to f32
+    linalg.yield %w : f32
+  } -> tensor<32x48xf32>
+  %empty = tensor.empty() : tensor<48x32xf32>
+  %t = linalg.transpose ins(%rounded : tensor<32x48xf32>) outs(%empty : tensor<48x32xf32>) permutation = [1, 0]
+  return %t : tensor<48x32xf32>
+}
+
+// -----
+
+#mapX = affine_map<(i, t, o) -> (t, i)>
+#mapDY = affine_map<(i, t, o) -> (t, o)>
+#mapC = affine_map<(i, t, o) -> (i, o)>
 
 // The same contraction adding to a value that is not a fill (transposing
 // it would be another copy), or whose result has another use: the

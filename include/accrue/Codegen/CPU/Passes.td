@@ -221,7 +221,9 @@ def AccumulateInPlace : Pass<"accumulate-in-place", "::mlir::func::FuncOp"> {
     to the gradient accumulator's slice. When nothing between the reduction
     and the add writes the accumulator, the reduction accumulates into the
     slice instead (beta = 1) and the temporary, its zero fill and the add
-    are removed.
+    are removed. Likewise an elementwise op that writes every element of
+    the temporary without reading it (a bf16 weight gradient rounded to
+    bf16, as autocast's is): it yields `out + f(in)` into the slice.
 
     With `fold-zero-fills` (for vectorize-contractions, which honors it), a
     contraction that accumulates into a buffer zero-filled just before is
@@ -349,7 +351,10 @@ def FoldIntoContractions : Pass<"fold-into-contractions"> {
     writes the gradient's layout and feeds `train.accumulate` directly, so
     `accumulate-in-place` adds it straight into the arena. The forward's
     transposed weight stays (folded, B would be contiguous along k and the
-    outer products would become dot products).
+    outer products would become dot products). A transpose of a
+    contraction's result rounded to bf16 (the weight gradients of a bf16
+    step) moves before the rounding and folds likewise; the rounding then
+    maps the gradient's layout.
 
     With `bf16-dot`, a contraction whose two inputs are bf16 tensors
     widened to f32 (as nn-to-linalg widens a bf16 product's operands)

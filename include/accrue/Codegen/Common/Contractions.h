@@ -80,6 +80,16 @@ using FoldControl = std::function<bool(mlir::linalg::GenericOp op,
 void populateFoldIntoContractionsPatterns(mlir::RewritePatternSet &patterns,
                                           FoldControl control = {});
 
+/// A pattern that moves a transpose of an elementwise op's result (one
+/// input, identity maps) to the op's input where that input is a
+/// zero-based contraction's result the transpose then folds into (with the
+/// patterns above, where `control` allows the contraction's new maps): a
+/// bf16 weight gradient's rounding stays, on the gradient's layout. For
+/// targets whose contractions cannot round their own results (CUDA's GEMMs
+/// can, and write them transposed).
+void populateMoveBeforeElementwisePatterns(mlir::RewritePatternSet &patterns,
+                                           FoldControl control = {});
+
 /// Whether contraction `op` may read its two inputs, each widened from a
 /// tensor of `narrow` (bf16 or f16), in that type.
 using WideningControl =
