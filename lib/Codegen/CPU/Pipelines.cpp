@@ -44,7 +44,8 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
     pm.addPass(createFoldIntoContractions(widenings));
   }
   if (lowering.fuseElementwise)
-    pm.addPass(accrue::createFuseElementwise());
+    pm.addPass(accrue::createFuseElementwise({/*recomputeCasts=*/false,
+                                              /*sharedProducers=*/true}));
   if (options.vectorize) {
     pm.addPass(createCollapseShortLoops());
     FoldIntoContractionsOptions fold;

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace accrue {
 #define GEN_PASS_DEF_FUSEELEMENTWISE
@@ -31,6 +32,81 @@ bool fusesWithoutRecompute(OpOperand *fused) {
     return true;
   return consumer.getMatchingIndexingMap(fused).isPermutation();
 }
+
+/// Whether `op` computes the same values in every iteration of the loop
+/// around it (`region`, its body): its inputs and the values its body
+/// captures come from outside, and it writes into tensor.empty ops (a
+/// weight's cast, which hoist-loop-invariants takes out of the micro-batch
+/// loop).
+bool isInvariantIn(linalg::GenericOp op, Region *region) {
+  auto outside = [&](Value v) {
+    return !region->isAncestor(v.getParentRegion());
+  };
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  return llvm::all_of(op.getDpsInputs(), outside) &&
+         llvm::all_of(captured, outside) &&
+         llvm::all_of(op.getDpsInits(), [](Value init) {
+           return init.getDefiningOp<tensor::EmptyOp>() != nullptr;
+         });
+}
+
+/// An elementwise producer with other uses, fused into a consumer that
+/// every one of those uses follows: the fused op yields the producer's
+/// values too (linalg::fuseElementwiseOps keeps them), they replace the
+/// producer's everywhere, and the producer goes. Nothing is computed twice,
+/// and the consumer no longer reads the producer's result back from
+/// memory: a chain of elementwise ops over the same points (an LSTM cell's
+/// gates and their gradients, a value and its bf16 cast for a product)
+/// is one pass instead of one per op. Consumers with reductions or that
+/// are contractions, and producers that are loop-invariant where the
+/// consumer is not, keep theirs.
+struct FuseSharedProducer : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp consumer,
+                                PatternRewriter &rewriter) const override {
+    if (!consumer.hasPureTensorSemantics() ||
+        consumer.getNumReductionLoops() != 0 ||
+        codegen::matchContraction(consumer))
+      return failure();
+    Block *block = consumer->getBlock();
+    for (OpOperand *operand : consumer.getDpsInputOperands()) {
+      auto producer = operand->get().getDefiningOp<linalg::GenericOp>();
+      if (!producer || producer->hasOneUse() || producer->getBlock() != block ||
+          producer->hasAttr(codegen::kGemmRoundingAttr) ||
+          !linalg::areElementwiseOpsFusable(operand) ||
+          !consumer.getMatchingIndexingMap(operand).isPermutation())
+        continue;
+      if (Region *region = block->getParent();
+          isInvariantIn(producer, region) && !isInvariantIn(consumer, region))
+        continue;
+      // The consumer reads the producer through this operand alone, and
+      // every other use comes after the consumer.
+      bool fusable = true;
+      for (OpOperand &use : producer->getUses()) {
+        Operation *user = use.getOwner();
+        if (user == consumer.getOperation()) {
+          fusable &= &use == operand;
+          continue;
+        }
+        Operation *inBlock = block->findAncestorOpInBlock(*user);
+        fusable &= inBlock && consumer->isBeforeInBlock(inBlock);
+      }
+      if (!fusable)
+        continue;
+      FailureOr<linalg::ElementwiseOpFusionResult> fused =
+          linalg::fuseElementwiseOps(rewriter, operand);
+      if (failed(fused))
+        continue;
+      for (auto [original, replacement] : fused->replacements)
+        rewriter.replaceAllUsesWith(original, replacement);
+      rewriter.eraseOp(consumer);
+      rewriter.eraseOp(producer);
+      return success();
+    }
+    return failure();
+  }
+};
 
 struct FuseElementwisePass
     : accrue::impl::FuseElementwiseBase<FuseElementwisePass> {
@@ -67,6 +143,18 @@ struct FuseElementwisePass
     linalg::populateConstantFoldLinalgOperations(patterns, control);
     if (failed(applyPatternsGreedily(
             getOperation(), std::move(patterns),
+            GreedyRewriteConfig().setUseTopDownTraversal(true))))
+      return signalPassFailure();
+    if (!sharedProducers)
+      return;
+    // After the single-use fusions: a producer fused into a reduction
+    // there (a cross-entropy's per-sample losses into their sum) is not
+    // made a second result of an elementwise op first, which would keep
+    // it out of the reduction.
+    RewritePatternSet shared(context);
+    shared.add<FuseSharedProducer>(context);
+    if (failed(applyPatternsGreedily(
+            getOperation(), std::move(shared),
             GreedyRewriteConfig().setUseTopDownTraversal(true))))
       return signalPassFailure();
   }

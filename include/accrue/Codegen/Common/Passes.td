@@ -21,6 +21,15 @@ def FuseElementwise : Pass<"fuse-elementwise"> {
     contraction that computes a weight gradient) would be recomputed for
     every value of those loops, and the consumer would no longer be a plain
     contraction that `vectorize-contractions` handles.
+
+    With `shared-producers`, a producer with other uses fuses too, into a
+    consumer (all loops parallel, not a contraction) that every other use
+    follows: the fused op yields the producer's values as well, which
+    replace the producer's, so nothing is computed twice and a chain of
+    elementwise ops over the same points (an LSTM cell's gates and their
+    gradients; a value and its bf16 cast for a product) is one pass over
+    memory. A loop-invariant producer (a weight's cast) stays for
+    `hoist-loop-invariants` unless its consumer is invariant too.
   }];
   let options = [
     Option<"recomputeCasts", "recompute-casts", "bool", "false",
@@ -29,6 +38,10 @@ def FuseElementwise : Pass<"fuse-elementwise"> {
            "contraction), however many: each recomputes the cast, and the "
            "cast's own result (a copy in the wider type) goes where "
            "nothing else reads it">,
+    Option<"sharedProducers", "shared-producers", "bool", "false",
+           "Also fuse an elementwise producer with other uses into a "
+           "consumer (all parallel, not a contraction) that all those uses "
+           "follow: the fused op yields both values and the producer goes">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
