@@ -1,13 +1,13 @@
 //===- FuseElementwise.cpp - fusion without recomputation -------*- C++ -*-===//
 
 #include "accrue/Codegen/Common/Contractions.h"
+#include "accrue/Codegen/Common/LoopInvariance.h"
 #include "accrue/Codegen/Common/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-#include "mlir/Transforms/RegionUtils.h"
 
 namespace accrue {
 #define GEN_PASS_DEF_FUSEELEMENTWISE
@@ -34,21 +34,11 @@ bool fusesWithoutRecompute(OpOperand *fused) {
 }
 
 /// Whether `op` computes the same values in every iteration of the loop
-/// around it (`region`, its body): its inputs and the values its body
-/// captures come from outside, and it writes into tensor.empty ops (a
-/// weight's cast, which hoist-loop-invariants takes out of the micro-batch
-/// loop).
+/// whose body is `region` (a weight's cast, which hoist-loop-invariants
+/// takes out of the micro-batch loop).
 bool isInvariantIn(linalg::GenericOp op, Region *region) {
-  auto outside = [&](Value v) {
-    return !region->isAncestor(v.getParentRegion());
-  };
-  llvm::SetVector<Value> captured;
-  getUsedValuesDefinedAbove(op->getRegions(), captured);
-  return llvm::all_of(op.getDpsInputs(), outside) &&
-         llvm::all_of(captured, outside) &&
-         llvm::all_of(op.getDpsInits(), [](Value init) {
-           return init.getDefiningOp<tensor::EmptyOp>() != nullptr;
-         });
+  return codegen::readsOnlyFrom(
+      op, [&](Value v) { return !region->isAncestor(v.getParentRegion()); });
 }
 
 /// An elementwise producer with other uses, fused into a consumer that

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "accrue/Codegen/Common/LoopInvariance.h"
 #include "accrue/Codegen/Common/Passes.h"
 
 #include "accrue/Dialect/Train/IR/Train.h"
@@ -32,20 +33,12 @@ namespace {
 bool isHoistable(scf::ForOp loop, linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics() || !isMemoryEffectFree(op))
     return false;
-  auto outside = [&](Value value) {
-    return loop.isDefinedOutsideOfLoop(value);
-  };
-  if (!llvm::all_of(op.getDpsInputs(), outside))
+  if (!accrue::codegen::readsOnlyFrom(
+          op, [&](Value value) { return loop.isDefinedOutsideOfLoop(value); }))
     return false;
-  llvm::SetVector<Value> captured;
-  getUsedValuesDefinedAbove(op->getRegions(), captured);
-  if (!llvm::all_of(captured, outside))
-    return false;
-  for (Value init : op.getDpsInits()) {
-    auto empty = init.getDefiningOp<tensor::EmptyOp>();
-    if (!empty || !empty.getDynamicSizes().empty())
+  for (Value init : op.getDpsInits())
+    if (!init.getDefiningOp<tensor::EmptyOp>().getDynamicSizes().empty())
       return false;
-  }
   // Only read: an op that writes into the result in place (a destination,
   // a loop's initial value) would bufferize into a copy per micro-batch.
   for (Value result : op->getResults())
