@@ -56,12 +56,25 @@ Value packPairs(BlockedContraction &blocks, Value operand, AffineMap map,
       rewriter, loc,
       MemRefType::get({(end - begin) / tile, plan.tileK / 2, 2 * tile}, bf16),
       rewriter.getI64IntegerAttr(64));
-  auto pairs =
-      scf::ForOp::create(rewriter, loc, blocks.constant(0),
-                         blocks.constant(plan.tileK / 2), blocks.constant(1));
+  // The pairs of the block of k: independent copies, in parallel where the
+  // blocks of C are (else the other threads wait for one to pack a block
+  // of k of an LM head's B, 4096 x 256).
   OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(pairs.getBody()->getTerminator());
-  Value kk = pairs.getInductionVar();
+  Value kk;
+  Value zero = blocks.constant(0), pairCount = blocks.constant(plan.tileK / 2),
+        one = blocks.constant(1);
+  if (blocks.parallelBlocks) {
+    auto pairs =
+        scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                                ValueRange{pairCount}, ValueRange{one});
+    pairs->setAttr("accrue.parallel_kernel", rewriter.getUnitAttr());
+    rewriter.setInsertionPoint(pairs.getBody()->getTerminator());
+    kk = pairs.getInductionVars()[0];
+  } else {
+    auto pairs = scf::ForOp::create(rewriter, loc, zero, pairCount, one);
+    rewriter.setInsertionPoint(pairs.getBody()->getTerminator());
+    kk = pairs.getInductionVar();
+  }
   Value k = arith::AddIOp::create(rewriter, loc, blocks.ivs[plan.k],
                                   arith::AddIOp::create(rewriter, loc, kk, kk));
   Value kNext = arith::AddIOp::create(rewriter, loc, k, blocks.constant(1));

@@ -1,5 +1,6 @@
 // RUN: accrue-opt %s -split-input-file -vectorize-contractions="bf16-dot" | FileCheck %s
 // RUN: accrue-opt %s -split-input-file -vectorize-contractions | FileCheck %s --check-prefix=OFF
+// RUN: accrue-opt %s -split-input-file -vectorize-contractions="bf16-dot parallel" | FileCheck %s --check-prefix=PAR
 
 // A contraction of two bf16 buffers into f32 (its body widens them) runs on
 // vdpbf16ps: with 64 rows of A, each block of k packs B's pairs (two rows
@@ -21,6 +22,17 @@
 // CHECK-NOT: linalg.generic
 // OFF-LABEL: func @outer_products_packed
 // OFF: linalg.generic
+// With parallel blocks of C, the pairs of each block of k are packed in
+// parallel too (a loop over its 32 pairs of rows), before the blocks.
+// PAR-LABEL: func @outer_products_packed
+// PAR: memref.alloc() {alignment = 64 : i64} : memref<2x32x64xbf16>
+// PAR-NOT: scf.for
+// PAR: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c32) step (%{{.*}}) {
+// PAR: vector.interleave
+// PAR: } {accrue.parallel_kernel}
+// PAR-NOT: vector.interleave
+// PAR: scf.parallel (%{{.*}}, %{{.*}}) = {{.*}} to (%c64{{.*}}, %c64{{.*}}) step (%c8, %c32
+// PAR: x86vector.avx512.dot
 func.func @outer_products_packed(%a: memref<64x64xbf16>, %b: memref<64x64xbf16>, %c: memref<64x64xf32>) {
   linalg.generic {indexing_maps = [#mapA, #mapB, #mapC], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<64x64xbf16>, memref<64x64xbf16>) outs(%c : memref<64x64xf32>) {
