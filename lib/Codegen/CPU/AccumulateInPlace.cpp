@@ -12,7 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "accrue/Codegen/CPU/ContractionKernels.h"
 #include "accrue/Codegen/CPU/Passes.h"
+#include "accrue/Codegen/Common/Contractions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -45,9 +47,7 @@ bool yieldsSumWith(linalg::GenericOp op, Value out) {
 /// init, identity maps, parallel loops, `out + in`.
 bool isAccumulation(linalg::GenericOp op) {
   if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() != 0 ||
-      !llvm::all_of(op.getIndexingMapsArray(),
-                    [](AffineMap m) { return m.isIdentity(); }))
+      !accrue::codegen::isPointwise(op))
     return false;
   Block &body = op.getRegion().front();
   return yieldsSumWith(op, body.getArgument(1)) &&
@@ -77,9 +77,8 @@ bool writesElementwise(Operation *op, Value buffer) {
   return generic && generic.getNumDpsInits() == 1 &&
          generic.getDpsInits()[0] == buffer &&
          !llvm::is_contained(generic.getDpsInputs(), buffer) &&
-         generic.getNumReductionLoops() == 0 && !generic.hasIndexSemantics() &&
-         llvm::all_of(generic.getIndexingMapsArray(),
-                      [](AffineMap m) { return m.isIdentity(); }) &&
+         accrue::codegen::isPointwise(generic) &&
+         !generic.hasIndexSemantics() &&
          !generic.payloadUsesValueFromOperand(generic.getDpsInitOperand(0)) &&
          generic.getRegion().front().getTerminator()->getNumOperands() == 1;
 }
@@ -200,7 +199,8 @@ struct AccumulateInPlacePass
     for (Operation *op = fill->getNextNode(); op; op = op->getNextNode()) {
       if (accumulatesIntoInit(op, buffer) &&
           linalg::isaContractionOpInterface(cast<linalg::LinalgOp>(op))) {
-        op->setAttr("accrue.zero_init", UnitAttr::get(op->getContext()));
+        op->setAttr(accrue::cpu::kZeroInitAttr,
+                    UnitAttr::get(op->getContext()));
         fill.erase();
         return success();
       }

@@ -67,7 +67,7 @@ Value packPairs(BlockedContraction &blocks, Value operand, AffineMap map,
     auto pairs =
         scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
                                 ValueRange{pairCount}, ValueRange{one});
-    pairs->setAttr("accrue.parallel_kernel", rewriter.getUnitAttr());
+    pairs->setAttr(kParallelKernelAttr, rewriter.getUnitAttr());
     rewriter.setInsertionPoint(pairs.getBody()->getTerminator());
     kk = pairs.getInductionVars()[0];
   } else {

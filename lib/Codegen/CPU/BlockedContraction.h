@@ -10,6 +10,8 @@
 #ifndef ACCRUE_CODEGEN_CPU_BLOCKEDCONTRACTION_H
 #define ACCRUE_CODEGEN_CPU_BLOCKEDCONTRACTION_H
 
+#include "accrue/Codegen/CPU/ContractionKernels.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -162,7 +164,7 @@ struct BlockedContraction {
       }
       if (parallel) {
         auto loop = scf::ParallelOp::create(rewriter, loc, lbs, ubs, steps);
-        loop->setAttr("accrue.parallel_kernel", rewriter.getUnitAttr());
+        loop->setAttr(kParallelKernelAttr, rewriter.getUnitAttr());
         for (auto [dim, iv] : llvm::zip(dims, loop.getInductionVars()))
           ivs[dim] = iv;
         rewriter.setInsertionPoint(loop.getBody()->getTerminator());

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "accrue/Codegen/CPU/ContractionKernels.h"
 #include "accrue/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -111,7 +112,7 @@ struct ScheduleParallelLoopsPass
     SmallVector<scf::ParallelOp> loops;
     getOperation().walk([&](scf::ParallelOp op) { loops.push_back(op); });
     for (scf::ParallelOp op : loops) {
-      bool kernel = op->hasAttr("accrue.parallel_kernel");
+      bool kernel = op->hasAttr(accrue::cpu::kParallelKernelAttr);
       bool nestedInParallel = op->getParentOfType<scf::ParallelOp>() != nullptr;
       bool nestedInLoop = op->getParentOfType<scf::ForOp>() != nullptr;
       bool keep = op.getNumResults() == 0 && !nestedInParallel &&

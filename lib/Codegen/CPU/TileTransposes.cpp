@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "accrue/Codegen/CPU/ContractionKernels.h"
 #include "accrue/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -49,7 +50,7 @@ void tileTranspose(linalg::TransposeOp op, int64_t tile, bool parallel) {
   }
   auto loop = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
   if (parallel)
-    loop->setAttr("accrue.parallel_kernel", b.getUnitAttr());
+    loop->setAttr(accrue::cpu::kParallelKernelAttr, b.getUnitAttr());
   b.setInsertionPoint(loop.getBody()->getTerminator());
   SmallVector<OpFoldResult> outOffsets, outSizes, inOffsets(rank),
       inSizes(rank);

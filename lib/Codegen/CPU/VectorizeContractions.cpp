@@ -63,12 +63,13 @@ constexpr int64_t kShortK = 64;
 /// The plan of a contraction with these indexing maps (A, B, C in operand
 /// order) and static loop ranges; `contiguous` says which operands have a
 /// unit stride in their last dimension; `bf16`, whether A and B are bf16
-/// (for vdpbf16ps, which needs k in pairs); `readsC`, whether the kernel
-/// adds into values of C it loads (not a zero-initialized C).
+/// (for vdpbf16ps, which needs k in pairs); `zeroInit`, whether C starts
+/// as zeros (Plan::zeroInit) rather than values the kernel loads and adds
+/// into.
 FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
                            const accrue::cpu::ContractionTiles &tiles,
                            std::array<bool, 3> contiguous, bool bf16 = false,
-                           bool readsC = true) {
+                           bool zeroInit = false) {
   // Every operand indexed by plain loop dimensions (no sums or constants).
   for (AffineMap map : maps)
     if (!map.isProjectedPermutation(/*allowZeroInResults=*/false))
@@ -99,6 +100,7 @@ FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
     std::swap(ms, ns);
   Plan plan;
   plan.bf16 = bf16;
+  plan.zeroInit = zeroInit;
   int64_t elementBytes = bf16 ? 2 : 4;
   plan.m = ms.back();
   plan.n = pick(ns, {maps[2]});
@@ -149,7 +151,7 @@ FailureOr<Plan> planLayout(ArrayRef<AffineMap> maps, ArrayRef<int64_t> bounds,
     int64_t kPerLoadOfC = plan.tileK;
     for (unsigned d : plan.outerK)
       kPerLoadOfC *= bounds[d];
-    bool streamsC = readsC && kPerLoadOfC <= kShortK;
+    bool streamsC = !zeroInit && kPerLoadOfC <= kShortK;
     plan.mOuter = (aPanel > panelBytes || streamsC) && bPanel <= panelBytes;
     plan.packA = tiles.packA;
     plan.packB = tiles.packB;
@@ -222,7 +224,7 @@ FailureOr<Plan> planContraction(linalg::LinalgOp op,
                     {unitInnerStride(op->getOperand(0)),
                      unitInnerStride(op->getOperand(1)),
                      unitInnerStride(op->getOperand(2))},
-                    bf16, /*readsC=*/!op->hasAttr("accrue.zero_init"));
+                    bf16, op->hasAttr(kZeroInitAttr));
 }
 
 /// The block of `tile` positions of [begin, ..) along a loop dimension
@@ -267,7 +269,7 @@ Value packPanel(BlockedContraction &blocks, Value operand, AffineMap map,
   SmallVector<Value> ivs;
   if (blocks.parallelBlocks) {
     auto loop = scf::ParallelOp::create(rewriter, loc, lbs, ubs, steps);
-    loop->setAttr("accrue.parallel_kernel", rewriter.getUnitAttr());
+    loop->setAttr(kParallelKernelAttr, rewriter.getUnitAttr());
     llvm::append_range(ivs, loop.getInductionVars());
     rewriter.setInsertionPoint(loop.getBody()->getTerminator());
   } else {
@@ -514,7 +516,7 @@ struct VectorizeContractionsPass
                           {tileM, tileN, tileK, dotWidth, dotTileM, dotTileN,
                            packA, packB, fuseMTail, l2Bytes},
                           bf16Dot);
-      bool zeroInit = op->hasAttr("accrue.zero_init");
+      bool zeroInit = op->hasAttr(kZeroInitAttr);
       if (failed(plan)) {
         // Not a kernel of ours: the zero fill folded into it comes back.
         if (zeroInit) {
@@ -525,11 +527,10 @@ struct VectorizeContractionsPass
                   getElementTypeOrSelf(op.getDpsInits()[0].getType())));
           linalg::FillOp::create(rewriter, op.getLoc(), zero,
                                  op.getDpsInits()[0]);
-          op->removeAttr("accrue.zero_init");
+          op->removeAttr(kZeroInitAttr);
         }
         continue;
       }
-      plan->zeroInit = zeroInit;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       int64_t flops = 1;
       for (int64_t r : ranges)

@@ -76,11 +76,15 @@ bool isZeroFill(Value value) {
   return fill && matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
 }
 
+bool isPointwise(linalg::GenericOp op) {
+  return op.getNumReductionLoops() == 0 &&
+         llvm::all_of(op.getIndexingMapsArray(),
+                      [](AffineMap map) { return map.isIdentity(); });
+}
+
 Operation *onlyOpOf(linalg::GenericOp op) {
   if (!op || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() != 0 ||
-      !llvm::all_of(op.getIndexingMapsArray(),
-                    [](AffineMap map) { return map.isIdentity(); }))
+      !isPointwise(op))
     return nullptr;
   Block &body = op.getRegion().front();
   Value yielded = body.getTerminator()->getOperand(0);

@@ -197,10 +197,7 @@ struct MoveBeforeElementwise
     auto f = move.getInput().getDefiningOp<linalg::GenericOp>();
     if (!move.hasPureTensorSemantics() || !f || !f->hasOneUse() ||
         !f.hasPureTensorSemantics() || f.getNumDpsInputs() != 1 ||
-        f.getNumDpsInits() != 1 || f.hasIndexSemantics() ||
-        f.getNumLoops() != f.getNumParallelLoops() ||
-        !llvm::all_of(f.getIndexingMapsArray(),
-                      [](AffineMap map) { return map.isIdentity(); }) ||
+        f.getNumDpsInits() != 1 || f.hasIndexSemantics() || !isPointwise(f) ||
         f.payloadUsesValueFromOperand(f.getDpsInitOperand(0)))
       return failure();
     Value produced = f.getDpsInputs()[0];

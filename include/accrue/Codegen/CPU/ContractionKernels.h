@@ -12,8 +12,19 @@
 #define ACCRUE_CODEGEN_CPU_CONTRACTIONKERNELS_H
 
 #include "mlir/IR/AffineMap.h"
+#include "llvm/ADT/StringRef.h"
 
 namespace accrue::cpu {
+
+/// Marks a contraction whose C starts as zeros (accumulate-in-place folded
+/// its zero fill into it): vectorize-contractions' first block of k does
+/// not load C.
+inline constexpr llvm::StringLiteral kZeroInitAttr = "accrue.zero_init";
+
+/// Marks an scf.parallel loop of a kernel (vectorize-contractions',
+/// tile-transposes') that schedule-parallel-loops keeps parallel.
+inline constexpr llvm::StringLiteral kParallelKernelAttr =
+    "accrue.parallel_kernel";
 
 /// The register blocks of the contraction kernels: m x n elements of C in
 /// the outer-product kernel, blocks of k per cache block, and in the

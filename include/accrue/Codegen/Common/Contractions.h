@@ -44,6 +44,10 @@ std::optional<Contraction> matchContraction(mlir::linalg::GenericOp op);
 /// nullopt if a result is anything else.
 std::optional<llvm::SmallVector<int64_t>> loopsOf(mlir::AffineMap map);
 
+/// Whether `op` maps each point of its operands to the same point of its
+/// results: every loop parallel, every indexing map the identity.
+bool isPointwise(mlir::linalg::GenericOp op);
+
 /// The one op of elementwise `op`'s body, if `op` applies it to its one
 /// input at each point (one init, identity maps) and yields its result.
 mlir::Operation *onlyOpOf(mlir::linalg::GenericOp op);
