@@ -128,18 +128,22 @@ func.func @step(%w: tensor<3x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x5x2xf3
 
 // A step whose backward needs its product: h_t = sigmoid(h_{t-1} r + x_t)
 // is a carry, and the step outputs h_t^2, so sigmoid's VJP recomputes h_t
-// from the pre-activation. The forward stacks the product h_{t-1} r as a
-// new step output (its result #2) and the backward scans it instead of
-// multiplying again: the only product left in its body is dpre R^T.
+// from the pre-activation. The forward stacks the product as a new step
+// output (its result #2), taken after the add that is its only use: the
+// pre-activation h_{t-1} r + x_t, whose VJP needs neither operand. The
+// backward scans it (and not x) instead of multiplying and adding again:
+// its body applies sigmoid to the scanned step directly, and the only
+// product left in it is dpre R^T.
 
 // CHECK-LABEL: func.func private @fwd_grad
 // CHECK-SAME: (%[[R:.+]]: tensor<2x2xf32>, %[[H0:.+]]: tensor<3x2xf32>, %[[X:.+]]: tensor<3x4x2xf32>)
 // CHECK: %[[F:.+]]:4 = nn.scan(%[[H0]], %[[X]], %[[R]]) {num_carries = 1 : i64, num_scanned = 1 : i64, saves_carries} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>)
 // CHECK: %[[P:.+]] = nn.matmul
-// CHECK: nn.yield %{{.+}}, %{{.+}}, %[[P]] :
-// CHECK: %[[B:.+]]:2 = nn.scan(%{{.+}}, %[[X]], %{{.+}}, %[[F]]#2, %{{.+}}) {num_carries = 1 : i64, num_scanned = 3 : i64, reverse}
-// CHECK: ^bb0(%{{.+}}: tensor<3x2xf32>, %[[XT:.+]]: tensor<3x2xf32>, %{{.+}}: tensor<3x2xf32>, %[[PT:.+]]: tensor<3x2xf32>, %[[RRT:.+]]: tensor<2x2xf32>):
-// CHECK: %[[PRE:.+]] = nn.add %[[XT]], %[[PT]]
+// CHECK: %[[SUM:.+]] = nn.add %{{.+}}, %[[P]]
+// CHECK: nn.yield %{{.+}}, %{{.+}}, %[[SUM]] :
+// CHECK: %[[B:.+]]:2 = nn.scan(%{{.+}}, %{{.+}}, %[[F]]#2, %{{.+}}) {num_carries = 1 : i64, num_scanned = 2 : i64, reverse}
+// CHECK: ^bb0(%{{.+}}: tensor<3x2xf32>, %{{.+}}: tensor<3x2xf32>, %[[PRE:.+]]: tensor<3x2xf32>, %[[RRT:.+]]: tensor<2x2xf32>):
+// CHECK-NOT: nn.add
 // CHECK: nn.sigmoid %[[PRE]]
 // CHECK: nn.matmul %{{.+}}, %[[RRT]]
 // CHECK-NOT: nn.matmul

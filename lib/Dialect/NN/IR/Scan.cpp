@@ -141,15 +141,27 @@ ScanOp ScanOp::saveForBackward(ScanOp op) {
   int64_t carries = op.getNumCarries(), steps = op.getNumSteps();
   int64_t batch =
       cast<RankedTensorType>(op.getScanned().front().getType()).getDimSize(0);
-  // The step's contractions, stacked as new outputs (unless already one).
+  // The step's contractions, stacked as new outputs (unless already one),
+  // each after the adds that are its only use: an RNN's gate
+  // pre-activations (x W^T + h R^T + biases) are then read back whole
+  // instead of summed again in every backward step, and the add's adjoint
+  // needs no value of its operands.
   ValueRange outputs = yield.getValues().drop_front(carries);
   SmallVector<Value> products;
   for (Operation &inner : body.without_terminator())
     if (isa<MatMulOp, GemmOp, ConvOp>(inner))
       for (Value result : inner.getResults()) {
         auto type = cast<RankedTensorType>(result.getType());
-        if (type.getRank() >= 1 && type.getDimSize(0) == batch &&
-            !llvm::is_contained(outputs, result))
+        if (type.getRank() < 1 || type.getDimSize(0) != batch)
+          continue;
+        while (result.hasOneUse()) {
+          auto add = dyn_cast<AddOp>(*result.getUsers().begin());
+          if (!add || add.getType() != type)
+            break;
+          result = add.getResult();
+        }
+        if (!llvm::is_contained(outputs, result) &&
+            !llvm::is_contained(products, result))
           products.push_back(result);
       }
   SmallVector<Type> types(op.getFinalCarries().getTypes());

@@ -61,9 +61,10 @@ def NN_ScanOp : NN_Op<"scan", [IsolatedFromAbove, RecursiveMemoryEffects,
     ::mlir::Block &addBody();
     /// Replaces `op` with the same scan (its body moved), built just before
     /// it, that saves what its VJP reads: the carries entering each step
-    /// and, as new step outputs, the results of the step's contractions,
-    /// which the backward reads instead of recomputing them. Returns the
-    /// new scan.
+    /// and, as new step outputs, the results of the step's contractions
+    /// (each after the adds that are its only use, such as an RNN's gate
+    /// pre-activations), which the backward reads instead of recomputing
+    /// them. Returns the new scan.
     static ScanOp saveForBackward(ScanOp op);
   }];
 }
