@@ -56,6 +56,7 @@ struct FoldIntoContractionsPass
                                                             keepsKernel);
       accrue::codegen::populateMoveBeforeElementwisePatterns(patterns,
                                                              keepsKernel);
+      accrue::codegen::populateFoldAddedInitPatterns(patterns, keepsKernel);
     }
     if (bf16Dot) {
       // The bf16 kernel of the same kind as the f32 one (it needs k in

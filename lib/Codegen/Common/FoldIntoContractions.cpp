@@ -227,6 +227,46 @@ struct MoveBeforeElementwise
   }
 };
 
+/// x + contraction(a, b) -> contraction(a, b) starting from x instead of
+/// zeros, when the sum is x's only use: the product accumulates into x's
+/// buffer (an RNN step's slice of its stacked input projection) instead of
+/// a temporary that another pass adds and writes back.
+struct FoldAddedInit : Controlled<OpRewritePattern<linalg::GenericOp>> {
+  using Controlled::Controlled;
+  LogicalResult matchAndRewrite(linalg::GenericOp sum,
+                                PatternRewriter &rewriter) const override {
+    if (!sum.hasPureTensorSemantics() || sum.getNumDpsInputs() != 2 ||
+        sum.getNumDpsInits() != 1 || sum.hasIndexSemantics() ||
+        !isPointwise(sum) ||
+        sum.payloadUsesValueFromOperand(sum.getDpsInitOperand(0)))
+      return failure();
+    Block &body = sum.getRegion().front();
+    auto add =
+        body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+    if (!add ||
+        std::next(body.begin()) != Block::iterator(body.getTerminator()) ||
+        !llvm::is_contained(add->getOperands(), body.getArgument(0)) ||
+        !llvm::is_contained(add->getOperands(), body.getArgument(1)))
+      return failure();
+    Type type = sum.getResult(0).getType();
+    for (unsigned i = 0; i < 2; ++i) {
+      Value x = sum.getDpsInputs()[1 - i];
+      std::optional<linalg::GenericOp> contraction =
+          zeroBasedContraction(sum.getDpsInputs()[i]);
+      if (!contraction || x.getType() != type || !x.hasOneUse() ||
+          contraction->getResult(0).getType() != type ||
+          !allowed(*contraction, contraction->getIndexingMapsArray()))
+        continue;
+      rewriter.replaceOp(sum, rebuild(rewriter, *contraction,
+                                      contraction->getDpsInputs(), x,
+                                      contraction->getIndexingMapsArray(),
+                                      contraction->getIteratorTypesArray()));
+      return success();
+    }
+    return failure();
+  }
+};
+
 } // namespace
 
 void accrue::codegen::populateFoldIntoContractionsPatterns(
@@ -238,4 +278,9 @@ void accrue::codegen::populateFoldIntoContractionsPatterns(
 void accrue::codegen::populateMoveBeforeElementwisePatterns(
     RewritePatternSet &patterns, FoldControl control) {
   patterns.add<MoveBeforeElementwise>(patterns.getContext(), control);
+}
+
+void accrue::codegen::populateFoldAddedInitPatterns(RewritePatternSet &patterns,
+                                                    FoldControl control) {
+  patterns.add<FoldAddedInit>(patterns.getContext(), control);
 }

@@ -31,6 +31,40 @@ struct StepSlice {
   SmallVector<OpFoldResult> offsets, sizes, strides;
 };
 
+/// For each step output, the scanned input it can be stacked in place of
+/// (or -1): an output x_t + p (an RNN's gate pre-activations: its input
+/// projection plus the recurrent product) whose x is read by nothing else,
+/// and stacked with the same type. The loop then starts from x instead of
+/// an empty stack and adds p to each step's slice where it is, so that the
+/// product can accumulate into it (fold-into-contractions), with no pass
+/// that adds and copies.
+SmallVector<int64_t> accumulatedSources(ScanOp op) {
+  Block &body = op.getBodyBlock();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  int64_t carries = op.getNumCarries(), scanned = op.getNumScanned();
+  SmallVector<int64_t> sources(op.getNumOutputs(), -1);
+  for (int64_t i = 0; i < op.getNumOutputs(); ++i) {
+    auto add = yield.getValues()[carries + i].getDefiningOp<AddOp>();
+    if (!add || add.getLhs().getType() != add.getRhs().getType())
+      continue;
+    for (Value operand : add->getOperands()) {
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (!arg || arg.getOwner() != &body || !arg.hasOneUse() ||
+          arg.getArgNumber() < carries ||
+          arg.getArgNumber() >= carries + scanned)
+        continue;
+      int64_t j = arg.getArgNumber() - carries;
+      if (op.getScanned()[j].hasOneUse() &&
+          op.getScanned()[j].getType() == op.getStackedOutputs()[i].getType() &&
+          !llvm::is_contained(sources, j)) {
+        sources[i] = j;
+        break;
+      }
+    }
+  }
+  return sources;
+}
+
 struct LowerScan : public OpConversionPattern<ScanOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -40,10 +74,16 @@ struct LowerScan : public OpConversionPattern<ScanOp> {
     int64_t carries = op.getNumCarries(), scanned = op.getNumScanned(),
             outputs = op.getNumOutputs(), steps = op.getNumSteps();
     ValueRange inputs = adaptor.getInputs();
+    SmallVector<int64_t> sources = accumulatedSources(op);
     SmallVector<Value> init(inputs.take_front(carries));
-    for (Value result : op.getResults().drop_front(carries))
-      init.push_back(lowering::emptyTensor(
-          rewriter, loc, cast<RankedTensorType>(result.getType())));
+    for (auto [i, result] :
+         llvm::enumerate(op.getResults().drop_front(carries))) {
+      if (i < sources.size() && sources[i] >= 0)
+        init.push_back(inputs[carries + sources[i]]);
+      else
+        init.push_back(lowering::emptyTensor(
+            rewriter, loc, cast<RankedTensorType>(result.getType())));
+    }
     Value lower = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value upper = arith::ConstantIndexOp::create(rewriter, loc, steps);
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
@@ -57,7 +97,12 @@ struct LowerScan : public OpConversionPattern<ScanOp> {
     ValueRange iter = loop.getRegionIterArgs();
 
     SmallVector<Value> args(iter.take_front(carries));
-    for (Value x : inputs.slice(carries, scanned)) {
+    for (auto [j, x] : llvm::enumerate(inputs.slice(carries, scanned))) {
+      // An output stacked in this input's place reads it from the loop's
+      // stack, which holds it until the step overwrites it.
+      const auto *source = llvm::find(sources, static_cast<int64_t>(j));
+      if (source != sources.end())
+        x = iter[carries + (source - sources.begin())];
       auto type = cast<RankedTensorType>(x.getType());
       StepSlice slice(rewriter, type, t);
       args.push_back(tensor::ExtractSliceOp::create(

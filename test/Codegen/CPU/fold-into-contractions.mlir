@@ -174,3 +174,82 @@ func.func @result_not_folded(%x: tensor<64x32xf32>, %dy: tensor<64x48xf32>, %sta
   %t2 = linalg.transpose ins(%r2 : tensor<32x48xf32>) outs(%empty : tensor<48x32xf32>) permutation = [1, 0]
   return %t, %t2, %r2 : tensor<48x32xf32>, tensor<48x32xf32>, tensor<32x48xf32>
 }
+
+// -----
+
+#mapA = affine_map<(m, n, k) -> (m, k)>
+#mapB = affine_map<(m, n, k) -> (k, n)>
+#mapC = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+
+// x + h r, the product's and x's only use (an RNN step's input projection
+// plus its recurrent product): the product starts from x instead of zeros,
+// and the add is gone.
+// CHECK-LABEL: func @added_init
+// CHECK-SAME: (%[[X:.+]]: tensor<16x64xf32>, %[[H:.+]]: tensor<16x32xf32>, %[[R:.+]]: tensor<32x64xf32>)
+// CHECK: %[[P:.+]] = linalg.generic {{.+}} ins(%[[H]], %[[R]] : tensor<16x32xf32>, tensor<32x64xf32>) outs(%[[X]] : tensor<16x64xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[P]]
+func.func @added_init(%x: tensor<16x64xf32>, %h: tensor<16x32xf32>, %r: tensor<32x64xf32>) -> tensor<16x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x64xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<16x64xf32>) -> tensor<16x64xf32>
+  %p = linalg.generic {indexing_maps = [#mapA, #mapB, #mapC], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%h, %r : tensor<16x32xf32>, tensor<32x64xf32>) outs(%c : tensor<16x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<16x64xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %p : tensor<16x64xf32>, tensor<16x64xf32>) outs(%e : tensor<16x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<16x64xf32>
+  return %sum : tensor<16x64xf32>
+}
+
+// -----
+
+#mapA = affine_map<(m, n, k) -> (m, k)>
+#mapB = affine_map<(m, n, k) -> (k, n)>
+#mapC = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+
+// Not when x is read again (starting from it would copy it first), nor
+// for x - h r.
+// CHECK-LABEL: func @added_init_stays
+// CHECK-COUNT-4: linalg.generic
+func.func @added_init_stays(%x: tensor<16x64xf32>, %h: tensor<16x32xf32>, %r: tensor<32x64xf32>, %x2: tensor<16x64xf32>) -> (tensor<16x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x64xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<16x64xf32>) -> tensor<16x64xf32>
+  %p = linalg.generic {indexing_maps = [#mapA, #mapB, #mapC], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%h, %r : tensor<16x32xf32>, tensor<32x64xf32>) outs(%c : tensor<16x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<16x64xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %p : tensor<16x64xf32>, tensor<16x64xf32>) outs(%e : tensor<16x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<16x64xf32>
+  %p2 = linalg.generic {indexing_maps = [#mapA, #mapB, #mapC], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%h, %r : tensor<16x32xf32>, tensor<32x64xf32>) outs(%c : tensor<16x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<16x64xf32>
+  %diff = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x2, %p2 : tensor<16x64xf32>, tensor<16x64xf32>) outs(%e : tensor<16x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.subf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<16x64xf32>
+  return %sum, %diff, %x : tensor<16x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>
+}

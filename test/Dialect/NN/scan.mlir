@@ -73,3 +73,56 @@ func.func @dead_inputs(%a: tensor<3x2xf32>, %x: tensor<3x4x2xf32>, %m: tensor<3x
   }
   return %r#0, %r#1, %r#2 : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>
 }
+
+// -----
+
+// x_t + (h r + b), b an invariant vector, x read by nothing else: b is
+// added to x once, outside the loop ([3, 4, 2] + [2]), and the step adds x_t
+// to the product alone.
+// CANON-LABEL: func @bias_to_scanned
+// CANON-SAME: (%[[R:.+]]: tensor<2x2xf32>, %[[B:.+]]: tensor<2xf32>, %[[H0:.+]]: tensor<3x2xf32>, %[[X:.+]]: tensor<3x4x2xf32>)
+// CANON: %[[XB:.+]] = nn.add %[[X]], %[[B]] : (tensor<3x4x2xf32>, tensor<2xf32>) -> tensor<3x4x2xf32>
+// CANON: nn.scan(%[[H0]], %[[XB]], %[[R]])
+// CANON: ^bb0(%[[H:.+]]: tensor<3x2xf32>, %[[XT:.+]]: tensor<3x2xf32>, %[[RR:.+]]: tensor<2x2xf32>):
+// CANON-NEXT: %[[P:.+]] = nn.matmul %[[H]], %[[RR]]
+// CANON-NEXT: %[[PRE:.+]] = nn.add %[[XT]], %[[P]]
+// CANON-NEXT: %[[NEXT:.+]] = nn.tanh %[[PRE]]
+// CANON-NEXT: nn.yield %[[NEXT]], %[[PRE]]
+func.func @bias_to_scanned(%r: tensor<2x2xf32>, %b: tensor<2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> tensor<3x4x2xf32> {
+  %res:2 = nn.scan(%h0, %x, %r, %b) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x2xf32>, %rr: tensor<2x2xf32>, %bb: tensor<2xf32>):
+    %0 = nn.matmul %h, %rr : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+    %1 = nn.add %0, %bb : (tensor<3x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+    %2 = nn.add %xt, %1 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+    %3 = nn.tanh %2 : tensor<3x2xf32>
+    nn.yield %3, %2 : tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  return %res#1 : tensor<3x4x2xf32>
+}
+
+// -----
+
+// Not when x is read again (its sum with b would be a second pass over
+// it), nor for a bias along the batch ([3] against the step [3]).
+// CANON-LABEL: func @bias_stays
+// CANON: nn.scan
+// CANON: nn.add %{{.+}}, %{{.+}} : (tensor<3x2xf32>, tensor<2xf32>)
+// CANON: nn.scan
+// CANON: nn.add %{{.+}}, %{{.+}} : (tensor<3xf32>, tensor<3xf32>)
+func.func @bias_stays(%r: tensor<2x2xf32>, %b: tensor<2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>, %c0: tensor<3xf32>, %y: tensor<3x4xf32>, %c: tensor<3xf32>) -> (tensor<3x4x2xf32>, tensor<3x4x2xf32>, tensor<3x4xf32>) {
+  %res:2 = nn.scan(%h0, %x, %r, %b) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x2xf32>, %rr: tensor<2x2xf32>, %bb: tensor<2xf32>):
+    %0 = nn.matmul %h, %rr : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+    %1 = nn.add %0, %bb : (tensor<3x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+    %2 = nn.add %xt, %1 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+    nn.yield %2, %2 : tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  %seq:2 = nn.scan(%c0, %y, %c) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3xf32>, tensor<3x4xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3x4xf32>) {
+  ^bb0(%k: tensor<3xf32>, %yt: tensor<3xf32>, %cc: tensor<3xf32>):
+    %0 = nn.mul %k, %k : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %1 = nn.add %0, %cc : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %2 = nn.add %yt, %1 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    nn.yield %2, %2 : tensor<3xf32>, tensor<3xf32>
+  }
+  return %res#1, %x, %seq#1 : tensor<3x4x2xf32>, tensor<3x4x2xf32>, tensor<3x4xf32>
+}

@@ -94,6 +94,13 @@ void populateFoldIntoContractionsPatterns(mlir::RewritePatternSet &patterns,
 void populateMoveBeforeElementwisePatterns(mlir::RewritePatternSet &patterns,
                                            FoldControl control = {});
 
+/// A pattern that folds x + contraction(a, b), x's only use, into the
+/// contraction started from x instead of zeros (where `control` allows
+/// its maps): for targets whose kernels accumulate into a buffer they load
+/// (the CPU's; a GEMM would need its beta).
+void populateFoldAddedInitPatterns(mlir::RewritePatternSet &patterns,
+                                   FoldControl control = {});
+
 /// Whether contraction `op` may read its two inputs, each widened from a
 /// tensor of `narrow` (bf16 or f16), in that type.
 using WideningControl =

@@ -310,6 +310,59 @@ struct HoistInvariants : public OpRewritePattern<ScanOp> {
   }
 };
 
+/// x_t + (p + b), with x a scanned input and b an invariant vector, is
+/// (x + b)_t + p: the scanned input takes the invariant once, outside the
+/// loop, where the add fuses with what computes x (an RNN's input
+/// projection and its bias), and the step adds one value to its product
+/// instead of two. Each use is the only one: x's step, the inner sum.
+struct AddInvariantsToScanned : public OpRewritePattern<ScanOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ScanOp op,
+                                PatternRewriter &rewriter) const override {
+    Block &body = op.getBodyBlock();
+    int64_t carries = op.getNumCarries(), scanned = op.getNumScanned();
+    int64_t firstInvariant = carries + scanned;
+    for (int64_t j = 0; j < scanned; ++j) {
+      BlockArgument step = body.getArgument(carries + j);
+      if (!step.hasOneUse() || !op.getScanned()[j].hasOneUse())
+        continue;
+      auto outer = dyn_cast<AddOp>(*step.getUsers().begin());
+      if (!outer || outer.getType() != step.getType())
+        continue;
+      unsigned innerIndex = outer.getLhs() == step ? 1 : 0;
+      auto inner = outer->getOperand(innerIndex).getDefiningOp<AddOp>();
+      if (!inner || !inner->hasOneUse() || inner.getType() != step.getType())
+        continue;
+      for (unsigned k = 0; k < 2; ++k) {
+        auto invariant = dyn_cast<BlockArgument>(inner->getOperand(k));
+        Value product = inner->getOperand(1 - k);
+        // b broadcasts along the last dimension (or is a scalar), the same
+        // against the step [N, ..., F] as against the stack [N, T, ..., F].
+        auto stepType = cast<RankedTensorType>(step.getType());
+        auto type = dyn_cast<RankedTensorType>(invariant ? invariant.getType()
+                                                         : Type());
+        if (!invariant || invariant.getOwner() != &body ||
+            invariant.getArgNumber() < firstInvariant || !type ||
+            type.getRank() > 1 ||
+            (type.getRank() == 1 && stepType.getRank() < 2) ||
+            product.getType() != step.getType())
+          continue;
+        rewriter.setInsertionPoint(op);
+        Value shifted = NNBuilder(rewriter, op.getLoc())
+                            .add(op.getScanned()[j],
+                                 op.getInputs()[invariant.getArgNumber()]);
+        rewriter.modifyOpInPlace(op,
+                                 [&] { op->setOperand(carries + j, shifted); });
+        rewriter.modifyOpInPlace(
+            outer, [&] { outer->setOperand(innerIndex, product); });
+        rewriter.eraseOp(inner);
+        return success();
+      }
+    }
+    return failure();
+  }
+};
+
 /// Drops scanned inputs (but the last: it gives the steps) and invariants
 /// the body does not read, such as saved carries a backward step does not
 /// need.
@@ -411,5 +464,5 @@ struct CarriesToInvariants : public OpRewritePattern<ScanOp> {
 void ScanOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                          MLIRContext *context) {
   patterns.add<DropUnusedOutputs, DropUnusedInputs, CarriesToInvariants,
-               HoistInvariants>(context);
+               HoistInvariants, AddInvariantsToScanned>(context);
 }
