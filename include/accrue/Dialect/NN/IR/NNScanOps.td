@@ -25,7 +25,8 @@ def NN_ScanOp : NN_Op<"scan", [IsolatedFromAbove, RecursiveMemoryEffects,
 
     The VJP is one scan in the opposite direction whose body recomputes the
     step from the saved carries (reading what the forward stacked, such as
-    its contractions' results, instead of recomputing it) and
+    its contractions' results summed with the adds that are their only use,
+    an RNN's gate pre-activations, instead of recomputing it) and
     differentiates it, carrying the carries' adjoints; the invariants'
     adjoints are running sums, or, when each step's term sums over the
     step's samples (a weight's h^T dz), one contraction over samples and
