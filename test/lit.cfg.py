@@ -36,7 +36,7 @@ llvm_config.add_tool_substitutions(
 config.substitutions.append(("%node_tests", "/usr/share/libonnx-testdata/data/node"))
 if os.path.isdir("/usr/share/libonnx-testdata/data/node"):
     config.available_features.add("onnx-testdata")
-llvm_config.add_tool_substitutions(["not", "split-file", "mlir-runner", "llvm-nm"],
+llvm_config.add_tool_substitutions(["not", "split-file", "mlir-runner", "mlir-translate", "llvm-nm"],
                                    [config.llvm_tools_dir])
 # Runtime support libraries for the execution tests (mlir-runner).
 llvm_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")

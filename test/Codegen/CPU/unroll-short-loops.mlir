@@ -98,3 +98,49 @@ func.func @left_alone(%a: memref<64x8xf32>, %b: memref<4xf32>, %v: memref<64x4x8
   }
   return
 }
+
+// -----
+
+// A convolution input gradient's col2im as linalg's loops leave it: 8 x 8
+// image rows added into a padded 10 x 10 one. The innermost loop (8 long)
+// fills a 256-bit vector, but LLVM takes it for tiny and keeps it scalar
+// unless asked: it is marked for vectorization. The loop around it (also
+// 8) is not innermost; a loop of 16 is LLVM's to judge, and one that rounds
+// to bf16 is left as it was (LLVM would take 4 lanes for it).
+// CHECK: #[[$VECTORIZE:.+]] = #llvm.loop_vectorize<disable = false>
+// CHECK: #[[$MARK:.+]] = #llvm.loop_annotation<vectorize = #[[$VECTORIZE]]>
+// CHECK-LABEL: func @image_rows
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: arith.addf
+// CHECK: } {llvm.loop_annotation = #[[$MARK]]}
+// CHECK-NEXT: }
+// CHECK-NOT: llvm.loop_annotation
+// CHECK: return
+func.func @image_rows(%cols: memref<8x8xf32>, %dx: memref<10x10xf32>, %wide: memref<16xf32>, %narrow: memref<8xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  scf.for %h = %c0 to %c8 step %c1 {
+    scf.for %w = %c0 to %c8 step %c1 {
+      %a = memref.load %cols[%h, %w] : memref<8x8xf32>
+      %h1 = arith.addi %h, %c1 : index
+      %w1 = arith.addi %w, %c1 : index
+      %b = memref.load %dx[%h1, %w1] : memref<10x10xf32>
+      %s = arith.addf %a, %b : f32
+      memref.store %s, %dx[%h1, %w1] : memref<10x10xf32>
+    }
+  }
+  scf.for %i = %c0 to %c16 step %c1 {
+    %a = memref.load %wide[%i] : memref<16xf32>
+    %s = arith.addf %a, %a : f32
+    memref.store %s, %wide[%i] : memref<16xf32>
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    %a = memref.load %wide[%i] : memref<16xf32>
+    %r = arith.truncf %a : f32 to bf16
+    memref.store %r, %narrow[%i] : memref<8xbf16>
+  }
+  return
+}

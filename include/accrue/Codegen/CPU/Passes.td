@@ -289,7 +289,8 @@ def CollapseShortLoops : Pass<"collapse-short-loops"> {
 }
 
 def UnrollShortLoops : Pass<"unroll-short-loops", "::mlir::func::FuncOp"> {
-  let summary = "Unroll a short innermost loop into the loop around it";
+  let summary = "Unroll a short innermost loop into the loop around it, "
+                "and let LLVM vectorize one of 8 to 15 iterations";
   let description = [{
     LLVM's loop vectorizer only vectorizes innermost loops. A 2x2 pooling
     window's gradient routed by the window's argmax iterates
@@ -304,6 +305,17 @@ def UnrollShortLoops : Pass<"unroll-short-loops", "::mlir::func::FuncOp"> {
     columns are an interleaved pair of loads and stores). Loops holding
     vector values (the contraction kernels) are left alone. Unrolling
     keeps every operation and its order: results are bitwise unchanged.
+
+    An innermost loop of 8 to 15 iterations fills a vector, but LLVM's
+    vectorizer takes it for tiny and vectorizes it only when it needs no
+    run-time check that its buffers do not overlap, which two buffers it
+    cannot tell apart do need (a convolution's input gradient adds 8 x 8
+    images' rows into a padded 10 x 10 one: a scalar loop). This pass
+    marks such loops `llvm.loop_annotation` with vectorization enabled,
+    which lets LLVM emit the checks. A loop that sums (LLVM vectorizes
+    reductions marked `reassoc`) then sums in vector lanes. Loops that
+    round to bf16 or widen from it are not marked: LLVM 22 would take 4
+    lanes for them (it prices the conversions one element at a time).
   }];
   let options = [
     Option<"maxOps", "max-ops", "int64_t", "256",
@@ -311,8 +323,24 @@ def UnrollShortLoops : Pass<"unroll-short-loops", "::mlir::func::FuncOp"> {
   ];
   let statistics = [
     Statistic<"numUnrolled", "unrolled", "Short loops unrolled">,
+    Statistic<"numVectorized", "vectorized",
+              "Loops of 8 to 15 iterations marked for vectorization">,
   ];
-  let dependentDialects = ["::mlir::scf::SCFDialect"];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
+def AttachLoopAnnotations : Pass<"attach-loop-annotations"> {
+  let summary = "Make a latch branch's llvm.loop_annotation its loop metadata";
+  let description = [{
+    `convert-scf-to-cf` moves an `scf.for`'s `llvm.loop_annotation` (what
+    `unroll-short-loops` marks to be vectorized) to the loop's latch
+    branch; `convert-cf-to-llvm` keeps it there as a discardable attribute,
+    which the translation to LLVM IR ignores. This pass, after both, makes
+    it the `llvm.br` or `llvm.cond_br`'s own `loop_annotation`, which the
+    translation emits as the loop's `!llvm.loop` metadata.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def MergeContractionDims : Pass<"merge-contraction-dims"> {
