@@ -336,16 +336,16 @@ struct AddInvariantsToScanned : public OpRewritePattern<ScanOp> {
       for (unsigned k = 0; k < 2; ++k) {
         auto invariant = dyn_cast<BlockArgument>(inner->getOperand(k));
         Value product = inner->getOperand(1 - k);
+        if (!invariant || invariant.getOwner() != &body ||
+            invariant.getArgNumber() < firstInvariant ||
+            product.getType() != step.getType())
+          continue;
         // b broadcasts along the last dimension (or is a scalar), the same
         // against the step [N, ..., F] as against the stack [N, T, ..., F].
         auto stepType = cast<RankedTensorType>(step.getType());
-        auto type = dyn_cast<RankedTensorType>(invariant ? invariant.getType()
-                                                         : Type());
-        if (!invariant || invariant.getOwner() != &body ||
-            invariant.getArgNumber() < firstInvariant || !type ||
-            type.getRank() > 1 ||
-            (type.getRank() == 1 && stepType.getRank() < 2) ||
-            product.getType() != step.getType())
+        auto type = dyn_cast<RankedTensorType>(invariant.getType());
+        if (!type || type.getRank() > 1 ||
+            (type.getRank() == 1 && stepType.getRank() < 2))
           continue;
         rewriter.setInsertionPoint(op);
         Value shifted = NNBuilder(rewriter, op.getLoc())
