@@ -79,6 +79,16 @@ struct FoldMovedInput : Controlled<OpRewritePattern<linalg::GenericOp>> {
   }
 };
 
+/// Whether `op`'s body is one addf of its first two arguments, yielded.
+bool yieldsSumOfFirstArguments(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  return add &&
+         std::next(body.begin()) == Block::iterator(body.getTerminator()) &&
+         llvm::is_contained(add->getOperands(), body.getArgument(0)) &&
+         llvm::is_contained(add->getOperands(), body.getArgument(1));
+}
+
 /// The contraction producing `value` if it is its only use and starts from
 /// zeros.
 std::optional<linalg::GenericOp> zeroBasedContraction(Value value) {
@@ -99,12 +109,7 @@ struct FoldSumOfContraction : Controlled<OpRewritePattern<linalg::GenericOp>> {
         sum.getNumDpsInits() != 1 || !isZeroFill(sum.getDpsInits()[0]))
       return failure();
     // yield out + in.
-    Block &body = sum.getRegion().front();
-    auto add =
-        body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
-    if (!add || !llvm::is_contained(add->getOperands(), body.getArgument(0)) ||
-        !llvm::is_contained(add->getOperands(), body.getArgument(1)) ||
-        std::next(body.begin()) != Block::iterator(body.getTerminator()))
+    if (!yieldsSumOfFirstArguments(sum))
       return failure();
     AffineMap in = sum.getIndexingMapsArray()[0];
     AffineMap out = sum.getIndexingMapsArray()[1];
@@ -240,13 +245,7 @@ struct FoldAddedInit : Controlled<OpRewritePattern<linalg::GenericOp>> {
         !isPointwise(sum) ||
         sum.payloadUsesValueFromOperand(sum.getDpsInitOperand(0)))
       return failure();
-    Block &body = sum.getRegion().front();
-    auto add =
-        body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
-    if (!add ||
-        std::next(body.begin()) != Block::iterator(body.getTerminator()) ||
-        !llvm::is_contained(add->getOperands(), body.getArgument(0)) ||
-        !llvm::is_contained(add->getOperands(), body.getArgument(1)))
+    if (!yieldsSumOfFirstArguments(sum))
       return failure();
     Type type = sum.getResult(0).getType();
     for (unsigned i = 0; i < 2; ++i) {
