@@ -7,7 +7,9 @@
 // the cosine one's value at the middle of the decay is lr / 2), and the
 // counting emulator's counter against the sectors a warp's request touches
 // by the GPU's rules (32 consecutive threads of a block, 32-byte sectors),
-// and the first host of Slurm node lists.
+// the first host of Slurm node lists, and the host backend's buffers
+// (zeroed; those of 2 MiB or more on a huge-page boundary and, where the
+// kernel has transparent huge pages, marked for them in /proc/self/smaps).
 // Run by test/Runtime/units.test; prints each failed check and exits 1.
 //
 //===----------------------------------------------------------------------===//
@@ -22,7 +24,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 using namespace accrue::rt;
@@ -542,6 +547,53 @@ void slurmFirstHost() {
           std::string("the first host of ") + list + ": " + firstHost(list));
 }
 
+/// The VmFlags of the mapping of /proc/self/smaps that holds `address`
+/// ("" if none does or there is no such file).
+std::string vmFlagsAt(const void *address) {
+  std::ifstream smaps("/proc/self/smaps");
+  uintptr_t at = reinterpret_cast<uintptr_t>(address);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long begin, end;
+    char dash;
+    std::istringstream range(line);
+    if (range >> std::hex >> begin >> dash >> end && dash == '-') {
+      inside = begin <= at && at < end;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0)
+      return line.substr(8) + " ";
+  }
+  return "";
+}
+
+/// The host backend's buffers: zeroed; those of a huge page or more start
+/// on a 2 MiB boundary and ask for transparent huge pages (the kernel's
+/// `hg` flag on their mapping).
+void hostBuffers() {
+  std::unique_ptr<Backend> host = Backend::create(Device::CPU);
+  size_t big = (size_t(3) << 20) + 4;
+  {
+    Buffer buffer(*host, big);
+    auto address = reinterpret_cast<uintptr_t>(buffer.data());
+    check(address % (size_t(2) << 20) == 0,
+          "a 3 MiB buffer starts on a 2 MiB boundary");
+    const unsigned char *bytes = static_cast<unsigned char *>(buffer.data());
+    bool zero = true;
+    for (size_t i = 0; i < big; i += 4093)
+      zero &= bytes[i] == 0;
+    check(zero && bytes[big - 1] == 0, "a 3 MiB buffer is zeroed");
+    if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+      std::string flags = vmFlagsAt(buffer.data());
+      check(flags.find(" hg ") != std::string::npos,
+            "a 3 MiB buffer's mapping asks for huge pages: VmFlags" + flags);
+    }
+  }
+  Buffer small(*host, 100);
+  check(reinterpret_cast<uintptr_t>(small.data()) % 64 == 0,
+        "a 100-byte buffer is 64-byte aligned");
+}
+
 int main() {
   windows();
   accumulation();
@@ -552,6 +604,7 @@ int main() {
   narrowGemmOutputs();
   gemmBiasGradients();
   slurmFirstHost();
+  hostBuffers();
   if (failures)
     return 1;
   std::printf("runtime units: all checks passed\n");
