@@ -60,6 +60,9 @@ constexpr int64_t kDotRowsBytes = 16 << 10;
 /// planLayout).
 constexpr int64_t kShortK = 64;
 
+/// f32 elements per 64-byte cache line.
+constexpr int64_t kFloatsPerCacheLine = 16;
+
 /// The plan of a contraction with these indexing maps (A, B, C in operand
 /// order) and static loop ranges; `contiguous` says which operands have a
 /// unit stride in their last dimension; `bf16`, whether A and B are bf16
@@ -333,6 +336,21 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
     Value blockOfA = packedRows ? blockIndex(blocks, blocks.ivs[plan.m],
                                              plan.mBegin, plan.tileM)
                                 : Value();
+    // Unpacked, B's rows of this block of n lie a row of B apart, as many
+    // streams as the block of k has rows, more than the hardware
+    // prefetchers follow: each step of k prefetches its row in the next
+    // block of n (this block's at the last one), so the block of C after
+    // this one finds its rows of B in cache.
+    Value nextOfB;
+    if (!packB) {
+      Value at = blocks.ivs[plan.n];
+      Value next =
+          arith::AddIOp::create(rewriter, loc, at, blocks.constant(plan.tileN));
+      Value inside =
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt, next,
+                                blocks.constant(plan.nEnd));
+      nextOfB = arith::SelectOp::create(rewriter, loc, inside, next, at);
+    }
     scf::ForOp loop = blocks.kLoop(1, block, [&](Value kPos, ValueRange sums) {
       Value kk =
           packedRows || packB
@@ -345,6 +363,20 @@ void emitBlockedContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                 : vector::LoadOp::create(
                       rewriter, loc, rowType, blocks.b,
                       blocks.indices(blocks.maps[plan.b], {{plan.k, kPos}}));
+      if (nextOfB) {
+        // Every cache line of the row (two of 16 floats on AVX-512).
+        for (int64_t column = 0; column < plan.tileN;
+             column += kFloatsPerCacheLine) {
+          Value at = column ? arith::AddIOp::create(rewriter, loc, nextOfB,
+                                                    blocks.constant(column))
+                            : nextOfB;
+          memref::PrefetchOp::create(
+              rewriter, loc, blocks.b,
+              blocks.indices(blocks.maps[plan.b],
+                             {{plan.k, kPos}, {plan.n, at}}),
+              /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+        }
+      }
       SmallVector<Value> next;
       for (auto [i, row, sum] : llvm::enumerate(rows, sums)) {
         Value element =
