@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -101,6 +102,22 @@ unsigned dimensionsToKeep(scf::ParallelOp op) {
   return op.getNumLoops();
 }
 
+/// The work of one iteration of `op`'s body: 1, plus `transcendentalWork`
+/// for each transcendental function in it (approximate-math makes exp,
+/// log, tanh and erf polynomials of a dozen or more instructions where an
+/// elementwise add is one; the others are libm calls).
+int64_t iterationWork(scf::ParallelOp op, int64_t transcendentalWork) {
+  int64_t transcendentals = 0;
+  op.getBody()->walk([&](Operation *inner) {
+    if (isa<math::ExpOp, math::Exp2Op, math::ExpM1Op, math::LogOp, math::Log2Op,
+            math::Log10Op, math::Log1pOp, math::TanhOp, math::ErfOp,
+            math::PowFOp, math::SinOp, math::CosOp, math::AtanOp,
+            math::Atan2Op>(inner))
+      ++transcendentals;
+  });
+  return 1 + transcendentalWork * transcendentals;
+}
+
 struct ScheduleParallelLoopsPass
     : accrue::cpu::impl::ScheduleParallelLoopsBase<ScheduleParallelLoopsPass> {
   using Base::Base;
@@ -115,8 +132,11 @@ struct ScheduleParallelLoopsPass
       bool kernel = op->hasAttr(accrue::cpu::kParallelKernelAttr);
       bool nestedInParallel = op->getParentOfType<scf::ParallelOp>() != nullptr;
       bool nestedInLoop = op->getParentOfType<scf::ForOp>() != nullptr;
-      bool keep = op.getNumResults() == 0 && !nestedInParallel &&
-                  (kernel || (!nestedInLoop && work(op) >= minWork));
+      bool keep =
+          op.getNumResults() == 0 && !nestedInParallel &&
+          (kernel ||
+           (!nestedInLoop &&
+            work(op) * iterationWork(op, transcendentalWork) >= minWork));
       if (keep) {
         ++numParallel;
         if (unsigned dims = dimensionsToKeep(op); dims < op.getNumLoops())

@@ -1,4 +1,5 @@
 // RUN: accrue-opt %s -split-input-file -schedule-parallel-loops | FileCheck %s
+// RUN: accrue-opt %s -split-input-file -schedule-parallel-loops=transcendental-work=0 | FileCheck %s --check-prefix=UNWEIGHTED
 
 // An outermost parallel loop with enough work stays parallel over its
 // leading dimensions (at least 16 iterations); the rest become scf.for
@@ -83,6 +84,49 @@ func.func @kernel(%a: memref<64x64xf32>) {
         memref.store %zero, %a[%i, %j] : memref<64x64xf32>
       }
     } {accrue.parallel_kernel}
+  }
+  return
+}
+
+// -----
+
+// 16 x 256 points (an LSTM cell's gates at one step) are too few to fork
+// for a copy, but with a transcendental function each (16 more
+// iterations' work: 4096 x 17 >= 32768) they are worth two threads.
+// Unweighted, the loop with exp is serialized too.
+// CHECK-LABEL: func @transcendental
+// CHECK: scf.parallel (%{{.+}}) = (%c0) to (%c16) step (%c1)
+// CHECK: math.exp
+// UNWEIGHTED-LABEL: func @transcendental
+// UNWEIGHTED-NOT: scf.parallel
+// UNWEIGHTED: math.exp
+func.func @transcendental(%a: memref<16x256xf32>, %b: memref<16x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c256 = arith.constant 256 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c256) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<16x256xf32>
+    %e = math.exp %x : f32
+    memref.store %e, %b[%i, %j] : memref<16x256xf32>
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func @cheap
+// CHECK-NOT: scf.parallel
+// CHECK: arith.addf
+func.func @cheap(%a: memref<16x256xf32>, %b: memref<16x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c256 = arith.constant 256 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c256) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<16x256xf32>
+    %y = arith.addf %x, %x : f32
+    memref.store %y, %b[%i, %j] : memref<16x256xf32>
   }
   return
 }

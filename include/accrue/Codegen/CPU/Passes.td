@@ -254,8 +254,12 @@ def ScheduleParallelLoops
     After linalg ops become loops (`convert-linalg-to-parallel-loops`) every
     run of parallel dimensions is an `scf.parallel`. Forking threads pays
     only for an outermost loop with enough work, so this pass keeps an
-    `scf.parallel` when it is nested in no other loop and its iterations,
-    times those of the loops inside it, reach `min-work` (or when
+    `scf.parallel` when it is nested in no other loop and its work reaches
+    `min-work`: its iterations, times those of the loops inside it, times
+    1 plus `transcendental-work` for each transcendental function in its
+    body (exp, log, tanh, erf, ...: polynomials or libm calls, where an
+    elementwise add is one instruction; an LSTM cell's gates over 16 x 256
+    points are worth two threads, a copy of as many is not) (or when
     `vectorize-contractions` made it, marked `accrue.parallel_kernel`, and
     no other parallel loop encloses it); the others become nested
     `scf.for` loops. What remains is lowered to OpenMP. A parallel loop
@@ -265,7 +269,11 @@ def ScheduleParallelLoops
   }];
   let options = [
     Option<"minWork", "min-work", "int64_t", "32768",
-           "Loop iterations below which a parallel loop stays sequential">,
+           "Work (iterations, weighted) below which a parallel loop stays "
+           "sequential">,
+    Option<"transcendentalWork", "transcendental-work", "int64_t", "16",
+           "The work of a transcendental function (math.exp, math.tanh, "
+           "...) in a loop's body, in iterations of an elementwise add">,
   ];
   let statistics = [
     Statistic<"numParallel", "parallel", "Parallel loops kept">,
