@@ -45,10 +45,9 @@ public:
   /// Buffers of a huge page or more (the arenas of parameters, gradients
   /// and optimizer state, the batches) start on a huge-page boundary and
   /// ask the kernel for transparent huge pages, which it grants where THP
-  /// is `always` or `madvise` (Debian's default): a contraction that
-  /// streams a weight's rows 4 KiB apart then walks one TLB entry per 2
-  /// MiB instead of one per row. A hint: where it is refused the buffer is
-  /// the same, on small pages.
+  /// is `always` or `madvise`: a contraction that streams a weight's rows
+  /// 4 KiB apart then walks one TLB entry per 2 MiB instead of one per row.
+  /// A hint: where it is refused the buffer is the same, on small pages.
   void *allocate(size_t bytes) override {
     size_t alignment = bytes >= kHugePageBytes ? kHugePageBytes : 64;
     size_t rounded =
