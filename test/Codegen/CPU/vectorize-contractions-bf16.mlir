@@ -76,7 +76,8 @@ func.func @outer_products_in_place(%a: memref<16x8xbf16>, %b: memref<16x32xbf16>
 // -----
 
 // A and B contiguous along k: dot products over 32 bf16 (16 pairs) a step,
-// one block of k (each sum reduced once).
+// one block of k (the block's 16 vectors of sums reduced together once,
+// each row of C one vector).
 #mapA = affine_map<(m, n, k) -> (m, k)>
 #mapB = affine_map<(m, n, k) -> (n, k)>
 #mapC = affine_map<(m, n, k) -> (m, n)>
@@ -84,7 +85,8 @@ func.func @outer_products_in_place(%a: memref<16x8xbf16>, %b: memref<16x32xbf16>
 // CHECK-LABEL: func @dot_products
 // CHECK: vector.load {{.*}} : memref<4x512xbf16>, vector<32xbf16>
 // CHECK: x86vector.avx512.dot {{.*}} : vector<32xbf16> -> vector<16xf32>
-// CHECK: vector.reduction <add>
+// CHECK: vector.shuffle
+// CHECK: vector.load {{.*}} : memref<4x4xf32>, vector<4xf32>
 func.func @dot_products(%a: memref<4x512xbf16>, %b: memref<4x512xbf16>, %c: memref<4x4xf32>) {
   linalg.generic {indexing_maps = [#mapA, #mapB, #mapC], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<4x512xbf16>, memref<4x512xbf16>) outs(%c : memref<4x4xf32>) {

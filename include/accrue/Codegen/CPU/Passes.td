@@ -104,7 +104,12 @@ def VectorizeContractions
     B and C are contiguous along n (per k, one row of B and a broadcast FMA
     per row of the block), dot products when A and B are contiguous along
     k (over all of k, so that each element's vector of partial sums is
-    reduced once). k blocks are the outer loop after the batch dimensions,
+    reduced once: a whole block's vectors, as many as they have lanes,
+    together, by shuffles that pair them and add the low half of each group
+    of lanes to its high half, 15 vector adds for 4 x 4 of 16 lanes, C
+    updated a row of the block at a time where it is contiguous along n; a
+    remainder block's each alone, reassociated; either way the lanes sum as
+    a tree of halves). k blocks are the outer loop after the batch dimensions,
     so one block's rows of B stay in cache for every block of C; an outer
     product's blocks of n run outside its blocks of m (each block of n
     streams A's panel, the block of k by all rows) unless A's panel
