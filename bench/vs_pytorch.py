@@ -29,8 +29,9 @@ micro-batches, optax clipping and AdamW, donated buffers. ONNX Runtime
 training runs bench/ort_training.py under --ort-python (a venv with
 onnxruntime-training 1.19.2; default bench/.venv-ort/bin/python, skipped
 when absent) with all cores. Time per optimizer step is the best of
-`--runs` runs of `--steps` steps after one warm-up step (Accrue: the
-mean of the steps' time_ms in its metrics).
+`--runs` rounds of `--steps` steps after one warm-up step (Accrue: the
+mean of the steps' time_ms in its metrics); a round runs every system
+once, so a spell of load on the machine falls on all of them alike.
 
 The machine's limit, measured in the same run: OpenBLAS's sgemm on
 2048 x 2048 squares (numpy under this Python, its best core type and
@@ -42,6 +43,7 @@ is that count over Accrue's best time, and "% of sgemm" that rate over the
 sgemm peak.
 """
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -342,31 +344,45 @@ def main():
                         "--accumulation-steps", str(k), "--optimizer", "adamw",
                         "--lr", str(LR), "--weight-decay", "0.01", "--clip-norm",
                         str(CLIP)], check=True)
-        accrue = {t: min(accrue_step_seconds(trainer, artifact, npz, args.steps, t,
-                                             os.path.join(out, name + ".jsonl"))
-                         for _ in range(args.runs))
-                  for t in [1, cores]}
-        torch_times = {t: pytorch_step_seconds(name, args.steps, t, args.runs)
-                       for t in [1, cores]}
-        # PyTorch 2 (PyPI's wheel: MKL and oneDNN) eager and compiled, each
-        # at its better thread count.
-        eager2 = compiled2 = float("nan")
-        if torch2:
-            eager2 = min(pytorch_step_seconds(name, args.steps, t, args.runs,
-                                              args.torch2_python) for t in [1, cores])
-            compiled2 = min(pytorch_step_seconds(name, args.steps, t, args.runs,
-                                                 args.torch2_python, "compile")
-                            for t in [1, cores])
-        xla = float("nan")
-        if jax:
-            xla = min(jax_step_seconds(args.jax_python, name, npz, b, k, args.steps, t)
-                      for t in [1, cores] for _ in range(args.runs))
+        # Every system runs once per round, the rounds one after another, so
+        # that a spell of load on this machine (a busy second core) falls on
+        # all of them alike; each keeps its best round.
+        log = os.path.join(out, name + ".jsonl")
+        systems = {}
+        for t in [1, cores]:
+            systems[("accrue", t)] = functools.partial(
+                accrue_step_seconds, trainer, artifact, npz, args.steps, t, log)
+            systems[("torch", t)] = functools.partial(
+                pytorch_step_seconds, name, args.steps, t, 1)
+            if torch2:
+                # PyTorch 2 (PyPI's wheel: MKL and oneDNN) eager and
+                # compiled, each at its better thread count.
+                for mode in ["eager", "compile"]:
+                    systems[(mode, t)] = functools.partial(
+                        pytorch_step_seconds, name, args.steps, t, 1, args.torch2_python, mode)
+            if jax:
+                systems[("jax", t)] = functools.partial(
+                    jax_step_seconds, args.jax_python, name, npz, b, k, args.steps, t)
+        if ort:
+            systems[("ort", cores)] = functools.partial(
+                ort_step_seconds, args.ort_python, path, npz, b, k, args.steps, cores,
+                os.path.join(out, name + "_ort"))
+        seconds = {key: float("inf") for key in systems}
+        for _ in range(args.runs):
+            for key, run in systems.items():
+                seconds[key] = min(seconds[key], run())
+
+        def best_of(system, threads=(1, cores)):
+            times = [seconds[(system, t)] for t in threads if (system, t) in seconds]
+            return min(times) if times else float("nan")
+
+        accrue = {t: seconds[("accrue", t)] for t in [1, cores]}
+        torch_times = {t: seconds[("torch", t)] for t in [1, cores]}
+        eager2, compiled2, xla = best_of("eager"), best_of("compile"), best_of("jax")
         peers = [v for v in (eager2, compiled2, xla) if v == v]
         if peers:
             ratios2.append(min(accrue.values()) / min(peers))
-        ort_time = (min(ort_step_seconds(args.ort_python, path, npz, b, k, args.steps, cores,
-                                         os.path.join(out, name + "_ort"))
-                        for _ in range(args.runs)) if ort else float("nan"))
+        ort_time = best_of("ort")
         best, torch_best = min(accrue.values()), min(torch_times.values())
         ratios.append(best / torch_best)
         flops = step_flops(name, args.torch2_python) if torch2 else float("nan")
