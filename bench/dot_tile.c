@@ -105,7 +105,7 @@ int main(void) {
     double time = seconds() - start;
     best = time < best ? time : best;
   }
-  printf("M=%d N=%d K=%d S=%d SB=%d: %.1f GFLOP/s (best of 30, %.3f ms)\n",
-         M, N, K, S, SB, 2.0 * M * N * K * S / best / 1e9, best * 1e3);
+  printf("M=%d N=%d K=%d S=%d SB=%d: %.1f GFLOP/s (best of 30, %.3f ms)\n", M,
+         N, K, S, SB, 2.0 * M * N * K * S / best / 1e9, best * 1e3);
   return 0;
 }
