@@ -126,25 +126,27 @@ func.func @step(%w: tensor<3x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x5x2xf3
 
 // -----
 
-// A step whose backward needs its product: h_t = sigmoid(h_{t-1} r + x_t)
-// is a carry, and the step outputs h_t^2, so sigmoid's VJP recomputes h_t
-// from the pre-activation. The forward stacks the product as a new step
-// output (its result #2), taken after the add that is its only use: the
-// pre-activation h_{t-1} r + x_t, whose VJP needs neither operand. The
-// backward scans it (and not x) instead of multiplying and adding again:
-// its body applies sigmoid to the scanned step directly, and the only
-// product left in it is dpre R^T.
+// A step whose backward needs a sigmoid's result: h_t = sigmoid(h_{t-1} r
+// + x_t) is a carry, and the step outputs h_t^2. sigmoid's VJP, y (1 - y),
+// reads its result alone: the forward stacks it as a new step output (its
+// result #2) and the backward scans it (and not x) instead of multiplying,
+// adding and applying sigmoid again: its body has no nn.sigmoid, and its
+// only product is dpre R^T. The forward stacks the pre-activation too (the
+// add that is the product's only use), which the backward no longer reads:
+// dropped, as x is an argument (see the next case).
 
 // CHECK-LABEL: func.func private @fwd_grad
 // CHECK-SAME: (%[[R:.+]]: tensor<2x2xf32>, %[[H0:.+]]: tensor<3x2xf32>, %[[X:.+]]: tensor<3x4x2xf32>)
 // CHECK: %[[F:.+]]:4 = nn.scan(%[[H0]], %[[X]], %[[R]]) {num_carries = 1 : i64, num_scanned = 1 : i64, saves_carries} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>)
 // CHECK: %[[P:.+]] = nn.matmul
 // CHECK: %[[SUM:.+]] = nn.add %{{.+}}, %[[P]]
-// CHECK: nn.yield %{{.+}}, %{{.+}}, %[[SUM]] :
+// CHECK: %[[Y:.+]] = nn.sigmoid %[[SUM]]
+// CHECK: nn.yield %[[Y]], %{{.+}}, %[[Y]] :
 // CHECK: %[[B:.+]]:2 = nn.scan(%{{.+}}, %{{.+}}, %[[F]]#2, %{{.+}}) {num_carries = 1 : i64, num_scanned = 2 : i64, reverse}
-// CHECK: ^bb0(%{{.+}}: tensor<3x2xf32>, %{{.+}}: tensor<3x2xf32>, %[[PRE:.+]]: tensor<3x2xf32>, %[[RRT:.+]]: tensor<2x2xf32>):
-// CHECK-NOT: nn.add
-// CHECK: nn.sigmoid %[[PRE]]
+// CHECK: ^bb0(%{{.+}}: tensor<3x2xf32>, %{{.+}}: tensor<3x2xf32>, %[[YT:.+]]: tensor<3x2xf32>, %[[RRT:.+]]: tensor<2x2xf32>):
+// CHECK-NOT: nn.sigmoid
+// CHECK: nn.mul %[[YT]], %{{.+}}
+// CHECK-NOT: nn.sigmoid
 // CHECK: nn.matmul %{{.+}}, %[[RRT]]
 // CHECK-NOT: nn.matmul
 // CHECK: nn.yield
@@ -152,6 +154,41 @@ func.func @step(%w: tensor<3x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x5x2xf3
 
 func.func private @fwd(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> tensor<f32> {
   %res:2 = nn.scan(%h0, %x, %r) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>) {
+  ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x2xf32>, %rr: tensor<2x2xf32>):
+    %0 = nn.matmul %h, %rr : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+    %1 = nn.add %xt, %0 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+    %2 = nn.sigmoid %1 : tensor<3x2xf32>
+    %3 = nn.mul %2, %2 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+    nn.yield %2, %3 : tensor<3x2xf32>, tensor<3x2xf32>
+  }
+  %s = nn.reduce_sum %res#1 {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<3x4x2xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+func.func @step(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> (tensor<f32>, tensor<2x2xf32>) {
+  %l, %g = train.value_and_grad @fwd(%r, %h0, %x) {wrt = array<i64: 0>} : (tensor<2x2xf32>, tensor<3x2xf32>, tensor<3x4x2xf32>) -> (tensor<f32>, tensor<2x2xf32>)
+  return %l, %g : tensor<f32>, tensor<2x2xf32>
+}
+
+// -----
+
+// The same step on an x the function computes (x x): the stacked
+// pre-activation, though the backward reads the sigmoid's results instead,
+// stays (the forward's result #2): on the CPU its stack is x's own buffer,
+// which each step's product accumulates into, where a dropped one would
+// need a sum of its own every step (nn.ScanOp::getInPlaceSources).
+
+// CHECK-LABEL: func.func private @fwd_grad
+// CHECK: %[[F:.+]]:5 = nn.scan(%{{.+}}, %{{.+}}, %{{.+}}) {num_carries = 1 : i64, num_scanned = 1 : i64, saves_carries}
+// CHECK: %[[SUM:.+]] = nn.add
+// CHECK: %[[Y:.+]] = nn.sigmoid %[[SUM]]
+// CHECK: nn.yield %[[Y]], %{{.+}}, %[[SUM]], %[[Y]] :
+// CHECK: nn.scan(%{{.+}}, %{{.+}}, %[[F]]#3, %{{.+}}) {num_carries = 1 : i64, num_scanned = 2 : i64, reverse}
+// CHECK-NOT: nn.sigmoid
+// CHECK: nn.yield
+
+func.func private @fwd(%r: tensor<2x2xf32>, %h0: tensor<3x2xf32>, %x: tensor<3x4x2xf32>) -> tensor<f32> {
+  %xx = nn.mul %x, %x : (tensor<3x4x2xf32>, tensor<3x4x2xf32>) -> tensor<3x4x2xf32>
+  %res:2 = nn.scan(%h0, %xx, %r) {num_carries = 1 : i64, num_scanned = 1 : i64} : (tensor<3x2xf32>, tensor<3x4x2xf32>, tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x4x2xf32>) {
   ^bb0(%h: tensor<3x2xf32>, %xt: tensor<3x2xf32>, %rr: tensor<2x2xf32>):
     %0 = nn.matmul %h, %rr : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
     %1 = nn.add %xt, %0 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>

@@ -10,6 +10,8 @@
 
 #include "accrue/Codegen/CPU/Passes.h"
 
+#include "LoopAnnotations.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 namespace accrue::cpu {
@@ -21,6 +23,21 @@ using namespace mlir;
 
 namespace {
 
+/// The blocks of the loop whose latch is `latch` (branching back to
+/// `header`): the header and every block that reaches the latch without
+/// passing through it.
+SetVector<Block *> loopBlocks(Block *header, Block *latch) {
+  SetVector<Block *> blocks;
+  blocks.insert(header);
+  SmallVector<Block *> work{latch};
+  while (!work.empty()) {
+    Block *block = work.pop_back_val();
+    if (blocks.insert(block))
+      llvm::append_range(work, block->getPredecessors());
+  }
+  return blocks;
+}
+
 struct AttachLoopAnnotationsPass
     : accrue::cpu::impl::AttachLoopAnnotationsBase<AttachLoopAnnotationsPass> {
   void runOnOperation() override {
@@ -31,12 +48,47 @@ struct AttachLoopAnnotationsPass
       if (!annotation)
         return;
       op->removeAttr(name);
-      if (auto br = dyn_cast<LLVM::BrOp>(op))
+      Block *header = nullptr;
+      if (auto br = dyn_cast<LLVM::BrOp>(op)) {
         br.setLoopAnnotationAttr(annotation);
-      else if (auto condBr = dyn_cast<LLVM::CondBrOp>(op))
+        header = br.getDest();
+      } else if (auto condBr = dyn_cast<LLVM::CondBrOp>(op)) {
         condBr.setLoopAnnotationAttr(annotation);
+      }
+      // The loop's accesses join the groups it declares parallel.
+      ArrayRef<LLVM::AccessGroupAttr> groups = annotation.getParallelAccesses();
+      if (groups.empty() || !header)
+        return;
+      SmallVector<Attribute> joined(groups.begin(), groups.end());
+      for (Block *block : loopBlocks(header, op->getBlock()))
+        for (Operation &inner : *block)
+          if (auto access = dyn_cast<LLVM::AccessGroupOpInterface>(inner)) {
+            SmallVector<Attribute> all(joined);
+            if (ArrayAttr old = access.getAccessGroupsOrNull())
+              llvm::append_range(all, old);
+            access.setAccessGroups(ArrayAttr::get(&getContext(), all));
+          }
     });
   }
 };
 
 } // namespace
+
+void accrue::cpu::annotateLoop(scf::ForOp loop, bool vectorize, bool parallel) {
+  MLIRContext *context = loop.getContext();
+  auto old = loop->getAttrOfType<LLVM::LoopAnnotationAttr>(
+      LLVM::LoopAnnotationAttr::name);
+  LLVM::LoopVectorizeAttr vectorizeAttr = old ? old.getVectorize() : nullptr;
+  if (vectorize)
+    vectorizeAttr = LLVM::LoopVectorizeAttr::get(
+        context, BoolAttr::get(context, false), {}, {}, {}, {}, {}, {});
+  SmallVector<LLVM::AccessGroupAttr> groups;
+  if (old)
+    llvm::append_range(groups, old.getParallelAccesses());
+  if (parallel)
+    groups.push_back(LLVM::AccessGroupAttr::get(context));
+  loop->setAttr(LLVM::LoopAnnotationAttr::name,
+                LLVM::LoopAnnotationAttr::get(context, {}, vectorizeAttr, {},
+                                              {}, {}, {}, {}, {}, {}, {}, {},
+                                              {}, {}, {}, groups));
+}

@@ -65,6 +65,30 @@ struct DuplicateSharedFillsPass
           empty && empty->use_empty())
         empty->erase();
     }
+    // The same for a tensor.empty that several inits share (CSE merges
+    // them too): bufferized, one of them would get its buffer and the others
+    // copies of it, or a later one would reuse the buffer of an earlier
+    // whose value had been copied elsewhere.
+    SmallVector<tensor::EmptyOp> empties;
+    getOperation()->walk([&](tensor::EmptyOp empty) {
+      if (!empty->hasOneUse())
+        empties.push_back(empty);
+    });
+    for (tensor::EmptyOp empty : empties) {
+      SmallVector<std::pair<Operation *, unsigned>> inits;
+      for (OpOperand &use : empty->getUses())
+        if (auto dps = dyn_cast<DestinationStyleOpInterface>(use.getOwner());
+            dps && dps.isDpsInit(&use))
+          inits.push_back({use.getOwner(), use.getOperandNumber()});
+      if (inits.size() < 2)
+        continue;
+      // The first keeps the original.
+      for (auto [owner, number] : llvm::drop_begin(inits)) {
+        OpBuilder b(owner);
+        owner->setOperand(number, b.clone(*empty)->getResult(0));
+        ++numDuplicated;
+      }
+    }
   }
 };
 } // namespace

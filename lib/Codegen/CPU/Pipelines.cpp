@@ -82,6 +82,7 @@ void buildCPUBufferizationPipeline(OpPassManager &pm,
     inPlace.foldZeroFills = options.vectorize;
     pm.addNestedPass<func::FuncOp>(createAccumulateInPlace(inPlace));
   }
+  pm.addNestedPass<func::FuncOp>(createForwardCopiedResults());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addNestedPass<func::FuncOp>(createFreeAtLastUse());
   pm.addPass(createExpandStridedCopies());

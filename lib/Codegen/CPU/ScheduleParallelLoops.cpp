@@ -10,9 +10,13 @@
 #include "accrue/Codegen/CPU/ContractionKernels.h"
 #include "accrue/Codegen/CPU/Passes.h"
 
+#include "LoopAnnotations.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -59,6 +63,46 @@ int64_t work(Operation *op) {
   return own * inner;
 }
 
+/// Whether `loop` (no loop inside it, scalar code) reads and writes only
+/// consecutive elements along its induction variable (each load's and
+/// store's last index is the variable, the others are defined outside the
+/// loop, the buffer is contiguous along its last dimension), or reads
+/// elements it does not move (a bias broadcast along it). Vectorized, such a
+/// loop loads and stores whole vectors; others (a pooling window's strided
+/// reads) are left to LLVM's cost model.
+bool readsAndWritesRows(scf::ForOp loop) {
+  // (A loop shorter than a vector of floats is unroll-short-loops' to
+  // mark, or LLVM's to leave scalar.)
+  std::optional<APInt> trips = loop.getStaticTripCount();
+  if (trips && trips->ult(16))
+    return false;
+  auto outside = [&](Value index) {
+    return loop.isDefinedOutsideOfLoop(index);
+  };
+  auto contiguous = [&](Value memref, ValueRange indices) {
+    auto type = cast<MemRefType>(memref.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    return !indices.empty() &&
+           succeeded(type.getStridesAndOffset(strides, offset)) &&
+           strides.back() == 1 && indices.back() == loop.getInductionVar() &&
+           llvm::all_of(indices.drop_back(), outside);
+  };
+  WalkResult walk = loop.getBody()->walk([&](Operation *op) {
+    bool rows = true;
+    if (isa<LoopLikeOpInterface>(op) ||
+        llvm::any_of(op->getResultTypes(), llvm::IsaPred<VectorType>))
+      rows = false;
+    else if (auto load = dyn_cast<memref::LoadOp>(op))
+      rows = contiguous(load.getMemref(), load.getIndices()) ||
+             llvm::all_of(load.getIndices(), outside);
+    else if (auto store = dyn_cast<memref::StoreOp>(op))
+      rows = contiguous(store.getMemref(), store.getIndices());
+    return rows ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  return !walk.wasInterrupted();
+}
+
 /// Replaces a parallel loop without reductions by one over its first
 /// `keep` dimensions (none: no parallel loop) around nested scf.for loops
 /// over the others. OpenMP linearizes a multi-dimensional loop, paying a
@@ -79,14 +123,24 @@ void serialize(scf::ParallelOp op, unsigned keep = 0) {
       mapping.map(from, to);
     b.setInsertionPoint(outer.getBody()->getTerminator());
   }
+  scf::ForOp innermost;
   for (unsigned d = keep; d < op.getNumLoops(); ++d) {
-    auto loop = scf::ForOp::create(b, op.getLoc(), lbs[d], ubs[d], steps[d]);
-    mapping.map(ivs[d], loop.getInductionVar());
-    b.setInsertionPoint(loop.getBody()->getTerminator());
+    innermost = scf::ForOp::create(b, op.getLoc(), lbs[d], ubs[d], steps[d]);
+    mapping.map(ivs[d], innermost.getInductionVar());
+    b.setInsertionPoint(innermost.getBody()->getTerminator());
   }
   for (Operation &inner : op.getBody()->without_terminator())
     b.clone(inner, mapping);
   op.erase();
+  // The iterations of a parallel loop are independent: said so, LLVM
+  // vectorizes the innermost one without checking at run time that its
+  // buffers do not overlap, checks it hoists out of the loops around it,
+  // where the slices of one buffer that an op writes row by row (an LSTM
+  // cell's gate gradients, side by side in each row of their stack) do
+  // overlap, and that send every row down the scalar loop.
+  if (innermost && readsAndWritesRows(innermost))
+    accrue::cpu::annotateLoop(innermost, /*vectorize=*/false,
+                              /*parallel=*/true);
 }
 
 /// How many leading dimensions of `op` give enough iterations to share

@@ -8,6 +8,8 @@
 
 #include "accrue/Codegen/CPU/Passes.h"
 
+#include "LoopAnnotations.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -109,18 +111,12 @@ struct UnrollShortLoopsPass
     }
     // Asked to vectorize, LLVM emits the checks (one vector iteration of 8
     // floats instead of 8 scalar ones: an 8 x 8 image's rows).
-    auto vectorize = LLVM::LoopAnnotationAttr::get(
-        &getContext(), {},
-        LLVM::LoopVectorizeAttr::get(&getContext(),
-                                     BoolAttr::get(&getContext(), false), {},
-                                     {}, {}, {}, {}, {}),
-        {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});
     getOperation().walk([&](scf::ForOp loop) {
       if (!isTiny(loop))
         return;
       // (convert-scf-to-cf moves it to the loop's latch branch, and
       // attach-loop-annotations makes it the loop's metadata.)
-      loop->setAttr(LLVM::LoopAnnotationAttr::name, vectorize);
+      accrue::cpu::annotateLoop(loop, /*vectorize=*/true, /*parallel=*/false);
       ++numVectorized;
     });
   }

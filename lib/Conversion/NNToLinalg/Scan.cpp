@@ -7,6 +7,11 @@
 // (tensor.insert_slice, in place). The CUDA pipeline unrolls scans first
 // instead (`unroll-scans`, lib/Dialect/NN/Transforms).
 //
+// The stack of an output that ScanOp::getInPlaceSources places in a
+// scanned input's stead starts as that input, and each step adds into its
+// own slice there (fold-into-contractions makes the product accumulate into
+// it).
+//
 //===----------------------------------------------------------------------===//
 
 #include "accrue/Conversion/Passes.h"
@@ -31,40 +36,6 @@ struct StepSlice {
   SmallVector<OpFoldResult> offsets, sizes, strides;
 };
 
-/// For each step output, the scanned input it can be stacked in place of
-/// (or -1): an output x_t + p (an RNN's gate pre-activations: its input
-/// projection plus the recurrent product) whose x is read by nothing else,
-/// and stacked with the same type. The loop then starts from x instead of
-/// an empty stack and adds p to each step's slice where it is, so that the
-/// product can accumulate into it (fold-into-contractions), with no pass
-/// that adds and copies.
-SmallVector<int64_t> accumulatedSources(ScanOp op) {
-  Block &body = op.getBodyBlock();
-  auto yield = cast<YieldOp>(body.getTerminator());
-  int64_t carries = op.getNumCarries(), scanned = op.getNumScanned();
-  SmallVector<int64_t> sources(op.getNumOutputs(), -1);
-  for (int64_t i = 0; i < op.getNumOutputs(); ++i) {
-    auto add = yield.getValues()[carries + i].getDefiningOp<AddOp>();
-    if (!add || add.getLhs().getType() != add.getRhs().getType())
-      continue;
-    for (Value operand : add->getOperands()) {
-      auto arg = dyn_cast<BlockArgument>(operand);
-      if (!arg || arg.getOwner() != &body || !arg.hasOneUse() ||
-          arg.getArgNumber() < carries ||
-          arg.getArgNumber() >= carries + scanned)
-        continue;
-      int64_t j = arg.getArgNumber() - carries;
-      if (op.getScanned()[j].hasOneUse() &&
-          op.getScanned()[j].getType() == op.getStackedOutputs()[i].getType() &&
-          !llvm::is_contained(sources, j)) {
-        sources[i] = j;
-        break;
-      }
-    }
-  }
-  return sources;
-}
-
 struct LowerScan : public OpConversionPattern<ScanOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -74,7 +45,7 @@ struct LowerScan : public OpConversionPattern<ScanOp> {
     int64_t carries = op.getNumCarries(), scanned = op.getNumScanned(),
             outputs = op.getNumOutputs(), steps = op.getNumSteps();
     ValueRange inputs = adaptor.getInputs();
-    SmallVector<int64_t> sources = accumulatedSources(op);
+    SmallVector<int64_t> sources = op.getInPlaceSources();
     SmallVector<Value> init(inputs.take_front(carries));
     for (auto [i, result] :
          llvm::enumerate(op.getResults().drop_front(carries))) {

@@ -64,3 +64,23 @@ func.func @read_too() -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   } -> tensor<4x8xf32>
   return %0, %f : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// A tensor.empty two results of one op start from (CSE merged theirs): each
+// init gets its own, so that bufferized, the results get buffers of their
+// own rather than one and a copy, or one reused after being copied out.
+// CHECK-LABEL: func @shared_empty
+// CHECK: %[[E1:.+]] = tensor.empty() : tensor<4x8xf32>
+// CHECK: %[[E2:.+]] = tensor.empty() : tensor<4x8xf32>
+// CHECK-NEXT: linalg.generic {{.*}} outs(%[[E2]], %[[E1]] : tensor<4x8xf32>, tensor<4x8xf32>)
+#ij = affine_map<(i, j) -> (i, j)>
+func.func @shared_empty(%a: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %0:2 = linalg.generic {indexing_maps = [#ij, #ij, #ij], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x8xf32>) outs(%e, %e : tensor<4x8xf32>, tensor<4x8xf32>) {
+  ^bb0(%x: f32, %o1: f32, %o2: f32):
+    %s = arith.addf %x, %x : f32
+    %p = arith.mulf %x, %x : f32
+    linalg.yield %s, %p : f32, f32
+  } -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return %0#0, %0#1 : tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -130,3 +130,60 @@ func.func @cheap(%a: memref<16x256xf32>, %b: memref<16x256xf32>) {
   }
   return
 }
+
+// -----
+
+// The innermost loop made from a parallel loop, which reads and writes
+// consecutive elements along it (and a bias it does not move), says that
+// its iterations are independent: an access group in the parallelAccesses
+// of its llvm.loop_annotation (LLVM vectorizes it without checking at run
+// time that %a, %bias and %b are apart). Strided reads along it (a
+// pooling window's), or a loop shorter than a vector, keep their checks.
+
+// CHECK: #[[$GROUP:.+]] = #llvm.access_group<id = distinct[{{[0-9]+}}]<>>
+// CHECK: #[[$PARALLEL:.+]] = #llvm.loop_annotation<parallelAccesses = #[[$GROUP]]>
+// CHECK-LABEL: func @rows
+// CHECK: scf.parallel
+// CHECK: scf.for
+// CHECK: } {llvm.loop_annotation = #[[$PARALLEL]]}
+// CHECK-LABEL: func @strided
+// CHECK-NOT: llvm.loop_annotation
+// CHECK-LABEL: func @short
+// CHECK-NOT: llvm.loop_annotation
+func.func @rows(%a: memref<64x1024xf32>, %bias: memref<64xf32>, %b: memref<64x1024xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c1024 = arith.constant 1024 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c1024) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<64x1024xf32>
+    %y = memref.load %bias[%i] : memref<64xf32>
+    %s = arith.addf %x, %y : f32
+    memref.store %s, %b[%i, %j] : memref<64x1024xf32>
+  }
+  return
+}
+func.func @strided(%a: memref<64x2048xf32>, %b: memref<64x1024xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %c1024 = arith.constant 1024 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c1024) step (%c1, %c1) {
+    %k = arith.muli %j, %c2 : index
+    %x = memref.load %a[%i, %k] : memref<64x2048xf32>
+    memref.store %x, %b[%i, %j] : memref<64x1024xf32>
+  }
+  return
+}
+func.func @short(%a: memref<4096x8xf32>, %b: memref<4096x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c4096 = arith.constant 4096 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4096, %c8) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<4096x8xf32>
+    memref.store %x, %b[%i, %j] : memref<4096x8xf32>
+  }
+  return
+}

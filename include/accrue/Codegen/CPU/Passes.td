@@ -215,12 +215,43 @@ def DuplicateSharedFills : Pass<"duplicate-shared-fills"> {
     gradient's fill next to its reduction, whatever was moved or recomputed
     elsewhere in the step (with the first destination left on the shared
     fill, where CSE put it, a gradient's rounding depended on that place).
+    A `tensor.empty` that several destinations share (CSE merges those
+    too: the results of a multi-result op start from one) gets one per
+    destination after the first, right before it: bufferized, the results
+    get buffers of their own, where one of them took the shared buffer and
+    a later op, once its value had been copied out, reused it.
   }];
   let statistics = [
-    Statistic<"numDuplicated", "duplicated", "Fills duplicated">,
+    Statistic<"numDuplicated", "duplicated",
+              "Fills and empty tensors duplicated">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
+}
+
+def ForwardCopiedResults : Pass<"forward-copied-results",
+                                 "::mlir::func::FuncOp"> {
+  let summary = "Compute a result in the buffer it is copied into";
+  let description = [{
+    One-shot bufferization computes a tensor inserted into a slice of a
+    larger one in that slice only where eliminate-empty-tensors could make
+    the slice its destination. Where one op computes several results
+    inserted into slices one after another (an LSTM cell's backward, fused,
+    yields the four gate gradients each time step concatenates into its
+    slice of their stack), the later slices come after the op in SSA
+    order: those results are computed into temporaries and copied, four
+    copies per time step. After bufferization the order no longer binds: a
+    `memref.copy` whose source is a view of a `memref.alloc` that only one
+    linalg op writes (an init its body does not read) and nothing else
+    uses goes, and the op writes the copy's destination instead (its view
+    ops moved before the op), when nothing between the op and the copy has
+    memory effects and no other operand of the op may alias the
+    destination (local alias analysis).
+  }];
+  let statistics = [
+    Statistic<"numForwarded", "forwarded", "Copies of results forwarded">,
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
 def AccumulateInPlace : Pass<"accumulate-in-place", "::mlir::func::FuncOp"> {
@@ -271,6 +302,18 @@ def ScheduleParallelLoops
     never carries a reduction across its iterations, so each value is
     computed by one thread in a fixed order: results are bitwise identical
     for any number of threads.
+
+    The innermost `scf.for` made from a parallel loop (at least 16
+    iterations, scalar code, each load and store at consecutive elements
+    along it in a buffer contiguous there, or loads of elements it does not
+    move) is annotated as having independent iterations
+    (`llvm.loop_annotation` with an access group in `parallelAccesses`,
+    which `attach-loop-annotations` gives its loads and stores): LLVM then
+    vectorizes it without checking at run time that its buffers do not
+    overlap. Those checks, hoisted out of the loops around it, compare
+    whole row ranges, and the slices of one buffer an op writes row by row
+    (an LSTM cell's four gate gradients, side by side in each row of their
+    stack) always overlap there: every row took the scalar loop.
   }];
   let options = [
     Option<"minWork", "min-work", "int64_t", "32768",
@@ -284,7 +327,8 @@ def ScheduleParallelLoops
     Statistic<"numParallel", "parallel", "Parallel loops kept">,
     Statistic<"numSerialized", "serialized", "Parallel loops serialized">,
   ];
-  let dependentDialects = ["::mlir::scf::SCFDialect"];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def CollapseShortLoops : Pass<"collapse-short-loops"> {

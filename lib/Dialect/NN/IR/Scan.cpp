@@ -64,6 +64,33 @@ ResultRange ScanOp::getSavedCarries() {
   return getResults().drop_front(getNumCarries() + getNumOutputs());
 }
 
+SmallVector<int64_t> ScanOp::getInPlaceSources() {
+  Block &body = getBodyBlock();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  int64_t carries = getNumCarries(), scanned = getNumScanned();
+  SmallVector<int64_t> sources(getNumOutputs(), -1);
+  for (int64_t i = 0; i < getNumOutputs(); ++i) {
+    auto add = yield.getValues()[carries + i].getDefiningOp<AddOp>();
+    if (!add || add.getLhs().getType() != add.getRhs().getType())
+      continue;
+    for (Value operand : add->getOperands()) {
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (!arg || arg.getOwner() != &body || !arg.hasOneUse() ||
+          arg.getArgNumber() < carries ||
+          arg.getArgNumber() >= carries + scanned)
+        continue;
+      int64_t j = arg.getArgNumber() - carries;
+      if (getScanned()[j].hasOneUse() &&
+          getScanned()[j].getType() == getStackedOutputs()[i].getType() &&
+          !llvm::is_contained(sources, j)) {
+        sources[i] = j;
+        break;
+      }
+    }
+  }
+  return sources;
+}
+
 LogicalResult ScanOp::verify() {
   int64_t carries = getNumCarries(), scanned = getNumScanned();
   int64_t inputs = getInputs().size();
@@ -164,6 +191,19 @@ ScanOp ScanOp::saveForBackward(ScanOp op) {
             !llvm::is_contained(products, result))
           products.push_back(result);
       }
+  // The results of sigmoid, tanh and exp, whose adjoints read their result
+  // alone (y (1 - y), 1 - y^2, y), stacked too, as PyTorch's autograd saves
+  // them: an LSTM's backward step reads its gates and tanh(c) instead of
+  // recomputing five transcendentals per element from the pre-activations.
+  for (Operation &inner : body.without_terminator())
+    if (isa<SigmoidOp, TanhOp, ExpOp>(inner)) {
+      Value result = inner.getResult(0);
+      auto type = cast<RankedTensorType>(result.getType());
+      if (type.getRank() >= 1 && type.getDimSize(0) == batch &&
+          !llvm::is_contained(outputs, result) &&
+          !llvm::is_contained(products, result))
+        products.push_back(result);
+    }
   SmallVector<Type> types(op.getFinalCarries().getTypes());
   llvm::append_range(types, op.getStackedOutputs().getTypes());
   for (Value product : products)
@@ -201,15 +241,22 @@ ScanOp rebuildScan(PatternRewriter &rewriter, ScanOp op, TypeRange types,
 }
 
 /// Drops step outputs nothing reads (what a backward computes for inputs
-/// that are not differentiated), and saved carries when none is read.
+/// that are not differentiated), but those stacked in the place of a
+/// scanned input the function computes (getInPlaceSources: dropped, the
+/// sum would need a buffer of its own each step; an argument's place would
+/// be a copy of it), and saved carries when none is read.
 struct DropUnusedOutputs : public OpRewritePattern<ScanOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ScanOp op,
                                 PatternRewriter &rewriter) const override {
     int64_t carries = op.getNumCarries();
+    SmallVector<int64_t> inPlace = op.getInPlaceSources();
+    auto computedInPlace = [&](int64_t i) {
+      return inPlace[i] >= 0 && op.getScanned()[inPlace[i]].getDefiningOp();
+    };
     SmallVector<int64_t> kept;
     for (auto [i, result] : llvm::enumerate(op.getStackedOutputs()))
-      if (!result.use_empty())
+      if (!result.use_empty() || computedInPlace(i))
         kept.push_back(i);
     bool saves = op.getSavesCarries() &&
                  llvm::any_of(op.getSavedCarries(),

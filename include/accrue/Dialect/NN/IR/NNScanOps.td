@@ -26,7 +26,9 @@ def NN_ScanOp : NN_Op<"scan", [IsolatedFromAbove, RecursiveMemoryEffects,
     The VJP is one scan in the opposite direction whose body recomputes the
     step from the saved carries (reading what the forward stacked, such as
     its contractions' results summed with the adds that are their only use,
-    an RNN's gate pre-activations, instead of recomputing it) and
+    an RNN's gate pre-activations, and the results of its sigmoids, tanhs
+    and exps, whose adjoints read nothing else, instead of recomputing
+    them) and
     differentiates it, carrying the carries' adjoints; the invariants'
     adjoints are running sums, or, when each step's term sums over the
     step's samples (a weight's h^T dz), one contraction over samples and
@@ -60,11 +62,20 @@ def NN_ScanOp : NN_Op<"scan", [IsolatedFromAbove, RecursiveMemoryEffects,
     /// Creates the (empty) body: one argument per input, a step of each
     /// scanned input.
     ::mlir::Block &addBody();
+    /// For each step output, the scanned input it can be stacked in place
+    /// of (or -1): an output x_t + p (an RNN's gate pre-activations: its
+    /// input projection plus the recurrent product) whose x is read by
+    /// nothing else, and stacked with the same type. A loop then starts
+    /// from x instead of an empty stack and adds p to each step's slice
+    /// where it is, with no pass that adds and copies; such an output
+    /// costs no memory, and is kept unread.
+    ::llvm::SmallVector<int64_t> getInPlaceSources();
     /// Replaces `op` with the same scan (its body moved), built just before
     /// it, that saves what its VJP reads: the carries entering each step
     /// and, as new step outputs, the results of the step's contractions
     /// (each after the adds that are its only use, such as an RNN's gate
-    /// pre-activations), which the backward reads instead of recomputing
+    /// pre-activations) and of its sigmoids, tanhs and exps (an LSTM's
+    /// gates and tanh(c)), which the backward reads instead of recomputing
     /// them. Returns the new scan.
     static ScanOp saveForBackward(ScanOp op);
   }];
