@@ -16,6 +16,8 @@
 #include "accrue/Codegen/CPU/Passes.h"
 #include "accrue/Codegen/Common/Contractions.h"
 
+#include "BufferViews.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -29,6 +31,7 @@ namespace accrue::cpu {
 } // namespace accrue::cpu
 
 using namespace mlir;
+using accrue::cpu::rootOf;
 
 namespace {
 
@@ -81,13 +84,6 @@ bool writesElementwise(Operation *op, Value buffer) {
          !generic.hasIndexSemantics() &&
          !generic.payloadUsesValueFromOperand(generic.getDpsInitOperand(0)) &&
          generic.getRegion().front().getTerminator()->getNumOperands() == 1;
-}
-
-/// The buffer a view (chain) of memref views looks into.
-Value rootOf(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
 }
 
 /// Whether `op` (or an op nested in it) may read or write a buffer rooted

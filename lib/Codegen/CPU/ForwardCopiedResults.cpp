@@ -17,6 +17,8 @@
 
 #include "accrue/Codegen/CPU/Passes.h"
 
+#include "BufferViews.h"
+
 #include "mlir/Analysis/AliasAnalysis/LocalAliasAnalysis.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -30,22 +32,16 @@ namespace accrue::cpu {
 } // namespace accrue::cpu
 
 using namespace mlir;
+using accrue::cpu::rootOf;
 
 namespace {
-
-/// The memref.alloc `view` is a view of (through view-like ops), or null.
-memref::AllocOp allocationOf(Value view) {
-  while (auto viewLike = view.getDefiningOp<ViewLikeOpInterface>())
-    view = viewLike.getViewSource();
-  return view.getDefiningOp<memref::AllocOp>();
-}
 
 /// The one linalg op that writes `copy`'s source, a view of a temporary
 /// (memref.alloc) that only it and the copy use (through views): the
 /// source is one of its inits, whose values its body does not read, and
 /// none of its other operands is a view of the temporary.
 linalg::LinalgOp soleWriter(memref::CopyOp copy) {
-  memref::AllocOp alloc = allocationOf(copy.getSource());
+  auto alloc = rootOf(copy.getSource()).getDefiningOp<memref::AllocOp>();
   if (!alloc || alloc->getBlock() != copy->getBlock())
     return nullptr;
   linalg::LinalgOp writer;
@@ -121,6 +117,8 @@ struct ForwardCopiedResultsPass
     SmallVector<memref::CopyOp> copies;
     getOperation()->walk([&](memref::CopyOp copy) { copies.push_back(copy); });
     LocalAliasAnalysis aliases;
+    // (Ops only move within their blocks: the dominance of blocks holds.)
+    DominanceInfo dominance(getOperation());
     for (memref::CopyOp copy : copies) {
       linalg::LinalgOp writer = soleWriter(copy);
       if (!writer || writer->getBlock() != copy->getBlock() ||
@@ -142,7 +140,6 @@ struct ForwardCopiedResultsPass
                    !disjointSlices(operand, target);
           }))
         continue;
-      DominanceInfo dominance(writer->getParentOp());
       if (!computeBefore(target, writer, dominance))
         continue;
       writer->replaceUsesOfWith(source, target);

@@ -175,35 +175,32 @@ ScanOp ScanOp::saveForBackward(ScanOp op) {
   // needs no value of its operands.
   ValueRange outputs = yield.getValues().drop_front(carries);
   SmallVector<Value> products;
+  // Stacks a batch-major step value, unless it already is.
+  auto stack = [&](Value result) {
+    auto type = cast<RankedTensorType>(result.getType());
+    if (type.getRank() >= 1 && type.getDimSize(0) == batch &&
+        !llvm::is_contained(outputs, result) &&
+        !llvm::is_contained(products, result))
+      products.push_back(result);
+  };
   for (Operation &inner : body.without_terminator())
     if (isa<MatMulOp, GemmOp, ConvOp>(inner))
       for (Value result : inner.getResults()) {
-        auto type = cast<RankedTensorType>(result.getType());
-        if (type.getRank() < 1 || type.getDimSize(0) != batch)
-          continue;
         while (result.hasOneUse()) {
           auto add = dyn_cast<AddOp>(*result.getUsers().begin());
-          if (!add || add.getType() != type)
+          if (!add || add.getType() != result.getType())
             break;
           result = add.getResult();
         }
-        if (!llvm::is_contained(outputs, result) &&
-            !llvm::is_contained(products, result))
-          products.push_back(result);
+        stack(result);
       }
   // The results of sigmoid, tanh and exp, whose adjoints read their result
   // alone (y (1 - y), 1 - y^2, y), stacked too, as PyTorch's autograd saves
   // them: an LSTM's backward step reads its gates and tanh(c) instead of
   // recomputing five transcendentals per element from the pre-activations.
   for (Operation &inner : body.without_terminator())
-    if (isa<SigmoidOp, TanhOp, ExpOp>(inner)) {
-      Value result = inner.getResult(0);
-      auto type = cast<RankedTensorType>(result.getType());
-      if (type.getRank() >= 1 && type.getDimSize(0) == batch &&
-          !llvm::is_contained(outputs, result) &&
-          !llvm::is_contained(products, result))
-        products.push_back(result);
-    }
+    if (isa<SigmoidOp, TanhOp, ExpOp>(inner))
+      stack(inner.getResult(0));
   SmallVector<Type> types(op.getFinalCarries().getTypes());
   llvm::append_range(types, op.getStackedOutputs().getTypes());
   for (Value product : products)
